@@ -1,0 +1,1 @@
+print("eleven-bench: nothing here yet")

@@ -1,0 +1,1 @@
+print("eleven: nothing here yet")

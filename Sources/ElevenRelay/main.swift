@@ -1,0 +1,1 @@
+print("eleven-relay: nothing here yet")

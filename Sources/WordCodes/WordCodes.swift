@@ -1,0 +1,2 @@
+/// The wordlist and the short codes people say, type and mistype.
+public enum WordCodesModule {}

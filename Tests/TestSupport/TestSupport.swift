@@ -1,0 +1,141 @@
+import Foundation
+
+/// Shared helpers for the test targets: where the package lives, free loopback ports, child
+/// processes stopped by process id, and the Python virtualenv that interop tests use.
+public enum TestSupport {
+    /// The package root, found from this file's path (works from any working directory).
+    public static let packageRoot: URL = {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }()
+
+    /// The Python interpreter of the test virtualenv made by `scripts/test`
+    /// (`$ELEVEN_TEST_PYTHON`, else `.venv-test/bin/python` at the package root).
+    public static var python: String {
+        if let p = ProcessInfo.processInfo.environment["ELEVEN_TEST_PYTHON"], !p.isEmpty { return p }
+        return packageRoot.appendingPathComponent(".venv-test/bin/python").path
+    }
+
+    /// Whether the interop virtualenv exists. Interop tests fail (not skip) without it unless
+    /// `ELEVEN_SKIP_INTEROP=1`, so CI can never pass them vacuously.
+    public static var interopSkipped: Bool {
+        ProcessInfo.processInfo.environment["ELEVEN_SKIP_INTEROP"] == "1"
+    }
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
+    public static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestSupportError.system("socket", errno) }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard rc == 0 else { throw TestSupportError.system("bind", errno) }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        return UInt16(bigEndian: addr.sin_port)
+    }
+
+    /// Runs a program to completion with a time limit; returns exit status and output.
+    /// A program still running at the deadline is killed (by its pid) and reported as such.
+    public static func run(
+        _ executable: String, _ arguments: [String], stdin: Data? = nil,
+        environment: [String: String]? = nil, timeout: TimeInterval = 60
+    ) throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        let out = Pipe()
+        let err = Pipe()
+        let inp = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = inp
+        try process.run()
+        if let stdin { inp.fileHandleForWriting.write(stdin) }
+        try? inp.fileHandleForWriting.close()
+        // Drain both pipes concurrently so a chatty child cannot block on a full pipe.
+        let collected = OutputCollector()
+        let group = DispatchGroup()
+        for (handle, isErr) in [(out.fileHandleForReading, false), (err.fileHandleForReading, true)] {
+            group.enter()
+            DispatchQueue.global().async {
+                let data = handle.readDataToEndOfFile()
+                collected.set(data, isErr: isErr)
+                group.leave()
+            }
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        var timedOut = false
+        while process.isRunning {
+            if Date() > deadline {
+                timedOut = true
+                kill(process.processIdentifier, SIGKILL)
+                break
+            }
+            usleep(10_000)
+        }
+        process.waitUntilExit()
+        group.wait()
+        let (o, e) = collected.get()
+        return ProcessResult(
+            status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: e, as: UTF8.self), timedOut: timedOut)
+    }
+
+    /// The path of a product built next to the test bundle (e.g. `eleven`, `eleven-relay`).
+    public static func productPath(_ name: String) -> String {
+        let bundle = Bundle.main.bundleURL
+        // swift test runs the xctest bundle from the build directory (.build/<triple>/debug).
+        var dir = bundle
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
+            dir = dir.deletingLastPathComponent()
+        }
+        return packageRoot.appendingPathComponent(".build/debug/\(name)").path
+    }
+}
+
+public struct ProcessResult: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+    public let timedOut: Bool
+}
+
+public enum TestSupportError: Error, CustomStringConvertible {
+    case system(String, Int32)
+    public var description: String {
+        switch self {
+        case .system(let call, let code): return "\(call) failed: \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+final class OutputCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var out = Data()
+    private var err = Data()
+    func set(_ data: Data, isErr: Bool) {
+        lock.lock()
+        if isErr { err = data } else { out = data }
+        lock.unlock()
+    }
+    func get() -> (Data, Data) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (out, err)
+    }
+}
