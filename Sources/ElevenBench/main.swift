@@ -1,1 +1,30 @@
-print("eleven-bench: nothing here yet")
+import Foundation
+
+// eleven-bench: benchmarks that print a ratio against a reference measured in the same run.
+// Each subcommand lives in its own file.
+
+let usage = """
+    usage: eleven-bench <command> [options]
+
+    commands:
+      pake     SPAKE2 exchanges per second per suite, and the ratio to the bare libsodium floor
+      codes    wordlist entropy and single-typo correction rates over a large sample
+      net      WebSocket echo round trips and idle-connection memory, against Python websockets
+
+    Run `eleven-bench <command> --help` for a command's options.
+    """
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first, command != "--help", command != "-h" else {
+    print(usage)
+    exit(arguments.isEmpty ? 2 : 0)
+}
+let rest = Array(arguments.dropFirst())
+switch command {
+case "pake": exit(runPakeBench(rest))
+case "codes": exit(runCodesBench(rest))
+case "net": exit(runNetBench(rest))
+default:
+    FileHandle.standardError.write(Data("eleven-bench: unknown command '\(command)'\n\n\(usage)\n".utf8))
+    exit(2)
+}

@@ -1,0 +1,7 @@
+import Foundation
+
+/// `eleven-bench codes`: not written yet.
+func runCodesBench(_ arguments: [String]) -> Int32 {
+    FileHandle.standardError.write(Data("eleven-bench: this benchmark is not written yet\n".utf8))
+    return 1
+}
