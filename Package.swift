@@ -11,11 +11,14 @@ let package = Package(
     products: [
         .executable(name: "eleven", targets: ["ElevenCLI"]),
         .executable(name: "eleven-relay", targets: ["ElevenRelay"]),
+        .executable(name: "eleven-server", targets: ["ElevenServer"]),
         .executable(name: "eleven-bench", targets: ["ElevenBench"]),
         .library(name: "PAKE", targets: ["PAKE"]),
         .library(name: "WordCodes", targets: ["WordCodes"]),
         .library(name: "Net", targets: ["Net"]),
         .library(name: "Relay", targets: ["Relay"]),
+        .library(name: "ClientCore", targets: ["ClientCore"]),
+        .library(name: "SpaceServer", targets: ["SpaceServer"]),
     ],
     targets: [
         // System libraries (Debian -dev packages).
@@ -30,9 +33,12 @@ let package = Package(
         .target(name: "WordCodes", exclude: ["README.md"]),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
         .target(name: "Relay", dependencies: ["Net", "CSQLite"]),
+        .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium"]),
+        .target(name: "SpaceServer", dependencies: ["Net", "PAKE", "CSQLite", "CSodium"]),
 
         // Thin executables.
-        .executableTarget(name: "ElevenCLI", dependencies: ["PAKE", "WordCodes"]),
+        .executableTarget(name: "ElevenCLI", dependencies: ["PAKE", "WordCodes", "ClientCore"]),
+        .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net"]),
         .executableTarget(
             name: "ElevenBench", dependencies: ["PAKE", "WordCodes", "Net", "Relay", "CSodium"]),
@@ -44,6 +50,8 @@ let package = Package(
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "TestSupport"]),
+        .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "TestSupport"]),
+        .testTarget(name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "TestSupport"]),
         .testTarget(name: "ElevenCLITests", dependencies: ["TestSupport"]),
     ]
 )

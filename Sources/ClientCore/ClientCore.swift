@@ -1,0 +1,2 @@
+/// Everything a client does: rendezvous, joins, invite links, identity and thread keys, vault.
+public enum ClientCoreModule {}

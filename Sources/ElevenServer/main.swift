@@ -1,0 +1,1 @@
+print("eleven-server: nothing here yet")

@@ -1,0 +1,2 @@
+/// The space and home HTTP API and its storage.
+public enum SpaceServerModule {}
