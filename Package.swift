@@ -36,10 +36,14 @@ let package = Package(
         .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium"]),
         .target(name: "SpaceServer", dependencies: ["Net", "PAKE", "CSQLite", "CSodium"]),
 
+        // Argument parsing, help text, exit codes and output shared by the executables.
+        .target(name: "CLISupport"),
+
         // Thin executables.
-        .executableTarget(name: "ElevenCLI", dependencies: ["PAKE", "WordCodes", "ClientCore"]),
-        .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net"]),
-        .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net"]),
+        .executableTarget(
+            name: "ElevenCLI", dependencies: ["PAKE", "WordCodes", "ClientCore", "CLISupport"]),
+        .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
+        .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
         .executableTarget(
             name: "ElevenBench", dependencies: ["PAKE", "WordCodes", "Net", "Relay", "CSodium"]),
 
@@ -52,6 +56,6 @@ let package = Package(
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "TestSupport"]),
         .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "TestSupport"]),
         .testTarget(name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "TestSupport"]),
-        .testTarget(name: "ElevenCLITests", dependencies: ["TestSupport"]),
+        .testTarget(name: "ElevenCLITests", dependencies: ["CLISupport", "TestSupport"]),
     ]
 )

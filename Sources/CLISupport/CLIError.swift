@@ -1,0 +1,123 @@
+import Foundation
+
+/// Exit statuses every Eleven program uses. Stable: scripts depend on them.
+public enum ExitStatus: Int32, Sendable {
+    case success = 0
+    /// Something failed that none of the cases below describes.
+    case failure = 1
+    /// The command line was wrong (unknown option, missing argument, bad value).
+    case usage = 2
+    /// The code or invite was not accepted (did not match, expired, used up, unknown).
+    case codeRejected = 3
+    /// A server or relay could not be reached or answered with an error.
+    case unavailable = 4
+    /// Local state is missing or unreadable (not set up, corrupt file, wrong permissions).
+    case localState = 5
+    /// The other person refused, or the operation was cancelled.
+    case refused = 6
+    /// A time limit ran out.
+    case timedOut = 7
+}
+
+/// An error a program reports to the person running it: a stable machine-readable `code`, a
+/// message that says what to do, and the exit status.
+public struct CLIError: Error, Sendable, CustomStringConvertible {
+    public let code: String
+    public let message: String
+    public let status: ExitStatus
+    /// Set for usage errors and `--help`: the help text to show.
+    public let help: String?
+
+    public init(code: String, message: String, status: ExitStatus = .failure, help: String? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.help = help
+    }
+
+    public var description: String { message }
+
+    public static func usage(_ message: String, help: String?) -> CLIError {
+        CLIError(code: "usage", message: message, status: .usage, help: help)
+    }
+
+    static func helpRequested(_ help: String) -> CLIError {
+        CLIError(code: "help", message: "", status: .success, help: help)
+    }
+
+    var isHelp: Bool { code == "help" }
+}
+
+/// Writes to standard output and standard error without C stdio globals (strict concurrency).
+public enum Terminal {
+    public static func out(_ text: String) {
+        write(1, text + "\n")
+    }
+
+    public static func err(_ text: String) {
+        write(2, text + "\n")
+    }
+
+    private static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes {
+                Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset)
+            }
+            if n <= 0 {
+                if n < 0 && errno == EINTR { continue }
+                return
+            }
+            offset += n
+        }
+        bytes.removeAll()
+    }
+
+    /// Whether standard input and output are a terminal (prompts, colours, progress).
+    public static var isInteractive: Bool { isatty(0) == 1 && isatty(1) == 1 }
+
+    /// Prints a JSON object on one line (keys sorted, so output is stable).
+    public static func json(_ object: [String: Any]) {
+        guard JSONSerialization.isValidJSONObject(object),
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else {
+            out("{\"error\":\"internal\",\"message\":\"could not encode output\"}")
+            return
+        }
+        out(String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// Runs a program's entry point: maps `CLIError` to its message, `--json` error object and exit
+/// status. Any other error is a failure with its description.
+public func runProgram(name: String, json: Bool, _ body: () throws -> Void) -> Never {
+    do {
+        try body()
+        exit(ExitStatus.success.rawValue)
+    } catch let error as CLIError {
+        if error.isHelp {
+            Terminal.out(error.help ?? "")
+            exit(ExitStatus.success.rawValue)
+        }
+        report(error, name: name, json: json)
+        exit(error.status.rawValue)
+    } catch {
+        report(
+            CLIError(code: "failure", message: String(describing: error)), name: name, json: json)
+        exit(ExitStatus.failure.rawValue)
+    }
+}
+
+private func report(_ error: CLIError, name: String, json: Bool) {
+    if json {
+        Terminal.json(["error": error.code, "message": error.message])
+    } else {
+        Terminal.err("\(name): \(error.message)")
+        if error.status == .usage, let help = error.help {
+            Terminal.err("")
+            Terminal.err(help)
+        }
+    }
+}
