@@ -1,0 +1,180 @@
+import Foundation
+
+/// Identifiers of the mailbox protocol. Distinct types so a side is never passed as a phase.
+public enum Rendezvous {
+    /// A client's random session identifier (10 lowercase hex characters, as every known client).
+    public struct Side: Hashable, Sendable, Codable, CustomStringConvertible {
+        public let value: String
+        public init(_ value: String) { self.value = value }
+        public var description: String { value }
+
+        /// A fresh side: 5 random bytes as hex.
+        public static func random<R: RandomNumberGenerator>(using rng: inout R) -> Side {
+            Side((0..<5).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &rng)) }.joined())
+        }
+    }
+
+    /// The short public number that points at a mailbox (the `42` of `coral-piano-42`).
+    public struct Nameplate: Hashable, Sendable, Codable, CustomStringConvertible {
+        public let value: String
+        public init(_ value: String) { self.value = value }
+        public var description: String { value }
+    }
+
+    /// The server's long random mailbox id.
+    public struct MailboxID: Hashable, Sendable, Codable, CustomStringConvertible {
+        public let value: String
+        public init(_ value: String) { self.value = value }
+        public var description: String { value }
+    }
+
+    /// A message label. Each side uses each phase once.
+    public struct Phase: Hashable, Sendable, Codable, CustomStringConvertible {
+        public let value: String
+        public init(_ value: String) { self.value = value }
+        public var description: String { value }
+        public static let pake = Phase("pake")
+        public static let version = Phase("version")
+    }
+
+    /// How a side feels when it closes a mailbox; the relay only counts these.
+    public enum Mood: String, Sendable, Codable {
+        case happy, lonely, scary, errory
+    }
+}
+
+/// A command from client to relay.
+public enum ClientMessage: Equatable, Sendable {
+    case bind(appID: String, side: Rendezvous.Side, clientVersion: [String])
+    case allocate
+    case claim(Rendezvous.Nameplate)
+    case release(Rendezvous.Nameplate?)
+    case open(Rendezvous.MailboxID)
+    case add(phase: Rendezvous.Phase, body: [UInt8])
+    case close(Rendezvous.MailboxID?, mood: Rendezvous.Mood)
+    case list
+    case ping(Int)
+
+    /// The JSON object sent in one WebSocket text frame.
+    public var json: String {
+        var object: [String: Any]
+        switch self {
+        case .bind(let appID, let side, let version):
+            object = ["type": "bind", "appid": appID, "side": side.value, "client_version": version]
+        case .allocate:
+            object = ["type": "allocate"]
+        case .claim(let nameplate):
+            object = ["type": "claim", "nameplate": nameplate.value]
+        case .release(let nameplate):
+            object = ["type": "release"]
+            if let nameplate { object["nameplate"] = nameplate.value }
+        case .open(let mailbox):
+            object = ["type": "open", "mailbox": mailbox.value]
+        case .add(let phase, let body):
+            object = ["type": "add", "phase": phase.value, "body": Hex.encode(body)]
+        case .close(let mailbox, let mood):
+            object = ["type": "close", "mood": mood.rawValue]
+            if let mailbox { object["mailbox"] = mailbox.value }
+        case .list:
+            object = ["type": "list"]
+        case .ping(let n):
+            object = ["type": "ping", "ping": n]
+        }
+        // Only strings, numbers and arrays of strings above: serialisation cannot fail.
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A message from relay to client. Unknown types decode as `.unknown` and are ignored.
+public enum ServerMessage: Equatable, Sendable {
+    case welcome(motd: String?, error: String?)
+    case ack
+    case allocated(Rendezvous.Nameplate)
+    case claimed(Rendezvous.MailboxID)
+    case released
+    case message(side: Rendezvous.Side, phase: Rendezvous.Phase, body: [UInt8])
+    case closed
+    case nameplates([Rendezvous.Nameplate])
+    case pong(Int?)
+    case error(String, origType: String?)
+    case unknown(String)
+
+    /// Decodes one text frame from the relay.
+    public init(json text: String) throws(RendezvousError) {
+        guard let data = text.data(using: .utf8),
+            let any = try? JSONSerialization.jsonObject(with: data),
+            let object = any as? [String: Any], let type = object["type"] as? String
+        else {
+            throw .protocolViolation("the relay sent something that is not a mailbox message")
+        }
+        func string(_ key: String) throws(RendezvousError) -> String {
+            guard let v = object[key] as? String else {
+                throw .protocolViolation("the relay's '\(type)' message has no '\(key)'")
+            }
+            return v
+        }
+        switch type {
+        case "welcome":
+            let welcome = object["welcome"] as? [String: Any] ?? [:]
+            self = .welcome(motd: welcome["motd"] as? String, error: welcome["error"] as? String)
+        case "ack": self = .ack
+        case "allocated": self = .allocated(Rendezvous.Nameplate(try string("nameplate")))
+        case "claimed": self = .claimed(Rendezvous.MailboxID(try string("mailbox")))
+        case "released": self = .released
+        case "closed": self = .closed
+        case "message":
+            guard let body = Hex.decode(try string("body")) else {
+                throw .protocolViolation("a mailbox message body is not hex")
+            }
+            self = .message(
+                side: Rendezvous.Side(try string("side")), phase: Rendezvous.Phase(try string("phase")),
+                body: body)
+        case "nameplates":
+            let list = object["nameplates"] as? [[String: Any]] ?? []
+            self = .nameplates(list.compactMap { ($0["id"] as? String).map(Rendezvous.Nameplate.init) })
+        case "pong": self = .pong(object["pong"] as? Int)
+        case "error":
+            let orig = (object["orig"] as? [String: Any])?["type"] as? String
+            self = .error(object["error"] as? String ?? "unspecified error", origType: orig)
+        default: self = .unknown(type)
+        }
+    }
+}
+
+/// Lowercase hexadecimal, as the mailbox protocol carries bodies.
+public enum Hex {
+    public static func encode<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes hex (either case); `nil` for odd length or a non-hex character.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var i = 0
+        while i < chars.count {
+            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,273 @@
+/// What went wrong between a client and the relay.
+public enum RendezvousError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
+    /// The relay sent something the protocol does not allow.
+    case protocolViolation(String)
+    /// A third party is using this code's mailbox.
+    case crowded
+    /// The relay refused to serve us (its welcome carried an error).
+    case unwelcome(String)
+    /// The relay answered a command with an error.
+    case server(String)
+    /// The application used a phase twice or sent after closing.
+    case misuse(String)
+
+    /// A stable machine-readable code.
+    public var code: String {
+        switch self {
+        case .protocolViolation: return "relay_protocol"
+        case .crowded: return "crowded"
+        case .unwelcome: return "relay_unwelcome"
+        case .server: return "relay_error"
+        case .misuse: return "misuse"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .protocolViolation(let why): return "The relay misbehaved: \(why)."
+        case .crowded:
+            return "Someone else is already using this code. Ask for a new one."
+        case .unwelcome(let why): return "The relay refused the connection: \(why)"
+        case .server(let why): return "The relay reported an error: \(why)"
+        case .misuse(let why): return "Internal error: \(why)"
+        }
+    }
+}
+
+/// What the connection owner must do after feeding an event to a `RendezvousMachine`.
+public enum RendezvousAction: Equatable, Sendable {
+    /// Send this command on the current connection.
+    case send(ClientMessage)
+    /// The relay allocated our nameplate.
+    case allocated(Rendezvous.Nameplate)
+    /// The peer's message for a phase, delivered once however often the relay repeats it.
+    case received(phase: Rendezvous.Phase, body: [UInt8])
+    /// The relay's message of the day.
+    case motd(String)
+    /// A failure that ends this rendezvous.
+    case failed(RendezvousError)
+    /// The relay confirmed our close: nothing more will happen.
+    case closed
+}
+
+/// The client side of the mailbox protocol as a pure state machine: nameplate (allocate or
+/// claim, release on the first peer message), mailbox (open, add, close), outbound messages kept
+/// until the relay echoes them, inbound messages de-duplicated by phase.
+///
+/// It never touches a socket. The owner calls `connected()` for every new connection (the first
+/// and each reconnect, always with the same side), feeds every `ServerMessage`, and performs the
+/// returned actions. The whole machine is `Codable`, so a pending join survives a process restart:
+/// restore it and call `connected()` again.
+public struct RendezvousMachine: Codable, Sendable {
+    /// How this side finds its mailbox.
+    public enum Start: Codable, Sendable, Equatable {
+        /// Ask the relay for a fresh nameplate (the side that mints the code).
+        case allocate
+        /// Claim a nameplate from a code the person typed.
+        case claim(Rendezvous.Nameplate)
+    }
+
+    public let appID: String
+    public let side: Rendezvous.Side
+    public let clientVersion: [String]
+
+    public private(set) var nameplate: Rendezvous.Nameplate?
+    public private(set) var mailbox: Rendezvous.MailboxID?
+    public private(set) var peerSide: Rendezvous.Side?
+    private var wantsAllocation: Bool
+    private var releaseRequested = false
+    private var nameplateReleased = false
+    private var closeMood: Rendezvous.Mood?
+    public private(set) var isClosed = false
+    public private(set) var failure: RendezvousError?
+    /// Outbound messages the relay has not echoed yet, in the order they were sent.
+    private var unechoed: [Outbound] = []
+    private var usedPhases: Set<Rendezvous.Phase> = []
+    private var seenPeerPhases: Set<Rendezvous.Phase> = []
+    /// What was sent on the current connection (the relay allows each command once per connection).
+    private var link = Link()
+
+    private struct Outbound: Codable, Sendable, Equatable {
+        let phase: Rendezvous.Phase
+        let body: [UInt8]
+    }
+
+    private struct Link: Sendable {
+        var isUp = false
+        var allocateSent = false
+        var claimSent = false
+        var openSent = false
+        var releaseSent = false
+        var closeSent = false
+        var addsSent: Set<Rendezvous.Phase> = []
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case appID, side, clientVersion, nameplate, mailbox, peerSide, wantsAllocation
+        case releaseRequested, nameplateReleased, closeMood, isClosed, failure, unechoed, usedPhases
+        case seenPeerPhases
+    }
+
+    public init(
+        appID: String, side: Rendezvous.Side, start: Start, clientVersion: [String] = ["eleven", "1"]
+    ) {
+        self.appID = appID
+        self.side = side
+        self.clientVersion = clientVersion
+        switch start {
+        case .allocate:
+            wantsAllocation = true
+        case .claim(let nameplate):
+            wantsAllocation = false
+            self.nameplate = nameplate
+        }
+    }
+
+    /// Whether every message we sent has been stored by the relay.
+    public var allEchoed: Bool { unechoed.isEmpty }
+
+    // MARK: Events
+
+    /// A new connection to the relay is open: bind and resume whatever was in flight.
+    public mutating func connected() -> [RendezvousAction] {
+        link = Link()
+        link.isUp = true
+        guard !isClosed, failure == nil else { return [] }
+        return [.send(.bind(appID: appID, side: side, clientVersion: clientVersion))] + pump()
+    }
+
+    /// The connection was lost. The owner reconnects (with back-off) and calls `connected()`.
+    public mutating func disconnected() {
+        link = Link()
+    }
+
+    /// Queues a message for the peer. Each phase may be used once.
+    public mutating func send(phase: Rendezvous.Phase, body: [UInt8]) throws(RendezvousError)
+        -> [RendezvousAction]
+    {
+        guard closeMood == nil, !isClosed else { throw .misuse("sending after close") }
+        guard !usedPhases.contains(phase) else { throw .misuse("phase '\(phase)' used twice") }
+        usedPhases.insert(phase)
+        unechoed.append(Outbound(phase: phase, body: body))
+        return pump()
+    }
+
+    /// Closes the mailbox with a mood (releasing the nameplate too if we still hold it).
+    public mutating func close(mood: Rendezvous.Mood) -> [RendezvousAction] {
+        guard closeMood == nil, !isClosed else { return [] }
+        closeMood = mood
+        if nameplate != nil && !nameplateReleased { releaseRequested = true }
+        if mailbox == nil {
+            // Nothing was ever opened: there is nothing for the relay to close.
+            if nameplate == nil || nameplateReleased {
+                isClosed = true
+                return [.closed]
+            }
+        }
+        return pump()
+    }
+
+    /// A message from the relay on the current connection.
+    public mutating func received(_ message: ServerMessage) -> [RendezvousAction] {
+        guard !isClosed else { return [] }
+        switch message {
+        case .welcome(let motd, let error):
+            if let error { return fail(.unwelcome(error)) }
+            return motd.map { [.motd($0)] } ?? []
+        case .ack, .pong, .unknown:
+            return []
+        case .nameplates:
+            return []
+        case .allocated(let allocated):
+            guard wantsAllocation, nameplate == nil else {
+                return fail(.protocolViolation("an allocation we did not ask for"))
+            }
+            wantsAllocation = false
+            nameplate = allocated
+            return [.allocated(allocated)] + pump()
+        case .claimed(let claimed):
+            if let mailbox, mailbox != claimed {
+                return fail(.protocolViolation("the nameplate now points at another mailbox"))
+            }
+            mailbox = claimed
+            return pump()
+        case .released:
+            nameplateReleased = true
+            return finishCloseIfDone()
+        case .closed:
+            isClosed = true
+            return [.closed]
+        case .message(let from, let phase, let body):
+            if from == side {
+                unechoed.removeAll { $0.phase == phase }
+                return []
+            }
+            if let peerSide, peerSide != from {
+                // A third side in our mailbox: the relay will call it crowded; ignore its words.
+                return []
+            }
+            peerSide = from
+            guard !seenPeerPhases.contains(phase) else { return [] }
+            seenPeerPhases.insert(phase)
+            var actions: [RendezvousAction] = [.received(phase: phase, body: body)]
+            if nameplate != nil && !releaseRequested {
+                releaseRequested = true
+                actions += pump()
+            }
+            return actions
+        case .error(let text, _):
+            if text == "crowded" { return fail(.crowded) }
+            return fail(.server(text))
+        }
+    }
+
+    // MARK: Internals
+
+    private mutating func fail(_ error: RendezvousError) -> [RendezvousAction] {
+        failure = error
+        return [.failed(error)]
+    }
+
+    private mutating func finishCloseIfDone() -> [RendezvousAction] {
+        if closeMood != nil && mailbox == nil && !isClosed {
+            isClosed = true
+            return [.closed]
+        }
+        return []
+    }
+
+    /// Sends whatever the state calls for and this connection has not carried yet.
+    private mutating func pump() -> [RendezvousAction] {
+        guard link.isUp, !isClosed, failure == nil else { return [] }
+        var out: [ClientMessage] = []
+        if wantsAllocation && nameplate == nil && !link.allocateSent {
+            link.allocateSent = true
+            out.append(.allocate)
+        }
+        if let nameplate, !releaseRequested, !link.claimSent {
+            link.claimSent = true
+            out.append(.claim(nameplate))
+        }
+        if let mailbox {
+            if !link.openSent && closeMood == nil {
+                link.openSent = true
+                out.append(.open(mailbox))
+            }
+            if link.openSent {
+                for message in unechoed where !link.addsSent.contains(message.phase) {
+                    link.addsSent.insert(message.phase)
+                    out.append(.add(phase: message.phase, body: message.body))
+                }
+            }
+        }
+        if releaseRequested && !nameplateReleased && !link.releaseSent, let nameplate {
+            link.releaseSent = true
+            out.append(.release(nameplate))
+        }
+        if let mood = closeMood, let mailbox, !link.closeSent {
+            link.closeSent = true
+            out.append(.close(mailbox, mood: mood))
+        }
+        return out.map { .send($0) }
+    }
+}

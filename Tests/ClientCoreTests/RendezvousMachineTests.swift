@@ -1,0 +1,156 @@
+import ClientCore
+import Foundation
+import Testing
+
+@Suite struct RendezvousMachineTests {
+    let app = "elevenmessenger.com/join/v1"
+    let me = Rendezvous.Side("aaaaaaaaaa")
+    let peer = Rendezvous.Side("bbbbbbbbbb")
+    let np = Rendezvous.Nameplate("42")
+    let mb = Rendezvous.MailboxID("mkdckphwuanem")
+
+    func sends(_ actions: [RendezvousAction]) -> [ClientMessage] {
+        actions.compactMap { if case .send(let m) = $0 { return m } else { return nil } }
+    }
+
+    @Test func allocatingSideFullFlow() throws {
+        var m = RendezvousMachine(appID: app, side: me, start: .allocate)
+        #expect(
+            sends(m.connected()) == [.bind(appID: app, side: me, clientVersion: ["eleven", "1"]), .allocate])
+        #expect(m.received(.welcome(motd: "hi", error: nil)) == [.motd("hi")])
+        #expect(m.received(.ack) == [])
+        #expect(m.received(.allocated(np)) == [.allocated(np), .send(.claim(np))])
+        // A message queued before the mailbox is known waits for it.
+        #expect(try m.send(phase: .pake, body: [1, 2]) == [])
+        #expect(sends(m.received(.claimed(mb))) == [.open(mb), .add(phase: .pake, body: [1, 2])])
+        #expect(!m.allEchoed)
+        #expect(m.received(.message(side: me, phase: .pake, body: [1, 2])) == [])
+        #expect(m.allEchoed)
+        // The first peer message releases the nameplate; repeats are delivered once.
+        #expect(
+            m.received(.message(side: peer, phase: .pake, body: [9]))
+                == [.received(phase: .pake, body: [9]), .send(.release(np))])
+        #expect(m.received(.message(side: peer, phase: .pake, body: [9])) == [])
+        #expect(m.received(.released) == [])
+        #expect(sends(m.close(mood: .happy)) == [.close(mb, mood: .happy)])
+        #expect(m.received(.closed) == [.closed])
+        #expect(m.isClosed)
+        #expect(m.received(.message(side: peer, phase: .version, body: [])) == [])
+    }
+
+    @Test func claimingSide() throws {
+        var m = RendezvousMachine(appID: app, side: peer, start: .claim(np))
+        #expect(sends(m.connected()).dropFirst() == [.claim(np)])
+        #expect(sends(m.received(.claimed(mb))) == [.open(mb)])
+        #expect(sends(try m.send(phase: .pake, body: [3])) == [.add(phase: .pake, body: [3])])
+    }
+
+    @Test func reconnectResendsWhatWasNotEchoed() throws {
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = m.connected()
+        _ = m.received(.claimed(mb))
+        _ = try m.send(phase: .pake, body: [1])
+        _ = try m.send(phase: .version, body: [2])
+        _ = m.received(.message(side: me, phase: .pake, body: [1]))
+        m.disconnected()
+        // Nothing is sent while down.
+        #expect(try m.send(phase: Rendezvous.Phase("0"), body: [3]) == [])
+        #expect(
+            sends(m.connected()).dropFirst()
+                == [
+                    .claim(np), .open(mb), .add(phase: .version, body: [2]),
+                    .add(phase: Rendezvous.Phase("0"), body: [3]),
+                ])
+    }
+
+    @Test func survivesARestartThroughCodable() throws {
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = m.connected()
+        _ = m.received(.claimed(mb))
+        _ = try m.send(phase: .pake, body: [1])
+        _ = m.received(.message(side: peer, phase: .pake, body: [7]))  // release requested
+        let saved = try JSONEncoder().encode(m)
+        var restored = try JSONDecoder().decode(RendezvousMachine.self, from: saved)
+        // After a restart: re-open, resend the unechoed add, resend release, never re-claim.
+        #expect(
+            sends(restored.connected()).dropFirst()
+                == [.open(mb), .add(phase: .pake, body: [1]), .release(np)])
+        // The peer's pake is not delivered twice after the restart.
+        #expect(restored.received(.message(side: peer, phase: .pake, body: [7])) == [])
+    }
+
+    @Test func errorsEndTheRendezvous() {
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = m.connected()
+        #expect(m.received(.error("crowded", origType: "claim")) == [.failed(.crowded)])
+        #expect(m.failure == .crowded)
+        #expect(m.connected() == [])
+        var u = RendezvousMachine(appID: app, side: me, start: .allocate)
+        #expect(u.received(.welcome(motd: nil, error: "go away")) == [.failed(.unwelcome("go away"))])
+        var a = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        #expect(
+            a.received(.allocated(np)) == [.failed(.protocolViolation("an allocation we did not ask for"))])
+        var c = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = c.received(.claimed(mb))
+        if case .failed(.protocolViolation) = c.received(.claimed(Rendezvous.MailboxID("other"))).first {
+        } else {
+            Issue.record("a changed mailbox must fail")
+        }
+    }
+
+    @Test func misuseIsAnError() throws {
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = try m.send(phase: .pake, body: [])
+        #expect(throws: RendezvousError.misuse("phase 'pake' used twice")) {
+            try m.send(phase: .pake, body: [])
+        }
+        _ = m.close(mood: .lonely)
+        #expect(throws: RendezvousError.self) { try m.send(phase: .version, body: []) }
+    }
+
+    @Test func aThirdSideIsIgnored() {
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = m.connected()
+        _ = m.received(.claimed(mb))
+        _ = m.received(.message(side: peer, phase: .pake, body: [1]))
+        #expect(m.received(.message(side: Rendezvous.Side("cccccccccc"), phase: .version, body: [6])) == [])
+        #expect(m.peerSide == peer)
+    }
+
+    @Test func closeBeforeAnyMailboxReleasesTheNameplate() {
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = m.connected()
+        #expect(sends(m.close(mood: .lonely)) == [.release(np)])
+        #expect(m.received(.released) == [.closed])
+    }
+
+    @Test func serverMessagesDecode() throws {
+        #expect(
+            try ServerMessage(json: #"{"type":"allocated","nameplate":"7","server_tx":1.5}"#)
+                == .allocated(Rendezvous.Nameplate("7")))
+        #expect(
+            try ServerMessage(
+                json: #"{"type":"message","side":"ab","phase":"pake","body":"0aff","server_rx":1,"id":null}"#)
+                == .message(side: Rendezvous.Side("ab"), phase: .pake, body: [0x0a, 0xff]))
+        #expect(
+            try ServerMessage(json: #"{"type":"error","error":"crowded","orig":{"type":"claim"}}"#)
+                == .error("crowded", origType: "claim"))
+        #expect(try ServerMessage(json: #"{"type":"future-thing"}"#) == .unknown("future-thing"))
+        for bad in [
+            "", "[]", "{}", "null", #"{"type":"claimed"}"#,
+            #"{"type":"message","side":"a","phase":"p","body":"zz"}"#,
+        ] {
+            #expect(throws: RendezvousError.self) { try ServerMessage(json: bad) }
+        }
+    }
+
+    @Test func clientMessagesEncode() throws {
+        let add = ClientMessage.add(phase: .pake, body: [0xde, 0xad]).json
+        let obj = try #require(JSONSerialization.jsonObject(with: Data(add.utf8)) as? [String: String])
+        #expect(obj == ["type": "add", "phase": "pake", "body": "dead"])
+        #expect(ClientMessage.release(nil).json == #"{"type":"release"}"#)
+        #expect(Hex.decode("0") == nil)
+        #expect(Hex.decode("ABcd") == [0xab, 0xcd])
+        #expect(Hex.encode([0, 255]) == "00ff")
+    }
+}
