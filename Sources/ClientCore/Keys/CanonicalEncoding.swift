@@ -36,4 +36,5 @@ enum Domain {
     static let membershipEvent = "eleven/membership-event/v1"
     static let membershipEventHash = "eleven/membership-event-hash/v1"
     static let inboxNote = "eleven/inbox-note/v1"
+    static let signIn = "eleven/sign-in/v1"
 }
