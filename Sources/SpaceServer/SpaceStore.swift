@@ -302,6 +302,20 @@ final class SpaceStore {
              .blob(wrap.signer.bytes), .blob(wrap.sealed), .blob(wrap.signature.bytes), .integer(now)])
     }
 
+    /// The signing key of the stored wrap for `recipient`, if there is one.
+    func wrapSigner(space: SpaceID, thread: ThreadID, recipient: MemberID) throws -> [UInt8]? {
+        try db.query(
+            "SELECT signer_key FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",
+            [.blob(space.bytes), .blob(thread.bytes), .blob(recipient.bytes)]
+        ).first?[0].blob
+    }
+
+    func deleteWrap(space: SpaceID, thread: ThreadID, recipient: MemberID) throws {
+        try db.query(
+            "DELETE FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",
+            [.blob(space.bytes), .blob(thread.bytes), .blob(recipient.bytes)])
+    }
+
     func hasWrap(space: SpaceID, thread: ThreadID, recipient: MemberID) throws -> Bool {
         try !db.query(
             "SELECT 1 FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",

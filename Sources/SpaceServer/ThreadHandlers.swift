@@ -51,7 +51,7 @@ extension SpaceService {
 
     /// Checks and stores wraps made by `member` for one thread: each names this space and thread,
     /// is signed by the caller, verifies against the roster, and is addressed to a current member
-    /// who has no wrap for the thread yet.
+    /// who has no usable wrap for the thread yet.
     private func storeWraps(_ wraps: [KeyWrap], space: SpaceRow, thread: ThreadID, member: MemberRecord) throws -> Int {
         guard wraps.count <= configuration.maximumWrapsPerRequest else {
             throw APIError(413, "too_many_wraps", "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
@@ -66,10 +66,17 @@ extension SpaceService {
                 throw APIError.forbidden("signer_mismatch", "Wrap \(index) is not signed by the member sending it.")
             }
             try check { () throws(KeyModelError) in try wrap.verify(against: roster) }
-            guard seen.insert(wrap.recipient).inserted,
-                try !store.hasWrap(space: space.id, thread: thread, recipient: wrap.recipient)
-            else {
-                throw APIError.conflict("wrap_exists", "Member \(wrap.recipient) already has a wrap for this thread.")
+            guard seen.insert(wrap.recipient).inserted else {
+                throw APIError.conflict("wrap_exists", "Wrap \(index) repeats a recipient of this request.")
+            }
+            // A stored wrap stays unless its signer has left: clients refuse wraps signed by
+            // former members, so a current member may then replace it.
+            if let signer = try store.wrapSigner(space: space.id, thread: thread, recipient: wrap.recipient) {
+                guard let key = try? SigningPublicKey(bytes: signer), roster.currentMember(signingKey: key) == nil else {
+                    throw APIError.conflict(
+                        "wrap_exists", "Member \(wrap.recipient) already has a wrap for this thread.")
+                }
+                try store.deleteWrap(space: space.id, thread: thread, recipient: wrap.recipient)
             }
             try store.insertWrap(wrap, now: now)
         }
