@@ -178,6 +178,8 @@ final class SpaceService {
 
     private static func describe(_ error: DecodingError) -> APIError {
         switch error {
+        case .typeMismatch(_, let context) where context.codingPath.isEmpty:
+            return .badRequest("invalid_json", "The request body should be a JSON object.")
         case .typeMismatch(let type, let context):
             return .badRequest("invalid_field", "Field \(path(context.codingPath)) should be \(describe(type)).")
         case .valueNotFound(_, let context):
