@@ -56,7 +56,9 @@ public struct APIResponse: Sendable {
     public var headers: [String: String]
     public var body: [UInt8]
 
-    public init(status: Int, contentType: String = "application/json", headers: [String: String] = [:], body: [UInt8]) {
+    public init(
+        status: Int, contentType: String = "application/json", headers: [String: String] = [:], body: [UInt8]
+    ) {
         self.status = status
         self.contentType = contentType
         self.headers = headers
@@ -98,7 +100,8 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     var response: APIResponse {
-        let body = (try? APIResponse.encoder.encode(Body(error: code, message: message))).map { Array($0) } ?? []
+        let body =
+            (try? APIResponse.encoder.encode(Body(error: code, message: message))).map { Array($0) } ?? []
         return APIResponse(status: status, body: body)
     }
 

@@ -113,7 +113,11 @@ final class SQLiteDatabase {
                 case SQLITE_TEXT:
                     let text = sqlite3_column_text(statement, column)
                     let count = Int(sqlite3_column_bytes(statement, column))
-                    row.append(.text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) } ?? ""))
+                    row.append(
+                        .text(
+                            text.map {
+                                String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+                            } ?? ""))
                 case SQLITE_BLOB:
                     let count = Int(sqlite3_column_bytes(statement, column))
                     if count > 0, let bytes = sqlite3_column_blob(statement, column) {

@@ -102,7 +102,8 @@ final class SpaceService {
         pendingRosters = [:]
         guard request.body.count <= configuration.maximumBodyBytes else {
             return APIError(
-                413, "body_too_large", "The request body is larger than \(configuration.maximumBodyBytes) bytes."
+                413, "body_too_large",
+                "The request body is larger than \(configuration.maximumBodyBytes) bytes."
             ).response
         }
         do {
@@ -136,7 +137,8 @@ final class SpaceService {
     static func apiError(_ error: KeyModelError) -> APIError {
         let status: Int
         switch error.code {
-        case .invalidLength, .invalidEncoding, .invalidPublicKey, .unsupportedVersion, .invalidEvent, .wrongContext:
+        case .invalidLength, .invalidEncoding, .invalidPublicKey, .unsupportedVersion, .invalidEvent,
+            .wrongContext:
             status = 400
         case .notAuthorised, .signerNotMember: status = 403
         case .eventOutOfOrder, .eventChainBroken: status = 409
@@ -181,7 +183,8 @@ final class SpaceService {
         case .typeMismatch(_, let context) where context.codingPath.isEmpty:
             return .badRequest("invalid_json", "The request body should be a JSON object.")
         case .typeMismatch(let type, let context):
-            return .badRequest("invalid_field", "Field \(path(context.codingPath)) should be \(describe(type)).")
+            return .badRequest(
+                "invalid_field", "Field \(path(context.codingPath)) should be \(describe(type)).")
         case .valueNotFound(_, let context):
             return .badRequest("invalid_field", "Field \(path(context.codingPath)) must not be null.")
         case .keyNotFound(let key, let context):
@@ -212,7 +215,8 @@ final class SpaceService {
     func integerQuery(_ request: APIRequest, _ name: String, default value: Int64) throws(APIError) -> Int64 {
         guard let text = request.query[name] else { return value }
         guard let number = Int64(text), number >= 0 else {
-            throw APIError.badRequest("invalid_query", "Query parameter \(name) must be a non-negative integer.")
+            throw APIError.badRequest(
+                "invalid_query", "Query parameter \(name) must be a non-negative integer.")
         }
         return number
     }
@@ -222,7 +226,8 @@ final class SpaceService {
         let limit = try integerQuery(request, "limit", default: Int64(configuration.defaultPageSize))
         guard limit >= 1, limit <= configuration.maximumPageSize else {
             throw APIError.badRequest(
-                "invalid_query", "Query parameter limit must be between 1 and \(configuration.maximumPageSize).")
+                "invalid_query",
+                "Query parameter limit must be between 1 and \(configuration.maximumPageSize).")
         }
         return Int(limit)
     }
@@ -289,7 +294,8 @@ final class SpaceService {
             throw APIError.unauthorised("token_missing", "Sign in first: this request needs a token.")
         }
         guard header.hasPrefix("Bearer ") else {
-            throw APIError.unauthorised("token_missing", "Send the token as \"Authorization: Bearer <token>\".")
+            throw APIError.unauthorised(
+                "token_missing", "Send the token as \"Authorization: Bearer <token>\".")
         }
         guard let raw = Base64URL.decode(String(header.dropFirst(7))), raw.count == 32 else {
             throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
@@ -305,7 +311,8 @@ final class SpaceService {
             if now >= token.expiresAt {
                 throw APIError.unauthorised("token_expired", "That token has expired. Sign in again.")
             }
-            guard let member = try store.member(space: space, id: token.member), member.removedSequence == nil else {
+            guard let member = try store.member(space: space, id: token.member), member.removedSequence == nil
+            else {
                 throw APIError.unauthorised("token_revoked", "That member was removed from the space.")
             }
             return .member(member.record, tokenID: token.id)
@@ -320,7 +327,8 @@ final class SpaceService {
     func requireMember(_ principal: Principal) throws(APIError) -> MemberRecord {
         guard let member = principal.member else {
             throw APIError.forbidden(
-                "member_required", "This request must be made with a member's device token, not the admin token.")
+                "member_required",
+                "This request must be made with a member's device token, not the admin token.")
         }
         return member
     }
@@ -338,7 +346,8 @@ final class SpaceService {
     }
 
     /// Issues a device token for `member`; only its hash is stored.
-    func issueToken(space: SpaceID, member: MemberID, label: String?, expiresIn: Int64?) throws -> IssuedToken {
+    func issueToken(space: SpaceID, member: MemberID, label: String?, expiresIn: Int64?) throws -> IssuedToken
+    {
         let label = label ?? ""
         try checkName(label, field: "label", allowEmpty: true)
         let lifetime = expiresIn ?? configuration.defaultTokenLifetime
@@ -354,6 +363,7 @@ final class SpaceService {
         try store.insertToken(
             id: id, hash: Self.hashToken(raw), space: space, member: member, label: label, now: now,
             expiresAt: expiresAt)
-        return IssuedToken(token: Base64URL.encode(raw), id: Base64URL.encode(id), member: member, expiresAt: expiresAt)
+        return IssuedToken(
+            token: Base64URL.encode(raw), id: Base64URL.encode(id), member: member, expiresAt: expiresAt)
     }
 }

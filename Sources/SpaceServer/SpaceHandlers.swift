@@ -17,7 +17,8 @@ extension SpaceService {
             let a = Array(given.utf8)
             let b = Array(required.utf8)
             guard a.count == b.count, sodium_memcmp(a, b, a.count) == 0 else {
-                throw APIError.unauthorised("token_invalid", "Creating a space on this server needs its creation token.")
+                throw APIError.unauthorised(
+                    "token_invalid", "Creating a space on this server needs its creation token.")
             }
         }
         let body = try decode(CreateSpaceBody.self, from: request)
@@ -34,12 +35,15 @@ extension SpaceService {
         try store.insertSpace(
             roster.space, name: body.name, owner: owner, adminTokenHash: Self.hashToken(adminRaw), now: now)
         try store.insertMember(roster.members[owner.id] ?? owner, space: roster.space, sequence: 0)
-        try store.insertEvent(space: roster.space, sequence: 0, hash: roster.head, json: try encodeEvent(body.genesis))
-        let token = try issueToken(space: roster.space, member: owner.id, label: body.deviceLabel, expiresIn: nil)
+        try store.insertEvent(
+            space: roster.space, sequence: 0, hash: roster.head, json: try encodeEvent(body.genesis))
+        let token = try issueToken(
+            space: roster.space, member: owner.id, label: body.deviceLabel, expiresIn: nil)
         pendingRosters[roster.space] = roster
         return .json(
             CreatedSpace(
-                space: roster.space, adminToken: Base64URL.encode(adminRaw), owner: owner.id, deviceToken: token,
+                space: roster.space, adminToken: Base64URL.encode(adminRaw), owner: owner.id,
+                deviceToken: token,
                 head: EventHead(sequence: 0, hash: roster.head.description)),
             status: 201)
     }
@@ -83,7 +87,8 @@ extension SpaceService {
         }
         return APIResponse(
             status: 200, contentType: avatar.type,
-            headers: ["X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=300"], body: avatar.bytes)
+            headers: ["X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=300"],
+            body: avatar.bytes)
     }
 
     func spaceInfo(_ space: SpaceRow, principal: Principal) throws -> APIResponse {
@@ -108,7 +113,8 @@ extension SpaceService {
     func updateBranding(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
         if let member = principal.member {
             guard try roster(space.id).rights(of: member.id).contains(.admin) else {
-                throw APIError.forbidden("not_authorised", "Only the owner and admins may change the space's branding.")
+                throw APIError.forbidden(
+                    "not_authorised", "Only the owner and admins may change the space's branding.")
             }
         }
         let body = try decode(BrandingBody.self, from: request)
@@ -122,16 +128,21 @@ extension SpaceService {
             }
             let data = try bytes(avatar.data, field: "avatar.data")
             guard data.count <= configuration.maximumAvatarBytes else {
-                throw APIError(413, "avatar_too_large", "The avatar is larger than \(configuration.maximumAvatarBytes) bytes.")
+                throw APIError(
+                    413, "avatar_too_large",
+                    "The avatar is larger than \(configuration.maximumAvatarBytes) bytes.")
             }
             guard let magics = Self.avatarTypes[avatar.contentType] else {
-                throw APIError.badRequest("invalid_field", "Field avatar.contentType must be a PNG, JPEG, GIF or WebP type.")
+                throw APIError.badRequest(
+                    "invalid_field", "Field avatar.contentType must be a PNG, JPEG, GIF or WebP type.")
             }
             let matches = magics.contains { magic in
-                data.count >= magic.count && zip(magic, data).allSatisfy { expected, byte in expected == nil || expected == byte }
+                data.count >= magic.count
+                    && zip(magic, data).allSatisfy { expected, byte in expected == nil || expected == byte }
             }
             guard matches else {
-                throw APIError.badRequest("invalid_field", "Field avatar.data is not a \(avatar.contentType) image.")
+                throw APIError.badRequest(
+                    "invalid_field", "Field avatar.data is not a \(avatar.contentType) image.")
             }
             try store.setAvatar((avatar.contentType, data), space: space.id)
         } else if body.removeAvatar == true {
@@ -176,7 +187,8 @@ extension SpaceService {
         case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved): break
         case (.removing(let text), .memberRemoved(let id)):
             guard text == Substring(id.base64URL) else {
-                throw APIError.badRequest("wrong_context", "The event removes a different member than the path names.")
+                throw APIError.badRequest(
+                    "wrong_context", "The event removes a different member than the path names.")
             }
         case (.any, .spaceCreated):
             throw APIError.conflict("space_exists", "This space already exists.")
@@ -187,16 +199,19 @@ extension SpaceService {
             throw APIError.badRequest("wrong_context", "The event belongs to another space.")
         }
         if let member = principal.member, member.id != event.signer {
-            throw APIError.forbidden("signer_mismatch", "A member may only submit events they signed themselves.")
+            throw APIError.forbidden(
+                "signer_mismatch", "A member may only submit events they signed themselves.")
         }
         let current = try roster(space.id)
         let updated = try check { () throws(KeyModelError) in try current.applying(event) }
-        try store.insertEvent(space: space.id, sequence: event.sequence, hash: updated.head, json: try encodeEvent(event))
+        try store.insertEvent(
+            space: space.id, sequence: event.sequence, hash: updated.head, json: try encodeEvent(event))
         var token: IssuedToken?
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space.id, sequence: event.sequence)
-            token = try issueToken(space: space.id, member: record.id, label: body.deviceLabel, expiresIn: nil)
+            token = try issueToken(
+                space: space.id, member: record.id, label: body.deviceLabel, expiresIn: nil)
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space.id, sequence: event.sequence)
             try store.revokeTokens(space: space.id, member: id, now: now)
@@ -205,7 +220,8 @@ extension SpaceService {
         }
         pendingRosters[space.id] = updated
         return .json(
-            AppendedEvent(sequence: event.sequence, hash: updated.head.description, deviceToken: token), status: 201)
+            AppendedEvent(sequence: event.sequence, hash: updated.head.description, deviceToken: token),
+            status: 201)
     }
 
     // MARK: Tokens
@@ -216,7 +232,8 @@ extension SpaceService {
             TokenList(
                 tokens: rows.map {
                     TokenInfo(
-                        id: Base64URL.encode($0.id), member: $0.member, label: $0.label, createdAt: $0.createdAt,
+                        id: Base64URL.encode($0.id), member: $0.member, label: $0.label,
+                        createdAt: $0.createdAt,
                         expiresAt: $0.expiresAt, revokedAt: $0.revokedAt)
                 }))
     }
@@ -225,12 +242,14 @@ extension SpaceService {
         let member = try requireMember(principal)
         let body = try decode(TokenRequestBody.self, from: request)
         return .json(
-            try issueToken(space: space.id, member: member.id, label: body.label, expiresIn: body.expiresIn), status: 201)
+            try issueToken(space: space.id, member: member.id, label: body.label, expiresIn: body.expiresIn),
+            status: 201)
     }
 
     func revokeToken(_ text: Substring, space: SpaceRow, principal: Principal) throws -> APIResponse {
         let notFound = APIError.notFound("unknown_token", "There is no such token.")
-        guard let id = Base64URL.decode(String(text)), let token = try store.token(id: id, space: space.id) else {
+        guard let id = Base64URL.decode(String(text)), let token = try store.token(id: id, space: space.id)
+        else {
             throw notFound
         }
         if let member = principal.member, member.id != token.member { throw notFound }
@@ -243,7 +262,8 @@ extension SpaceService {
         let open = try store.db.query(
             "SELECT COUNT(*) FROM sign_in_challenges WHERE space_id = ?", [.blob(space.id.bytes)])
         guard (open.first?.first?.integer ?? 0) < Int64(configuration.maximumOpenChallenges) else {
-            throw APIError(429, "too_many_challenges", "Too many sign-ins are in progress; try again in a few minutes.")
+            throw APIError(
+                429, "too_many_challenges", "Too many sign-ins are in progress; try again in a few minutes.")
         }
         let challenge = Self.randomBytes(SignInProof.challengeByteCount)
         let expiresAt = now + configuration.challengeLifetime
@@ -260,14 +280,17 @@ extension SpaceService {
         guard let expiry = try store.consumeChallenge(hash: Self.hashToken(proof.challenge), space: space.id),
             expiry >= now
         else {
-            throw APIError.unauthorised("challenge_invalid", "That sign-in challenge is unknown, used or expired.")
+            throw APIError.unauthorised(
+                "challenge_invalid", "That sign-in challenge is unknown, used or expired.")
         }
-        guard let member = try store.member(space: space.id, id: proof.member), member.removedSequence == nil else {
+        guard let member = try store.member(space: space.id, id: proof.member), member.removedSequence == nil
+        else {
             throw APIError.forbidden("not_member", "That member is not a member of this space.")
         }
         try check { () throws(KeyModelError) in try proof.verify(signingKey: member.record.keys.signing) }
         return .json(
-            try issueToken(space: space.id, member: member.record.id, label: body.label, expiresIn: body.expiresIn),
+            try issueToken(
+                space: space.id, member: member.record.id, label: body.label, expiresIn: body.expiresIn),
             status: 201)
     }
 }

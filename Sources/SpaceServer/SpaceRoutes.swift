@@ -56,7 +56,8 @@ extension SpaceService {
         case ("", _): return try spaceInfo(space, principal: principal)
         case ("branding", _): return try updateBranding(request, space: space, principal: principal)
         case ("members", "GET"): return try listMembers(space)
-        case ("members", _): return try appendEvent(request, space: space, principal: principal, expect: .adding)
+        case ("members", _):
+            return try appendEvent(request, space: space, principal: principal, expect: .adding)
         case ("members/*", _):
             return try appendEvent(request, space: space, principal: principal, expect: .removing(tail[1]))
         case ("events", "GET"): return try listEvents(request, space: space)
@@ -69,12 +70,15 @@ extension SpaceService {
         case ("threads/*/wraps", "GET"):
             return try ownWraps(space, thread: thread(tail[1], in: space), principal: principal)
         case ("threads/*/wraps", _):
-            return try postWraps(request, space: space, thread: thread(tail[1], in: space), principal: principal)
+            return try postWraps(
+                request, space: space, thread: thread(tail[1], in: space), principal: principal)
         case ("wraps", _): return try ownWraps(space, thread: nil, principal: principal)
         case ("threads/*/messages", "GET"):
-            return try listMessages(request, space: space, thread: thread(tail[1], in: space), principal: principal)
+            return try listMessages(
+                request, space: space, thread: thread(tail[1], in: space), principal: principal)
         case ("threads/*/messages", _):
-            return try postMessage(request, space: space, thread: thread(tail[1], in: space), principal: principal)
+            return try postMessage(
+                request, space: space, thread: thread(tail[1], in: space), principal: principal)
         case ("inbox", "GET"): return try listInbox(request, space: space, principal: principal)
         case ("inbox", _): return try postNote(request, space: space, principal: principal)
         case ("inbox/*", _): return try deleteNote(tail[1], space: space, principal: principal)
@@ -93,7 +97,9 @@ extension SpaceService {
 
     /// The thread named in the path, or 404.
     private func thread(_ text: Substring, in space: SpaceRow) throws -> ThreadRow {
-        guard let id = try? ThreadID(base64URL: String(text)), let thread = try store.thread(id, space: space.id) else {
+        guard let id = try? ThreadID(base64URL: String(text)),
+            let thread = try store.thread(id, space: space.id)
+        else {
             throw APIError.notFound("unknown_thread", "There is no thread with that id in this space.")
         }
         return thread

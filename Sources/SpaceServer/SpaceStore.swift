@@ -92,8 +92,10 @@ final class SpaceStore {
             INSERT INTO spaces (id, name, owner_member, owner_signing_key, admin_token_hash, created_at)
             VALUES (?, ?, ?, ?, ?, ?)
             """,
-            [.blob(id.bytes), .text(name), .blob(owner.id.bytes), .blob(owner.keys.signing.bytes),
-             .blob(adminTokenHash), .integer(now)])
+            [
+                .blob(id.bytes), .text(name), .blob(owner.id.bytes), .blob(owner.keys.signing.bytes),
+                .blob(adminTokenHash), .integer(now),
+            ])
     }
 
     /// The space whose admin token has this hash.
@@ -109,11 +111,17 @@ final class SpaceStore {
     func setAvatar(_ avatar: (type: String, bytes: [UInt8])?, space: SpaceID) throws {
         try db.query(
             "UPDATE spaces SET avatar = ?, avatar_type = ? WHERE id = ?",
-            [avatar.map { .blob($0.bytes) } ?? .null, avatar.map { .text($0.type) } ?? .null, .blob(space.bytes)])
+            [
+                avatar.map { .blob($0.bytes) } ?? .null, avatar.map { .text($0.type) } ?? .null,
+                .blob(space.bytes),
+            ])
     }
 
     func avatar(space: SpaceID) throws -> (type: String, bytes: [UInt8])? {
-        guard let row = try db.query("SELECT avatar_type, avatar FROM spaces WHERE id = ?", [.blob(space.bytes)]).first,
+        guard
+            let row = try db.query(
+                "SELECT avatar_type, avatar FROM spaces WHERE id = ?", [.blob(space.bytes)]
+            ).first,
             let type = row[0].text, let bytes = row[1].blob
         else { return nil }
         return (type, bytes)
@@ -155,9 +163,11 @@ final class SpaceStore {
             INSERT INTO members (space_id, member_id, encryption_key, signing_key, rights, name, added_sequence)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """,
-            [.blob(space.bytes), .blob(record.id.bytes), .blob(record.keys.encryption.bytes),
-             .blob(record.keys.signing.bytes), .integer(Int64(bitPattern: record.rights.rawValue)),
-             .text(record.name), .integer(Int64(sequence))])
+            [
+                .blob(space.bytes), .blob(record.id.bytes), .blob(record.keys.encryption.bytes),
+                .blob(record.keys.signing.bytes), .integer(Int64(bitPattern: record.rights.rawValue)),
+                .text(record.name), .integer(Int64(sequence)),
+            ])
     }
 
     func markRemoved(_ id: MemberID, space: SpaceID, sequence: UInt64) throws {
@@ -169,15 +179,18 @@ final class SpaceStore {
     // MARK: Device tokens
 
     func insertToken(
-        id: [UInt8], hash: [UInt8], space: SpaceID, member: MemberID, label: String, now: Int64, expiresAt: Int64
+        id: [UInt8], hash: [UInt8], space: SpaceID, member: MemberID, label: String, now: Int64,
+        expiresAt: Int64
     ) throws {
         try db.query(
             """
             INSERT INTO device_tokens (id, token_hash, space_id, member_id, label, created_at, expires_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """,
-            [.blob(id), .blob(hash), .blob(space.bytes), .blob(member.bytes), .text(label), .integer(now),
-             .integer(expiresAt)])
+            [
+                .blob(id), .blob(hash), .blob(space.bytes), .blob(member.bytes), .text(label), .integer(now),
+                .integer(expiresAt),
+            ])
     }
 
     private static let tokenColumns = "id, space_id, member_id, label, created_at, expires_at, revoked_at"
@@ -185,7 +198,8 @@ final class SpaceStore {
     private func tokenRow(_ row: [SQLValue]) throws -> TokenRow {
         TokenRow(
             id: row[0].blob ?? [], space: try SpaceID(bytes: row[1].blob ?? []),
-            member: try MemberID(bytes: row[2].blob ?? []), label: row[3].text ?? "", createdAt: row[4].integer ?? 0,
+            member: try MemberID(bytes: row[2].blob ?? []), label: row[3].text ?? "",
+            createdAt: row[4].integer ?? 0,
             expiresAt: row[5].integer ?? 0, revokedAt: row[6].integer)
     }
 
@@ -216,7 +230,8 @@ final class SpaceStore {
 
     func revokeToken(id: [UInt8], now: Int64) throws {
         try db.query(
-            "UPDATE device_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [.integer(now), .blob(id)])
+            "UPDATE device_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            [.integer(now), .blob(id)])
     }
 
     func revokeTokens(space: SpaceID, member: MemberID, now: Int64) throws {
@@ -265,11 +280,16 @@ final class SpaceStore {
 
     // MARK: Threads and wraps
 
-    func insertThread(_ id: ThreadID, space: SpaceID, createdBy: MemberID, metadata: [UInt8]?, now: Int64) throws {
+    func insertThread(_ id: ThreadID, space: SpaceID, createdBy: MemberID, metadata: [UInt8]?, now: Int64)
+        throws
+    {
         try db.query(
             "INSERT INTO threads (space_id, thread_id, created_by, metadata, created_at) VALUES (?, ?, ?, ?, ?)",
-            [.blob(space.bytes), .blob(id.bytes), .blob(createdBy.bytes), metadata.map { .blob($0) } ?? .null,
-             .integer(now)])
+            [
+                .blob(space.bytes), .blob(id.bytes), .blob(createdBy.bytes),
+                metadata.map { .blob($0) } ?? .null,
+                .integer(now),
+            ])
     }
 
     private func threadRow(_ row: [SQLValue]) throws -> ThreadRow {
@@ -298,8 +318,10 @@ final class SpaceStore {
             INSERT INTO wraps (space_id, thread_id, recipient, signer_key, sealed, signature, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """,
-            [.blob(wrap.space.bytes), .blob(wrap.thread.bytes), .blob(wrap.recipient.bytes),
-             .blob(wrap.signer.bytes), .blob(wrap.sealed), .blob(wrap.signature.bytes), .integer(now)])
+            [
+                .blob(wrap.space.bytes), .blob(wrap.thread.bytes), .blob(wrap.recipient.bytes),
+                .blob(wrap.signer.bytes), .blob(wrap.sealed), .blob(wrap.signature.bytes), .integer(now),
+            ])
     }
 
     /// The signing key of the stored wrap for `recipient`, if there is one.
@@ -325,7 +347,8 @@ final class SpaceStore {
 
     /// Wraps addressed to `recipient`, optionally for one thread.
     func wraps(space: SpaceID, recipient: MemberID, thread: ThreadID?) throws -> [KeyWrap] {
-        var sql = "SELECT thread_id, signer_key, sealed, signature FROM wraps WHERE space_id = ? AND recipient = ?"
+        var sql =
+            "SELECT thread_id, signer_key, sealed, signature FROM wraps WHERE space_id = ? AND recipient = ?"
         var values: [SQLValue] = [.blob(space.bytes), .blob(recipient.bytes)]
         if let thread {
             sql += " AND thread_id = ?"
@@ -355,14 +378,18 @@ final class SpaceStore {
             INSERT INTO messages (space_id, thread_id, message_id, author, nonce, ciphertext, signature, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [.blob(message.space.bytes), .blob(message.thread.bytes), .blob(message.id.bytes),
-             .blob(message.author.bytes), .blob(message.nonce), .blob(message.ciphertext),
-             .blob(message.signature.bytes), .integer(now)])
+            [
+                .blob(message.space.bytes), .blob(message.thread.bytes), .blob(message.id.bytes),
+                .blob(message.author.bytes), .blob(message.nonce), .blob(message.ciphertext),
+                .blob(message.signature.bytes), .integer(now),
+            ])
         return db.lastInsertRowID
     }
 
     /// Messages of a thread with a cursor greater than `since`, oldest first.
-    func messages(space: SpaceID, thread: ThreadID, since: Int64, limit: Int) throws -> [(Int64, EncryptedMessage)] {
+    func messages(space: SpaceID, thread: ThreadID, since: Int64, limit: Int) throws -> [(
+        Int64, EncryptedMessage
+    )] {
         try db.query(
             """
             SELECT cursor, message_id, author, nonce, ciphertext, signature FROM messages
@@ -372,7 +399,8 @@ final class SpaceStore {
         ).map { row in
             let message = try EncryptedMessage(
                 space: space, thread: thread, id: MessageID(bytes: row[1].blob ?? []),
-                author: MemberID(bytes: row[2].blob ?? []), nonce: row[3].blob ?? [], ciphertext: row[4].blob ?? [],
+                author: MemberID(bytes: row[2].blob ?? []), nonce: row[3].blob ?? [],
+                ciphertext: row[4].blob ?? [],
                 signature: Signature(bytes: row[5].blob ?? []))
             return (row[0].integer ?? 0, message)
         }
@@ -383,12 +411,17 @@ final class SpaceStore {
     func insertNote(_ note: InboxNote, now: Int64) throws -> Int64 {
         try db.query(
             "INSERT INTO inbox (space_id, recipient, sender, sealed, signature, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [.blob(note.space.bytes), .blob(note.recipient.bytes), .blob(note.sender.bytes), .blob(note.sealed),
-             .blob(note.signature.bytes), .integer(now)])
+            [
+                .blob(note.space.bytes), .blob(note.recipient.bytes), .blob(note.sender.bytes),
+                .blob(note.sealed),
+                .blob(note.signature.bytes), .integer(now),
+            ])
         return db.lastInsertRowID
     }
 
-    func notes(space: SpaceID, recipient: MemberID, since: Int64, limit: Int) throws -> [(Int64, Int64, InboxNote)] {
+    func notes(space: SpaceID, recipient: MemberID, since: Int64, limit: Int) throws -> [(
+        Int64, Int64, InboxNote
+    )] {
         try db.query(
             """
             SELECT id, sender, sealed, signature, created_at FROM inbox

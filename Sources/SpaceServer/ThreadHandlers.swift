@@ -28,7 +28,8 @@ extension SpaceService {
         guard try store.thread(body.thread, space: space.id) == nil else {
             throw APIError.conflict("thread_exists", "A thread with that id already exists.")
         }
-        try store.insertThread(body.thread, space: space.id, createdBy: member.id, metadata: metadata, now: now)
+        try store.insertThread(
+            body.thread, space: space.id, createdBy: member.id, metadata: metadata, now: now)
         let stored = try storeWraps(body.wraps, space: space, thread: body.thread, member: member)
         return .json(StoredCount(stored: stored), status: 201)
     }
@@ -42,19 +43,26 @@ extension SpaceService {
             throw APIError.badRequest("invalid_field", "Field wraps must hold at least one key wrap.")
         }
         // Only someone who holds the thread key can wrap it: the creator or a member with a wrap.
-        guard try thread.createdBy == member.id || store.hasWrap(space: space.id, thread: thread.id, recipient: member.id)
+        guard
+            try thread.createdBy == member.id
+                || store.hasWrap(space: space.id, thread: thread.id, recipient: member.id)
         else {
             throw APIError.forbidden("not_authorised", "Only members who hold this thread's key may wrap it.")
         }
-        return .json(StoredCount(stored: try storeWraps(body.wraps, space: space, thread: thread.id, member: member)), status: 201)
+        return .json(
+            StoredCount(stored: try storeWraps(body.wraps, space: space, thread: thread.id, member: member)),
+            status: 201)
     }
 
     /// Checks and stores wraps made by `member` for one thread: each names this space and thread,
     /// is signed by the caller, verifies against the roster, and is addressed to a current member
     /// who has no usable wrap for the thread yet.
-    private func storeWraps(_ wraps: [KeyWrap], space: SpaceRow, thread: ThreadID, member: MemberRecord) throws -> Int {
+    private func storeWraps(_ wraps: [KeyWrap], space: SpaceRow, thread: ThreadID, member: MemberRecord)
+        throws -> Int
+    {
         guard wraps.count <= configuration.maximumWrapsPerRequest else {
-            throw APIError(413, "too_many_wraps", "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
+            throw APIError(
+                413, "too_many_wraps", "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
         }
         let roster = try roster(space.id)
         var seen = Set<MemberID>()
@@ -63,7 +71,8 @@ extension SpaceService {
                 throw APIError.badRequest("wrong_context", "Wrap \(index) is for another space or thread.")
             }
             guard wrap.signer == member.keys.signing else {
-                throw APIError.forbidden("signer_mismatch", "Wrap \(index) is not signed by the member sending it.")
+                throw APIError.forbidden(
+                    "signer_mismatch", "Wrap \(index) is not signed by the member sending it.")
             }
             try check { () throws(KeyModelError) in try wrap.verify(against: roster) }
             guard seen.insert(wrap.recipient).inserted else {
@@ -72,7 +81,9 @@ extension SpaceService {
             // A stored wrap stays unless its signer has left: clients refuse wraps signed by
             // former members, so a current member may then replace it.
             if let signer = try store.wrapSigner(space: space.id, thread: thread, recipient: wrap.recipient) {
-                guard let key = try? SigningPublicKey(bytes: signer), roster.currentMember(signingKey: key) == nil else {
+                guard let key = try? SigningPublicKey(bytes: signer),
+                    roster.currentMember(signingKey: key) == nil
+                else {
                     throw APIError.conflict(
                         "wrap_exists", "Member \(wrap.recipient) already has a wrap for this thread.")
                 }
@@ -85,7 +96,8 @@ extension SpaceService {
 
     func ownWraps(_ space: SpaceRow, thread: ThreadRow?, principal: Principal) throws -> APIResponse {
         let member = try requireMember(principal)
-        return .json(WrapList(wraps: try store.wraps(space: space.id, recipient: member.id, thread: thread?.id)))
+        return .json(
+            WrapList(wraps: try store.wraps(space: space.id, recipient: member.id, thread: thread?.id)))
     }
 
     func postMessage(_ request: APIRequest, space: SpaceRow, thread: ThreadRow, principal: Principal) throws
@@ -100,7 +112,9 @@ extension SpaceService {
             throw APIError.forbidden("author_mismatch", "A member may only post messages as themselves.")
         }
         guard message.ciphertext.count <= configuration.maximumMessageBytes else {
-            throw APIError(413, "message_too_large", "The message is larger than \(configuration.maximumMessageBytes) bytes.")
+            throw APIError(
+                413, "message_too_large",
+                "The message is larger than \(configuration.maximumMessageBytes) bytes.")
         }
         try check { () throws(KeyModelError) in try message.verifySignature(authorKey: member.keys.signing) }
         guard try !store.messageExists(space: space.id, thread: thread.id, id: message.id) else {
@@ -118,7 +132,8 @@ extension SpaceService {
         let rows = try store.messages(space: space.id, thread: thread.id, since: since, limit: limit)
         return .json(
             MessageList(
-                messages: rows.map { MessageEntry(cursor: $0.0, message: $0.1) }, next: rows.last?.0 ?? since))
+                messages: rows.map { MessageEntry(cursor: $0.0, message: $0.1) }, next: rows.last?.0 ?? since)
+        )
     }
 
     func postNote(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
@@ -131,7 +146,8 @@ extension SpaceService {
             throw APIError.forbidden("sender_mismatch", "A member may only send notes as themselves.")
         }
         try check { () throws(KeyModelError) in try note.verifySignature(senderKey: member.keys.signing) }
-        guard let recipient = try store.member(space: space.id, id: note.recipient), recipient.removedSequence == nil
+        guard let recipient = try store.member(space: space.id, id: note.recipient),
+            recipient.removedSequence == nil
         else {
             throw APIError.notFound("unknown_member", "The note's recipient is not a member of this space.")
         }
@@ -144,7 +160,9 @@ extension SpaceService {
         let limit = try pageSize(request)
         let rows = try store.notes(space: space.id, recipient: member.id, since: since, limit: limit)
         return .json(
-            NoteList(notes: rows.map { NoteEntry(id: $0.0, receivedAt: $0.1, note: $0.2) }, next: rows.last?.0 ?? since))
+            NoteList(
+                notes: rows.map { NoteEntry(id: $0.0, receivedAt: $0.1, note: $0.2) },
+                next: rows.last?.0 ?? since))
     }
 
     func deleteNote(_ text: Substring, space: SpaceRow, principal: Principal) throws -> APIResponse {

@@ -44,7 +44,9 @@ import Testing
     }
 
     @Test func domainsDiffer() {
-        #expect(CanonicalEncoder(domain: Domain.keyWrap).bytes != CanonicalEncoder(domain: Domain.inboxNote).bytes)
+        #expect(
+            CanonicalEncoder(domain: Domain.keyWrap).bytes != CanonicalEncoder(domain: Domain.inboxNote).bytes
+        )
     }
 }
 
@@ -57,7 +59,11 @@ import Testing
         #expect(errorCode { _ = try SpaceID(base64URL: "not base64!") } == .invalidEncoding)
         let json = try JSONEncoder().encode([id])
         #expect(try JSONDecoder().decode([SpaceID].self, from: json) == [id])
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode([SpaceID].self, from: Data("[\"AAAA\"]".utf8)) }
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode([SpaceID].self, from: Data("[17]".utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode([SpaceID].self, from: Data("[\"AAAA\"]".utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode([SpaceID].self, from: Data("[17]".utf8))
+        }
     }
 }

@@ -28,8 +28,10 @@ import Testing
         var wrongVersion = stored
         wrongVersion[4] = 2
         let cases: [([UInt8], KeyModelError.Code)] = [
-            ([], .invalidEncoding), (Array(stored.prefix(3)), .invalidEncoding), (wrongMagic, .invalidEncoding),
-            (wrongVersion, .unsupportedVersion), (Array(stored.prefix(40)), .invalidLength), (stored + [0], .invalidLength),
+            ([], .invalidEncoding), (Array(stored.prefix(3)), .invalidEncoding),
+            (wrongMagic, .invalidEncoding),
+            (wrongVersion, .unsupportedVersion), (Array(stored.prefix(40)), .invalidLength),
+            (stored + [0], .invalidLength),
         ]
         for (bytes, code) in cases {
             #expect(errorCode { _ = try DeviceIdentity(storedForm: KeysSecretBytes(copying: bytes)) } == code)
@@ -66,7 +68,8 @@ import Testing
         let copy = try ThreadKey(secret: KeysSecretBytes(copying: key.secretBytes.unprotectedCopy()))
         #expect(key == copy)
         #expect(key != ThreadKey.random())
-        #expect(errorCode { _ = try ThreadKey(secret: KeysSecretBytes(copying: [1, 2, 3])) } == .invalidLength)
+        #expect(
+            errorCode { _ = try ThreadKey(secret: KeysSecretBytes(copying: [1, 2, 3])) } == .invalidLength)
     }
 }
 
@@ -110,9 +113,14 @@ import Testing
         let challenge = Sodium.randomBytes(32)
         let proof = try identity.signIn(to: .random(), as: .random(), challenge: challenge)
         try proof.verify(signingKey: identity.publicKeys.signing)
-        #expect(errorCode { try proof.verify(signingKey: DeviceIdentity.generate().publicKeys.signing) } == .badSignature)
-        let moved = try SignInProof(space: .random(), member: proof.member, challenge: challenge, signature: proof.signature)
+        #expect(
+            errorCode { try proof.verify(signingKey: DeviceIdentity.generate().publicKeys.signing) }
+                == .badSignature)
+        let moved = try SignInProof(
+            space: .random(), member: proof.member, challenge: challenge, signature: proof.signature)
         #expect(errorCode { try moved.verify(signingKey: identity.publicKeys.signing) } == .badSignature)
-        #expect(errorCode { _ = try identity.signIn(to: .random(), as: .random(), challenge: [1]) } == .invalidLength)
+        #expect(
+            errorCode { _ = try identity.signIn(to: .random(), as: .random(), challenge: [1]) }
+                == .invalidLength)
     }
 }

@@ -9,7 +9,8 @@ import Testing
         let (sam, samRecord) = try fixture.addMember(name: "Sam")
         let key = ThreadKey.random()
         let thread = ThreadID.random()
-        let message = sam.encrypt(Array("hello paul".utf8), with: key, in: fixture.space, thread: thread, as: samRecord.id)
+        let message = sam.encrypt(
+            Array("hello paul".utf8), with: key, in: fixture.space, thread: thread, as: samRecord.id)
         #expect(try message.decrypt(with: key, verifyingAgainst: fixture.roster) == Array("hello paul".utf8))
         #expect(try message.verifyAuthor(in: fixture.roster) == samRecord)
         // JSON round trip keeps everything.
@@ -25,24 +26,32 @@ import Testing
         let (sam, samRecord) = try fixture.addMember(name: "Sam")
         let key = ThreadKey.random()
         let thread = ThreadID.random()
-        let m = sam.encrypt(Array("meet at 6".utf8), with: key, in: fixture.space, thread: thread, as: samRecord.id)
+        let m = sam.encrypt(
+            Array("meet at 6".utf8), with: key, in: fixture.space, thread: thread, as: samRecord.id)
 
         // Wrong key.
-        #expect(errorCode { _ = try m.decrypt(with: .random(), verifyingAgainst: fixture.roster) } == .decryptionFailed)
+        #expect(
+            errorCode { _ = try m.decrypt(with: .random(), verifyingAgainst: fixture.roster) }
+                == .decryptionFailed)
 
         // Flipped signature bit.
         var signature = m.signature.bytes
         signature[5] ^= 1
         let forged = try EncryptedMessage(
-            space: m.space, thread: m.thread, id: m.id, author: m.author, nonce: m.nonce, ciphertext: m.ciphertext,
+            space: m.space, thread: m.thread, id: m.id, author: m.author, nonce: m.nonce,
+            ciphertext: m.ciphertext,
             signature: Signature(bytes: signature))
-        #expect(errorCode { _ = try forged.decrypt(with: key, verifyingAgainst: fixture.roster) } == .badSignature)
+        #expect(
+            errorCode { _ = try forged.decrypt(with: key, verifyingAgainst: fixture.roster) } == .badSignature
+        )
 
         // Claiming the owner as author without the owner's key.
         let impostor = try EncryptedMessage(
             space: m.space, thread: m.thread, id: m.id, author: fixture.ownerID, nonce: m.nonce,
             ciphertext: m.ciphertext, signature: m.signature)
-        #expect(errorCode { _ = try impostor.decrypt(with: key, verifyingAgainst: fixture.roster) } == .badSignature)
+        #expect(
+            errorCode { _ = try impostor.decrypt(with: key, verifyingAgainst: fixture.roster) }
+                == .badSignature)
 
         // Tampered associated data, validly re-signed by the author: the AEAD tag catches it.
         for (otherThread, otherID) in [(ThreadID.random(), m.id), (thread, MessageID.random())] {
@@ -52,26 +61,36 @@ import Testing
             let moved = try EncryptedMessage(
                 space: m.space, thread: otherThread, id: otherID, author: m.author, nonce: m.nonce,
                 ciphertext: m.ciphertext, signature: resign(sam, signed))
-            #expect(errorCode { _ = try moved.decrypt(with: key, verifyingAgainst: fixture.roster) } == .decryptionFailed)
+            #expect(
+                errorCode { _ = try moved.decrypt(with: key, verifyingAgainst: fixture.roster) }
+                    == .decryptionFailed)
         }
 
         // Tampered ciphertext, re-signed.
         var ciphertext = m.ciphertext
         ciphertext[0] ^= 0x80
         let tampered = try EncryptedMessage(
-            space: m.space, thread: m.thread, id: m.id, author: m.author, nonce: m.nonce, ciphertext: ciphertext,
+            space: m.space, thread: m.thread, id: m.id, author: m.author, nonce: m.nonce,
+            ciphertext: ciphertext,
             signature: resign(
                 sam,
                 EncryptedMessage.signedBytes(
-                    space: m.space, thread: m.thread, id: m.id, author: m.author, nonce: m.nonce, ciphertext: ciphertext)))
-        #expect(errorCode { _ = try tampered.decrypt(with: key, verifyingAgainst: fixture.roster) } == .decryptionFailed)
+                    space: m.space, thread: m.thread, id: m.id, author: m.author, nonce: m.nonce,
+                    ciphertext: ciphertext)))
+        #expect(
+            errorCode { _ = try tampered.decrypt(with: key, verifyingAgainst: fixture.roster) }
+                == .decryptionFailed)
 
         // Author who was never a member; message from another space.
         let stranger = DeviceIdentity.generate()
         let fromStranger = stranger.encrypt([1], with: key, in: fixture.space, thread: thread, as: .random())
-        #expect(errorCode { _ = try fromStranger.decrypt(with: key, verifyingAgainst: fixture.roster) } == .signerNotMember)
+        #expect(
+            errorCode { _ = try fromStranger.decrypt(with: key, verifyingAgainst: fixture.roster) }
+                == .signerNotMember)
         let elsewhere = sam.encrypt([1], with: key, in: .random(), thread: thread, as: samRecord.id)
-        #expect(errorCode { _ = try elsewhere.decrypt(with: key, verifyingAgainst: fixture.roster) } == .wrongContext)
+        #expect(
+            errorCode { _ = try elsewhere.decrypt(with: key, verifyingAgainst: fixture.roster) }
+                == .wrongContext)
     }
 
     @Test func formerMembersMessagesStillVerify() throws {
@@ -84,8 +103,11 @@ import Testing
     }
 
     @Test func decodingRejectsBadLengths() {
-        let json = #"{"space":"AAAAAAAAAAAAAAAAAAAAAA","thread":"AAAAAAAAAAAAAAAAAAAAAA","id":"AAAAAAAAAAAAAAAAAAAAAA","author":"AAAAAAAAAAAAAAAAAAAAAA","nonce":"AAAA","ciphertext":"AAAA","signature":"AAAA"}"#
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(EncryptedMessage.self, from: Data(json.utf8)) }
+        let json =
+            #"{"space":"AAAAAAAAAAAAAAAAAAAAAA","thread":"AAAAAAAAAAAAAAAAAAAAAA","id":"AAAAAAAAAAAAAAAAAAAAAA","author":"AAAAAAAAAAAAAAAAAAAAAA","nonce":"AAAA","ciphertext":"AAAA","signature":"AAAA"}"#
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(EncryptedMessage.self, from: Data(json.utf8))
+        }
     }
 }
 
@@ -112,8 +134,11 @@ import Testing
         let (_, samRecord) = try fixture.addMember(name: "Sam")
         let (lee, _) = try fixture.addMember(name: "Lee")
         let wrap = fixture.owner.wrap(.random(), for: samRecord, in: fixture.space, thread: .random())
-        #expect(errorCode { _ = try wrap.open(with: lee, verifyingAgainst: fixture.roster) } == .wrongRecipient)
-        #expect(errorCode { _ = try wrap.open(with: fixture.owner, verifyingAgainst: fixture.roster) } == .wrongRecipient)
+        #expect(
+            errorCode { _ = try wrap.open(with: lee, verifyingAgainst: fixture.roster) } == .wrongRecipient)
+        #expect(
+            errorCode { _ = try wrap.open(with: fixture.owner, verifyingAgainst: fixture.roster) }
+                == .wrongRecipient)
     }
 
     @Test func forgedSignatureIsRejected() throws {
@@ -125,12 +150,14 @@ import Testing
         let forged = try KeyWrap(
             space: w.space, thread: w.thread, recipient: w.recipient, signer: w.signer, sealed: w.sealed,
             signature: Signature(bytes: signature))
-        #expect(errorCode { _ = try forged.open(with: sam, verifyingAgainst: fixture.roster) } == .badSignature)
+        #expect(
+            errorCode { _ = try forged.open(with: sam, verifyingAgainst: fixture.roster) } == .badSignature)
         // Moving a valid wrap to another thread breaks its signature.
         let moved = try KeyWrap(
             space: w.space, thread: .random(), recipient: w.recipient, signer: w.signer, sealed: w.sealed,
             signature: w.signature)
-        #expect(errorCode { _ = try moved.open(with: sam, verifyingAgainst: fixture.roster) } == .badSignature)
+        #expect(
+            errorCode { _ = try moved.open(with: sam, verifyingAgainst: fixture.roster) } == .badSignature)
     }
 
     @Test func signerMustBeCurrentMember() throws {
@@ -139,21 +166,28 @@ import Testing
         let (eve, eveRecord) = try fixture.addMember(name: "Eve")
         let stranger = DeviceIdentity.generate()
         let fromStranger = stranger.wrap(.random(), for: samRecord, in: fixture.space, thread: .random())
-        #expect(errorCode { _ = try fromStranger.open(with: sam, verifyingAgainst: fixture.roster) } == .signerNotMember)
+        #expect(
+            errorCode { _ = try fromStranger.open(with: sam, verifyingAgainst: fixture.roster) }
+                == .signerNotMember)
         let fromEve = eve.wrap(.random(), for: samRecord, in: fixture.space, thread: .random())
         #expect(try fromEve.open(with: sam, verifyingAgainst: fixture.roster).secretBytes.count == 32)
         try fixture.remove(eveRecord.id)
-        #expect(errorCode { _ = try fromEve.open(with: sam, verifyingAgainst: fixture.roster) } == .signerNotMember)
+        #expect(
+            errorCode { _ = try fromEve.open(with: sam, verifyingAgainst: fixture.roster) }
+                == .signerNotMember)
     }
 
     @Test func removedRecipientAndOtherSpaceAreRejected() throws {
         var fixture = try SpaceFixture()
         let (sam, samRecord) = try fixture.addMember(name: "Sam")
         let elsewhere = fixture.owner.wrap(.random(), for: samRecord, in: .random(), thread: .random())
-        #expect(errorCode { _ = try elsewhere.open(with: sam, verifyingAgainst: fixture.roster) } == .wrongContext)
+        #expect(
+            errorCode { _ = try elsewhere.open(with: sam, verifyingAgainst: fixture.roster) } == .wrongContext
+        )
         let wrap = fixture.owner.wrap(.random(), for: samRecord, in: fixture.space, thread: .random())
         try fixture.remove(samRecord.id)
-        #expect(errorCode { _ = try wrap.open(with: sam, verifyingAgainst: fixture.roster) } == .wrongRecipient)
+        #expect(
+            errorCode { _ = try wrap.open(with: sam, verifyingAgainst: fixture.roster) } == .wrongRecipient)
     }
 
     @Test func tamperedSealedBytesFailToOpen() throws {
@@ -162,14 +196,21 @@ import Testing
         let w = fixture.owner.wrap(.random(), for: samRecord, in: fixture.space, thread: .random())
         var sealed = w.sealed
         sealed[40] ^= 1
-        let signed = KeyWrap.signedBytes(space: w.space, thread: w.thread, recipient: w.recipient, sealed: sealed)
+        let signed = KeyWrap.signedBytes(
+            space: w.space, thread: w.thread, recipient: w.recipient, sealed: sealed)
         let tampered = try KeyWrap(
             space: w.space, thread: w.thread, recipient: w.recipient, signer: w.signer, sealed: sealed,
             signature: resign(fixture.owner, signed))
-        #expect(errorCode { _ = try tampered.open(with: sam, verifyingAgainst: fixture.roster) } == .decryptionFailed)
-        #expect(errorCode { _ = try KeyWrap(
-            space: w.space, thread: w.thread, recipient: w.recipient, signer: w.signer, sealed: [1, 2],
-            signature: w.signature) } == .invalidLength)
+        #expect(
+            errorCode { _ = try tampered.open(with: sam, verifyingAgainst: fixture.roster) }
+                == .decryptionFailed)
+        #expect(
+            errorCode {
+                _ = try KeyWrap(
+                    space: w.space, thread: w.thread, recipient: w.recipient, signer: w.signer,
+                    sealed: [1, 2],
+                    signature: w.signature)
+            } == .invalidLength)
     }
 }
 
@@ -178,15 +219,18 @@ import Testing
         var fixture = try SpaceFixture()
         let (sam, samRecord) = try fixture.addMember(name: "Sam")
         let (lee, _) = try fixture.addMember(name: "Lee")
-        let note = try fixture.owner.note(Array("invite record".utf8), to: samRecord, in: fixture.space, from: fixture.ownerID)
+        let note = try fixture.owner.note(
+            Array("invite record".utf8), to: samRecord, in: fixture.space, from: fixture.ownerID)
         #expect(try note.open(with: sam, verifyingAgainst: fixture.roster) == Array("invite record".utf8))
-        #expect(errorCode { _ = try note.open(with: lee, verifyingAgainst: fixture.roster) } == .wrongRecipient)
+        #expect(
+            errorCode { _ = try note.open(with: lee, verifyingAgainst: fixture.roster) } == .wrongRecipient)
         let decoded = try JSONDecoder().decode(InboxNote.self, from: JSONEncoder().encode(note))
         #expect(decoded == note)
         // Claiming another sender fails the signature.
         let spoofed = try InboxNote(
             space: note.space, sender: samRecord.id, recipient: note.recipient, sealed: note.sealed,
             signature: note.signature)
-        #expect(errorCode { _ = try spoofed.open(with: sam, verifyingAgainst: fixture.roster) } == .badSignature)
+        #expect(
+            errorCode { _ = try spoofed.open(with: sam, verifyingAgainst: fixture.roster) } == .badSignature)
     }
 }

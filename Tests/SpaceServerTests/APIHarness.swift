@@ -36,7 +36,8 @@ final class APIHarness {
     let api: SpaceAPI
 
     init(configuration: SpaceServerConfiguration = SpaceServerConfiguration()) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("spaceserver-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "spaceserver-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         databasePath = directory.appendingPathComponent("space.sqlite").path
         let clock = self.clock
@@ -50,7 +51,8 @@ final class APIHarness {
     /// Sends a request; `json` may mix plain values and Encodable key-model values.
     @discardableResult
     func send(
-        _ method: String, _ target: String, token: String? = nil, json: [String: Any]? = nil, body: [UInt8]? = nil
+        _ method: String, _ target: String, token: String? = nil, json: [String: Any]? = nil,
+        body: [UInt8]? = nil
     ) throws -> Reply {
         var headers: [String: String] = [:]
         if let token { headers["Authorization"] = "Bearer \(token)" }
@@ -59,10 +61,12 @@ final class APIHarness {
             bytes = Array(try JSONSerialization.data(withJSONObject: try plain(json)))
         }
         let response = api.handle(
-            APIRequest(method: method, target: target, headers: headers, body: bytes, remoteAddress: "127.0.0.1"))
+            APIRequest(
+                method: method, target: target, headers: headers, body: bytes, remoteAddress: "127.0.0.1"))
         var object: [String: Any] = [:]
         if response.contentType == "application/json", !response.body.isEmpty {
-            object = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+            object = try #require(
+                try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
         }
         return Reply(status: response.status, json: object, raw: response)
     }
@@ -73,7 +77,9 @@ final class APIHarness {
         case let dictionary as [String: Any]: return try dictionary.mapValues { try plain($0) }
         case let array as [Any]: return try array.map { try plain($0) }
         case let encodable as any Encodable:
-            if encodable is String || encodable is Int || encodable is Bool || encodable is Int64 { return encodable }
+            if encodable is String || encodable is Int || encodable is Bool || encodable is Int64 {
+                return encodable
+            }
             let data = try JSONEncoder().encode(encodable)
             return try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         default: return value
@@ -119,7 +125,8 @@ struct TestSpace {
         let ownerID = MemberID.random()
         let space = SpaceID.random()
         let genesis = identity.createSpace(space, as: ownerID, ownerName: "Paul")
-        let reply = try harness.send("POST", "/api/spaces", json: ["name": name, "genesis": genesis, "deviceLabel": "laptop"])
+        let reply = try harness.send(
+            "POST", "/api/spaces", json: ["name": name, "genesis": genesis, "deviceLabel": "laptop"])
         #expect(reply.status == 201, "\(reply.json)")
         let owner = TestMember(
             identity: identity, id: ownerID, token: reply.object("deviceToken")["token"] as? String ?? "",
@@ -131,7 +138,9 @@ struct TestSpace {
 
     /// Adds a member by public key, signed by `signer` (the owner by default); returns the new member
     /// with the device token the server issued.
-    mutating func add(_ name: String, rights: MemberRights = [], by signer: TestMember? = nil) throws -> TestMember {
+    mutating func add(_ name: String, rights: MemberRights = [], by signer: TestMember? = nil) throws
+        -> TestMember
+    {
         let signer = signer ?? owner
         let identity = DeviceIdentity.generate()
         let record = MemberRecord(id: .random(), keys: identity.publicKeys, rights: rights, name: name)
@@ -147,7 +156,8 @@ struct TestSpace {
     mutating func remove(_ member: TestMember, by signer: TestMember? = nil) throws {
         let signer = signer ?? owner
         let event = try roster.nextEvent(.memberRemoved(member.id), signedBy: signer.identity)
-        let reply = try harness.send("DELETE", "\(base)/members/\(member.id)", token: signer.token, json: ["event": event])
+        let reply = try harness.send(
+            "DELETE", "\(base)/members/\(member.id)", token: signer.token, json: ["event": event])
         #expect(reply.status == 201, "\(reply.json)")
         try roster.apply(event)
     }
@@ -157,7 +167,8 @@ struct TestSpace {
         let thread = ThreadID.random()
         let key = ThreadKey.random()
         let wraps = recipients.map { creator.identity.wrap(key, for: $0.record, in: space, thread: thread) }
-        let reply = try harness.send("POST", "\(base)/threads", token: creator.token, json: ["thread": thread, "wraps": wraps])
+        let reply = try harness.send(
+            "POST", "\(base)/threads", token: creator.token, json: ["thread": thread, "wraps": wraps])
         #expect(reply.status == 201, "\(reply.json)")
         return (thread, key)
     }
@@ -165,7 +176,8 @@ struct TestSpace {
     /// Posts a message and returns its cursor.
     @discardableResult
     func post(_ text: String, by author: TestMember, thread: ThreadID, key: ThreadKey) throws -> Int64 {
-        let message = author.identity.encrypt(Array(text.utf8), with: key, in: space, thread: thread, as: author.id)
+        let message = author.identity.encrypt(
+            Array(text.utf8), with: key, in: space, thread: thread, as: author.id)
         let reply = try harness.send(
             "POST", "\(base)/threads/\(thread)/messages", token: author.token, json: ["message": message])
         #expect(reply.status == 201, "\(reply.json)")
@@ -186,7 +198,8 @@ struct TestSpace {
             [KeyWrap].self, from: JSONSerialization.data(withJSONObject: wrapsReply["wraps"] ?? []))
         let wrap = try #require(wraps.first)
         let key = try wrap.open(with: member.identity, verifyingAgainst: roster)
-        let list = try harness.send("GET", "\(base)/threads/\(thread)/messages?since=\(since)", token: member.token)
+        let list = try harness.send(
+            "GET", "\(base)/threads/\(thread)/messages?since=\(since)", token: member.token)
         #expect(list.status == 200)
         let entries = list.array("messages")
         return try entries.map { entry in

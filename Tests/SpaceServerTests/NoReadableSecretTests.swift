@@ -25,8 +25,11 @@ import Testing
                 try space.post(text, by: author, thread: thread, key: key)
             }
         }
-        let note = try sam.identity.note(Array("note text: meet by the old oak".utf8), to: lee.record, in: space.space, from: sam.id)
-        #expect(try harness.send("POST", "\(space.base)/inbox", token: sam.token, json: ["note": note]).status == 201)
+        let note = try sam.identity.note(
+            Array("note text: meet by the old oak".utf8), to: lee.record, in: space.space, from: sam.id)
+        #expect(
+            try harness.send("POST", "\(space.base)/inbox", token: sam.token, json: ["note": note]).status
+                == 201)
         plaintexts.append("note text: meet by the old oak")
         try space.remove(lee)
 

@@ -3,7 +3,8 @@
 /// Decoding is strict: no padding, no whitespace, no characters outside the alphabet, and unused
 /// trailing bits must be zero, so each byte string has exactly one text form.
 public enum Base64URL {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let alphabet = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     private static let reverse: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)

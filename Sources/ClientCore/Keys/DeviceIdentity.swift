@@ -65,7 +65,8 @@ public struct DeviceIdentity: Sendable {
                 (base + 5).update(from: sk.baseAddress!.assumingMemoryBound(to: UInt8.self), count: 32)
             }
             signingSecret.withUnsafeBytes { sk in
-                _ = crypto_sign_ed25519_sk_to_seed(base + 37, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                _ = crypto_sign_ed25519_sk_to_seed(
+                    base + 37, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
     }
@@ -88,7 +89,9 @@ public struct DeviceIdentity: Sendable {
         var encryptionPublic = [UInt8](repeating: 0, count: 32)
         var signingPublic = [UInt8](repeating: 0, count: 32)
         let encryptionSecret = KeysSecretBytes(count: 32) { sk in
-            stored.withUnsafeBytes { source in sk.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[5..<37])) }
+            stored.withUnsafeBytes { source in
+                sk.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[5..<37]))
+            }
             _ = crypto_scalarmult_base(&encryptionPublic, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
         let signingSecret = KeysSecretBytes(count: Int(crypto_sign_SECRETKEYBYTES)) { sk in
@@ -109,5 +112,7 @@ public struct DeviceIdentity: Sendable {
 extension DeviceIdentity: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var description: String { "DeviceIdentity(public: \(publicKeys.text), private keys redacted)" }
     public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["publicKeys": publicKeys], displayStyle: .struct) }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["publicKeys": publicKeys], displayStyle: .struct)
+    }
 }

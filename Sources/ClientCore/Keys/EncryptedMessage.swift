@@ -81,7 +81,8 @@ public struct EncryptedMessage: Sendable, Equatable {
     }
 
     /// Verifies the author against `roster`, then decrypts with the thread key.
-    public func decrypt(with key: ThreadKey, verifyingAgainst roster: Roster) throws(KeyModelError) -> [UInt8] {
+    public func decrypt(with key: ThreadKey, verifyingAgainst roster: Roster) throws(KeyModelError) -> [UInt8]
+    {
         try verifyAuthor(in: roster)
         let aad = Self.associatedData(space: space, thread: thread, id: id, author: author)
         var plaintext = [UInt8](repeating: 0, count: ciphertext.count - Self.tagByteCount)
@@ -132,7 +133,9 @@ extension EncryptedMessage: Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        let signature = try c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in try Signature(bytes: b) }
+        let signature = try c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in
+            try Signature(bytes: b)
+        }
         let nonce = try c.decodeBytes(forKey: .nonce, count: Self.nonceByteCount)
         let ciphertext = try c.decodeBytes(forKey: .ciphertext)
         guard ciphertext.count >= Self.tagByteCount else {

@@ -28,7 +28,8 @@ public struct InboxNote: Sendable, Equatable {
         self.signature = signature
     }
 
-    static func signedBytes(space: SpaceID, sender: MemberID, recipient: MemberID, sealed: [UInt8]) -> [UInt8] {
+    static func signedBytes(space: SpaceID, sender: MemberID, recipient: MemberID, sealed: [UInt8]) -> [UInt8]
+    {
         var encoder = CanonicalEncoder(domain: Domain.inboxNote)
         encoder.append(space.bytes)
         encoder.append(sender.bytes)
@@ -84,7 +85,8 @@ extension DeviceIdentity {
         let message = Array(bytes)
         var sealed = [UInt8](repeating: 0, count: message.count + Int(crypto_box_sealbytes()))
         _ = crypto_box_seal(&sealed, message, UInt64(message.count), recipient.keys.encryption.bytes)
-        let signed = InboxNote.signedBytes(space: space, sender: sender, recipient: recipient.id, sealed: sealed)
+        let signed = InboxNote.signedBytes(
+            space: space, sender: sender, recipient: recipient.id, sealed: sealed)
         return try InboxNote(
             space: space, sender: sender, recipient: recipient.id, sealed: sealed, signature: sign(signed))
     }
@@ -100,9 +102,12 @@ extension InboxNote: Codable {
         let sealed = try c.decodeBytes(forKey: .sealed)
         do {
             try self.init(
-                space: c.decode(SpaceID.self, forKey: .space), sender: c.decode(MemberID.self, forKey: .sender),
+                space: c.decode(SpaceID.self, forKey: .space),
+                sender: c.decode(MemberID.self, forKey: .sender),
                 recipient: c.decode(MemberID.self, forKey: .recipient), sealed: sealed,
-                signature: c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in try Signature(bytes: b) })
+                signature: c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in
+                    try Signature(bytes: b)
+                })
         } catch let error as KeyModelError {
             throw DecodingError.dataCorruptedError(forKey: .sealed, in: c, debugDescription: error.message)
         }

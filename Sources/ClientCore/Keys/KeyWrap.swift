@@ -33,7 +33,8 @@ public struct KeyWrap: Sendable, Equatable {
         self.signature = signature
     }
 
-    static func signedBytes(space: SpaceID, thread: ThreadID, recipient: MemberID, sealed: [UInt8]) -> [UInt8] {
+    static func signedBytes(space: SpaceID, thread: ThreadID, recipient: MemberID, sealed: [UInt8]) -> [UInt8]
+    {
         var encoder = CanonicalEncoder(domain: Domain.keyWrap)
         encoder.append(space.bytes)
         encoder.append(thread.bytes)
@@ -90,7 +91,9 @@ public struct KeyWrap: Sendable, Equatable {
 
 extension DeviceIdentity {
     /// Seals `key` to `member`'s encryption key and signs the wrap with this device's signing key.
-    public func wrap(_ key: ThreadKey, for member: MemberRecord, in space: SpaceID, thread: ThreadID) -> KeyWrap {
+    public func wrap(_ key: ThreadKey, for member: MemberRecord, in space: SpaceID, thread: ThreadID)
+        -> KeyWrap
+    {
         Sodium.ensureReady()
         var sealed = [UInt8](repeating: 0, count: KeyWrap.sealedByteCount)
         key.secret.withUnsafeBytes { k in
@@ -117,9 +120,13 @@ extension KeyWrap: Codable {
             space: c.decode(SpaceID.self, forKey: .space),
             thread: c.decode(ThreadID.self, forKey: .thread),
             recipient: c.decode(MemberID.self, forKey: .recipient),
-            signer: c.decodeChecked(forKey: .signer) { b throws(KeyModelError) in try SigningPublicKey(bytes: b) },
+            signer: c.decodeChecked(forKey: .signer) { b throws(KeyModelError) in
+                try SigningPublicKey(bytes: b)
+            },
             sealed: c.decodeBytes(forKey: .sealed, count: Self.sealedByteCount),
-            signature: c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in try Signature(bytes: b) })
+            signature: c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in
+                try Signature(bytes: b)
+            })
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -36,7 +36,8 @@ extension MemberRights: Codable {
         do {
             try self.init(names: names)
         } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: error.message))
         }
     }
 
@@ -163,7 +164,8 @@ extension DeviceIdentity {
     public func createSpace(_ space: SpaceID, as owner: MemberID, ownerName: String = "") -> MembershipEvent {
         let record = MemberRecord(id: owner, keys: publicKeys, rights: .all, name: ownerName)
         return MembershipEvent.make(
-            space: space, sequence: 0, previous: .genesis, change: .spaceCreated(owner: record), signer: owner,
+            space: space, sequence: 0, previous: .genesis, change: .spaceCreated(owner: record),
+            signer: owner,
             identity: self)
     }
 }
@@ -196,10 +198,14 @@ extension MembershipEvent: Codable {
         self.init(
             space: try c.decode(SpaceID.self, forKey: .space),
             sequence: try c.decode(UInt64.self, forKey: .sequence),
-            previous: try c.decodeChecked(forKey: .previous) { b throws(KeyModelError) in try EventHash(bytes: b) },
+            previous: try c.decodeChecked(forKey: .previous) { b throws(KeyModelError) in
+                try EventHash(bytes: b)
+            },
             change: change,
             signer: try c.decode(MemberID.self, forKey: .signer),
-            signature: try c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in try Signature(bytes: b) })
+            signature: try c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in
+                try Signature(bytes: b)
+            })
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -77,7 +77,8 @@ public struct Roster: Sendable, Equatable {
             throw KeyModelError(.eventChainBroken, "This membership event does not follow the previous one.")
         }
         guard let signer = members[event.signer] else {
-            throw KeyModelError(.signerNotMember, "This membership event is signed by someone who is not a member.")
+            throw KeyModelError(
+                .signerNotMember, "This membership event is signed by someone who is not a member.")
         }
         guard signer.keys.signing.isValidSignature(event.signature, for: event.signedBytes) else {
             throw KeyModelError(.badSignature, "This membership event's signature does not verify.")
@@ -161,7 +162,8 @@ public struct Roster: Sendable, Equatable {
         guard record.name.utf8.count <= MemberRecord.maximumNameByteCount else {
             throw KeyModelError(.invalidEvent, "A member name is at most 128 bytes long.")
         }
-        guard !record.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !record.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
             throw KeyModelError(.invalidEvent, "A member name cannot contain control characters.")
         }
         guard MemberRights.all.isSuperset(of: record.rights) else {

@@ -10,7 +10,9 @@ public struct SignInProof: Sendable, Equatable {
     public let challenge: [UInt8]
     public let signature: Signature
 
-    public init(space: SpaceID, member: MemberID, challenge: [UInt8], signature: Signature) throws(KeyModelError) {
+    public init(space: SpaceID, member: MemberID, challenge: [UInt8], signature: Signature)
+        throws(KeyModelError)
+    {
         guard challenge.count == Self.challengeByteCount else {
             throw KeyModelError(.invalidLength, "A sign-in challenge has 32 bytes, not \(challenge.count).")
         }
@@ -30,7 +32,9 @@ public struct SignInProof: Sendable, Equatable {
 
     /// Checks the signature against the member's signing key.
     public func verify(signingKey: SigningPublicKey) throws(KeyModelError) {
-        guard signingKey.isValidSignature(signature, for: Self.signedBytes(space: space, member: member, challenge: challenge))
+        guard
+            signingKey.isValidSignature(
+                signature, for: Self.signedBytes(space: space, member: member, challenge: challenge))
         else {
             throw KeyModelError(.badSignature, "This sign-in proof's signature does not verify.")
         }
@@ -57,7 +61,9 @@ extension SignInProof: Codable {
         try self.init(
             space: c.decode(SpaceID.self, forKey: .space), member: c.decode(MemberID.self, forKey: .member),
             challenge: c.decodeBytes(forKey: .challenge, count: Self.challengeByteCount),
-            signature: c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in try Signature(bytes: b) })
+            signature: c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in
+                try Signature(bytes: b)
+            })
     }
 
     public func encode(to encoder: any Encoder) throws {
