@@ -32,27 +32,52 @@ public struct SpaceServerConfiguration: Sendable {
     public init() {}
 }
 
+/// A change that a request committed, reported so the HTTP layer can wake long-polls and
+/// WebSocket subscribers without polling the database.
+public enum SpaceChange: Sendable, Hashable {
+    /// A message was appended to a thread.
+    case message(space: SpaceID, thread: ThreadID, cursor: Int64)
+    /// A membership event was stored (a space created, a member added or removed).
+    case membership(space: SpaceID, sequence: UInt64)
+    /// Key wraps for a thread were stored.
+    case wraps(space: SpaceID, thread: ThreadID)
+    /// A note was delivered to a member's inbox.
+    case note(space: SpaceID, recipient: MemberID, id: Int64)
+}
+
 /// The space server's request handling: JSON in, JSON out, authorisation on every call, each
 /// request's writes in one SQLite transaction (a refused request changes nothing).
 ///
 /// Safe to call from several threads: every request runs under one lock, in order.
 public final class SpaceAPI: Sendable {
     private let state: Mutex<SpaceService>
+    private let observer: (@Sendable (SpaceChange) -> Void)?
 
     /// Opens (or creates) the database at `databasePath`. `clock` gives the current Unix time in
-    /// seconds (injected so tests can move time).
+    /// seconds (injected so tests can move time). `observer` hears about every committed change,
+    /// after the commit and outside the lock.
     public init(
         databasePath: String, configuration: SpaceServerConfiguration = SpaceServerConfiguration(),
-        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        observer: (@Sendable (SpaceChange) -> Void)? = nil
     ) throws {
+        guard sodium_init() >= 0 else { throw SpaceStoreError.cryptoUnavailable }
         let store = try SpaceStore(path: databasePath)
         state = Mutex(SpaceService(store: store, configuration: configuration, clock: clock))
+        self.observer = observer
     }
 
     /// Handles one request. Never throws: every failure is a 4xx/5xx response with
     /// `{ "error": code, "message": text }`.
     public func handle(_ request: APIRequest) -> APIResponse {
-        state.withLock { service in service.handle(request) }
+        let (response, changes) = state.withLock { service in
+            let response = service.handle(request)
+            return (response, service.takeCommittedChanges())
+        }
+        if let observer {
+            for change in changes { observer(change) }
+        }
+        return response
     }
 
     /// Every row of every table, for diagnostics and for tests that check what the server stores.
@@ -88,6 +113,9 @@ final class SpaceService {
     private var rosters: [SpaceID: Roster] = [:]
     /// Rosters changed by the request in progress; kept if it commits.
     var pendingRosters: [SpaceID: Roster] = [:]
+    /// Changes made by the request in progress; reported if it commits.
+    var pendingChanges: [SpaceChange] = []
+    private var committedChanges: [SpaceChange] = []
     /// The current request's time.
     private(set) var now: Int64 = 0
 
@@ -100,6 +128,7 @@ final class SpaceService {
     func handle(_ request: APIRequest) -> APIResponse {
         now = clock()
         pendingRosters = [:]
+        pendingChanges = []
         guard request.body.count <= configuration.maximumBodyBytes else {
             return APIError(
                 413, "body_too_large",
@@ -114,6 +143,7 @@ final class SpaceService {
                 return response
             }
             rosters.merge(pendingRosters) { $1 }
+            committedChanges = pendingChanges
             return response
         } catch let rolledBack as RolledBack {
             return rolledBack.response
@@ -125,6 +155,12 @@ final class SpaceService {
             return APIError(500, "internal", "The server failed to handle this request; nothing was changed.")
                 .response
         }
+    }
+
+    /// The changes of the last committed request (once).
+    func takeCommittedChanges() -> [SpaceChange] {
+        defer { committedChanges = [] }
+        return committedChanges
     }
 
     private struct RolledBack: Error {

@@ -40,6 +40,7 @@ extension SpaceService {
         let token = try issueToken(
             space: roster.space, member: owner.id, label: body.deviceLabel, expiresIn: nil)
         pendingRosters[roster.space] = roster
+        pendingChanges.append(.membership(space: roster.space, sequence: 0))
         return .json(
             CreatedSpace(
                 space: roster.space, adminToken: Base64URL.encode(adminRaw), owner: owner.id,
@@ -219,6 +220,7 @@ extension SpaceService {
             break
         }
         pendingRosters[space.id] = updated
+        pendingChanges.append(.membership(space: space.id, sequence: event.sequence))
         return .json(
             AppendedEvent(sequence: event.sequence, hash: updated.head.description, deviceToken: token),
             status: 201)

@@ -91,6 +91,7 @@ extension SpaceService {
             }
             try store.insertWrap(wrap, now: now)
         }
+        if !wraps.isEmpty { pendingChanges.append(.wraps(space: space.id, thread: thread)) }
         return wraps.count
     }
 
@@ -120,7 +121,9 @@ extension SpaceService {
         guard try !store.messageExists(space: space.id, thread: thread.id, id: message.id) else {
             throw APIError.conflict("message_exists", "A message with that id was already posted.")
         }
-        return .json(AppendedMessage(cursor: try store.insertMessage(message, now: now)), status: 201)
+        let cursor = try store.insertMessage(message, now: now)
+        pendingChanges.append(.message(space: space.id, thread: thread.id, cursor: cursor))
+        return .json(AppendedMessage(cursor: cursor), status: 201)
     }
 
     func listMessages(_ request: APIRequest, space: SpaceRow, thread: ThreadRow, principal: Principal) throws
@@ -151,7 +154,9 @@ extension SpaceService {
         else {
             throw APIError.notFound("unknown_member", "The note's recipient is not a member of this space.")
         }
-        return .json(NoteStored(id: try store.insertNote(note, now: now)), status: 201)
+        let id = try store.insertNote(note, now: now)
+        pendingChanges.append(.note(space: space.id, recipient: note.recipient, id: id))
+        return .json(NoteStored(id: id), status: 201)
     }
 
     func listInbox(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {

@@ -35,13 +35,18 @@ final class APIHarness {
     let clock = TestClock()
     let api: SpaceAPI
 
-    init(configuration: SpaceServerConfiguration = SpaceServerConfiguration()) throws {
+    init(
+        configuration: SpaceServerConfiguration = SpaceServerConfiguration(),
+        observer: (@Sendable (SpaceChange) -> Void)? = nil
+    ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "spaceserver-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         databasePath = directory.appendingPathComponent("space.sqlite").path
         let clock = self.clock
-        api = try SpaceAPI(databasePath: databasePath, configuration: configuration, clock: { clock.now })
+        api = try SpaceAPI(
+            databasePath: databasePath, configuration: configuration, clock: { clock.now }, observer: observer
+        )
     }
 
     deinit {

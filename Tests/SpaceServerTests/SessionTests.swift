@@ -246,6 +246,38 @@ import Testing
     }
 }
 
+@Suite struct ChangeObserverTests {
+    @Test func reportsCommittedChangesOnly() throws {
+        let changes = ChangeBox()
+        let harness = try APIHarness(observer: { changes.append($0) })
+        var space = try TestSpace.create(harness)
+        let sam = try space.add("Sam")
+        let (thread, key) = try space.createThread(by: space.owner, for: [space.owner, sam])
+        let cursor = try space.post("hello", by: sam, thread: thread, key: key)
+        #expect(
+            changes.values == [
+                .membership(space: space.space, sequence: 0), .membership(space: space.space, sequence: 1),
+                .wraps(space: space.space, thread: thread),
+                .message(space: space.space, thread: thread, cursor: cursor),
+            ])
+        // A refused request reports nothing.
+        let message = sam.identity.encrypt(
+            [1], with: key, in: space.space, thread: thread, as: space.owner.id)
+        let refused = try harness.send(
+            "POST", "\(space.base)/threads/\(thread)/messages", token: sam.token, json: ["message": message])
+        #expect(refused.status == 403)
+        #expect(changes.values.count == 4)
+    }
+}
+
+/// Collects reported changes.
+final class ChangeBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [SpaceChange] = []
+    func append(_ value: SpaceChange) { lock.withLock { storage.append(value) } }
+    var values: [SpaceChange] { lock.withLock { storage } }
+}
+
 /// Collects values from concurrent callers.
 final class StatusBox: @unchecked Sendable {
     private let lock = NSLock()
