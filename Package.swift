@@ -34,7 +34,9 @@ let package = Package(
         .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
         .target(name: "Relay", dependencies: ["Net", "CSQLite"]),
         .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium"]),
-        .target(name: "SpaceServer", dependencies: ["Net", "PAKE", "CSQLite", "CSodium"]),
+        .target(
+            name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "CSQLite", "CSodium"],
+            exclude: ["API.md"]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
         .target(name: "CLISupport"),

@@ -1,0 +1,225 @@
+/// Rights a member holds in a space beyond reading and writing. The owner holds every right.
+public struct MemberRights: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// May add and remove members (except the owner) and grant any right.
+    public static let admin = MemberRights(rawValue: 1 << 0)
+    /// May add members, granting at most the rights the inviter holds.
+    public static let invite = MemberRights(rawValue: 1 << 1)
+
+    /// Every right this version knows.
+    public static let all: MemberRights = [.admin, .invite]
+
+    /// Names used in JSON, in a fixed order.
+    static let names: [(String, MemberRights)] = [("admin", .admin), ("invite", .invite)]
+
+    /// The JSON names of the rights held, in a fixed order.
+    public var names: [String] { Self.names.filter { contains($0.1) }.map(\.0) }
+
+    /// Parses JSON names; unknown names fail rather than being dropped.
+    public init(names: [String]) throws(KeyModelError) {
+        var rights: MemberRights = []
+        for name in names {
+            guard let right = Self.names.first(where: { $0.0 == name })?.1 else {
+                throw KeyModelError(.invalidEvent, "\"\(name)\" is not a member right this version knows.")
+            }
+            rights.insert(right)
+        }
+        self = rights
+    }
+}
+
+extension MemberRights: Codable {
+    public init(from decoder: any Decoder) throws {
+        let names = try decoder.singleValueContainer().decode([String].self)
+        do {
+            try self.init(names: names)
+        } catch {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: error.message))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(names)
+    }
+}
+
+/// One member of a space as the signed roster records them.
+public struct MemberRecord: Hashable, Sendable, Codable {
+    /// Longest display name, in UTF-8 bytes.
+    public static var maximumNameByteCount: Int { 128 }
+
+    public let id: MemberID
+    public let keys: MemberPublicKeys
+    public let rights: MemberRights
+    /// The display name the member chose (may be empty).
+    public let name: String
+
+    public init(id: MemberID, keys: MemberPublicKeys, rights: MemberRights = [], name: String = "") {
+        self.id = id
+        self.keys = keys
+        self.rights = rights
+        self.name = name
+    }
+}
+
+/// The change a membership event makes.
+public enum MembershipChange: Hashable, Sendable {
+    /// The first event of a space: the owner creates it. Signed by the owner.
+    case spaceCreated(owner: MemberRecord)
+    /// A member joins with these public keys and rights.
+    case memberAdded(MemberRecord)
+    /// A member is removed; their later requests fail and new threads are not wrapped to them.
+    case memberRemoved(MemberID)
+
+    var tag: String {
+        switch self {
+        case .spaceCreated: "space_created"
+        case .memberAdded: "member_added"
+        case .memberRemoved: "member_removed"
+        }
+    }
+}
+
+/// A signed change to a space's membership. Events form a hash chain: each names its sequence
+/// number and the previous event's hash, so a client can verify the whole roster from the owner's
+/// key forward and notice reordered, replayed, dropped or forged events.
+public struct MembershipEvent: Hashable, Sendable {
+    public let space: SpaceID
+    /// 0 for the first event, then one more for each event.
+    public let sequence: UInt64
+    /// The previous event's hash (``EventHash/genesis`` for the first event).
+    public let previous: EventHash
+    public let change: MembershipChange
+    /// The member who signed this event.
+    public let signer: MemberID
+    public let signature: Signature
+
+    /// Assembles an event from received parts (nothing verified yet; see ``Roster``).
+    public init(
+        space: SpaceID, sequence: UInt64, previous: EventHash, change: MembershipChange, signer: MemberID,
+        signature: Signature
+    ) {
+        self.space = space
+        self.sequence = sequence
+        self.previous = previous
+        self.change = change
+        self.signer = signer
+        self.signature = signature
+    }
+
+    static func signedBytes(
+        space: SpaceID, sequence: UInt64, previous: EventHash, change: MembershipChange, signer: MemberID
+    ) -> [UInt8] {
+        var encoder = CanonicalEncoder(domain: Domain.membershipEvent)
+        encoder.append(space.bytes)
+        encoder.append(sequence)
+        encoder.append(previous.bytes)
+        encoder.append(change.tag)
+        switch change {
+        case .spaceCreated(let member), .memberAdded(let member):
+            encoder.append(member.id.bytes)
+            encoder.append(member.keys.encryption.bytes)
+            encoder.append(member.keys.signing.bytes)
+            encoder.append(member.rights.rawValue)
+            encoder.append(member.name)
+        case .memberRemoved(let id):
+            encoder.append(id.bytes)
+        }
+        encoder.append(signer.bytes)
+        return encoder.bytes
+    }
+
+    /// The bytes the signer signed.
+    var signedBytes: [UInt8] {
+        Self.signedBytes(space: space, sequence: sequence, previous: previous, change: change, signer: signer)
+    }
+
+    /// This event's hash, which the next event names as its predecessor.
+    public var hash: EventHash {
+        var encoder = CanonicalEncoder(domain: Domain.membershipEventHash)
+        encoder.append(signedBytes)
+        encoder.append(signature.bytes)
+        return EventHash(trusted: Sodium.sha256(encoder.bytes))
+    }
+
+    /// Makes and signs an event.
+    static func make(
+        space: SpaceID, sequence: UInt64, previous: EventHash, change: MembershipChange, signer: MemberID,
+        identity: DeviceIdentity
+    ) -> MembershipEvent {
+        let signed = signedBytes(
+            space: space, sequence: sequence, previous: previous, change: change, signer: signer)
+        return MembershipEvent(
+            space: space, sequence: sequence, previous: previous, change: change, signer: signer,
+            signature: identity.sign(signed))
+    }
+}
+
+extension DeviceIdentity {
+    /// The first event of a new space, which makes this device's identity its owner.
+    public func createSpace(_ space: SpaceID, as owner: MemberID, ownerName: String = "") -> MembershipEvent {
+        let record = MemberRecord(id: owner, keys: publicKeys, rights: .all, name: ownerName)
+        return MembershipEvent.make(
+            space: space, sequence: 0, previous: .genesis, change: .spaceCreated(owner: record),
+            signer: owner,
+            identity: self)
+    }
+}
+
+extension MembershipEvent: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case version, space, sequence, previous, type, member, memberID, signer, signature
+    }
+
+    /// The JSON form's version.
+    static let jsonVersion = 1
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let version = try c.decode(Int.self, forKey: .version)
+        guard version == Self.jsonVersion else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .version, in: c, debugDescription: "unsupported event version \(version)")
+        }
+        let type = try c.decode(String.self, forKey: .type)
+        let change: MembershipChange
+        switch type {
+        case "space_created": change = .spaceCreated(owner: try c.decode(MemberRecord.self, forKey: .member))
+        case "member_added": change = .memberAdded(try c.decode(MemberRecord.self, forKey: .member))
+        case "member_removed": change = .memberRemoved(try c.decode(MemberID.self, forKey: .memberID))
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: c, debugDescription: "unknown event type \"\(type)\"")
+        }
+        self.init(
+            space: try c.decode(SpaceID.self, forKey: .space),
+            sequence: try c.decode(UInt64.self, forKey: .sequence),
+            previous: try c.decodeChecked(forKey: .previous) { b throws(KeyModelError) in
+                try EventHash(bytes: b)
+            },
+            change: change,
+            signer: try c.decode(MemberID.self, forKey: .signer),
+            signature: try c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in
+                try Signature(bytes: b)
+            })
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(Self.jsonVersion, forKey: .version)
+        try c.encode(space, forKey: .space)
+        try c.encode(sequence, forKey: .sequence)
+        try c.encodeBytes(previous.bytes, forKey: .previous)
+        try c.encode(change.tag, forKey: .type)
+        switch change {
+        case .spaceCreated(let member), .memberAdded(let member): try c.encode(member, forKey: .member)
+        case .memberRemoved(let id): try c.encode(id, forKey: .memberID)
+        }
+        try c.encode(signer, forKey: .signer)
+        try c.encodeBytes(signature.bytes, forKey: .signature)
+    }
+}

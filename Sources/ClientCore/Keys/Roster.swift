@@ -1,0 +1,173 @@
+/// A space's membership as proven by its signed event chain.
+///
+/// A roster only comes into being by verifying events: from the owner's key forward
+/// (``verify(events:ownerKey:)``) on a client, or from the self-signed first event
+/// (``init(genesis:)``) on a server that then checks each new event with ``apply(_:)``.
+/// Rules: only the owner, admins and members with the invite right add members, granting at most
+/// their own rights (the owner and admins may grant any); only the owner and admins remove
+/// members; nobody removes the owner.
+public struct Roster: Sendable, Equatable {
+    public let space: SpaceID
+    public let owner: MemberID
+    /// Current members, the owner included.
+    public private(set) var members: [MemberID: MemberRecord]
+    /// Members who were removed (their past messages still verify).
+    public private(set) var formerMembers: [MemberID: MemberRecord]
+    /// Hash of the last event applied.
+    public private(set) var head: EventHash
+    /// The sequence number the next event must carry.
+    public private(set) var nextSequence: UInt64
+
+    /// Verifies a whole event chain, starting with the first event, which must be signed by
+    /// `ownerKey` (the key the client already trusts as the space's owner).
+    public static func verify(events: [MembershipEvent], ownerKey: SigningPublicKey) throws(KeyModelError)
+        -> Roster
+    {
+        guard let first = events.first else {
+            throw KeyModelError(.invalidEvent, "There are no membership events to verify.")
+        }
+        guard case .spaceCreated(let owner) = first.change, owner.keys.signing == ownerKey else {
+            throw KeyModelError(.ownerKeyMismatch, "This space was not created by the expected owner.")
+        }
+        var roster = try Roster(genesis: first)
+        for event in events.dropFirst() {
+            try roster.apply(event)
+        }
+        return roster
+    }
+
+    /// Starts a roster from a space's first event, checking that it is well formed and signed by
+    /// the owner it names. Whoever trusts the result trusts that owner.
+    public init(genesis event: MembershipEvent) throws(KeyModelError) {
+        guard event.sequence == 0 else {
+            throw KeyModelError(.eventOutOfOrder, "The first membership event must have sequence 0.")
+        }
+        guard event.previous == .genesis else {
+            throw KeyModelError(.eventChainBroken, "The first membership event must not name a predecessor.")
+        }
+        guard case .spaceCreated(let owner) = event.change else {
+            throw KeyModelError(.invalidEvent, "The first membership event must create the space.")
+        }
+        guard event.signer == owner.id else {
+            throw KeyModelError(.notAuthorised, "A space can only be created by its owner.")
+        }
+        try Self.checkRecord(owner)
+        guard owner.keys.signing.isValidSignature(event.signature, for: event.signedBytes) else {
+            throw KeyModelError(.badSignature, "The space's first event is not signed by its owner.")
+        }
+        space = event.space
+        self.owner = owner.id
+        members = [owner.id: MemberRecord(id: owner.id, keys: owner.keys, rights: .all, name: owner.name)]
+        formerMembers = [:]
+        head = event.hash
+        nextSequence = 1
+    }
+
+    /// Checks `event` against this roster and applies it. On error the roster is unchanged.
+    public mutating func apply(_ event: MembershipEvent) throws(KeyModelError) {
+        guard event.space == space else {
+            throw KeyModelError(.wrongContext, "This membership event belongs to another space.")
+        }
+        guard event.sequence == nextSequence else {
+            throw KeyModelError(
+                .eventOutOfOrder,
+                "Expected membership event \(nextSequence), got \(event.sequence) (reordered or replayed).")
+        }
+        guard event.previous == head else {
+            throw KeyModelError(.eventChainBroken, "This membership event does not follow the previous one.")
+        }
+        guard let signer = members[event.signer] else {
+            throw KeyModelError(
+                .signerNotMember, "This membership event is signed by someone who is not a member.")
+        }
+        guard signer.keys.signing.isValidSignature(event.signature, for: event.signedBytes) else {
+            throw KeyModelError(.badSignature, "This membership event's signature does not verify.")
+        }
+        let signerRights = rights(of: signer.id)
+        switch event.change {
+        case .spaceCreated:
+            throw KeyModelError(.invalidEvent, "A space can only be created once.")
+        case .memberAdded(let record):
+            guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not add members.")
+            }
+            guard signerRights.contains(.admin) || signerRights.isSuperset(of: record.rights) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not grant rights they lack.")
+            }
+            try Self.checkRecord(record)
+            guard members[record.id] == nil, formerMembers[record.id] == nil else {
+                throw KeyModelError(.invalidEvent, "Member id \(record.id) is already taken in this space.")
+            }
+            guard currentMember(signingKey: record.keys.signing) == nil else {
+                throw KeyModelError(.invalidEvent, "A current member already uses that signing key.")
+            }
+            members[record.id] = record
+        case .memberRemoved(let id):
+            guard signerRights.contains(.admin) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not remove members.")
+            }
+            guard id != owner else {
+                throw KeyModelError(.notAuthorised, "The owner cannot be removed from their space.")
+            }
+            guard let removed = members.removeValue(forKey: id) else {
+                throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
+            }
+            formerMembers[id] = removed
+        }
+        head = event.hash
+        nextSequence += 1
+    }
+
+    /// A copy with `event` applied.
+    public func applying(_ event: MembershipEvent) throws(KeyModelError) -> Roster {
+        var copy = self
+        try copy.apply(event)
+        return copy
+    }
+
+    /// Makes and signs the next event of this roster's chain with `identity`, which must belong
+    /// to a current member. The result still has to pass ``apply(_:)``.
+    public func nextEvent(_ change: MembershipChange, signedBy identity: DeviceIdentity) throws(KeyModelError)
+        -> MembershipEvent
+    {
+        guard let signer = currentMember(signingKey: identity.publicKeys.signing) else {
+            throw KeyModelError(.signerNotMember, "This device is not a member of the space.")
+        }
+        return MembershipEvent.make(
+            space: space, sequence: nextSequence, previous: head, change: change, signer: signer.id,
+            identity: identity)
+    }
+
+    /// The effective rights of a current member (the owner holds all); empty for non-members.
+    public func rights(of id: MemberID) -> MemberRights {
+        if id == owner { return .all }
+        return members[id]?.rights ?? []
+    }
+
+    /// The record of a current member with this signing key.
+    public func currentMember(signingKey: SigningPublicKey) -> MemberRecord? {
+        members.values.first { $0.keys.signing == signingKey }
+    }
+
+    /// The record of a current or former member.
+    public func everMember(_ id: MemberID) -> MemberRecord? {
+        members[id] ?? formerMembers[id]
+    }
+
+    private static func label(_ member: MemberRecord) -> String {
+        member.name.isEmpty ? "Member \(member.id)" : member.name
+    }
+
+    private static func checkRecord(_ record: MemberRecord) throws(KeyModelError) {
+        guard record.name.utf8.count <= MemberRecord.maximumNameByteCount else {
+            throw KeyModelError(.invalidEvent, "A member name is at most 128 bytes long.")
+        }
+        guard !record.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw KeyModelError(.invalidEvent, "A member name cannot contain control characters.")
+        }
+        guard MemberRights.all.isSuperset(of: record.rights) else {
+            throw KeyModelError(.invalidEvent, "A member record grants rights this version does not know.")
+        }
+    }
+}

@@ -1,0 +1,407 @@
+import CSodium
+import ClientCore
+import Foundation
+
+/// Limits and policy of a space server.
+public struct SpaceServerConfiguration: Sendable {
+    /// Largest request body accepted, in bytes.
+    public var maximumBodyBytes = 1 << 20
+    /// Largest avatar image, in bytes.
+    public var maximumAvatarBytes = 256 * 1024
+    /// Largest message ciphertext, in bytes.
+    public var maximumMessageBytes = 64 * 1024
+    /// Largest opaque thread metadata blob, in bytes.
+    public var maximumThreadMetadataBytes = 4096
+    /// Most key wraps in one request.
+    public var maximumWrapsPerRequest = 1000
+    /// Longest space name and token label, in UTF-8 bytes.
+    public var maximumNameBytes = 128
+    /// Default and largest page size of list endpoints.
+    public var defaultPageSize = 100
+    public var maximumPageSize = 500
+    /// Lifetime of a device token unless the request asks for less, and the longest allowed.
+    public var defaultTokenLifetime: Int64 = 365 * 24 * 3600
+    public var maximumTokenLifetime: Int64 = 5 * 365 * 24 * 3600
+    /// Lifetime of a sign-in challenge, and how many may be outstanding per space.
+    public var challengeLifetime: Int64 = 300
+    public var maximumOpenChallenges = 1000
+    /// When set, creating a space needs `Authorization: Bearer <this>`; when nil anyone may.
+    public var spaceCreationToken: String?
+
+    public init() {}
+}
+
+/// A change that a request committed, reported so the HTTP layer can wake long-polls and
+/// WebSocket subscribers without polling the database.
+public enum SpaceChange: Sendable, Hashable {
+    /// A message was appended to a thread.
+    case message(space: SpaceID, thread: ThreadID, cursor: Int64)
+    /// A membership event was stored (a space created, a member added or removed).
+    case membership(space: SpaceID, sequence: UInt64)
+    /// Key wraps for a thread were stored.
+    case wraps(space: SpaceID, thread: ThreadID)
+    /// A note was delivered to a member's inbox.
+    case note(space: SpaceID, recipient: MemberID, id: Int64)
+}
+
+/// The space server's request handling: JSON in, JSON out, authorisation on every call, each
+/// request's writes in one SQLite transaction (a refused request changes nothing).
+///
+/// Safe to call from several threads: every request runs under one lock, in order. (An `NSLock`,
+/// a pthread mutex, rather than `Synchronization.Mutex`, whose futexes ThreadSanitizer cannot see.)
+public final class SpaceAPI: @unchecked Sendable {
+    private let lock = NSLock()
+    /// Only touched while `lock` is held.
+    private let service: SpaceService
+    private let observer: (@Sendable (SpaceChange) -> Void)?
+
+    /// Opens (or creates) the database at `databasePath`. `clock` gives the current Unix time in
+    /// seconds (injected so tests can move time). `observer` hears about every committed change,
+    /// after the commit and outside the lock.
+    public init(
+        databasePath: String, configuration: SpaceServerConfiguration = SpaceServerConfiguration(),
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        observer: (@Sendable (SpaceChange) -> Void)? = nil
+    ) throws {
+        guard sodium_init() >= 0 else { throw SpaceStoreError.cryptoUnavailable }
+        let store = try SpaceStore(path: databasePath)
+        service = SpaceService(store: store, configuration: configuration, clock: clock)
+        self.observer = observer
+    }
+
+    /// Handles one request. Never throws: every failure is a 4xx/5xx response with
+    /// `{ "error": code, "message": text }`.
+    public func handle(_ request: APIRequest) -> APIResponse {
+        let (response, changes) = lock.withLock {
+            let response = service.handle(request)
+            return (response, service.takeCommittedChanges())
+        }
+        if let observer {
+            for change in changes { observer(change) }
+        }
+        return response
+    }
+
+    /// Every row of every table, for diagnostics and for tests that check what the server stores.
+    public func dumpTables() throws -> [String: [[SQLValue]]] {
+        try lock.withLock { try service.store.dump() }
+    }
+
+    /// The schema version of the open database.
+    public func schemaVersion() throws -> Int {
+        try lock.withLock { try service.store.schemaVersion() }
+    }
+}
+
+/// Who is making a request.
+enum Principal {
+    /// The holder of the space's admin token (an operator; not a member, holds no keys).
+    case admin
+    /// A member acting through one of their device tokens.
+    case member(MemberRecord, tokenID: [UInt8])
+
+    var member: MemberRecord? {
+        if case .member(let record, _) = self { return record }
+        return nil
+    }
+}
+
+/// The state behind ``SpaceAPI``'s lock: the store and each space's verified roster.
+final class SpaceService {
+    let store: SpaceStore
+    let configuration: SpaceServerConfiguration
+    let clock: @Sendable () -> Int64
+    /// Verified rosters, loaded on first use and updated only after a commit.
+    private var rosters: [SpaceID: Roster] = [:]
+    /// Rosters changed by the request in progress; kept if it commits.
+    var pendingRosters: [SpaceID: Roster] = [:]
+    /// Changes made by the request in progress; reported if it commits.
+    var pendingChanges: [SpaceChange] = []
+    private var committedChanges: [SpaceChange] = []
+    /// The current request's time.
+    private(set) var now: Int64 = 0
+
+    init(store: SpaceStore, configuration: SpaceServerConfiguration, clock: @escaping @Sendable () -> Int64) {
+        self.store = store
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    func handle(_ request: APIRequest) -> APIResponse {
+        now = clock()
+        pendingRosters = [:]
+        pendingChanges = []
+        guard request.body.count <= configuration.maximumBodyBytes else {
+            return APIError(
+                413, "body_too_large",
+                "The request body is larger than \(configuration.maximumBodyBytes) bytes."
+            ).response
+        }
+        do {
+            let response = try store.db.transaction { () throws -> APIResponse in
+                let response = try route(request)
+                // A response that is an error must leave nothing behind.
+                if response.status >= 400 { throw RolledBack(response: response) }
+                return response
+            }
+            rosters.merge(pendingRosters) { $1 }
+            committedChanges = pendingChanges
+            return response
+        } catch let rolledBack as RolledBack {
+            return rolledBack.response
+        } catch let error as APIError {
+            return error.response
+        } catch let error as KeyModelError {
+            return Self.apiError(error).response
+        } catch {
+            return APIError(500, "internal", "The server failed to handle this request; nothing was changed.")
+                .response
+        }
+    }
+
+    /// The changes of the last committed request (once).
+    func takeCommittedChanges() -> [SpaceChange] {
+        defer { committedChanges = [] }
+        return committedChanges
+    }
+
+    private struct RolledBack: Error {
+        let response: APIResponse
+    }
+
+    // MARK: Shared helpers
+
+    /// Maps a key-model failure to an API error with the same code.
+    static func apiError(_ error: KeyModelError) -> APIError {
+        let status: Int
+        switch error.code {
+        case .invalidLength, .invalidEncoding, .invalidPublicKey, .unsupportedVersion, .invalidEvent,
+            .wrongContext:
+            status = 400
+        case .notAuthorised, .signerNotMember: status = 403
+        case .eventOutOfOrder, .eventChainBroken: status = 409
+        case .badSignature, .wrongRecipient, .decryptionFailed, .ownerKeyMismatch: status = 422
+        }
+        return APIError(status, error.code.rawValue, error.message)
+    }
+
+    /// Runs a key-model check, turning its error into an API error.
+    @discardableResult
+    func check<T>(_ body: () throws(KeyModelError) -> T) throws(APIError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw Self.apiError(error)
+        }
+    }
+
+    private static let decoder = JSONDecoder()
+
+    /// Decodes a JSON body, describing what is wrong and where.
+    func decode<T: Decodable>(_ type: T.Type, from request: APIRequest) throws(APIError) -> T {
+        guard !request.body.isEmpty else {
+            throw APIError.badRequest("invalid_json", "This request needs a JSON body.")
+        }
+        do {
+            return try Self.decoder.decode(type, from: Data(request.body))
+        } catch let error as DecodingError {
+            throw Self.describe(error)
+        } catch {
+            throw APIError.badRequest("invalid_json", "The request body is not valid JSON.")
+        }
+    }
+
+    private static func path(_ codingPath: [any CodingKey]) -> String {
+        codingPath.map { key in key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)" }.joined()
+            .trimmingCharacters(in: CharacterSet(charactersIn: "."))
+    }
+
+    private static func describe(_ error: DecodingError) -> APIError {
+        switch error {
+        case .typeMismatch(_, let context) where context.codingPath.isEmpty:
+            return .badRequest("invalid_json", "The request body should be a JSON object.")
+        case .typeMismatch(let type, let context):
+            return .badRequest(
+                "invalid_field", "Field \(path(context.codingPath)) should be \(describe(type)).")
+        case .valueNotFound(_, let context):
+            return .badRequest("invalid_field", "Field \(path(context.codingPath)) must not be null.")
+        case .keyNotFound(let key, let context):
+            return .badRequest(
+                "missing_field", "Field \(path(context.codingPath + [key])) is missing.")
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty {
+                return .badRequest("invalid_json", "The request body is not valid JSON.")
+            }
+            return .badRequest(
+                "invalid_field", "Field \(path(context.codingPath)): \(context.debugDescription).")
+        @unknown default:
+            return .badRequest("invalid_json", "The request body could not be read.")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int64.Type, is UInt64.Type: "an integer"
+        case is [Any].Type: "an array"
+        default: "an object"
+        }
+    }
+
+    /// A non-negative integer query parameter.
+    func integerQuery(_ request: APIRequest, _ name: String, default value: Int64) throws(APIError) -> Int64 {
+        guard let text = request.query[name] else { return value }
+        guard let number = Int64(text), number >= 0 else {
+            throw APIError.badRequest(
+                "invalid_query", "Query parameter \(name) must be a non-negative integer.")
+        }
+        return number
+    }
+
+    /// The `limit` query parameter within the configured page size.
+    func pageSize(_ request: APIRequest) throws(APIError) -> Int {
+        let limit = try integerQuery(request, "limit", default: Int64(configuration.defaultPageSize))
+        guard limit >= 1, limit <= configuration.maximumPageSize else {
+            throw APIError.badRequest(
+                "invalid_query",
+                "Query parameter limit must be between 1 and \(configuration.maximumPageSize).")
+        }
+        return Int(limit)
+    }
+
+    /// Checks a short human text (space name, label): length and no control characters.
+    func checkName(_ text: String, field: String, allowEmpty: Bool) throws(APIError) {
+        if !allowEmpty && text.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw APIError.badRequest("invalid_field", "Field \(field) must not be empty.")
+        }
+        guard text.utf8.count <= configuration.maximumNameBytes else {
+            throw APIError.badRequest(
+                "invalid_field", "Field \(field) is longer than \(configuration.maximumNameBytes) bytes.")
+        }
+        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw APIError.badRequest("invalid_field", "Field \(field) must not contain control characters.")
+        }
+    }
+
+    /// Decodes a base64url field value.
+    func bytes(_ text: String, field: String) throws(APIError) -> [UInt8] {
+        guard let bytes = Base64URL.decode(text) else {
+            throw APIError.badRequest("invalid_field", "Field \(field) is not valid base64url.")
+        }
+        return bytes
+    }
+
+    // MARK: Spaces, rosters, tokens
+
+    /// The space named in the path, or 404.
+    func existingSpace(_ text: Substring) throws -> SpaceRow {
+        guard let id = try? SpaceID(base64URL: String(text)), let space = try store.space(id) else {
+            throw APIError.notFound("unknown_space", "There is no space with that id on this server.")
+        }
+        return space
+    }
+
+    /// The verified roster of a space (including changes made earlier in this request).
+    func roster(_ space: SpaceID) throws -> Roster {
+        if let roster = pendingRosters[space] ?? rosters[space] { return roster }
+        let decoder = JSONDecoder()
+        var roster: Roster?
+        var from: UInt64 = 0
+        while true {
+            let page = try store.events(space: space, from: from, limit: 1000)
+            for text in page {
+                let event = try decoder.decode(MembershipEvent.self, from: Data(text.utf8))
+                if roster == nil {
+                    roster = try Roster(genesis: event)
+                } else {
+                    try roster!.apply(event)
+                }
+            }
+            if page.count < 1000 { break }
+            from += UInt64(page.count)
+        }
+        guard let roster else { throw APIError(500, "internal", "This space has no stored events.") }
+        rosters[space] = roster
+        return roster
+    }
+
+    /// Authenticates the bearer token for `space`.
+    func authenticate(_ request: APIRequest, space: SpaceID) throws -> Principal {
+        guard let header = request.header("Authorization") else {
+            throw APIError.unauthorised("token_missing", "Sign in first: this request needs a token.")
+        }
+        guard header.hasPrefix("Bearer ") else {
+            throw APIError.unauthorised(
+                "token_missing", "Send the token as \"Authorization: Bearer <token>\".")
+        }
+        guard let raw = Base64URL.decode(String(header.dropFirst(7))), raw.count == 32 else {
+            throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
+        }
+        let hash = Self.hashToken(raw)
+        if let token = try store.token(hash: hash) {
+            guard token.space == space else {
+                throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
+            }
+            if token.revokedAt != nil {
+                throw APIError.unauthorised("token_revoked", "That token was revoked. Sign in again.")
+            }
+            if now >= token.expiresAt {
+                throw APIError.unauthorised("token_expired", "That token has expired. Sign in again.")
+            }
+            guard let member = try store.member(space: space, id: token.member), member.removedSequence == nil
+            else {
+                throw APIError.unauthorised("token_revoked", "That member was removed from the space.")
+            }
+            return .member(member.record, tokenID: token.id)
+        }
+        if try store.space(adminTokenHash: hash) == space {
+            return .admin
+        }
+        throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
+    }
+
+    /// The acting member; the admin token holds no member keys, so it is refused here.
+    func requireMember(_ principal: Principal) throws(APIError) -> MemberRecord {
+        guard let member = principal.member else {
+            throw APIError.forbidden(
+                "member_required",
+                "This request must be made with a member's device token, not the admin token.")
+        }
+        return member
+    }
+
+    static func hashToken(_ raw: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        crypto_hash_sha256(&digest, raw, UInt64(raw.count))
+        return digest
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        randombytes_buf(&bytes, count)
+        return bytes
+    }
+
+    /// Issues a device token for `member`; only its hash is stored.
+    func issueToken(space: SpaceID, member: MemberID, label: String?, expiresIn: Int64?) throws -> IssuedToken
+    {
+        let label = label ?? ""
+        try checkName(label, field: "label", allowEmpty: true)
+        let lifetime = expiresIn ?? configuration.defaultTokenLifetime
+        guard lifetime >= 60, lifetime <= configuration.maximumTokenLifetime else {
+            throw APIError.badRequest(
+                "invalid_field",
+                "Field expiresIn must be between 60 and \(configuration.maximumTokenLifetime) seconds.")
+        }
+        var raw = Self.randomBytes(32)
+        defer { sodium_memzero(&raw, raw.count) }
+        let id = Self.randomBytes(16)
+        let expiresAt = now + lifetime
+        try store.insertToken(
+            id: id, hash: Self.hashToken(raw), space: space, member: member, label: label, now: now,
+            expiresAt: expiresAt)
+        return IssuedToken(
+            token: Base64URL.encode(raw), id: Base64URL.encode(id), member: member, expiresAt: expiresAt)
+    }
+}

@@ -1,0 +1,298 @@
+import CSodium
+import ClientCore
+import Foundation
+
+/// Which membership event an endpoint accepts.
+enum ExpectedEvent {
+    case adding
+    case removing(Substring)
+    case any
+}
+
+// Spaces, branding, members, events, tokens.
+extension SpaceService {
+    func createSpace(_ request: APIRequest) throws -> APIResponse {
+        if let required = configuration.spaceCreationToken {
+            let given = request.header("Authorization").map { String($0.dropFirst("Bearer ".count)) } ?? ""
+            let a = Array(given.utf8)
+            let b = Array(required.utf8)
+            guard a.count == b.count, sodium_memcmp(a, b, a.count) == 0 else {
+                throw APIError.unauthorised(
+                    "token_invalid", "Creating a space on this server needs its creation token.")
+            }
+        }
+        let body = try decode(CreateSpaceBody.self, from: request)
+        try checkName(body.name, field: "name", allowEmpty: false)
+        let roster = try check { () throws(KeyModelError) in try Roster(genesis: body.genesis) }
+        guard try store.space(roster.space) == nil else {
+            throw APIError.conflict("space_exists", "A space with that id already exists.")
+        }
+        guard case .spaceCreated(let owner) = body.genesis.change else {
+            throw APIError.badRequest("invalid_event", "The first event must create the space.")
+        }
+        var adminRaw = Self.randomBytes(32)
+        defer { sodium_memzero(&adminRaw, adminRaw.count) }
+        try store.insertSpace(
+            roster.space, name: body.name, owner: owner, adminTokenHash: Self.hashToken(adminRaw), now: now)
+        try store.insertMember(roster.members[owner.id] ?? owner, space: roster.space, sequence: 0)
+        try store.insertEvent(
+            space: roster.space, sequence: 0, hash: roster.head, json: try encodeEvent(body.genesis))
+        let token = try issueToken(
+            space: roster.space, member: owner.id, label: body.deviceLabel, expiresIn: nil)
+        pendingRosters[roster.space] = roster
+        pendingChanges.append(.membership(space: roster.space, sequence: 0))
+        return .json(
+            CreatedSpace(
+                space: roster.space, adminToken: Base64URL.encode(adminRaw), owner: owner.id,
+                deviceToken: token,
+                head: EventHead(sequence: 0, hash: roster.head.description)),
+            status: 201)
+    }
+
+    private func encodeEvent(_ event: MembershipEvent) throws -> String {
+        String(decoding: try APIResponse.encoder.encode(event), as: UTF8.self)
+    }
+
+    /// `/api/group` and `/api/server-avatar` name the space with `?space=`; a server hosting a
+    /// single space may omit it.
+    private func publicSpace(_ request: APIRequest) throws -> SpaceRow {
+        if let text = request.query["space"] {
+            return try existingSpace(Substring(text))
+        }
+        let ids = try store.spaceIDs(limit: 2)
+        guard ids.count == 1, let space = try store.space(ids[0]) else {
+            throw APIError.badRequest("space_required", "Name the space with ?space=<id>.")
+        }
+        return space
+    }
+
+    func group(_ request: APIRequest) throws -> APIResponse {
+        try groupInfo(try publicSpace(request))
+    }
+
+    func serverAvatar(_ request: APIRequest) throws -> APIResponse {
+        try avatarResponse(try publicSpace(request))
+    }
+
+    private func avatarPath(_ space: SpaceRow) -> String? {
+        space.avatarType == nil ? nil : "/api/server-avatar?space=\(space.id)"
+    }
+
+    func groupInfo(_ space: SpaceRow) throws -> APIResponse {
+        .json(GroupInfo(space: space.id, name: space.name, avatar: avatarPath(space)))
+    }
+
+    func avatarResponse(_ space: SpaceRow) throws -> APIResponse {
+        guard let avatar = try store.avatar(space: space.id) else {
+            throw APIError.notFound("no_avatar", "This space has no avatar.")
+        }
+        return APIResponse(
+            status: 200, contentType: avatar.type,
+            headers: ["X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=300"],
+            body: avatar.bytes)
+    }
+
+    func spaceInfo(_ space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let roster = try roster(space.id)
+        let owner = roster.members[roster.owner]
+        return .json(
+            SpaceInfo(
+                space: space.id, name: space.name, owner: roster.owner,
+                ownerSigningKey: owner?.keys.signing.description ?? "", avatar: avatarPath(space),
+                head: EventHead(sequence: roster.nextSequence - 1, hash: roster.head.description),
+                you: principal.member?.id))
+    }
+
+    /// Image types accepted as avatars, with their leading magic bytes.
+    private static let avatarTypes: [String: [[UInt8?]]] = [
+        "image/png": [[0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]],
+        "image/jpeg": [[0xFF, 0xD8, 0xFF]],
+        "image/gif": [Array("GIF87a".utf8), Array("GIF89a".utf8)],
+        "image/webp": [[0x52, 0x49, 0x46, 0x46, nil, nil, nil, nil, 0x57, 0x45, 0x42, 0x50]],
+    ]
+
+    func updateBranding(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
+        if let member = principal.member {
+            guard try roster(space.id).rights(of: member.id).contains(.admin) else {
+                throw APIError.forbidden(
+                    "not_authorised", "Only the owner and admins may change the space's branding.")
+            }
+        }
+        let body = try decode(BrandingBody.self, from: request)
+        if let name = body.name {
+            try checkName(name, field: "name", allowEmpty: false)
+            try store.setName(name, space: space.id)
+        }
+        if let avatar = body.avatar {
+            guard body.removeAvatar != true else {
+                throw APIError.badRequest("invalid_field", "Send either avatar or removeAvatar, not both.")
+            }
+            let data = try bytes(avatar.data, field: "avatar.data")
+            guard data.count <= configuration.maximumAvatarBytes else {
+                throw APIError(
+                    413, "avatar_too_large",
+                    "The avatar is larger than \(configuration.maximumAvatarBytes) bytes.")
+            }
+            guard let magics = Self.avatarTypes[avatar.contentType] else {
+                throw APIError.badRequest(
+                    "invalid_field", "Field avatar.contentType must be a PNG, JPEG, GIF or WebP type.")
+            }
+            let matches = magics.contains { magic in
+                data.count >= magic.count
+                    && zip(magic, data).allSatisfy { expected, byte in expected == nil || expected == byte }
+            }
+            guard matches else {
+                throw APIError.badRequest(
+                    "invalid_field", "Field avatar.data is not a \(avatar.contentType) image.")
+            }
+            try store.setAvatar((avatar.contentType, data), space: space.id)
+        } else if body.removeAvatar == true {
+            try store.setAvatar(nil, space: space.id)
+        }
+        guard let updated = try store.space(space.id) else { throw Self.unknownRoute }
+        return try groupInfo(updated)
+    }
+
+    private func memberInfo(_ row: MemberRow) -> MemberInfo {
+        MemberInfo(
+            id: row.record.id, keys: row.record.keys, rights: row.record.rights, name: row.record.name,
+            addedSequence: row.addedSequence, removedSequence: row.removedSequence)
+    }
+
+    func listMembers(_ space: SpaceRow) throws -> APIResponse {
+        let rows = try store.members(space: space.id, includeRemoved: true)
+        return .json(
+            MemberList(
+                members: rows.filter { $0.removedSequence == nil }.map(memberInfo),
+                formerMembers: rows.filter { $0.removedSequence != nil }.map(memberInfo)))
+    }
+
+    func listEvents(_ request: APIRequest, space: SpaceRow) throws -> APIResponse {
+        let from = try integerQuery(request, "from", default: 0)
+        let limit = try pageSize(request)
+        let decoder = JSONDecoder()
+        let events = try store.events(space: space.id, from: UInt64(from), limit: limit).map {
+            try decoder.decode(MembershipEvent.self, from: Data($0.utf8))
+        }
+        return .json(EventList(events: events))
+    }
+
+    /// Verifies a signed membership event against the space's roster, stores it and applies it.
+    /// A member may only submit events they signed; the admin token may submit any valid event.
+    func appendEvent(
+        _ request: APIRequest, space: SpaceRow, principal: Principal, expect: ExpectedEvent
+    ) throws -> APIResponse {
+        let body = try decode(EventBody.self, from: request)
+        let event = body.event
+        switch (expect, event.change) {
+        case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved): break
+        case (.removing(let text), .memberRemoved(let id)):
+            guard text == Substring(id.base64URL) else {
+                throw APIError.badRequest(
+                    "wrong_context", "The event removes a different member than the path names.")
+            }
+        case (.any, .spaceCreated):
+            throw APIError.conflict("space_exists", "This space already exists.")
+        default:
+            throw APIError.badRequest("invalid_event", "This endpoint does not accept that kind of event.")
+        }
+        guard event.space == space.id else {
+            throw APIError.badRequest("wrong_context", "The event belongs to another space.")
+        }
+        if let member = principal.member, member.id != event.signer {
+            throw APIError.forbidden(
+                "signer_mismatch", "A member may only submit events they signed themselves.")
+        }
+        let current = try roster(space.id)
+        let updated = try check { () throws(KeyModelError) in try current.applying(event) }
+        try store.insertEvent(
+            space: space.id, sequence: event.sequence, hash: updated.head, json: try encodeEvent(event))
+        var token: IssuedToken?
+        switch event.change {
+        case .memberAdded(let record):
+            try store.insertMember(record, space: space.id, sequence: event.sequence)
+            token = try issueToken(
+                space: space.id, member: record.id, label: body.deviceLabel, expiresIn: nil)
+        case .memberRemoved(let id):
+            try store.markRemoved(id, space: space.id, sequence: event.sequence)
+            try store.revokeTokens(space: space.id, member: id, now: now)
+        case .spaceCreated:
+            break
+        }
+        pendingRosters[space.id] = updated
+        pendingChanges.append(.membership(space: space.id, sequence: event.sequence))
+        return .json(
+            AppendedEvent(sequence: event.sequence, hash: updated.head.description, deviceToken: token),
+            status: 201)
+    }
+
+    // MARK: Tokens
+
+    func listTokens(_ space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let rows = try store.tokens(space: space.id, member: principal.member?.id)
+        return .json(
+            TokenList(
+                tokens: rows.map {
+                    TokenInfo(
+                        id: Base64URL.encode($0.id), member: $0.member, label: $0.label,
+                        createdAt: $0.createdAt,
+                        expiresAt: $0.expiresAt, revokedAt: $0.revokedAt)
+                }))
+    }
+
+    func newToken(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let member = try requireMember(principal)
+        let body = try decode(TokenRequestBody.self, from: request)
+        return .json(
+            try issueToken(space: space.id, member: member.id, label: body.label, expiresIn: body.expiresIn),
+            status: 201)
+    }
+
+    func revokeToken(_ text: Substring, space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let notFound = APIError.notFound("unknown_token", "There is no such token.")
+        guard let id = Base64URL.decode(String(text)), let token = try store.token(id: id, space: space.id)
+        else {
+            throw notFound
+        }
+        if let member = principal.member, member.id != token.member { throw notFound }
+        try store.revokeToken(id: id, now: now)
+        return .json(Done(ok: true))
+    }
+
+    func signInChallenge(_ space: SpaceRow) throws -> APIResponse {
+        try store.deleteExpiredChallenges(now: now)
+        let open = try store.db.query(
+            "SELECT COUNT(*) FROM sign_in_challenges WHERE space_id = ?", [.blob(space.id.bytes)])
+        guard (open.first?.first?.integer ?? 0) < Int64(configuration.maximumOpenChallenges) else {
+            throw APIError(
+                429, "too_many_challenges", "Too many sign-ins are in progress; try again in a few minutes.")
+        }
+        let challenge = Self.randomBytes(SignInProof.challengeByteCount)
+        let expiresAt = now + configuration.challengeLifetime
+        try store.insertChallenge(hash: Self.hashToken(challenge), space: space.id, expiresAt: expiresAt)
+        return .json(Challenge(challenge: Base64URL.encode(challenge), expiresAt: expiresAt), status: 201)
+    }
+
+    func signIn(_ request: APIRequest, space: SpaceRow) throws -> APIResponse {
+        let body = try decode(SignInBody.self, from: request)
+        let proof = body.proof
+        guard proof.space == space.id else {
+            throw APIError.badRequest("wrong_context", "The proof is for another space.")
+        }
+        guard let expiry = try store.consumeChallenge(hash: Self.hashToken(proof.challenge), space: space.id),
+            expiry >= now
+        else {
+            throw APIError.unauthorised(
+                "challenge_invalid", "That sign-in challenge is unknown, used or expired.")
+        }
+        guard let member = try store.member(space: space.id, id: proof.member), member.removedSequence == nil
+        else {
+            throw APIError.forbidden("not_member", "That member is not a member of this space.")
+        }
+        try check { () throws(KeyModelError) in try proof.verify(signingKey: member.record.keys.signing) }
+        return .json(
+            try issueToken(
+                space: space.id, member: member.record.id, label: body.label, expiresIn: body.expiresIn),
+            status: 201)
+    }
+}

@@ -1,0 +1,109 @@
+/// The space server's database schema, as numbered migrations. `PRAGMA user_version` records how
+/// many have run; opening a database runs the missing ones in one transaction. Append new
+/// migrations; never edit one that has shipped.
+enum SpaceSchema {
+    static let migrations: [String] = [
+        // 1: spaces, members, tokens, signed events, threads, wraps, messages, inboxes.
+        """
+        CREATE TABLE spaces (
+            id BLOB PRIMARY KEY,
+            name TEXT NOT NULL,
+            owner_member BLOB NOT NULL,
+            owner_signing_key BLOB NOT NULL,
+            admin_token_hash BLOB NOT NULL UNIQUE,
+            avatar BLOB,
+            avatar_type TEXT,
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE members (
+            space_id BLOB NOT NULL REFERENCES spaces(id),
+            member_id BLOB NOT NULL,
+            encryption_key BLOB NOT NULL,
+            signing_key BLOB NOT NULL,
+            rights INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            added_sequence INTEGER NOT NULL,
+            removed_sequence INTEGER,
+            PRIMARY KEY (space_id, member_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE device_tokens (
+            id BLOB PRIMARY KEY,
+            token_hash BLOB NOT NULL UNIQUE,
+            space_id BLOB NOT NULL,
+            member_id BLOB NOT NULL,
+            label TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            revoked_at INTEGER,
+            FOREIGN KEY (space_id, member_id) REFERENCES members(space_id, member_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX device_tokens_member ON device_tokens(space_id, member_id);
+        CREATE TABLE events (
+            space_id BLOB NOT NULL REFERENCES spaces(id),
+            sequence INTEGER NOT NULL,
+            hash BLOB NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (space_id, sequence)
+        ) WITHOUT ROWID;
+        CREATE TABLE threads (
+            space_id BLOB NOT NULL REFERENCES spaces(id),
+            thread_id BLOB NOT NULL,
+            created_by BLOB NOT NULL,
+            metadata BLOB,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (space_id, thread_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE wraps (
+            space_id BLOB NOT NULL,
+            thread_id BLOB NOT NULL,
+            recipient BLOB NOT NULL,
+            signer_key BLOB NOT NULL,
+            sealed BLOB NOT NULL,
+            signature BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (space_id, thread_id, recipient),
+            FOREIGN KEY (space_id, thread_id) REFERENCES threads(space_id, thread_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX wraps_recipient ON wraps(space_id, recipient);
+        CREATE TABLE messages (
+            cursor INTEGER PRIMARY KEY AUTOINCREMENT,
+            space_id BLOB NOT NULL,
+            thread_id BLOB NOT NULL,
+            message_id BLOB NOT NULL,
+            author BLOB NOT NULL,
+            nonce BLOB NOT NULL,
+            ciphertext BLOB NOT NULL,
+            signature BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            UNIQUE (space_id, thread_id, message_id),
+            FOREIGN KEY (space_id, thread_id) REFERENCES threads(space_id, thread_id)
+        );
+        CREATE INDEX messages_thread ON messages(space_id, thread_id, cursor);
+        CREATE TABLE inbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            space_id BLOB NOT NULL,
+            recipient BLOB NOT NULL,
+            sender BLOB NOT NULL,
+            sealed BLOB NOT NULL,
+            signature BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            FOREIGN KEY (space_id, recipient) REFERENCES members(space_id, member_id)
+        );
+        CREATE INDEX inbox_recipient ON inbox(space_id, recipient, id);
+        """,
+        // 2: one-time sign-in challenges (a member proves their signing key to get a device token).
+        """
+        CREATE TABLE sign_in_challenges (
+            challenge_hash BLOB PRIMARY KEY,
+            space_id BLOB NOT NULL REFERENCES spaces(id),
+            expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    ]
+
+    /// Every table, for dumps.
+    static let tables = [
+        "spaces", "members", "device_tokens", "events", "threads", "wraps", "messages", "inbox",
+        "sign_in_challenges",
+    ]
+}

@@ -1,2 +1,0 @@
-/// The space and home HTTP API and its storage.
-public enum SpaceServerModule {}

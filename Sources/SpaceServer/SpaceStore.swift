@@ -1,0 +1,473 @@
+import ClientCore
+
+/// A stored device token's metadata (never the token itself: only its hash is stored).
+struct TokenRow {
+    let id: [UInt8]
+    let space: SpaceID
+    let member: MemberID
+    let label: String
+    let createdAt: Int64
+    let expiresAt: Int64
+    let revokedAt: Int64?
+}
+
+/// A stored space's public facts.
+struct SpaceRow {
+    let id: SpaceID
+    let name: String
+    let owner: MemberID
+    let avatarType: String?
+    let createdAt: Int64
+}
+
+/// A stored member.
+struct MemberRow {
+    let record: MemberRecord
+    let addedSequence: Int64
+    let removedSequence: Int64?
+}
+
+/// A stored thread.
+struct ThreadRow {
+    let id: ThreadID
+    let createdBy: MemberID
+    let metadata: [UInt8]?
+    let createdAt: Int64
+}
+
+/// All SQL of the space server. Every method runs on the caller's thread; ``SpaceAPI`` serialises
+/// access and wraps each request's writes in one transaction.
+final class SpaceStore {
+    let db: SQLiteDatabase
+
+    /// Opens (creating if needed) the database at `path`, switches to WAL and runs missing migrations.
+    init(path: String) throws {
+        db = try SQLiteDatabase(path: path)
+        try db.execute("PRAGMA journal_mode=WAL")
+        try db.execute("PRAGMA synchronous=FULL")
+        try db.execute("PRAGMA foreign_keys=ON")
+        try migrate()
+    }
+
+    /// The schema version of the open database.
+    func schemaVersion() throws -> Int {
+        Int(try db.query("PRAGMA user_version").first?.first?.integer ?? 0)
+    }
+
+    private func migrate() throws {
+        let current = try schemaVersion()
+        guard current <= SpaceSchema.migrations.count else {
+            throw SpaceStoreError.schemaTooNew(found: current, known: SpaceSchema.migrations.count)
+        }
+        guard current < SpaceSchema.migrations.count else { return }
+        try db.transaction {
+            for version in current..<SpaceSchema.migrations.count {
+                try db.execute(SpaceSchema.migrations[version])
+            }
+            try db.execute("PRAGMA user_version=\(SpaceSchema.migrations.count)")
+        }
+    }
+
+    // MARK: Spaces
+
+    func space(_ id: SpaceID) throws -> SpaceRow? {
+        let rows = try db.query(
+            "SELECT name, owner_member, avatar_type, created_at FROM spaces WHERE id = ?", [.blob(id.bytes)])
+        guard let row = rows.first else { return nil }
+        return SpaceRow(
+            id: id, name: row[0].text ?? "", owner: try MemberID(bytes: row[1].blob ?? []),
+            avatarType: row[2].text, createdAt: row[3].integer ?? 0)
+    }
+
+    func spaceIDs(limit: Int) throws -> [SpaceID] {
+        try db.query("SELECT id FROM spaces ORDER BY created_at, id LIMIT ?", [.integer(Int64(limit))])
+            .compactMap { try? SpaceID(bytes: $0[0].blob ?? []) }
+    }
+
+    func insertSpace(
+        _ id: SpaceID, name: String, owner: MemberRecord, adminTokenHash: [UInt8], now: Int64
+    ) throws {
+        try db.query(
+            """
+            INSERT INTO spaces (id, name, owner_member, owner_signing_key, admin_token_hash, created_at)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .blob(id.bytes), .text(name), .blob(owner.id.bytes), .blob(owner.keys.signing.bytes),
+                .blob(adminTokenHash), .integer(now),
+            ])
+    }
+
+    /// The space whose admin token has this hash.
+    func space(adminTokenHash: [UInt8]) throws -> SpaceID? {
+        try db.query("SELECT id FROM spaces WHERE admin_token_hash = ?", [.blob(adminTokenHash)]).first
+            .flatMap { try? SpaceID(bytes: $0[0].blob ?? []) }
+    }
+
+    func setName(_ name: String, space: SpaceID) throws {
+        try db.query("UPDATE spaces SET name = ? WHERE id = ?", [.text(name), .blob(space.bytes)])
+    }
+
+    func setAvatar(_ avatar: (type: String, bytes: [UInt8])?, space: SpaceID) throws {
+        try db.query(
+            "UPDATE spaces SET avatar = ?, avatar_type = ? WHERE id = ?",
+            [
+                avatar.map { .blob($0.bytes) } ?? .null, avatar.map { .text($0.type) } ?? .null,
+                .blob(space.bytes),
+            ])
+    }
+
+    func avatar(space: SpaceID) throws -> (type: String, bytes: [UInt8])? {
+        guard
+            let row = try db.query(
+                "SELECT avatar_type, avatar FROM spaces WHERE id = ?", [.blob(space.bytes)]
+            ).first,
+            let type = row[0].text, let bytes = row[1].blob
+        else { return nil }
+        return (type, bytes)
+    }
+
+    // MARK: Members
+
+    private static let memberColumns =
+        "member_id, encryption_key, signing_key, rights, name, added_sequence, removed_sequence"
+
+    private func memberRow(_ row: [SQLValue]) throws -> MemberRow {
+        let keys = MemberPublicKeys(
+            encryption: try EncryptionPublicKey(bytes: row[1].blob ?? []),
+            signing: try SigningPublicKey(bytes: row[2].blob ?? []))
+        let record = MemberRecord(
+            id: try MemberID(bytes: row[0].blob ?? []), keys: keys,
+            rights: MemberRights(rawValue: UInt64(bitPattern: row[3].integer ?? 0)), name: row[4].text ?? "")
+        return MemberRow(record: record, addedSequence: row[5].integer ?? 0, removedSequence: row[6].integer)
+    }
+
+    func members(space: SpaceID, includeRemoved: Bool) throws -> [MemberRow] {
+        let filter = includeRemoved ? "" : " AND removed_sequence IS NULL"
+        return try db.query(
+            "SELECT \(Self.memberColumns) FROM members WHERE space_id = ?\(filter) ORDER BY added_sequence",
+            [.blob(space.bytes)]
+        ).map(memberRow)
+    }
+
+    func member(space: SpaceID, id: MemberID) throws -> MemberRow? {
+        try db.query(
+            "SELECT \(Self.memberColumns) FROM members WHERE space_id = ? AND member_id = ?",
+            [.blob(space.bytes), .blob(id.bytes)]
+        ).first.map(memberRow)
+    }
+
+    func insertMember(_ record: MemberRecord, space: SpaceID, sequence: UInt64) throws {
+        try db.query(
+            """
+            INSERT INTO members (space_id, member_id, encryption_key, signing_key, rights, name, added_sequence)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .blob(space.bytes), .blob(record.id.bytes), .blob(record.keys.encryption.bytes),
+                .blob(record.keys.signing.bytes), .integer(Int64(bitPattern: record.rights.rawValue)),
+                .text(record.name), .integer(Int64(sequence)),
+            ])
+    }
+
+    func markRemoved(_ id: MemberID, space: SpaceID, sequence: UInt64) throws {
+        try db.query(
+            "UPDATE members SET removed_sequence = ? WHERE space_id = ? AND member_id = ?",
+            [.integer(Int64(sequence)), .blob(space.bytes), .blob(id.bytes)])
+    }
+
+    // MARK: Device tokens
+
+    func insertToken(
+        id: [UInt8], hash: [UInt8], space: SpaceID, member: MemberID, label: String, now: Int64,
+        expiresAt: Int64
+    ) throws {
+        try db.query(
+            """
+            INSERT INTO device_tokens (id, token_hash, space_id, member_id, label, created_at, expires_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .blob(id), .blob(hash), .blob(space.bytes), .blob(member.bytes), .text(label), .integer(now),
+                .integer(expiresAt),
+            ])
+    }
+
+    private static let tokenColumns = "id, space_id, member_id, label, created_at, expires_at, revoked_at"
+
+    private func tokenRow(_ row: [SQLValue]) throws -> TokenRow {
+        TokenRow(
+            id: row[0].blob ?? [], space: try SpaceID(bytes: row[1].blob ?? []),
+            member: try MemberID(bytes: row[2].blob ?? []), label: row[3].text ?? "",
+            createdAt: row[4].integer ?? 0,
+            expiresAt: row[5].integer ?? 0, revokedAt: row[6].integer)
+    }
+
+    func token(hash: [UInt8]) throws -> TokenRow? {
+        try db.query("SELECT \(Self.tokenColumns) FROM device_tokens WHERE token_hash = ?", [.blob(hash)])
+            .first.map(tokenRow)
+    }
+
+    func token(id: [UInt8], space: SpaceID) throws -> TokenRow? {
+        try db.query(
+            "SELECT \(Self.tokenColumns) FROM device_tokens WHERE id = ? AND space_id = ?",
+            [.blob(id), .blob(space.bytes)]
+        ).first.map(tokenRow)
+    }
+
+    func tokens(space: SpaceID, member: MemberID?) throws -> [TokenRow] {
+        if let member {
+            return try db.query(
+                "SELECT \(Self.tokenColumns) FROM device_tokens WHERE space_id = ? AND member_id = ? ORDER BY created_at, id",
+                [.blob(space.bytes), .blob(member.bytes)]
+            ).map(tokenRow)
+        }
+        return try db.query(
+            "SELECT \(Self.tokenColumns) FROM device_tokens WHERE space_id = ? ORDER BY created_at, id",
+            [.blob(space.bytes)]
+        ).map(tokenRow)
+    }
+
+    func revokeToken(id: [UInt8], now: Int64) throws {
+        try db.query(
+            "UPDATE device_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            [.integer(now), .blob(id)])
+    }
+
+    func revokeTokens(space: SpaceID, member: MemberID, now: Int64) throws {
+        try db.query(
+            "UPDATE device_tokens SET revoked_at = ? WHERE space_id = ? AND member_id = ? AND revoked_at IS NULL",
+            [.integer(now), .blob(space.bytes), .blob(member.bytes)])
+    }
+
+    // MARK: Sign-in challenges
+
+    func insertChallenge(hash: [UInt8], space: SpaceID, expiresAt: Int64) throws {
+        try db.query(
+            "INSERT INTO sign_in_challenges (challenge_hash, space_id, expires_at) VALUES (?, ?, ?)",
+            [.blob(hash), .blob(space.bytes), .integer(expiresAt)])
+    }
+
+    /// Deletes the challenge and returns its expiry, or nil when there is no such challenge.
+    func consumeChallenge(hash: [UInt8], space: SpaceID) throws -> Int64? {
+        let rows = try db.query(
+            "SELECT expires_at FROM sign_in_challenges WHERE challenge_hash = ? AND space_id = ?",
+            [.blob(hash), .blob(space.bytes)])
+        guard let expiry = rows.first?[0].integer else { return nil }
+        try db.query("DELETE FROM sign_in_challenges WHERE challenge_hash = ?", [.blob(hash)])
+        return expiry
+    }
+
+    func deleteExpiredChallenges(now: Int64) throws {
+        try db.query("DELETE FROM sign_in_challenges WHERE expires_at < ?", [.integer(now)])
+    }
+
+    // MARK: Membership events
+
+    func insertEvent(space: SpaceID, sequence: UInt64, hash: EventHash, json: String) throws {
+        try db.query(
+            "INSERT INTO events (space_id, sequence, hash, body) VALUES (?, ?, ?, ?)",
+            [.blob(space.bytes), .integer(Int64(sequence)), .blob(hash.bytes), .text(json)])
+    }
+
+    /// Event JSON texts in sequence order, from `from` on.
+    func events(space: SpaceID, from: UInt64, limit: Int) throws -> [String] {
+        try db.query(
+            "SELECT body FROM events WHERE space_id = ? AND sequence >= ? ORDER BY sequence LIMIT ?",
+            [.blob(space.bytes), .integer(Int64(clamping: from)), .integer(Int64(limit))]
+        ).map { $0[0].text ?? "" }
+    }
+
+    // MARK: Threads and wraps
+
+    func insertThread(_ id: ThreadID, space: SpaceID, createdBy: MemberID, metadata: [UInt8]?, now: Int64)
+        throws
+    {
+        try db.query(
+            "INSERT INTO threads (space_id, thread_id, created_by, metadata, created_at) VALUES (?, ?, ?, ?, ?)",
+            [
+                .blob(space.bytes), .blob(id.bytes), .blob(createdBy.bytes),
+                metadata.map { .blob($0) } ?? .null,
+                .integer(now),
+            ])
+    }
+
+    private func threadRow(_ row: [SQLValue]) throws -> ThreadRow {
+        ThreadRow(
+            id: try ThreadID(bytes: row[0].blob ?? []), createdBy: try MemberID(bytes: row[1].blob ?? []),
+            metadata: row[2].blob, createdAt: row[3].integer ?? 0)
+    }
+
+    func thread(_ id: ThreadID, space: SpaceID) throws -> ThreadRow? {
+        try db.query(
+            "SELECT thread_id, created_by, metadata, created_at FROM threads WHERE space_id = ? AND thread_id = ?",
+            [.blob(space.bytes), .blob(id.bytes)]
+        ).first.map(threadRow)
+    }
+
+    func threads(space: SpaceID) throws -> [ThreadRow] {
+        try db.query(
+            "SELECT thread_id, created_by, metadata, created_at FROM threads WHERE space_id = ? ORDER BY created_at, thread_id",
+            [.blob(space.bytes)]
+        ).map(threadRow)
+    }
+
+    func insertWrap(_ wrap: KeyWrap, now: Int64) throws {
+        try db.query(
+            """
+            INSERT INTO wraps (space_id, thread_id, recipient, signer_key, sealed, signature, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .blob(wrap.space.bytes), .blob(wrap.thread.bytes), .blob(wrap.recipient.bytes),
+                .blob(wrap.signer.bytes), .blob(wrap.sealed), .blob(wrap.signature.bytes), .integer(now),
+            ])
+    }
+
+    /// The signing key of the stored wrap for `recipient`, if there is one.
+    func wrapSigner(space: SpaceID, thread: ThreadID, recipient: MemberID) throws -> [UInt8]? {
+        try db.query(
+            "SELECT signer_key FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",
+            [.blob(space.bytes), .blob(thread.bytes), .blob(recipient.bytes)]
+        ).first?[0].blob
+    }
+
+    func deleteWrap(space: SpaceID, thread: ThreadID, recipient: MemberID) throws {
+        try db.query(
+            "DELETE FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",
+            [.blob(space.bytes), .blob(thread.bytes), .blob(recipient.bytes)])
+    }
+
+    func hasWrap(space: SpaceID, thread: ThreadID, recipient: MemberID) throws -> Bool {
+        try !db.query(
+            "SELECT 1 FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",
+            [.blob(space.bytes), .blob(thread.bytes), .blob(recipient.bytes)]
+        ).isEmpty
+    }
+
+    /// Wraps addressed to `recipient`, optionally for one thread.
+    func wraps(space: SpaceID, recipient: MemberID, thread: ThreadID?) throws -> [KeyWrap] {
+        var sql =
+            "SELECT thread_id, signer_key, sealed, signature FROM wraps WHERE space_id = ? AND recipient = ?"
+        var values: [SQLValue] = [.blob(space.bytes), .blob(recipient.bytes)]
+        if let thread {
+            sql += " AND thread_id = ?"
+            values.append(.blob(thread.bytes))
+        }
+        return try db.query(sql + " ORDER BY created_at, thread_id", values).map { row in
+            try KeyWrap(
+                space: space, thread: ThreadID(bytes: row[0].blob ?? []), recipient: recipient,
+                signer: SigningPublicKey(bytes: row[1].blob ?? []), sealed: row[2].blob ?? [],
+                signature: Signature(bytes: row[3].blob ?? []))
+        }
+    }
+
+    // MARK: Messages
+
+    func messageExists(space: SpaceID, thread: ThreadID, id: MessageID) throws -> Bool {
+        try !db.query(
+            "SELECT 1 FROM messages WHERE space_id = ? AND thread_id = ? AND message_id = ?",
+            [.blob(space.bytes), .blob(thread.bytes), .blob(id.bytes)]
+        ).isEmpty
+    }
+
+    /// Appends a message and returns its cursor.
+    func insertMessage(_ message: EncryptedMessage, now: Int64) throws -> Int64 {
+        try db.query(
+            """
+            INSERT INTO messages (space_id, thread_id, message_id, author, nonce, ciphertext, signature, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .blob(message.space.bytes), .blob(message.thread.bytes), .blob(message.id.bytes),
+                .blob(message.author.bytes), .blob(message.nonce), .blob(message.ciphertext),
+                .blob(message.signature.bytes), .integer(now),
+            ])
+        return db.lastInsertRowID
+    }
+
+    /// Messages of a thread with a cursor greater than `since`, oldest first.
+    func messages(space: SpaceID, thread: ThreadID, since: Int64, limit: Int) throws -> [(
+        Int64, EncryptedMessage
+    )] {
+        try db.query(
+            """
+            SELECT cursor, message_id, author, nonce, ciphertext, signature FROM messages
+            WHERE space_id = ? AND thread_id = ? AND cursor > ? ORDER BY cursor LIMIT ?
+            """,
+            [.blob(space.bytes), .blob(thread.bytes), .integer(since), .integer(Int64(limit))]
+        ).map { row in
+            let message = try EncryptedMessage(
+                space: space, thread: thread, id: MessageID(bytes: row[1].blob ?? []),
+                author: MemberID(bytes: row[2].blob ?? []), nonce: row[3].blob ?? [],
+                ciphertext: row[4].blob ?? [],
+                signature: Signature(bytes: row[5].blob ?? []))
+            return (row[0].integer ?? 0, message)
+        }
+    }
+
+    // MARK: Inbox
+
+    func insertNote(_ note: InboxNote, now: Int64) throws -> Int64 {
+        try db.query(
+            "INSERT INTO inbox (space_id, recipient, sender, sealed, signature, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                .blob(note.space.bytes), .blob(note.recipient.bytes), .blob(note.sender.bytes),
+                .blob(note.sealed),
+                .blob(note.signature.bytes), .integer(now),
+            ])
+        return db.lastInsertRowID
+    }
+
+    func notes(space: SpaceID, recipient: MemberID, since: Int64, limit: Int) throws -> [(
+        Int64, Int64, InboxNote
+    )] {
+        try db.query(
+            """
+            SELECT id, sender, sealed, signature, created_at FROM inbox
+            WHERE space_id = ? AND recipient = ? AND id > ? ORDER BY id LIMIT ?
+            """,
+            [.blob(space.bytes), .blob(recipient.bytes), .integer(since), .integer(Int64(limit))]
+        ).map { row in
+            let note = try InboxNote(
+                space: space, sender: MemberID(bytes: row[1].blob ?? []), recipient: recipient,
+                sealed: row[2].blob ?? [], signature: Signature(bytes: row[3].blob ?? []))
+            return (row[0].integer ?? 0, row[4].integer ?? 0, note)
+        }
+    }
+
+    /// Deletes one of `recipient`'s notes; false when there is no such note in their inbox.
+    func deleteNote(id: Int64, space: SpaceID, recipient: MemberID) throws -> Bool {
+        try db.query(
+            "DELETE FROM inbox WHERE id = ? AND space_id = ? AND recipient = ?",
+            [.integer(id), .blob(space.bytes), .blob(recipient.bytes)])
+        return db.changes > 0
+    }
+
+    // MARK: Diagnostics
+
+    /// Every row of every table (for operators' diagnostics and for tests that check what is stored).
+    func dump() throws -> [String: [[SQLValue]]] {
+        var result: [String: [[SQLValue]]] = [:]
+        for table in SpaceSchema.tables {
+            result[table] = try db.query("SELECT * FROM \(table) ORDER BY 1")
+        }
+        return result
+    }
+}
+
+/// Problems opening the store.
+public enum SpaceStoreError: Error, CustomStringConvertible {
+    case schemaTooNew(found: Int, known: Int)
+    case cryptoUnavailable
+
+    public var description: String {
+        switch self {
+        case .cryptoUnavailable:
+            "libsodium could not be initialised."
+        case .schemaTooNew(let found, let known):
+            "The database has schema version \(found), but this eleven-server knows only up to \(known). "
+                + "Use a newer eleven-server."
+        }
+    }
+}

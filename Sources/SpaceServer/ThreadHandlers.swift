@@ -1,0 +1,180 @@
+import ClientCore
+
+// Threads, key wraps, messages, inbox notes.
+extension SpaceService {
+    func listThreads(_ space: SpaceRow) throws -> APIResponse {
+        .json(
+            ThreadList(
+                threads: try store.threads(space: space.id).map {
+                    ThreadInfo(
+                        id: $0.id, createdBy: $0.createdBy, createdAt: $0.createdAt,
+                        metadata: $0.metadata.map { Base64URL.encode($0) })
+                }))
+    }
+
+    func createThread(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let member = try requireMember(principal)
+        let body = try decode(CreateThreadBody.self, from: request)
+        var metadata: [UInt8]?
+        if let text = body.metadata {
+            let bytes = try bytes(text, field: "metadata")
+            guard bytes.count <= configuration.maximumThreadMetadataBytes else {
+                throw APIError(
+                    413, "metadata_too_large",
+                    "Thread metadata is larger than \(configuration.maximumThreadMetadataBytes) bytes.")
+            }
+            metadata = bytes
+        }
+        guard try store.thread(body.thread, space: space.id) == nil else {
+            throw APIError.conflict("thread_exists", "A thread with that id already exists.")
+        }
+        try store.insertThread(
+            body.thread, space: space.id, createdBy: member.id, metadata: metadata, now: now)
+        let stored = try storeWraps(body.wraps, space: space, thread: body.thread, member: member)
+        return .json(StoredCount(stored: stored), status: 201)
+    }
+
+    func postWraps(_ request: APIRequest, space: SpaceRow, thread: ThreadRow, principal: Principal) throws
+        -> APIResponse
+    {
+        let member = try requireMember(principal)
+        let body = try decode(WrapsBody.self, from: request)
+        guard !body.wraps.isEmpty else {
+            throw APIError.badRequest("invalid_field", "Field wraps must hold at least one key wrap.")
+        }
+        // Only someone who holds the thread key can wrap it: the creator or a member with a wrap.
+        guard
+            try thread.createdBy == member.id
+                || store.hasWrap(space: space.id, thread: thread.id, recipient: member.id)
+        else {
+            throw APIError.forbidden("not_authorised", "Only members who hold this thread's key may wrap it.")
+        }
+        return .json(
+            StoredCount(stored: try storeWraps(body.wraps, space: space, thread: thread.id, member: member)),
+            status: 201)
+    }
+
+    /// Checks and stores wraps made by `member` for one thread: each names this space and thread,
+    /// is signed by the caller, verifies against the roster, and is addressed to a current member
+    /// who has no usable wrap for the thread yet.
+    private func storeWraps(_ wraps: [KeyWrap], space: SpaceRow, thread: ThreadID, member: MemberRecord)
+        throws -> Int
+    {
+        guard wraps.count <= configuration.maximumWrapsPerRequest else {
+            throw APIError(
+                413, "too_many_wraps", "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
+        }
+        let roster = try roster(space.id)
+        var seen = Set<MemberID>()
+        for (index, wrap) in wraps.enumerated() {
+            guard wrap.space == space.id, wrap.thread == thread else {
+                throw APIError.badRequest("wrong_context", "Wrap \(index) is for another space or thread.")
+            }
+            guard wrap.signer == member.keys.signing else {
+                throw APIError.forbidden(
+                    "signer_mismatch", "Wrap \(index) is not signed by the member sending it.")
+            }
+            try check { () throws(KeyModelError) in try wrap.verify(against: roster) }
+            guard seen.insert(wrap.recipient).inserted else {
+                throw APIError.conflict("wrap_exists", "Wrap \(index) repeats a recipient of this request.")
+            }
+            // A stored wrap stays unless its signer has left: clients refuse wraps signed by
+            // former members, so a current member may then replace it.
+            if let signer = try store.wrapSigner(space: space.id, thread: thread, recipient: wrap.recipient) {
+                guard let key = try? SigningPublicKey(bytes: signer),
+                    roster.currentMember(signingKey: key) == nil
+                else {
+                    throw APIError.conflict(
+                        "wrap_exists", "Member \(wrap.recipient) already has a wrap for this thread.")
+                }
+                try store.deleteWrap(space: space.id, thread: thread, recipient: wrap.recipient)
+            }
+            try store.insertWrap(wrap, now: now)
+        }
+        if !wraps.isEmpty { pendingChanges.append(.wraps(space: space.id, thread: thread)) }
+        return wraps.count
+    }
+
+    func ownWraps(_ space: SpaceRow, thread: ThreadRow?, principal: Principal) throws -> APIResponse {
+        let member = try requireMember(principal)
+        return .json(
+            WrapList(wraps: try store.wraps(space: space.id, recipient: member.id, thread: thread?.id)))
+    }
+
+    func postMessage(_ request: APIRequest, space: SpaceRow, thread: ThreadRow, principal: Principal) throws
+        -> APIResponse
+    {
+        let member = try requireMember(principal)
+        let message = try decode(MessageBody.self, from: request).message
+        guard message.space == space.id, message.thread == thread.id else {
+            throw APIError.badRequest("wrong_context", "The message is for another space or thread.")
+        }
+        guard message.author == member.id else {
+            throw APIError.forbidden("author_mismatch", "A member may only post messages as themselves.")
+        }
+        guard message.ciphertext.count <= configuration.maximumMessageBytes else {
+            throw APIError(
+                413, "message_too_large",
+                "The message is larger than \(configuration.maximumMessageBytes) bytes.")
+        }
+        try check { () throws(KeyModelError) in try message.verifySignature(authorKey: member.keys.signing) }
+        guard try !store.messageExists(space: space.id, thread: thread.id, id: message.id) else {
+            throw APIError.conflict("message_exists", "A message with that id was already posted.")
+        }
+        let cursor = try store.insertMessage(message, now: now)
+        pendingChanges.append(.message(space: space.id, thread: thread.id, cursor: cursor))
+        return .json(AppendedMessage(cursor: cursor), status: 201)
+    }
+
+    func listMessages(_ request: APIRequest, space: SpaceRow, thread: ThreadRow, principal: Principal) throws
+        -> APIResponse
+    {
+        _ = try requireMember(principal)
+        let since = try integerQuery(request, "since", default: 0)
+        let limit = try pageSize(request)
+        let rows = try store.messages(space: space.id, thread: thread.id, since: since, limit: limit)
+        return .json(
+            MessageList(
+                messages: rows.map { MessageEntry(cursor: $0.0, message: $0.1) }, next: rows.last?.0 ?? since)
+        )
+    }
+
+    func postNote(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let member = try requireMember(principal)
+        let note = try decode(NoteBody.self, from: request).note
+        guard note.space == space.id else {
+            throw APIError.badRequest("wrong_context", "The note is for another space.")
+        }
+        guard note.sender == member.id else {
+            throw APIError.forbidden("sender_mismatch", "A member may only send notes as themselves.")
+        }
+        try check { () throws(KeyModelError) in try note.verifySignature(senderKey: member.keys.signing) }
+        guard let recipient = try store.member(space: space.id, id: note.recipient),
+            recipient.removedSequence == nil
+        else {
+            throw APIError.notFound("unknown_member", "The note's recipient is not a member of this space.")
+        }
+        let id = try store.insertNote(note, now: now)
+        pendingChanges.append(.note(space: space.id, recipient: note.recipient, id: id))
+        return .json(NoteStored(id: id), status: 201)
+    }
+
+    func listInbox(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let member = try requireMember(principal)
+        let since = try integerQuery(request, "since", default: 0)
+        let limit = try pageSize(request)
+        let rows = try store.notes(space: space.id, recipient: member.id, since: since, limit: limit)
+        return .json(
+            NoteList(
+                notes: rows.map { NoteEntry(id: $0.0, receivedAt: $0.1, note: $0.2) },
+                next: rows.last?.0 ?? since))
+    }
+
+    func deleteNote(_ text: Substring, space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let member = try requireMember(principal)
+        guard let id = Int64(text), try store.deleteNote(id: id, space: space.id, recipient: member.id) else {
+            throw APIError.notFound("unknown_note", "There is no such note in your inbox.")
+        }
+        return .json(Done(ok: true))
+    }
+}
