@@ -16,7 +16,7 @@ public struct JoinChannel: Sendable {
     public let verifier: [UInt8]
 
     init(sessionKey: SecretBytes, role: JoinHandshake.Role) {
-        Sodium.ensureInitialized()
+        PAKE.Sodium.ensureInitialized()
         let toAttendant = HKDFSHA256.deriveKey(
             from: sessionKey, info: Array("eleven/join/v1/joiner-to-attendant".utf8), byteCount: 32)
         let toJoiner = HKDFSHA256.deriveKey(
