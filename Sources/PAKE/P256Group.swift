@@ -13,8 +13,8 @@ enum P256Group: SPAKE2Group {
         constantHex: "02886e2f97ace46e55ba9dd7242579f2993b64e16ef3dcab95afd497333d8fa12f")
     static let compressedN = [UInt8](
         constantHex: "03d8bbd6c639c62937b04d997f38c3770719c629d7014d49a24b4f98baa1292b49")
-    static let constantM: [UInt8] = curve.uncompressed(compressed: compressedM)
-    static let constantN: [UInt8] = curve.uncompressed(compressed: compressedN)
+    static let constantM: [UInt8] = curve.uncompressed(compressed: compressedM)!
+    static let constantN: [UInt8] = curve.uncompressed(compressed: compressedN)!
 
     static func scalar(reducingBigEndian value: UnsafeRawBufferPointer) -> SecretBytes {
         precondition(value.count <= 64, "scalar input longer than 64 bytes")
@@ -141,10 +141,14 @@ enum P256Group: SPAKE2Group {
             return point
         }
 
-        func uncompressed(compressed: [UInt8]) -> [UInt8] {
+        /// The uncompressed form of a SEC1-compressed point, or nil if it is not one.
+        func uncompressed(compressed: [UInt8]) -> [UInt8]? {
             withContext { context in
-                let point = decodeTrusted(compressed)
+                let point = newPoint()
                 defer { EC_POINT_free(point) }
+                guard compressed.count == 33,
+                    EC_POINT_oct2point(group, point, compressed, compressed.count, context) == 1
+                else { return nil }
                 return encode(point, context: context)
             }
         }
