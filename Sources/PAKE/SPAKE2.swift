@@ -83,10 +83,8 @@ public struct SPAKE2: ~Copyable {
         /// message.
         public consuming func receive(_ peerMessage: [UInt8]) throws(SPAKE2Error) -> AwaitingConfirmation {
             let group = exchange.suite.group
-            guard peerMessage.count == group.elementByteCount else {
-                throw .wrongMessageLength(expected: group.elementByteCount, actual: peerMessage.count)
-            }
             guard peerMessage != message else { throw .reflectedMessage }
+            // The group checks the length, the encoding and the subgroup.
             let isA = exchange.role == .a
             let unblinding = isA ? exchange.password.timesN : exchange.password.timesM
             let shared = try group.sharedElement(peer: peerMessage, unblinding: unblinding, x: x)
