@@ -22,7 +22,9 @@ public enum HKDFSHA256 {
         return inputKey.withReadableBytes { ikm in
             salt.withReadableBytes { salt in
                 info.withReadableBytes { info in
-                    run(mode: EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND, key: ikm, salt: salt, info: info, byteCount: byteCount)
+                    run(
+                        mode: EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND, key: ikm, salt: salt, info: info,
+                        byteCount: byteCount)
                 }
             }
         }
@@ -70,7 +72,8 @@ public enum HKDFSHA256 {
         var dummy: UInt8 = 0
         return withUnsafeMutablePointer(to: &dummy) { dummy in
             func pointer(_ buffer: UnsafeRawBufferPointer) -> UnsafeMutableRawPointer {
-                buffer.count > 0 ? UnsafeMutableRawPointer(mutating: buffer.baseAddress!) : UnsafeMutableRawPointer(dummy)
+                buffer.count > 0
+                    ? UnsafeMutableRawPointer(mutating: buffer.baseAddress!) : UnsafeMutableRawPointer(dummy)
             }
             var parameters: [OSSL_PARAM] = [
                 OSSL_PARAM_construct_utf8_string(template.names.digest, template.names.sha256, 0),

@@ -50,7 +50,8 @@ enum P256Group: SPAKE2Group {
             let n = SecretNumber(scalar)
             let result = curve.newPoint()
             defer { EC_POINT_clear_free(result) }
-            precondition(EC_POINT_mul(curve.group, result, nil, p, n.pointer, context) == 1, "EC_POINT_mul failed")
+            precondition(
+                EC_POINT_mul(curve.group, result, nil, p, n.pointer, context) == 1, "EC_POINT_mul failed")
             return SecretBytes(curve.encode(result, context: context))
         }
     }
@@ -82,7 +83,8 @@ enum P256Group: SPAKE2Group {
             precondition(
                 EC_POINT_invert(curve.group, unblindingPoint, context) == 1
                     && EC_POINT_add(curve.group, unblindingPoint, peerPoint, unblindingPoint, context) == 1
-                    && EC_POINT_mul(curve.group, unblindingPoint, nil, unblindingPoint, n.pointer, context) == 1,
+                    && EC_POINT_mul(curve.group, unblindingPoint, nil, unblindingPoint, n.pointer, context)
+                        == 1,
                 "P-256 unblinding failed")
             // h = 1. The result is the identity only if peer = w·N (or x = 0, which we never draw).
             guard EC_POINT_is_at_infinity(curve.group, unblindingPoint) == 0 else {
@@ -161,7 +163,8 @@ enum P256Group: SPAKE2Group {
                 throw .wrongMessageLength(expected: elementByteCount, actual: bytes.count)
             }
             guard bytes[0] == 0x04 else { throw .nonCanonicalEncoding }
-            guard bytes[1...32].lexicographicallyPrecedes(prime), bytes[33...64].lexicographicallyPrecedes(prime)
+            guard bytes[1...32].lexicographicallyPrecedes(prime),
+                bytes[33...64].lexicographicallyPrecedes(prime)
             else { throw .nonCanonicalEncoding }
             let point = newPoint()
             guard EC_POINT_oct2point(group, point, bytes, bytes.count, context) == 1,
@@ -197,7 +200,8 @@ enum P256Group: SPAKE2Group {
 
         func bytes(count: Int) -> SecretBytes {
             SecretBytes(count: count) { out in
-                precondition(BN_bn2binpad(pointer, uint8(out), Int32(count)) == Int32(count), "BN_bn2binpad failed")
+                precondition(
+                    BN_bn2binpad(pointer, uint8(out), Int32(count)) == Int32(count), "BN_bn2binpad failed")
             }
         }
 

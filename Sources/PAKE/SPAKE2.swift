@@ -149,7 +149,9 @@ struct KeySchedule: Sendable {
         identityA: [UInt8], identityB: [UInt8], messageA: [UInt8], messageB: [UInt8],
         sharedElement: SecretBytes, passwordScalar: SecretBytes, additionalData: [UInt8]
     ) {
-        let parts: [any ReadableBytes] = [identityA, identityB, messageA, messageB, sharedElement, passwordScalar]
+        let parts: [any ReadableBytes] = [
+            identityA, identityB, messageA, messageB, sharedElement, passwordScalar,
+        ]
         var length = 0
         for part in parts { length += 8 + part.withReadableBytes { $0.count } }
         let transcript = SecretBytes(count: length) { out in
@@ -157,11 +159,13 @@ struct KeySchedule: Sendable {
             for part in parts {
                 part.withReadableBytes { bytes in
                     withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { prefix in
-                        out.baseAddress!.advanced(by: offset).copyMemory(from: prefix.baseAddress!, byteCount: 8)
+                        out.baseAddress!.advanced(by: offset).copyMemory(
+                            from: prefix.baseAddress!, byteCount: 8)
                     }
                     offset += 8
                     if bytes.count > 0 {
-                        out.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                        out.baseAddress!.advanced(by: offset).copyMemory(
+                            from: bytes.baseAddress!, byteCount: bytes.count)
                     }
                     offset += bytes.count
                 }

@@ -85,7 +85,8 @@ public struct WormholeSPAKE2: ~Copyable {
         /// SHA256(SHA256(pw) ‖ SHA256(id) ‖ min(X*, Y*) ‖ max(X*, Y*) ‖ K), K = x·(Y* − w·S).
         public consuming func finish(_ peerMessage: [UInt8]) throws(SPAKE2Error) -> SecretBytes {
             guard peerMessage.count == WormholeSPAKE2.messageByteCount else {
-                throw .wrongMessageLength(expected: WormholeSPAKE2.messageByteCount, actual: peerMessage.count)
+                throw .wrongMessageLength(
+                    expected: WormholeSPAKE2.messageByteCount, actual: peerMessage.count)
             }
             guard peerMessage[0] == WormholeSPAKE2.sideByte else { throw .unexpectedSideByte(peerMessage[0]) }
             let peerElement = Array(peerMessage[1...])

@@ -19,13 +19,19 @@ struct PrimitiveTests {
 
     /// RFC 4231 test cases 1, 2 and 6 (key longer than a block).
     @Test(arguments: [
-        ("0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", Array("Hi There".utf8).hex,
-         "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
-        (Array("Jefe".utf8).hex, Array("what do ya want for nothing?".utf8).hex,
-         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
-        (String(repeating: "aa", count: 131),
-         Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8).hex,
-         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+        (
+            "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", Array("Hi There".utf8).hex,
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        ),
+        (
+            Array("Jefe".utf8).hex, Array("what do ya want for nothing?".utf8).hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        ),
+        (
+            String(repeating: "aa", count: 131),
+            Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8).hex,
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        ),
     ])
     func hmacSHA256(key: String, message: String, tag: String) {
         let key = [UInt8](hex: key)
@@ -102,7 +108,8 @@ struct SecretBytesTests {
             #expect(!text.contains(marker) && !text.contains(hex), "leaked in: \(text)")
             #expect(text.contains("redacted") || text.contains("SecretBytes"))
         }
-        let password = SPAKE2.Password(deriving: Array("coral".utf8), context: [UInt8](), suite: .edwards25519)
+        let password = SPAKE2.Password(
+            deriving: Array("coral".utf8), context: [UInt8](), suite: .edwards25519)
         var dumpedPassword = ""
         dump(password, to: &dumpedPassword)
         #expect("\(password)".contains("redacted"))

@@ -25,9 +25,12 @@ private func rejection(
 }
 
 /// What a Wormhole side says when it receives `message` (nil: accepted).
-private func wormholeRejection(_ message: (_ honest: [UInt8], _ own: [UInt8], _ wS: [UInt8]) -> [UInt8]) -> SPAKE2Error? {
+private func wormholeRejection(_ message: (_ honest: [UInt8], _ own: [UInt8], _ wS: [UInt8]) -> [UInt8])
+    -> SPAKE2Error?
+{
     var random = SeededRandom(seed: 3)
-    let one = WormholeSPAKE2(password: Array("7-guitarist-revenge".utf8), identity: [UInt8]()).start(using: &random)
+    let one = WormholeSPAKE2(password: Array("7-guitarist-revenge".utf8), identity: [UInt8]()).start(
+        using: &random)
     let two = WormholeSPAKE2(password: Array("7-guitarist-revenge".utf8), identity: [UInt8]())
     let wS = two.passwordTimesS.unredactedBytes()
     let honest = two.start(using: &random).message
@@ -40,25 +43,37 @@ private func wormholeRejection(_ message: (_ honest: [UInt8], _ own: [UInt8], _ 
     }
 }
 
-private let ed25519Prime = [UInt8](repeating: 0xff, count: 31).reduce(into: [0xed]) { $0.append($1) }.enumerated().map {
-    $0.offset == 31 ? UInt8(0x7f) : $0.element
-}
+private let ed25519Prime = [UInt8](repeating: 0xff, count: 31).reduce(into: [0xed]) { $0.append($1) }
+    .enumerated().map {
+        $0.offset == 31 ? UInt8(0x7f) : $0.element
+    }
 
 /// Little-endian encodings for edwards25519 test inputs.
 enum BadEdwardsPoints {
     /// y = q (non-canonical for 0).
     static let yEqualsPrime = ed25519Prime
     /// y = q + 2 (non-canonical for 2).
-    static let yAbovePrime: [UInt8] = { var p = ed25519Prime; p[0] = 0xef; return p }()
+    static let yAbovePrime: [UInt8] = {
+        var p = ed25519Prime
+        p[0] = 0xef
+        return p
+    }()
     /// The identity with its sign bit set (x = 0 cannot be negative).
     static let negativeZeroIdentity: [UInt8] = [1] + [UInt8](repeating: 0, count: 30) + [0x80]
     /// The order-2 point (0, −1) with its sign bit set.
-    static let negativeZeroOrderTwo: [UInt8] = { var p = ed25519Prime; p[0] = 0xec; p[31] = 0xff; return p }()
+    static let negativeZeroOrderTwo: [UInt8] = {
+        var p = ed25519Prime
+        p[0] = 0xec
+        p[31] = 0xff
+        return p
+    }()
     /// A y with no point on the curve.
     static let offCurve: [UInt8] = {
         var y: UInt32 = 2
         while true {
-            let encoding = Array(BigEndianMath.add([UInt8](repeating: 0, count: 32), y, modulo: Ed25519TestPoints.prime).reversed())
+            let encoding = Array(
+                BigEndianMath.add([UInt8](repeating: 0, count: 32), y, modulo: Ed25519TestPoints.prime)
+                    .reversed())
             if Ed25519TestPoints.add(encoding, Ed25519TestPoints.identity) == nil { return encoding }
             y += 1
         }
@@ -86,7 +101,9 @@ struct RejectionTests {
     @Test func torsionPointsAreWhatTheyClaim() {
         #expect(BadEdwardsPoints.orderTwo != Ed25519TestPoints.identity)
         #expect(BadEdwardsPoints.orderFour != Ed25519TestPoints.identity)
-        #expect(Ed25519TestPoints.add(BadEdwardsPoints.orderTwo, BadEdwardsPoints.orderTwo) == Ed25519TestPoints.identity)
+        #expect(
+            Ed25519TestPoints.add(BadEdwardsPoints.orderTwo, BadEdwardsPoints.orderTwo)
+                == Ed25519TestPoints.identity)
         #expect(!Ed25519TestPoints.isValid(BadEdwardsPoints.orderEight))
         // (0, −1): y = q − 1, the only point of order 2.
         var expectedOrderTwo = ed25519Prime
@@ -111,13 +128,17 @@ struct RejectionTests {
     func edwardsMixedTorsion(_ torsion: [UInt8]) {
         let error = rejection(.edwards25519) { honest, _, _ in Ed25519TestPoints.add(honest, torsion)! }
         #expect(error == .notInPrimeOrderSubgroup)
-        let wormhole = wormholeRejection { honest, _, _ in [0x53] + Ed25519TestPoints.add(Array(honest.dropFirst()), torsion)! }
+        let wormhole = wormholeRejection { honest, _, _ in
+            [0x53] + Ed25519TestPoints.add(Array(honest.dropFirst()), torsion)!
+        }
         #expect(wormhole == .notInPrimeOrderSubgroup)
     }
 
     @Test func edwardsReflectionAndCancellation() {
         #expect(rejection(.edwards25519) { _, own, _ in own } == .reflectedMessage)
-        #expect(rejection(.edwards25519) { _, _, password in password.timesN.unredactedBytes() } == .identityElement)
+        #expect(
+            rejection(.edwards25519) { _, _, password in password.timesN.unredactedBytes() }
+                == .identityElement)
         #expect(rejection(.edwards25519) { honest, _, _ in honest } == nil)
         #expect(wormholeRejection { _, own, _ in own } == .reflectedMessage)
         #expect(wormholeRejection { _, _, wS in [0x53] + wS } == .identityElement)
@@ -132,7 +153,8 @@ struct RejectionTests {
 
     @Test(arguments: [UInt8(ascii: "A"), UInt8(ascii: "B"), 0x00, 0x54])
     func wormholeSideByte(_ side: UInt8) {
-        #expect(wormholeRejection { honest, _, _ in [side] + honest.dropFirst() } == .unexpectedSideByte(side))
+        #expect(
+            wormholeRejection { honest, _, _ in [side] + honest.dropFirst() } == .unexpectedSideByte(side))
     }
 
     static let p256Prime = [UInt8](hex: "ffffffff00000001000000000000000000000000ffffffffffffffffffffffff")
@@ -142,14 +164,24 @@ struct RejectionTests {
             ("honest", { $0 }, nil),
             ("empty", { _ in [] }, .wrongMessageLength(expected: 65, actual: 0)),
             ("identity", { _ in [0] }, .identityElement),
-            ("compressed", { [0x02 | ($0[64] & 1)] + $0[1...32] }, .wrongMessageLength(expected: 65, actual: 33)),
+            (
+                "compressed", { [0x02 | ($0[64] & 1)] + $0[1...32] },
+                .wrongMessageLength(expected: 65, actual: 33)
+            ),
             ("64 bytes", { Array($0.prefix(64)) }, .wrongMessageLength(expected: 65, actual: 64)),
             ("66 bytes", { $0 + [0] }, .wrongMessageLength(expected: 65, actual: 66)),
             ("compressed prefix", { [0x02] + $0.dropFirst() }, .nonCanonicalEncoding),
             ("hybrid prefix", { [0x06 | ($0[64] & 1)] + $0.dropFirst() }, .nonCanonicalEncoding),
             ("x = p", { [0x04] + Self.p256Prime + $0[33...] }, .nonCanonicalEncoding),
             ("y = p", { Array($0[...32]) + Self.p256Prime }, .nonCanonicalEncoding),
-            ("off curve", { var p = $0; p[64] ^= 1; return p }, .notOnCurve),
+            (
+                "off curve",
+                {
+                    var p = $0
+                    p[64] ^= 1
+                    return p
+                }, .notOnCurve
+            ),
             ("zero point", { _ in [0x04] + [UInt8](repeating: 0, count: 64) }, .notOnCurve),
         ]
         for (name, transform, expected) in checks {

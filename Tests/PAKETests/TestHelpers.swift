@@ -83,7 +83,9 @@ enum BigEndianMath {
     }
 
     private static func bytes(_ limbs: [UInt32], count: Int) -> [UInt8] {
-        (0..<count).reversed().map { offset in UInt8(truncatingIfNeeded: limbs[offset / 4] >> (8 * UInt32(offset % 4))) }
+        (0..<count).reversed().map { offset in
+            UInt8(truncatingIfNeeded: limbs[offset / 4] >> (8 * UInt32(offset % 4)))
+        }
     }
 
     private static func lessThan(_ a: [UInt32], _ b: [UInt32]) -> Bool {

@@ -41,7 +41,8 @@ struct WormholeSPAKE2Tests {
             peer: element2, unblinding: exchange.passwordTimesS, scalar: scalars[0], cofactor: false)
         #expect(k.hex == v.K_hex)
         let sorted = [element1, element2].sorted { $0.lexicographicallyPrecedes($1) }
-        let transcript = SHA256.hash(password) + SHA256.hash(identity) + sorted[0] + sorted[1] + k.unredactedBytes()
+        let transcript =
+            SHA256.hash(password) + SHA256.hash(identity) + sorted[0] + sorted[1] + k.unredactedBytes()
         #expect(transcript.hex == v.transcript_hex)
 
         let key1 = try side1.finish([UInt8](hex: v.side2.msg_out_hex))
@@ -71,7 +72,8 @@ struct WormholeSPAKE2Tests {
 
     @Test func constantsFromArbitraryElement() throws {
         let c = Self.file.constants
-        #expect(try #require(Self.arbitraryElement(seed: Array(c.arbitrary_element_seed_S.utf8))).hex == c.S_hex)
+        #expect(
+            try #require(Self.arbitraryElement(seed: Array(c.arbitrary_element_seed_S.utf8))).hex == c.S_hex)
         #expect(WormholeSPAKE2.constantS.hex == c.S_hex)
         #expect(try #require(Self.arbitraryElement(seed: Array("M".utf8))).hex == c.M_hex)
         #expect(try #require(Self.arbitraryElement(seed: Array("N".utf8))).hex == c.N_hex)
@@ -83,8 +85,12 @@ struct WormholeSPAKE2Tests {
             Self.arbitraryElement(seed: [0x42])?.hex
                 == "88228ee4046ba5d5fa2f23a0480a99efb1a9554ce50153d69330928215d50775")
         #expect(Ed25519TestPoints.isValid(WormholeSPAKE2.constantS))
-        #expect(Edwards25519Group.baseMultiple(SecretBytes([1] + [UInt8](repeating: 0, count: 31))).hex == c.base_hex)
-        #expect(Ed25519TestPoints.order == [UInt8](hex: "1000000000000000000000000000000014def9dea2f79cd65812631a5cf5d3ed"))
+        #expect(
+            Edwards25519Group.baseMultiple(SecretBytes([1] + [UInt8](repeating: 0, count: 31))).hex
+                == c.base_hex)
+        #expect(
+            Ed25519TestPoints.order
+                == [UInt8](hex: "1000000000000000000000000000000014def9dea2f79cd65812631a5cf5d3ed"))
         #expect(c.L_dec == "7237005577332262213973186563042994240857116359379907606001950938285454250989")
     }
 
@@ -139,7 +145,9 @@ struct WormholeSPAKE2Tests {
         let master = SecretBytes([UInt8](hex: kdf.master_key_hex))
         #expect(!kdf.derive_key.isEmpty && !kdf.derive_phase_key.isEmpty && !kdf.secretbox.isEmpty)
         for vector in kdf.derive_key {
-            #expect(WormholeKeys.deriveKey(from: master, purpose: Array(vector.purpose.utf8)).hex == vector.out_hex)
+            #expect(
+                WormholeKeys.deriveKey(from: master, purpose: Array(vector.purpose.utf8)).hex
+                    == vector.out_hex)
             if vector.purpose == "wormhole:verifier" {
                 #expect(WormholeKeys.verifier(from: master).hex == vector.out_hex)
             }
@@ -156,7 +164,9 @@ struct WormholeSPAKE2Tests {
             let plaintext = [UInt8](hex: vector.plaintext_hex)
             var boxed = [UInt8](repeating: 0, count: plaintext.count + Int(crypto_secretbox_MACBYTES))
             let sealed = key.withUnsafeBytes { k in
-                crypto_secretbox_easy(&boxed, plaintext, UInt64(plaintext.count), nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                crypto_secretbox_easy(
+                    &boxed, plaintext, UInt64(plaintext.count), nonce,
+                    k.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
             #expect(sealed == 0)
             #expect((nonce + boxed).hex == vector.body)
