@@ -15,7 +15,7 @@
 /// Both sides must agree on the suite, the password, the identities (A's and B's, in that
 /// order, whichever role is local) and the associated data; any difference makes the
 /// confirmations fail on both sides.
-public struct SPAKE2: ~Copyable {
+public struct SPAKE2: ~Copyable, Sendable {
     let role: Role
     let password: Password
     let identityA: [UInt8]
@@ -63,7 +63,7 @@ public struct SPAKE2: ~Copyable {
     }
 
     /// Our message is out; waiting for the peer's.
-    public struct AwaitingMessage: ~Copyable {
+    public struct AwaitingMessage: ~Copyable, Sendable {
         private let exchange: SPAKE2
         private let x: SecretBytes
         /// Our message (pA or pB) to send to the peer.
@@ -98,7 +98,7 @@ public struct SPAKE2: ~Copyable {
     }
 
     /// Our confirmation is ready; waiting for the peer's.
-    public struct AwaitingConfirmation: ~Copyable {
+    public struct AwaitingConfirmation: ~Copyable, Sendable {
         private let role: Role
         let schedule: KeySchedule
         /// Our key confirmation (cA or cB) to send to the peer.

@@ -1,6 +1,7 @@
 import Foundation
-import PAKE
 import Testing
+
+@testable import PAKE
 
 @Suite("Hashing, HMAC and HKDF")
 struct PrimitiveTests {
@@ -108,12 +109,16 @@ struct SecretBytesTests {
             #expect(!text.contains(marker) && !text.contains(hex), "leaked in: \(text)")
             #expect(text.contains("redacted") || text.contains("SecretBytes"))
         }
-        let password = SPAKE2.Password(
-            deriving: Array("coral".utf8), context: [UInt8](), suite: .edwards25519)
-        var dumpedPassword = ""
-        dump(password, to: &dumpedPassword)
-        #expect("\(password)".contains("redacted"))
-        #expect(!dumpedPassword.contains(password.suite.name) || !dumpedPassword.contains("0x"))
+        for suite in SPAKE2.Suite.allCases {
+            let password = SPAKE2.Password(deriving: Array("coral".utf8), context: [UInt8](), suite: suite)
+            var dumpedPassword = ""
+            dump(password, to: &dumpedPassword)
+            #expect("\(password)".contains("redacted"))
+            for secret in [password.scalar, password.timesM, password.timesN] {
+                let hex = secret.hex
+                #expect(!dumpedPassword.contains(String(hex.prefix(8))) && !"\(password)".contains(hex))
+            }
+        }
     }
 
     @Test func equalityAndSlicing() {
