@@ -25,7 +25,7 @@ private let pakeUsage = """
 
     options:
       --seconds S   total time budget (default 10)
-      --rounds N    interleaved rounds for the ratios (default 8)
+      --rounds N    interleaved rounds for the ratios (default 20)
       --help        this text
     """
 
@@ -160,7 +160,7 @@ private struct SodiumFloor {
 
 func runPakeBench(_ arguments: [String]) -> Int32 {
     var seconds = 10.0
-    var rounds = 8
+    var rounds = 20
     var index = 0
     while index < arguments.count {
         switch arguments[index] {

@@ -45,20 +45,20 @@ enum P256Group: SPAKE2Group {
 
     static func multiply(_ point: [UInt8], by scalar: SecretBytes) -> SecretBytes {
         curve.withContext { context in
-            let p = curve.decodeTrusted(point)
+            let p = point.withUnsafeBytes { curve.decodeTrusted($0) }
             defer { EC_POINT_free(p) }
             let n = SecretNumber(scalar)
             let result = curve.newPoint()
             defer { EC_POINT_clear_free(result) }
             precondition(
                 EC_POINT_mul(curve.group, result, nil, p, n.pointer, context) == 1, "EC_POINT_mul failed")
-            return SecretBytes(curve.encode(result, context: context))
+            return curve.encodeSecret(result, context: context)
         }
     }
 
     static func blindedElement(x: SecretBytes, blinding: SecretBytes) -> [UInt8] {
         curve.withContext { context in
-            let blindingPoint = blinding.withUnsafeBytes { curve.decodeTrusted(Array($0)) }
+            let blindingPoint = blinding.withUnsafeBytes { curve.decodeTrusted($0) }
             defer { EC_POINT_clear_free(blindingPoint) }
             let n = SecretNumber(x)
             let result = curve.newPoint()
@@ -77,7 +77,7 @@ enum P256Group: SPAKE2Group {
         try curve.withContext { context throws(SPAKE2Error) in
             let peerPoint = try curve.decodePeer(peer, context: context)
             defer { EC_POINT_free(peerPoint) }
-            let unblindingPoint = unblinding.withUnsafeBytes { curve.decodeTrusted(Array($0)) }
+            let unblindingPoint = unblinding.withUnsafeBytes { curve.decodeTrusted($0) }
             defer { EC_POINT_clear_free(unblindingPoint) }
             let n = SecretNumber(x)
             precondition(
@@ -90,7 +90,7 @@ enum P256Group: SPAKE2Group {
             guard EC_POINT_is_at_infinity(curve.group, unblindingPoint) == 0 else {
                 throw .identityElement
             }
-            return SecretBytes(curve.encode(unblindingPoint, context: context))
+            return curve.encodeSecret(unblindingPoint, context: context)
         }
     }
 
@@ -130,16 +130,28 @@ enum P256Group: SPAKE2Group {
 
         func encode(_ point: OpaquePointer, context: OpaquePointer) -> [UInt8] {
             var out = [UInt8](repeating: 0, count: elementByteCount)
-            let written = EC_POINT_point2oct(
-                group, point, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, context)
-            precondition(written == elementByteCount, "EC_POINT_point2oct failed")
+            out.withUnsafeMutableBytes { encode(point, into: $0, context: context) }
             return out
         }
 
+        /// Encodes a secret point (w·M, K) straight into wiped-on-drop storage.
+        func encodeSecret(_ point: OpaquePointer, context: OpaquePointer) -> SecretBytes {
+            SecretBytes(count: elementByteCount) { encode(point, into: $0, context: context) }
+        }
+
+        private func encode(
+            _ point: OpaquePointer, into out: UnsafeMutableRawBufferPointer, context: OpaquePointer
+        ) {
+            let written = EC_POINT_point2oct(
+                group, point, POINT_CONVERSION_UNCOMPRESSED, uint8(out), out.count, context)
+            precondition(written == elementByteCount, "EC_POINT_point2oct failed")
+        }
+
         /// Decodes one of our own encodings (constants, precomputed multiples).
-        func decodeTrusted(_ bytes: [UInt8]) -> OpaquePointer {
+        func decodeTrusted(_ bytes: UnsafeRawBufferPointer) -> OpaquePointer {
             let point = newPoint()
-            precondition(EC_POINT_oct2point(group, point, bytes, bytes.count, nil) == 1, "bad P-256 constant")
+            precondition(
+                EC_POINT_oct2point(group, point, uint8(bytes), bytes.count, nil) == 1, "bad P-256 constant")
             return point
         }
 
