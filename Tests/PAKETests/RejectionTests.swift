@@ -228,6 +228,50 @@ struct RejectionTests {
         }
     }
 
+    /// Random garbage of random lengths: always a typed error (or, for the rare random bytes
+    /// that form a valid point, a confirmation that then fails), never a crash.
+    @Test(arguments: SPAKE2.Suite.allCases)
+    func randomGarbage(_ suite: SPAKE2.Suite) throws {
+        var random = SeededRandom(seed: suite == .edwards25519 ? 25519 : 256)
+        var outcomes: [String: Int] = [:]
+        for round in 0..<150 {
+            let length = round % 3 == 0 ? Int(random.bytes(count: 1)[0]) % 80 : suite.messageByteCount
+            var garbage = random.bytes(count: length)
+            if suite == .p256 && length == 65 && round % 2 == 0 { garbage[0] = 0x04 }
+            let password = SPAKE2.Password(deriving: Array("code".utf8), context: [UInt8](), suite: suite)
+            let a = SPAKE2(role: .a, password: password, identityA: [], identityB: []).start(using: &random)
+            do {
+                let confirming = try a.receive(garbage)
+                let outcome = finish(confirming, random.bytes(count: 32))
+                #expect(throws: SPAKE2Error.confirmationMismatch) { try outcome.get() }
+                outcomes["accepted", default: 0] += 1
+            } catch {
+                outcomes[error.code, default: 0] += 1
+            }
+        }
+        #expect(outcomes.values.reduce(0, +) == 150)
+        #expect(outcomes["pake.message-length", default: 0] > 0)
+        #expect(outcomes["pake.not-on-curve", default: 0] > 0)
+    }
+
+    @Test func wormholeRandomGarbage() {
+        var random = SeededRandom(seed: 33)
+        var codes: Set<String> = []
+        for round in 0..<150 {
+            let length = round % 3 == 0 ? Int(random.bytes(count: 1)[0]) % 80 : 33
+            var garbage = random.bytes(count: length)
+            if length == 33 && round % 5 != 0 { garbage[0] = 0x53 }
+            let side = WormholeSPAKE2(password: Array("pw".utf8), identity: [UInt8]()).start(using: &random)
+            do {
+                _ = try side.finish(garbage)
+                codes.insert("accepted")
+            } catch {
+                codes.insert(error.code)
+            }
+        }
+        #expect(codes.isSuperset(of: ["pake.message-length", "pake.side-byte", "pake.not-on-curve"]))
+    }
+
     @Test func errorsHaveStableCodesAndMessages() {
         let all: [SPAKE2Error] = [
             .wrongMessageLength(expected: 1, actual: 2), .unexpectedSideByte(0x41), .nonCanonicalEncoding,
