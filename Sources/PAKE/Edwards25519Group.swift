@@ -59,7 +59,8 @@ enum Edwards25519Group: SPAKE2Group {
     static func multiply(_ point: [UInt8], by scalar: SecretBytes) -> SecretBytes {
         SecretBytes(count: elementByteCount) { out in
             let status = scalar.withUnsafeBytes { n in
-                point.withUnsafeBytes { p in crypto_scalarmult_ed25519_noclamp(uint8(out), uint8(n), uint8(p)) }
+                point.withUnsafeBytes { p in crypto_scalarmult_ed25519_noclamp(uint8(out), uint8(n), uint8(p))
+                }
             }
             // Our constants are valid prime-order points and password scalars are non-zero.
             precondition(status == 0, "edwards25519 multiplication of a constant failed")

@@ -22,7 +22,9 @@ public enum HKDFSHA256 {
         return inputKey.withReadableBytes { ikm in
             salt.withReadableBytes { salt in
                 info.withReadableBytes { info in
-                    run(mode: EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND, key: ikm, salt: salt, info: info, byteCount: byteCount)
+                    run(
+                        mode: EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND, key: ikm, salt: salt, info: info,
+                        byteCount: byteCount)
                 }
             }
         }
@@ -60,7 +62,7 @@ public enum HKDFSHA256 {
         info: UnsafeRawBufferPointer, byteCount: Int
     ) -> SecretBytes {
         let template = hkdfTemplate
-        guard let context = EVP_KDF_CTX_dup(template.context) else {
+        guard let context = EVP_KDF_CTX_new(template.kdf) else {
             preconditionFailure("OpenSSL could not allocate an HKDF context")
         }
         defer { EVP_KDF_CTX_free(context) }
@@ -70,9 +72,11 @@ public enum HKDFSHA256 {
         var dummy: UInt8 = 0
         return withUnsafeMutablePointer(to: &dummy) { dummy in
             func pointer(_ buffer: UnsafeRawBufferPointer) -> UnsafeMutableRawPointer {
-                buffer.count > 0 ? UnsafeMutableRawPointer(mutating: buffer.baseAddress!) : UnsafeMutableRawPointer(dummy)
+                buffer.count > 0
+                    ? UnsafeMutableRawPointer(mutating: buffer.baseAddress!) : UnsafeMutableRawPointer(dummy)
             }
             var parameters: [OSSL_PARAM] = [
+                OSSL_PARAM_construct_utf8_string(template.names.digest, template.names.sha256, 0),
                 OSSL_PARAM_construct_int(template.names.mode, &mode),
                 OSSL_PARAM_construct_octet_string(template.names.key, pointer(key), key.count),
             ]
@@ -95,9 +99,9 @@ public enum HKDFSHA256 {
     }
 }
 
-/// An `EVP_KDF_CTX` with the digest already set, duplicated for every derivation (fetching the
-/// KDF and the digest by name on each call would cost more than the HKDF itself), and the
-/// parameter names as stable C strings.
+/// The HKDF implementation, fetched once (fetching by name on every call costs more than the
+/// HKDF itself), and the parameter names as stable C strings. OpenSSL 3.0's HKDF cannot
+/// duplicate a context, so each derivation makes a fresh one from the fetched KDF.
 private struct HKDFTemplate: @unchecked Sendable {
     struct Names {
         let mode = strdup(OSSL_KDF_PARAM_MODE)!
@@ -109,20 +113,14 @@ private struct HKDFTemplate: @unchecked Sendable {
     }
 
     let names = Names()
-    /// Read-only after creation; `EVP_KDF_CTX_dup` only reads it.
-    let context: OpaquePointer
+    /// An `EVP_KDF` is immutable once fetched and may be shared between threads.
+    let kdf: OpaquePointer
 
     init() {
-        guard let kdf = EVP_KDF_fetch(nil, "HKDF", nil), let context = EVP_KDF_CTX_new(kdf) else {
+        guard let kdf = EVP_KDF_fetch(nil, "HKDF", nil) else {
             preconditionFailure("OpenSSL has no HKDF implementation")
         }
-        EVP_KDF_free(kdf)
-        var parameters = [
-            OSSL_PARAM_construct_utf8_string(names.digest, names.sha256, 0),
-            OSSL_PARAM_construct_end(),
-        ]
-        precondition(EVP_KDF_CTX_set_params(context, &parameters) == 1, "OpenSSL HKDF has no SHA-256")
-        self.context = context
+        self.kdf = kdf
     }
 }
 

@@ -13,8 +13,8 @@ enum P256Group: SPAKE2Group {
         constantHex: "02886e2f97ace46e55ba9dd7242579f2993b64e16ef3dcab95afd497333d8fa12f")
     static let compressedN = [UInt8](
         constantHex: "03d8bbd6c639c62937b04d997f38c3770719c629d7014d49a24b4f98baa1292b49")
-    static let constantM: [UInt8] = curve.uncompressed(compressed: compressedM)
-    static let constantN: [UInt8] = curve.uncompressed(compressed: compressedN)
+    static let constantM: [UInt8] = curve.uncompressed(compressed: compressedM)!
+    static let constantN: [UInt8] = curve.uncompressed(compressed: compressedN)!
 
     static func scalar(reducingBigEndian value: UnsafeRawBufferPointer) -> SecretBytes {
         precondition(value.count <= 64, "scalar input longer than 64 bytes")
@@ -45,19 +45,20 @@ enum P256Group: SPAKE2Group {
 
     static func multiply(_ point: [UInt8], by scalar: SecretBytes) -> SecretBytes {
         curve.withContext { context in
-            let p = curve.decodeTrusted(point)
+            let p = point.withUnsafeBytes { curve.decodeTrusted($0) }
             defer { EC_POINT_free(p) }
             let n = SecretNumber(scalar)
             let result = curve.newPoint()
             defer { EC_POINT_clear_free(result) }
-            precondition(EC_POINT_mul(curve.group, result, nil, p, n.pointer, context) == 1, "EC_POINT_mul failed")
-            return SecretBytes(curve.encode(result, context: context))
+            precondition(
+                EC_POINT_mul(curve.group, result, nil, p, n.pointer, context) == 1, "EC_POINT_mul failed")
+            return curve.encodeSecret(result, context: context)
         }
     }
 
     static func blindedElement(x: SecretBytes, blinding: SecretBytes) -> [UInt8] {
         curve.withContext { context in
-            let blindingPoint = blinding.withUnsafeBytes { curve.decodeTrusted(Array($0)) }
+            let blindingPoint = blinding.withUnsafeBytes { curve.decodeTrusted($0) }
             defer { EC_POINT_clear_free(blindingPoint) }
             let n = SecretNumber(x)
             let result = curve.newPoint()
@@ -76,19 +77,20 @@ enum P256Group: SPAKE2Group {
         try curve.withContext { context throws(SPAKE2Error) in
             let peerPoint = try curve.decodePeer(peer, context: context)
             defer { EC_POINT_free(peerPoint) }
-            let unblindingPoint = unblinding.withUnsafeBytes { curve.decodeTrusted(Array($0)) }
+            let unblindingPoint = unblinding.withUnsafeBytes { curve.decodeTrusted($0) }
             defer { EC_POINT_clear_free(unblindingPoint) }
             let n = SecretNumber(x)
             precondition(
                 EC_POINT_invert(curve.group, unblindingPoint, context) == 1
                     && EC_POINT_add(curve.group, unblindingPoint, peerPoint, unblindingPoint, context) == 1
-                    && EC_POINT_mul(curve.group, unblindingPoint, nil, unblindingPoint, n.pointer, context) == 1,
+                    && EC_POINT_mul(curve.group, unblindingPoint, nil, unblindingPoint, n.pointer, context)
+                        == 1,
                 "P-256 unblinding failed")
             // h = 1. The result is the identity only if peer = w·N (or x = 0, which we never draw).
             guard EC_POINT_is_at_infinity(curve.group, unblindingPoint) == 0 else {
                 throw .identityElement
             }
-            return SecretBytes(curve.encode(unblindingPoint, context: context))
+            return curve.encodeSecret(unblindingPoint, context: context)
         }
     }
 
@@ -128,23 +130,39 @@ enum P256Group: SPAKE2Group {
 
         func encode(_ point: OpaquePointer, context: OpaquePointer) -> [UInt8] {
             var out = [UInt8](repeating: 0, count: elementByteCount)
-            let written = EC_POINT_point2oct(
-                group, point, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, context)
-            precondition(written == elementByteCount, "EC_POINT_point2oct failed")
+            out.withUnsafeMutableBytes { encode(point, into: $0, context: context) }
             return out
         }
 
+        /// Encodes a secret point (w·M, K) straight into wiped-on-drop storage.
+        func encodeSecret(_ point: OpaquePointer, context: OpaquePointer) -> SecretBytes {
+            SecretBytes(count: elementByteCount) { encode(point, into: $0, context: context) }
+        }
+
+        private func encode(
+            _ point: OpaquePointer, into out: UnsafeMutableRawBufferPointer, context: OpaquePointer
+        ) {
+            let written = EC_POINT_point2oct(
+                group, point, POINT_CONVERSION_UNCOMPRESSED, uint8(out), out.count, context)
+            precondition(written == elementByteCount, "EC_POINT_point2oct failed")
+        }
+
         /// Decodes one of our own encodings (constants, precomputed multiples).
-        func decodeTrusted(_ bytes: [UInt8]) -> OpaquePointer {
+        func decodeTrusted(_ bytes: UnsafeRawBufferPointer) -> OpaquePointer {
             let point = newPoint()
-            precondition(EC_POINT_oct2point(group, point, bytes, bytes.count, nil) == 1, "bad P-256 constant")
+            precondition(
+                EC_POINT_oct2point(group, point, uint8(bytes), bytes.count, nil) == 1, "bad P-256 constant")
             return point
         }
 
-        func uncompressed(compressed: [UInt8]) -> [UInt8] {
+        /// The uncompressed form of a SEC1-compressed point, or nil if it is not one.
+        func uncompressed(compressed: [UInt8]) -> [UInt8]? {
             withContext { context in
-                let point = decodeTrusted(compressed)
+                let point = newPoint()
                 defer { EC_POINT_free(point) }
+                guard compressed.count == 33,
+                    EC_POINT_oct2point(group, point, compressed, compressed.count, context) == 1
+                else { return nil }
                 return encode(point, context: context)
             }
         }
@@ -157,7 +175,8 @@ enum P256Group: SPAKE2Group {
                 throw .wrongMessageLength(expected: elementByteCount, actual: bytes.count)
             }
             guard bytes[0] == 0x04 else { throw .nonCanonicalEncoding }
-            guard bytes[1...32].lexicographicallyPrecedes(prime), bytes[33...64].lexicographicallyPrecedes(prime)
+            guard bytes[1...32].lexicographicallyPrecedes(prime),
+                bytes[33...64].lexicographicallyPrecedes(prime)
             else { throw .nonCanonicalEncoding }
             let point = newPoint()
             guard EC_POINT_oct2point(group, point, bytes, bytes.count, context) == 1,
@@ -193,7 +212,8 @@ enum P256Group: SPAKE2Group {
 
         func bytes(count: Int) -> SecretBytes {
             SecretBytes(count: count) { out in
-                precondition(BN_bn2binpad(pointer, uint8(out), Int32(count)) == Int32(count), "BN_bn2binpad failed")
+                precondition(
+                    BN_bn2binpad(pointer, uint8(out), Int32(count)) == Int32(count), "BN_bn2binpad failed")
             }
         }
 

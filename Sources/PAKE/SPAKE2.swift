@@ -15,7 +15,7 @@
 /// Both sides must agree on the suite, the password, the identities (A's and B's, in that
 /// order, whichever role is local) and the associated data; any difference makes the
 /// confirmations fail on both sides.
-public struct SPAKE2: ~Copyable {
+public struct SPAKE2: ~Copyable, Sendable {
     let role: Role
     let password: Password
     let identityA: [UInt8]
@@ -63,7 +63,7 @@ public struct SPAKE2: ~Copyable {
     }
 
     /// Our message is out; waiting for the peer's.
-    public struct AwaitingMessage: ~Copyable {
+    public struct AwaitingMessage: ~Copyable, Sendable {
         private let exchange: SPAKE2
         private let x: SecretBytes
         /// Our message (pA or pB) to send to the peer.
@@ -83,10 +83,8 @@ public struct SPAKE2: ~Copyable {
         /// message.
         public consuming func receive(_ peerMessage: [UInt8]) throws(SPAKE2Error) -> AwaitingConfirmation {
             let group = exchange.suite.group
-            guard peerMessage.count == group.elementByteCount else {
-                throw .wrongMessageLength(expected: group.elementByteCount, actual: peerMessage.count)
-            }
             guard peerMessage != message else { throw .reflectedMessage }
+            // The group checks the length, the encoding and the subgroup.
             let isA = exchange.role == .a
             let unblinding = isA ? exchange.password.timesN : exchange.password.timesM
             let shared = try group.sharedElement(peer: peerMessage, unblinding: unblinding, x: x)
@@ -100,7 +98,7 @@ public struct SPAKE2: ~Copyable {
     }
 
     /// Our confirmation is ready; waiting for the peer's.
-    public struct AwaitingConfirmation: ~Copyable {
+    public struct AwaitingConfirmation: ~Copyable, Sendable {
         private let role: Role
         let schedule: KeySchedule
         /// Our key confirmation (cA or cB) to send to the peer.
@@ -151,7 +149,9 @@ struct KeySchedule: Sendable {
         identityA: [UInt8], identityB: [UInt8], messageA: [UInt8], messageB: [UInt8],
         sharedElement: SecretBytes, passwordScalar: SecretBytes, additionalData: [UInt8]
     ) {
-        let parts: [any ReadableBytes] = [identityA, identityB, messageA, messageB, sharedElement, passwordScalar]
+        let parts: [any ReadableBytes] = [
+            identityA, identityB, messageA, messageB, sharedElement, passwordScalar,
+        ]
         var length = 0
         for part in parts { length += 8 + part.withReadableBytes { $0.count } }
         let transcript = SecretBytes(count: length) { out in
@@ -159,11 +159,13 @@ struct KeySchedule: Sendable {
             for part in parts {
                 part.withReadableBytes { bytes in
                     withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { prefix in
-                        out.baseAddress!.advanced(by: offset).copyMemory(from: prefix.baseAddress!, byteCount: 8)
+                        out.baseAddress!.advanced(by: offset).copyMemory(
+                            from: prefix.baseAddress!, byteCount: 8)
                     }
                     offset += 8
                     if bytes.count > 0 {
-                        out.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                        out.baseAddress!.advanced(by: offset).copyMemory(
+                            from: bytes.baseAddress!, byteCount: bytes.count)
                     }
                     offset += bytes.count
                 }

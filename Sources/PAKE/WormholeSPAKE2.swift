@@ -11,7 +11,7 @@
 /// send(started.message)
 /// let key = try started.finish(peerMessage)   // 32 bytes; derive phase keys with WormholeKeys
 /// ```
-public struct WormholeSPAKE2: ~Copyable {
+public struct WormholeSPAKE2: ~Copyable, Sendable {
     /// The side byte python-spake2 puts in front of a symmetric message.
     public static let sideByte: UInt8 = 0x53
     /// The wire length of a message: side byte + 32-byte point.
@@ -67,7 +67,7 @@ public struct WormholeSPAKE2: ~Copyable {
     }
 
     /// Our message is out; waiting for the peer's.
-    public struct AwaitingMessage: ~Copyable {
+    public struct AwaitingMessage: ~Copyable, Sendable {
         private let exchange: WormholeSPAKE2
         private let x: SecretBytes
         private let element: [UInt8]
@@ -85,7 +85,8 @@ public struct WormholeSPAKE2: ~Copyable {
         /// SHA256(SHA256(pw) ‖ SHA256(id) ‖ min(X*, Y*) ‖ max(X*, Y*) ‖ K), K = x·(Y* − w·S).
         public consuming func finish(_ peerMessage: [UInt8]) throws(SPAKE2Error) -> SecretBytes {
             guard peerMessage.count == WormholeSPAKE2.messageByteCount else {
-                throw .wrongMessageLength(expected: WormholeSPAKE2.messageByteCount, actual: peerMessage.count)
+                throw .wrongMessageLength(
+                    expected: WormholeSPAKE2.messageByteCount, actual: peerMessage.count)
             }
             guard peerMessage[0] == WormholeSPAKE2.sideByte else { throw .unexpectedSideByte(peerMessage[0]) }
             let peerElement = Array(peerMessage[1...])
