@@ -142,7 +142,7 @@ public struct JoinHandshake: ~Copyable {
                 guard let started = awaitingMessage.take() else {
                     throw JoinHandshakeError.outOfOrder("a second key-agreement message")
                 }
-                let peer = try unframe(body, expectedCount: 33)
+                let peer = try unframe(body, expectedCount: 32)
                 let confirming: SPAKE2.AwaitingConfirmation
                 do {
                     confirming = try started.receive(peer)
