@@ -262,15 +262,16 @@ private func openClient(
     if let numeric = SocketAddress(numericHost: host, port: port) {
         loop.execute { attempt([numeric], 0) }
     } else {
-        loop.runBlocking({ () throws(NetError) -> [SocketAddress] in
+        let resolve: @Sendable () throws -> [SocketAddress] = {
             try SocketAddress.resolve(host: host, port: port)
-        }) {
-            result in
+        }
+        let resolved: @Sendable (Result<[SocketAddress], any Error>) -> Void = { result in
             switch result {
             case .success(let addresses): attempt(addresses, 0)
             case .failure(let error): fail(error as? NetError ?? NetError(.resolveFailed, "\(error)"))
             }
         }
+        loop.runBlocking(resolve, then: resolved)
     }
 }
 
