@@ -49,7 +49,10 @@ struct MalformedInputTests {
         ),
         ("http/1.0 upgrade", "GET /echo HTTP/1.0\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", 400),
         ("garbage", "\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\u{01}\u{fc}\u{03}\u{03}\r\n\r\n", 400),
-        ("chunked trick", "POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n", 501),
+        (
+            "chunked trick",
+            "POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n", 501
+        ),
     ]
 
     @Test(arguments: handshakeCases)
@@ -84,7 +87,10 @@ struct MalformedInputTests {
         ("close 1-byte payload", [RawClient.frame(8, [0x03])], 1002),
         ("close reason not UTF-8", [RawClient.frame(8, [0x03, 0xE8, 0xFF, 0xFE])], 1007),
         ("continuation first", [RawClient.frame(0, [0x61])], 1002),
-        ("text inside fragmented binary", [RawClient.frame(2, [1], fin: false), RawClient.frame(1, [0x61])], 1002),
+        (
+            "text inside fragmented binary",
+            [RawClient.frame(2, [1], fin: false), RawClient.frame(1, [0x61])], 1002
+        ),
         ("frame over the limit", [[0x82, 0xFF, 0, 0, 0, 0, 0x10, 0, 0, 0, 1, 2, 3, 4]], 1009),
         ("normal close", [RawClient.frame(8, [0x03, 0xE8])], 1000),
         ("close without code", [RawClient.frame(8, [])], 1005),
