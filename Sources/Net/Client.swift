@@ -205,8 +205,7 @@ final class ClientConnection: Connection, @unchecked Sendable {
             purpose = nil
             timer?.cancel()
             let socket = WebSocket(
-                loop: loop, path: url.target, headers: headers, remoteAddress: remote,
-                clientAddress: remote.ip)
+                loop: loop, path: url.target, remoteAddress: remote, clientAddress: remote.ip)
             socket.connection = self
             becomeWebSocket(role: .client, socket: socket, options: options)
             done(.success(socket))

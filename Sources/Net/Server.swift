@@ -56,10 +56,15 @@ public final class Server: Sendable {
         core = ServerCore(configuration: configuration, router: router)
     }
 
-    /// Accepts WebSocket upgrades on `path`. `onOpen` runs on the connection's loop before any
-    /// message is read: set the socket's handlers there. Register before ``start()``.
-    public func webSocket(path: String, onOpen: @escaping @Sendable (WebSocket) -> Void) {
-        core.webSocketRoutes.withLock { $0[path] = onOpen }
+    /// Accepts WebSocket upgrades on `path`. `accept` may refuse an upgrade by returning a
+    /// response (e.g. 403, 429); nil accepts. `onOpen` runs on the connection's loop before any
+    /// message is read, with the upgrade request (not kept afterwards): set the socket's
+    /// handlers there.
+    public func webSocket(
+        path: String, accept: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil,
+        onOpen: @escaping @Sendable (WebSocket, HTTPRequest) -> Void
+    ) {
+        core.webSocketRoutes.withLock { $0[path] = WebSocketRoute(accept: accept, onOpen: onOpen) }
     }
 
     /// Binds and starts accepting.
@@ -84,6 +89,11 @@ public final class Server: Sendable {
     public func shutdown(timeout: Duration = .seconds(5)) { core.shutdown(timeout: timeout) }
 }
 
+struct WebSocketRoute: Sendable {
+    let accept: (@Sendable (HTTPRequest) -> HTTPResponse?)?
+    let onOpen: @Sendable (WebSocket, HTTPRequest) -> Void
+}
+
 /// Per-loop server state: listeners and connections (loop-confined).
 final class ServerShard: @unchecked Sendable {
     let loop: EventLoop
@@ -100,7 +110,7 @@ final class ServerShard: @unchecked Sendable {
 final class ServerCore: @unchecked Sendable {
     let configuration: ServerConfiguration
     let router: HTTPRouter
-    let webSocketRoutes = Mutex<[String: @Sendable (WebSocket) -> Void]>([:])
+    let webSocketRoutes = Mutex<[String: WebSocketRoute]>([:])
     let boundAddresses = Mutex<[SocketAddress]>([])
     let totalConnections = Atomic<Int>(0)
     let perAddress = Mutex<[IPAddress: Int]>([:])
@@ -393,8 +403,8 @@ final class ServerConnection: Connection, @unchecked Sendable {
         let keepAlive = request.keepAlive && !core.draining.load(ordering: .relaxed)
 
         if request.headers.containsToken("Upgrade", "websocket") {
-            let onOpen = core.webSocketRoutes.withLock { $0[request.path] }
-            guard let onOpen else {
+            let route = core.webSocketRoutes.withLock { $0[request.path] }
+            guard let route else {
                 finish(
                     .error(.notFound, code: "not_found", message: "No WebSocket endpoint at this path"),
                     request, false)
@@ -404,16 +414,19 @@ final class ServerConnection: Connection, @unchecked Sendable {
             case .refuse(let response):
                 finish(response, request, false)
             case .accept(let accept):
+                if let refusal = route.accept?(request) {
+                    finish(refusal, request, false)
+                    return
+                }
                 write(WebSocketHandshake.response(accept: accept))
                 let socket = WebSocket(
-                    loop: loop, path: request.path, headers: request.headers, remoteAddress: peer,
-                    clientAddress: request.clientAddress)
+                    loop: loop, path: request.path, remoteAddress: peer, clientAddress: request.clientAddress)
                 socket.connection = self
                 becomeWebSocket(role: .server, socket: socket, options: core.configuration.limits.webSocket)
                 if core.draining.load(ordering: .relaxed) {
                     startWebSocketClose(.goingAway, "Server is shutting down")
                 }
-                onOpen(socket)
+                route.onOpen(socket, request)
             }
             return
         }

@@ -3,30 +3,30 @@ import Foundation
 
 /// An IPv4 or IPv6 socket address.
 public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
-    /// The address bytes (4 or 16).
-    public let ipBytes: [UInt8]
+    /// The IP part alone.
+    public let ip: IPAddress
     /// The port in host byte order.
     public let port: UInt16
 
+    /// The address bytes (4 or 16).
+    public var ipBytes: [UInt8] { ip.bytes }
+
     /// Whether this is an IPv6 address.
-    public var isIPv6: Bool { ipBytes.count == 16 }
+    public var isIPv6: Bool { ip.isIPv6 }
 
     /// Parses a numeric IPv4 or IPv6 host (`"127.0.0.1"`, `"::1"`, `"[::1]"`).
     public init?(numericHost host: String, port: UInt16) {
         var h = host
         if h.hasPrefix("[") && h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
         guard let ip = IPAddress(h) else { return nil }
-        self.ipBytes = ip.bytes
+        self.ip = ip
         self.port = port
     }
 
     init(ipBytes: [UInt8], port: UInt16) {
-        self.ipBytes = ipBytes
+        self.ip = IPAddress(bytes: ipBytes)
         self.port = port
     }
-
-    /// The IP part alone.
-    public var ip: IPAddress { IPAddress(bytes: ipBytes) }
 
     public var description: String { isIPv6 ? "[\(ip)]:\(port)" : "\(ip):\(port)" }
 
@@ -99,10 +99,33 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// An IPv4 or IPv6 address without a port.
 public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
-    /// 4 or 16 bytes.
-    public let bytes: [UInt8]
+    // Stored inline (no heap allocation per connection): IPv4 in the low 32 bits of `low`.
+    private let high: UInt64
+    private let low: UInt64
+    /// Whether this is an IPv6 address.
+    public let isIPv6: Bool
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    /// 4 or 16 bytes, network order.
+    public var bytes: [UInt8] {
+        if !isIPv6 { return (0..<4).map { UInt8(truncatingIfNeeded: low >> (24 - 8 * UInt64($0))) } }
+        return (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64($0))) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64($0))) }
+    }
+
+    init(bytes: [UInt8]) {
+        var h: UInt64 = 0
+        var l: UInt64 = 0
+        if bytes.count == 16 {
+            for i in 0..<8 { h = h << 8 | UInt64(bytes[i]) }
+            for i in 8..<16 { l = l << 8 | UInt64(bytes[i]) }
+            isIPv6 = true
+        } else {
+            for b in bytes.prefix(4) { l = l << 8 | UInt64(b) }
+            isIPv6 = false
+        }
+        high = h
+        low = l
+    }
 
     /// Parses a numeric IPv4 or IPv6 address; nil if it is not one.
     public init?(_ text: String) {
@@ -113,16 +136,17 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
             if raw[0..<10].allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF {
                 raw = Array(raw[12..<16])
             }
-            bytes = raw
+            self.init(bytes: raw)
         } else {
             var a = in_addr()
             guard inet_pton(AF_INET, text, &a) == 1 else { return nil }
-            bytes = withUnsafeBytes(of: a) { Array($0) }
+            self.init(bytes: withUnsafeBytes(of: a) { Array($0) })
         }
     }
 
     public var description: String {
         var buffer = [CChar](repeating: 0, count: 64)
+        let bytes = self.bytes
         if bytes.count == 4 {
             var a = in_addr()
             withUnsafeMutableBytes(of: &a) { $0.copyBytes(from: bytes) }
@@ -147,7 +171,7 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     public init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1)
         guard let first = parts.first, let ip = IPAddress(String(first)) else { return nil }
-        let maxBits = ip.bytes.count * 8
+        let maxBits = ip.isIPv6 ? 128 : 32
         if parts.count == 2 {
             guard let n = Int(parts[1]), n >= 0, n <= maxBits else { return nil }
             prefixLength = n
@@ -159,12 +183,14 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether `ip` lies inside this network.
     public func contains(_ ip: IPAddress) -> Bool {
-        guard ip.bytes.count == address.bytes.count else { return false }
+        guard ip.isIPv6 == address.isIPv6 else { return false }
+        let a = ip.bytes
+        let b = address.bytes
         var bits = prefixLength
-        for i in 0..<ip.bytes.count where bits > 0 {
+        for i in 0..<a.count where bits > 0 {
             let take = min(8, bits)
             let mask: UInt8 = take == 8 ? 0xFF : ~(UInt8(0xFF) >> UInt8(take))
-            if ip.bytes[i] & mask != address.bytes[i] & mask { return false }
+            if a[i] & mask != b[i] & mask { return false }
             bits -= take
         }
         return true

@@ -17,8 +17,6 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     public let loop: EventLoop
     /// The request path (server side: the upgrade request's path).
     public let path: String
-    /// The upgrade request's headers (server side) or the response's (client side).
-    public let headers: HTTPHeaders
     /// The TCP peer.
     public let remoteAddress: SocketAddress?
     /// The client's address as far as it can be trusted (see `ServerConfiguration.trustedProxies`).
@@ -27,22 +25,22 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     /// Loop-confined.
     weak var connection: Connection?
 
-    private let condition = NSCondition()
-    // Guarded by `condition`.
-    private var onMessageHandler: (@Sendable (WebSocket, WebSocketMessage) -> Void)?
-    private var onCloseHandler: (@Sendable (WebSocket, WebSocketCloseCode, String) -> Void)?
-    private var queue: [WebSocketEvent] = []
-    private var continuation: AsyncStream<WebSocketEvent>.Continuation?
-    private var closeEvent: (WebSocketCloseCode, String)?
+    private struct Inbox {
+        var onMessage: (@Sendable (WebSocket, WebSocketMessage) -> Void)?
+        var onClose: (@Sendable (WebSocket, WebSocketCloseCode, String) -> Void)?
+        var queue: [WebSocketEvent] = []
+        var continuation: AsyncStream<WebSocketEvent>.Continuation?
+        var closeEvent: (WebSocketCloseCode, String)?
+        /// Allocated only when a thread blocks in `receive`/`waitUntilClosed`.
+        var waiter: NSCondition?
+    }
 
-    init(
-        loop: EventLoop, path: String, headers: HTTPHeaders, remoteAddress: SocketAddress?,
-        clientAddress: IPAddress?
-    ) {
+    private let inbox = Mutex(Inbox())
+
+    init(loop: EventLoop, path: String, remoteAddress: SocketAddress?, clientAddress: IPAddress?) {
         id = nextWebSocketID.add(1, ordering: .relaxed).oldValue
         self.loop = loop
         self.path = path
-        self.headers = headers
         self.remoteAddress = remoteAddress
         self.clientAddress = clientAddress
     }
@@ -90,14 +88,15 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     /// Calls `handler` on the loop thread for every message (queued ones first).
     public func onMessage(_ handler: @escaping @Sendable (WebSocket, WebSocketMessage) -> Void) {
         onLoop { [self] in
-            condition.lock()
-            onMessageHandler = handler
-            let pending = queue.compactMap { event -> WebSocketMessage? in
-                if case .message(let m) = event { return m }
-                return nil
+            let pending = inbox.withLock { box -> [WebSocketMessage] in
+                box.onMessage = handler
+                let messages = box.queue.compactMap { event -> WebSocketMessage? in
+                    if case .message(let m) = event { return m }
+                    return nil
+                }
+                box.queue.removeAll { if case .message = $0 { return true } else { return false } }
+                return messages
             }
-            queue.removeAll { if case .message = $0 { return true } else { return false } }
-            condition.unlock()
             for message in pending { handler(self, message) }
         }
     }
@@ -105,13 +104,14 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     /// Calls `handler` on the loop thread once, when the socket has closed.
     public func onClose(_ handler: @escaping @Sendable (WebSocket, WebSocketCloseCode, String) -> Void) {
         onLoop { [self] in
-            condition.lock()
-            onCloseHandler = handler
-            let closed = queue.contains { if case .closed = $0 { return true } else { return false } }
-            if closed { queue.removeAll { if case .closed = $0 { return true } else { return false } } }
-            let event = closeEvent
-            condition.unlock()
-            if closed, let event { handler(self, event.0, event.1) }
+            let already = inbox.withLock { box -> (WebSocketCloseCode, String)? in
+                box.onClose = handler
+                let queued = box.queue.contains { if case .closed = $0 { return true } else { return false } }
+                guard queued else { return nil }
+                box.queue.removeAll { if case .closed = $0 { return true } else { return false } }
+                return box.closeEvent
+            }
+            if let already { handler(self, already.0, already.1) }
         }
     }
 
@@ -122,48 +122,67 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     /// Every event as an async sequence, ending after `.closed`. Use instead of callbacks.
     public var messages: AsyncStream<WebSocketEvent> {
         let (stream, continuation) = AsyncStream<WebSocketEvent>.makeStream()
-        condition.lock()
-        for event in queue { continuation.yield(event) }
-        queue.removeAll()
-        if closeEvent != nil && onCloseHandler == nil {
-            continuation.finish()
-        } else {
-            self.continuation = continuation
+        inbox.withLock { box in
+            for event in box.queue { continuation.yield(event) }
+            let closedQueued = box.queue.contains {
+                if case .closed = $0 { return true } else { return false }
+            }
+            box.queue.removeAll()
+            if closedQueued {
+                continuation.finish()
+            } else {
+                box.continuation = continuation
+            }
         }
-        condition.unlock()
         return stream
+    }
+
+    /// Blocks until `ready` returns a value (checked under the inbox lock) or the deadline.
+    private func wait<T>(until deadline: Date, _ ready: (inout Inbox) -> T?) -> T? {
+        let condition = inbox.withLock { box -> NSCondition in
+            if let waiter = box.waiter { return waiter }
+            let waiter = NSCondition()
+            box.waiter = waiter
+            return waiter
+        }
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let value = inbox.withLock({ ready(&$0) }) { return value }
+            if !condition.wait(until: deadline) {
+                return inbox.withLock { ready(&$0) }
+            }
+        }
     }
 
     /// Waits for the next message. Throws `connectionClosed` (with the close code in the message)
     /// once the socket has closed, or `timedOut`.
     public func receive(timeout: Duration = .seconds(30)) throws(NetError) -> WebSocketMessage {
         let deadline = Date().addingTimeInterval(Double(timeout.nanoseconds) / 1e9)
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let first = queue.first {
+        let outcome = wait(until: deadline) { box -> Result<WebSocketMessage, NetError>? in
+            if let first = box.queue.first {
                 switch first {
                 case .message(let m):
-                    queue.removeFirst()
-                    return m
+                    box.queue.removeFirst()
+                    return .success(m)
                 case .closed(let code, let reason):
-                    throw NetError(.connectionClosed, "WebSocket closed with \(code.rawValue) \(reason)")
+                    return .failure(
+                        NetError(.connectionClosed, "WebSocket closed with \(code.rawValue) \(reason)"))
                 }
             }
-            if let (code, reason) = closeEvent {
-                throw NetError(.connectionClosed, "WebSocket closed with \(code.rawValue) \(reason)")
+            if let (code, reason) = box.closeEvent {
+                return .failure(
+                    NetError(.connectionClosed, "WebSocket closed with \(code.rawValue) \(reason)"))
             }
-            if !condition.wait(until: deadline) && queue.isEmpty {
-                throw NetError(.timedOut, "No WebSocket message within \(timeout)")
-            }
+            return nil
         }
+        guard let outcome else { throw NetError(.timedOut, "No WebSocket message within \(timeout)") }
+        return try outcome.get()
     }
 
     /// The close code and reason, once closed.
     public var closeStatus: (code: WebSocketCloseCode, reason: String)? {
-        condition.lock()
-        defer { condition.unlock() }
-        return closeEvent.map { (code: $0.0, reason: $0.1) }
+        inbox.withLock { $0.closeEvent.map { (code: $0.0, reason: $0.1) } }
     }
 
     /// Waits until the socket has closed; returns its close code and reason.
@@ -172,50 +191,49 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
         code: WebSocketCloseCode, reason: String
     ) {
         let deadline = Date().addingTimeInterval(Double(timeout.nanoseconds) / 1e9)
-        condition.lock()
-        defer { condition.unlock() }
-        while closeEvent == nil {
-            if !condition.wait(until: deadline) && closeEvent == nil {
-                throw NetError(.timedOut, "WebSocket did not close within \(timeout)")
-            }
+        guard let event = wait(until: deadline, { $0.closeEvent }) else {
+            throw NetError(.timedOut, "WebSocket did not close within \(timeout)")
         }
-        return (closeEvent!.0, closeEvent!.1)
+        return (event.0, event.1)
     }
 
     /// From the connection, on the loop.
     func dispatch(_ event: WebSocketEvent) {
-        condition.lock()
-        if case .closed(let code, let reason) = event {
-            guard closeEvent == nil else {
-                condition.unlock()
-                return
-            }
-            closeEvent = (code, reason)
+        enum Next {
+            case none
+            case message(@Sendable (WebSocket, WebSocketMessage) -> Void, WebSocketMessage)
+            case closed(@Sendable (WebSocket, WebSocketCloseCode, String) -> Void, WebSocketCloseCode, String)
         }
-        if let continuation {
-            continuation.yield(event)
-            if case .closed = event { continuation.finish() }
-            condition.broadcast()
-            condition.unlock()
-            return
-        }
-        switch event {
-        case .message(let message):
-            if let handler = onMessageHandler {
-                condition.unlock()
-                handler(self, message)
-                return
+        var waiter: NSCondition?
+        let next = inbox.withLock { box -> Next in
+            if case .closed(let code, let reason) = event {
+                if box.closeEvent != nil { return .none }
+                box.closeEvent = (code, reason)
             }
-        case .closed(let code, let reason):
-            if let handler = onCloseHandler {
-                condition.broadcast()
-                condition.unlock()
-                handler(self, code, reason)
-                return
+            waiter = box.waiter
+            if let continuation = box.continuation {
+                continuation.yield(event)
+                if case .closed = event { continuation.finish() }
+                return .none
             }
+            switch event {
+            case .message(let message):
+                if let handler = box.onMessage { return .message(handler, message) }
+            case .closed(let code, let reason):
+                if let handler = box.onClose { return .closed(handler, code, reason) }
+            }
+            box.queue.append(event)
+            return .none
         }
-        queue.append(event)
-        condition.broadcast()
-        condition.unlock()
+        if let waiter {
+            waiter.lock()
+            waiter.broadcast()
+            waiter.unlock()
+        }
+        switch next {
+        case .none: break
+        case .message(let handler, let message): handler(self, message)
+        case .closed(let handler, let code, let reason): handler(self, code, reason)
+        }
     }
 }

@@ -57,7 +57,7 @@ struct EndToEndTests {
         var config = ServerConfiguration(host: "::1", port: 0)
         config.loopCount = 1
         let server = Server(configuration: config)
-        server.webSocket(path: "/echo") { socket in socket.onMessage { s, m in s.send(m) } }
+        server.webSocket(path: "/echo") { socket, _ in socket.onMessage { s, m in s.send(m) } }
         try server.start()
         defer { server.shutdown() }
         let ws = try WebSocketClient.connect(url: "ws://[::1]:\(server.port)/echo")

@@ -16,10 +16,10 @@ func makeEchoServer(
     router.get("/items/:id") { request in .json(["id": request.pathParameters["id"] ?? ""]) }
     router.get("/client") { request in .json(["ip": request.clientAddress?.description ?? ""]) }
     let server = Server(configuration: config, router: router)
-    server.webSocket(path: "/echo") { socket in
+    server.webSocket(path: "/echo") { socket, _ in
         socket.onMessage { socket, message in socket.send(message) }
     }
-    server.webSocket(path: "/close-me") { socket in
+    server.webSocket(path: "/close-me") { socket, _ in
         socket.close(code: WebSocketCloseCode(rawValue: 4000), reason: "bye")
     }
     try server.start()

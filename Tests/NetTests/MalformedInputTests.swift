@@ -208,7 +208,7 @@ struct MalformedInputTests {
             }, router: router)
         defer { server.shutdown() }
         let opened = Mutex_Box<WebSocket?>(nil)
-        server.webSocket(path: "/flood") { socket in opened.set(socket) }
+        server.webSocket(path: "/flood") { socket, _ in opened.set(socket) }
         // Registered after start: routes are looked up per request, so this works too.
         let client = try RawClient(port: server.port)
         var size: Int32 = 4096
