@@ -468,7 +468,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         guard let ws = webSocket else { return }
         var frame: [UInt8] = []
         frame.reserveCapacity(payload.count + 14)
-        let mask: UInt32? = ws.session.role == .client ? UInt32.random(in: 0...UInt32.max) : nil
+        let mask: UInt32? = ws.session.role == .client ? loop.randomUInt32() : nil
         WebSocketFrameCodec.encode(opcode: opcode, payload: payload, maskKey: mask, into: &frame)
         write(frame)
     }

@@ -1,4 +1,5 @@
 import CNet
+import COpenSSL
 import Foundation
 import Synchronization
 
@@ -49,6 +50,29 @@ public final class EventLoop: @unchecked Sendable {
     /// Scratch space reads land in; shared by every connection on this loop so an idle
     /// connection owns no buffer.
     let readBuffer: UnsafeMutableRawBufferPointer
+    /// Random bytes for WebSocket masking keys, refilled from OpenSSL's CSPRNG 1 KiB at a time.
+    private var randomPool = [UInt8](repeating: 0, count: 1024)
+    private var randomOffset = 1024
+
+    /// A random 32-bit value from the pool (loop thread only).
+    func randomUInt32() -> UInt32 {
+        if randomOffset + 4 > randomPool.count {
+            let count = randomPool.count
+            let filled = randomPool.withUnsafeMutableBufferPointer {
+                RAND_bytes($0.baseAddress, Int32(count))
+            }
+            if filled != 1 {
+                var rng = SystemRandomNumberGenerator()
+                for i in 0..<count { randomPool[i] = UInt8.random(in: 0...255, using: &rng) }
+            }
+            randomOffset = 0
+        }
+        var value: UInt32 = 0
+        for i in 0..<4 { value = value << 8 | UInt32(randomPool[randomOffset + i]) }
+        randomOffset += 4
+        return value
+    }
+
     /// Interval of the per-loop housekeeping tick that checks connection deadlines.
     let tickInterval: UInt64 = 250_000_000
     /// A name for diagnostics.
