@@ -151,7 +151,10 @@ class Connection: LoopHandler, @unchecked Sendable {
         }
         if events & EPOLLOUT.rawValue != 0 { flush() }
         if isClosed { return }
-        if events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 { readAvailable() }
+        // TLS: a read may have waited for writability (WANT_WRITE), so always retry it.
+        if tls != nil || events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+            readAvailable()
+        }
     }
 
     private func continueTLSHandshake() {
@@ -269,6 +272,8 @@ class Connection: LoopHandler, @unchecked Sendable {
         readPaused = false
         updateInterest()
         reprocessInbound()
+        // Decrypted bytes may be waiting inside OpenSSL, where epoll cannot see them.
+        if tls != nil && !isClosed { readAvailable() }
     }
 
     private func peerClosed() {

@@ -18,13 +18,18 @@ import Foundation
 /// var config = ServerConfiguration(host: "127.0.0.1", port: 8080)
 /// config.trustedProxies = [IPNetwork("10.0.0.0/8")!]
 /// let server = Server(configuration: config, router: router)
-/// server.webSocket(path: "/v1") { socket in            // on the loop thread, before any message
+/// server.webSocket(path: "/v1", accept: { request in nil /* or a refusal, e.g. 429 */ }) {
+///     socket, request in                       // on the loop thread, before any message
 ///     socket.onMessage { socket, message in socket.send(message) }      // echo
 ///     socket.onClose { socket, code, reason in }
 /// }
 /// try server.start()              // binds; `server.localAddresses` tells the chosen ports
 /// server.reloadCertificates()     // e.g. on SIGHUP: new TLS connections use the new files
 /// server.shutdown()               // stop accepting, close WebSockets with 1001, drain
+///
+/// // In the executable:
+/// let hup = SignalWatcher(signal: SIGHUP) { try? server.reloadCertificates() }
+/// let term = SignalWatcher(signal: SIGTERM) { server.shutdown(); exit(0) }
 /// ```
 /// A ``WebSocket`` is `Sendable`: `send(text:)`, `send(binary:)` and `close(code:reason:)` work
 /// from any thread (they enqueue and wake the loop). For `async` code, ``WebSocket/messages``
