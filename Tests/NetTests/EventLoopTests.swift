@@ -44,10 +44,11 @@ struct EventLoopTests {
         #expect(eventually { count.get() == 2000 })
         #expect(onLoop.get())
         let hopped = Mutex_Box<String?>(nil)
-        loop.runBlocking({ () -> String in
+        let work: @Sendable () throws -> String = {
             #expect(!loop.inLoop)
             return "from a worker"
-        }) { result in
+        }
+        loop.runBlocking(work) { result in
             #expect(loop.inLoop)
             hopped.set(try? result.get())
         }
@@ -130,13 +131,11 @@ struct EventLoopTests {
     @Test func upgradeCanBeRefused() throws {
         let server = try makeEchoServer()
         defer { server.shutdown() }
-        server.webSocket(
-            path: "/guarded",
-            accept: { request in
-                request.headers["Authorization"] == "yes"
-                    ? nil : .error(.forbidden, code: "forbidden", message: "no")
-            }
-        ) { socket, request in
+        let guardHook: @Sendable (HTTPRequest) -> HTTPResponse? = { request in
+            request.headers["Authorization"] == "yes"
+                ? nil : .error(.forbidden, code: "forbidden", message: "no")
+        }
+        server.webSocket(path: "/guarded", accept: guardHook) { socket, request in
             socket.send(text: "welcome \(request.clientAddress?.description ?? "?")")
         }
         #expect(throws: NetError.self) {
