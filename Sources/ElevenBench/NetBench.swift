@@ -1,7 +1,461 @@
 import Foundation
+import Net
 
-/// `eleven-bench net`: not written yet.
+// `eleven-bench net`: WebSocket echo round trips per second and p99 latency at 1, 100 and 1,000
+// concurrent connections against our server and, as the reference measured in the same run with
+// the same client, a Python `websockets` echo server; then resident memory per idle open
+// WebSocket with 10,000 connections held. The load generator is this same executable in a child
+// process (`eleven-bench net --load …`), so the server's memory and CPU are its own.
+
+private let netUsage = """
+    usage: eleven-bench net [--quick] [--seconds S] [--idle N] [--loops N] [--python PATH]
+
+      --seconds S   duration of each echo run (default 1; three interleaved runs per level)
+      --idle N      idle WebSockets to hold for the memory measurement (default 10000)
+      --loops N     server event loops (default: one per core)
+      --python P    interpreter with `websockets` for the reference server
+                    (default $ELEVEN_TEST_PYTHON, else .venv-test/bin/python, else python3)
+      --quick       one 0.5 s run per level and 2,000 idle connections
+    """
+
 func runNetBench(_ arguments: [String]) -> Int32 {
-    FileHandle.standardError.write(Data("eleven-bench: this benchmark is not written yet\n".utf8))
-    return 1
+    if arguments.first == "--load" { return runLoadGenerator(Array(arguments.dropFirst())) }
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(netUsage)
+        return 0
+    }
+    var seconds = 1.0
+    var reps = 3
+    var idleCount = 10_000
+    var loops = ProcessInfo.processInfo.activeProcessorCount
+    var python: String?
+    var i = 0
+    while i < arguments.count {
+        let arg = arguments[i]
+        let value = i + 1 < arguments.count ? arguments[i + 1] : nil
+        switch arg {
+        case "--quick":
+            seconds = 0.5
+            reps = 1
+            idleCount = 2000
+        case "--seconds":
+            seconds = Double(value ?? "") ?? seconds
+            i += 1
+        case "--idle":
+            idleCount = Int(value ?? "") ?? idleCount
+            i += 1
+        case "--loops":
+            loops = Int(value ?? "") ?? loops
+            i += 1
+        case "--python":
+            python = value
+            i += 1
+        default:
+            FileHandle.standardError.write(
+                Data("eleven-bench net: unknown option \(arg)\n\n\(netUsage)\n".utf8))
+            return 2
+        }
+        i += 1
+    }
+    let interpreter = python ?? defaultPython()
+
+    var config = ServerConfiguration(host: "127.0.0.1", port: 0)
+    config.loopCount = loops
+    config.limits.maxConnections = 30_000
+    config.limits.maxConnectionsPerAddress = 30_000
+    config.limits.webSocket.pingInterval = .seconds(600)
+    let server = Server(configuration: config)
+    server.webSocket(path: "/echo") { socket, _ in
+        socket.onMessage { socket, message in socket.send(message) }
+    }
+    do {
+        try server.start()
+    } catch {
+        FileHandle.standardError.write(Data("eleven-bench net: \(error)\n".utf8))
+        return 1
+    }
+    defer { server.shutdown(timeout: .seconds(2)) }
+    let ours = "ws://127.0.0.1:\(server.port)/echo"
+    print("eleven-bench net: server loops=\(loops), load generator = this binary in a child process")
+
+    // (b) first, while the heap is fresh: resident memory per idle WebSocket.
+    let before = residentBytes()
+    guard let idle = runChild(["--load", "--idle", ours, String(idleCount)], waitFor: "READY") else {
+        print("idle: load generator failed")
+        return 1
+    }
+    usleep(300_000)
+    let held = server.connectionCount
+    let after = residentBytes()
+    idle.finish()
+    let perConnection = Double(after - before) / Double(max(1, held))
+    print(
+        String(
+            format:
+                "idle: %d WebSockets held, server RSS %.1f MiB -> %.1f MiB, %.0f bytes (%.2f KiB) per connection %@",
+            held, Double(before) / 1_048_576, Double(after) / 1_048_576, perConnection, perConnection / 1024,
+            perConnection <= 4096 ? "(target <= 4 KiB: met)" : "(target <= 4 KiB: MISSED)"))
+    _ = eventuallyTrue { server.connectionCount == 0 }
+
+    // (a) echo round trips, ours against the Python reference, same client.
+    let reference = startPythonEcho(interpreter)
+    if reference == nil {
+        print("reference: could not start the Python websockets server with \(interpreter)")
+    }
+    defer { reference?.process.terminate() }
+    print("echo: 32-byte text messages, closed loop (send, await echo, repeat); \(reps) interleaved runs of")
+    print("      \(seconds) s per server and level, median rate; CPU = server process CPU per round trip")
+    print("conns  server   round trips/s   p50 ms   p99 ms   CPU us/rt   client us/rt   errors")
+    var worst = Double.infinity
+    for conns in [1, 100, 1000] {
+        var mine: [EchoResult] = []
+        var theirs: [EchoResult] = []
+        for _ in 0..<reps {
+            if let r = measure(getpid(), { runEcho(url: ours, conns: conns, seconds: seconds) }) {
+                mine.append(r)
+            }
+            if let reference,
+                let r = measure(
+                    reference.process.processIdentifier,
+                    {
+                        runEcho(url: "ws://127.0.0.1:\(reference.port)/", conns: conns, seconds: seconds)
+                    })
+            {
+                theirs.append(r)
+            }
+        }
+        let m = summarize(mine)
+        let t = summarize(theirs)
+        printEcho(conns, "eleven", m)
+        if reference != nil { printEcho(conns, "python", t) }
+        if let m, let t, t.rate > 0 {
+            let ratio = m.rate / t.rate
+            worst = min(worst, ratio)
+            print(
+                String(
+                    format: "       ratio    %.1fx throughput %@, %.1fx less CPU per round trip", ratio,
+                    ratio >= 5 ? "(target >= 5x: met)" : "(target >= 5x: MISSED)",
+                    t.cpuPerRoundTrip / max(m.cpuPerRoundTrip, 1e-12)))
+        }
+    }
+    if worst.isFinite { print(String(format: "echo: worst ratio over the three levels %.1fx", worst)) }
+    return 0
+}
+
+private func printEcho(_ conns: Int, _ name: String, _ result: EchoResult?) {
+    guard let r = result else {
+        print(String(format: "%5d  %-7@  failed", conns, name))
+        return
+    }
+    print(
+        String(
+            format: "%5d  %-7@  %13.0f   %6.2f   %6.2f   %9.1f   %9.1f   %d", conns, name, r.rate,
+            r.p50 * 1000,
+            r.p99 * 1000, r.cpuPerRoundTrip * 1e6, r.clientCPUPerRoundTrip * 1e6, r.errors))
+}
+
+private func defaultPython() -> String {
+    if let p = ProcessInfo.processInfo.environment["ELEVEN_TEST_PYTHON"], !p.isEmpty { return p }
+    let venv = FileManager.default.currentDirectoryPath + "/.venv-test/bin/python"
+    if FileManager.default.isExecutableFile(atPath: venv) { return venv }
+    return "/usr/bin/python3"
+}
+
+private func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+private func eventuallyTrue(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return false
+}
+
+/// A child process with a line-oriented stdout.
+private final class Child {
+    let process: Process
+    let input: Pipe
+    let output: FileHandle
+    var port: UInt16 = 0
+    private var buffer = Data()
+
+    init(process: Process, input: Pipe, output: FileHandle) {
+        self.process = process
+        self.input = input
+        self.output = output
+    }
+
+    /// Reads lines until one starts with `prefix`; nil at EOF.
+    func line(startingWith prefix: String) -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...newline)
+                if line.hasPrefix(prefix) { return line }
+                continue
+            }
+            let chunk = output.availableData
+            if chunk.isEmpty { return nil }
+            buffer.append(chunk)
+        }
+    }
+
+    /// Closes its stdin (it exits) and waits.
+    func finish() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
+private func spawn(_ executable: String, _ arguments: [String]) -> Child? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = FileHandle.standardError
+    do { try process.run() } catch { return nil }
+    return Child(process: process, input: input, output: output.fileHandleForReading)
+}
+
+private func runChild(_ arguments: [String], waitFor prefix: String) -> Child? {
+    guard let child = spawn(CommandLine.arguments[0], ["net"] + arguments) else { return nil }
+    guard child.line(startingWith: prefix) != nil else {
+        child.finish()
+        return nil
+    }
+    return child
+}
+
+private func startPythonEcho(_ python: String) -> Child? {
+    let script = """
+        import asyncio, sys
+        from websockets.asyncio.server import serve
+        async def echo(ws):
+            async for message in ws:
+                await ws.send(message)
+        async def main():
+            async with serve(echo, "127.0.0.1", 0, ping_interval=None, compression=None, backlog=4096) as server:
+                port = server.sockets[0].getsockname()[1]
+                print(f"PORT {port}", flush=True)
+                await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        asyncio.run(main())
+        """
+    guard let child = spawn(python, ["-c", script]), let line = child.line(startingWith: "PORT ") else {
+        return nil
+    }
+    child.port = UInt16(line.dropFirst(5)) ?? 0
+    return child.port == 0 ? nil : child
+}
+
+private struct EchoResult {
+    var rate: Double
+    var p50: Double
+    var p99: Double
+    var errors: Int
+    var count: Double
+    var cpuSeconds: Double = 0
+    var clientCPUSeconds: Double = 0
+    var cpuPerRoundTrip: Double { count > 0 ? cpuSeconds / count : 0 }
+    var clientCPUPerRoundTrip: Double { count > 0 ? clientCPUSeconds / count : 0 }
+}
+
+/// CPU seconds (user + system) a process has used so far.
+private func cpuSeconds(_ pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // After the command name: state is field 3, utime 14, stime 15 (1-based) -> indices 11, 12.
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+private func measure(_ pid: Int32, _ body: () -> EchoResult?) -> EchoResult? {
+    let before = cpuSeconds(pid)
+    guard var result = body() else { return nil }
+    result.cpuSeconds = cpuSeconds(pid) - before
+    return result
+}
+
+/// Median rate and latencies over the runs; CPU per round trip over all of them.
+private func summarize(_ runs: [EchoResult]) -> EchoResult? {
+    guard !runs.isEmpty else { return nil }
+    let byRate = runs.sorted { $0.rate < $1.rate }
+    var median = byRate[byRate.count / 2]
+    median.count = runs.reduce(0) { $0 + $1.count }
+    median.cpuSeconds = runs.reduce(0) { $0 + $1.cpuSeconds }
+    median.clientCPUSeconds = runs.reduce(0) { $0 + $1.clientCPUSeconds }
+    median.errors = runs.reduce(0) { $0 + $1.errors }
+    return median
+}
+
+private func runEcho(url: String, conns: Int, seconds: Double) -> EchoResult? {
+    guard let child = runChild(["--load", "--echo", url, String(conns), String(seconds)], waitFor: "RESULT")
+    else {
+        return nil
+    }
+    defer { child.finish() }
+    return lastResult(child)
+}
+
+private func lastResult(_ child: Child) -> EchoResult? {
+    // The RESULT line was consumed by runChild; the values follow on the next line.
+    guard let line = child.line(startingWith: "count=") else { return nil }
+    var values: [String: Double] = [:]
+    for field in line.split(separator: " ") {
+        let kv = field.split(separator: "=")
+        if kv.count == 2 { values[String(kv[0])] = Double(kv[1]) }
+    }
+    return EchoResult(
+        rate: values["rate"] ?? 0, p50: values["p50"] ?? 0, p99: values["p99"] ?? 0,
+        errors: Int(values["errors"] ?? 0), count: values["count"] ?? 0,
+        clientCPUSeconds: values["clientcpu"] ?? 0)
+}
+
+// MARK: Load generator (child process)
+
+/// Loop-confined bookkeeping of the load generator.
+private final class LoadState: @unchecked Sendable {
+    var sockets: [WebSocket] = []
+    var failed = 0
+    var started = 0
+    var latencies: [UInt64] = []
+    var finished = 0
+    var deadline: DispatchTime = .distantFuture
+    var stopped = false
+    let done = DispatchSemaphore(value: 0)
+}
+
+/// When one connection's message went out (loop-confined).
+private final class Slot: @unchecked Sendable {
+    var sentAt: UInt64 = 0
+}
+
+/// Writes a line to stdout unbuffered (the parent reads it through a pipe).
+private func emit(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+private func runLoadGenerator(_ arguments: [String]) -> Int32 {
+    guard arguments.count >= 3, let count = Int(arguments[2]) else { return 2 }
+    let mode = arguments[0]
+    let url = arguments[1]
+    // Two client loops (one per core here); connection i lives on loop i % 2.
+    let loopCount = min(2, max(1, count))
+    let loops = (0..<loopCount).map { EventLoop(name: "load-\($0)") }
+    let states = (0..<loopCount).map { _ in LoadState() }
+    let perLoop = (0..<loopCount).map { count / loopCount + ($0 < count % loopCount ? 1 : 0) }
+    let opened = DispatchSemaphore(value: 0)
+    let inFlightLimit = 128
+
+    // Open the connections, at most `inFlightLimit` handshakes at a time per loop.
+    for (index, loop) in loops.enumerated() {
+        let state = states[index]
+        let target = perLoop[index]
+        @Sendable func openNext() {
+            guard state.started < target else { return }
+            state.started += 1
+            var options = WebSocketOptions()
+            options.pingInterval = .seconds(600)
+            WebSocketClient.connect(url: url, options: options, timeout: .seconds(30), loop: loop) { result in
+                switch result {
+                case .success(let socket): state.sockets.append(socket)
+                case .failure: state.failed += 1
+                }
+                if state.sockets.count + state.failed == target { opened.signal() } else { openNext() }
+            }
+        }
+        loop.execute {
+            if target == 0 { opened.signal() }
+            for _ in 0..<min(inFlightLimit, target) { openNext() }
+        }
+    }
+    for _ in loops { opened.wait() }
+    let openCount = states.reduce(0) { $0 + $1.sockets.count }
+    let failedCount = states.reduce(0) { $0 + $1.failed }
+
+    if mode == "--idle" {
+        emit("READY \(openCount) failed=\(failedCount)")
+        _ = FileHandle.standardInput.readDataToEndOfFile()
+        return 0
+    }
+
+    let seconds = arguments.count > 3 ? Double(arguments[3]) ?? 2 : 2
+    let payload = String(repeating: "x", count: 32)
+    let start = DispatchTime.now()
+    let deadline = start + seconds
+    for (index, loop) in loops.enumerated() {
+        let state = states[index]
+        loop.execute {
+            state.latencies.reserveCapacity(1 << 20)
+            state.deadline = deadline
+            for socket in state.sockets {
+                let slot = Slot()
+                slot.sentAt = DispatchTime.now().uptimeNanoseconds
+                socket.onMessage { socket, _ in
+                    let now = DispatchTime.now()
+                    state.latencies.append(now.uptimeNanoseconds - slot.sentAt)
+                    if now < state.deadline {
+                        slot.sentAt = now.uptimeNanoseconds
+                        socket.send(text: payload)
+                    } else {
+                        state.finished += 1
+                        if state.finished == state.sockets.count { state.done.signal() }
+                    }
+                }
+                socket.onClose { _, _, _ in
+                    if state.stopped { return }
+                    state.failed += 1
+                    state.finished += 1
+                    if state.finished == state.sockets.count { state.done.signal() }
+                }
+                socket.send(text: payload)
+            }
+            if state.sockets.isEmpty { state.done.signal() }
+        }
+    }
+    for state in states { _ = state.done.wait(timeout: .now() + seconds + 30) }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    var all: [UInt64] = []
+    var failed = 0
+    for (index, loop) in loops.enumerated() {
+        let collected = DispatchSemaphore(value: 0)
+        let state = states[index]
+        let box = LatencyBox()
+        loop.execute {
+            box.values = state.latencies
+            box.failed = state.failed
+            state.stopped = true
+            for socket in state.sockets { socket.close() }
+            collected.signal()
+        }
+        collected.wait()
+        all += box.values
+        failed += box.failed
+    }
+    all.sort()
+    func quantile(_ q: Double) -> Double {
+        all.isEmpty ? 0 : Double(all[min(all.count - 1, Int(Double(all.count) * q))]) / 1e9
+    }
+    emit("RESULT")
+    emit(
+        "count=\(all.count) clientcpu=\(cpuSeconds(getpid())) rate=\(Double(all.count) / elapsed) "
+            + "p50=\(quantile(0.5)) p99=\(quantile(0.99)) errors=\(failed)")
+    usleep(100_000)
+    return 0
+}
+
+/// Hands latencies from a loop to the main thread (after a semaphore).
+private final class LatencyBox: @unchecked Sendable {
+    var values: [UInt64] = []
+    var failed = 0
 }

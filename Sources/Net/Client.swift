@@ -1,0 +1,443 @@
+import Foundation
+import Synchronization
+
+/// A parsed `http`, `https`, `ws` or `wss` URL. The fragment is dropped: it never goes on the wire.
+public struct NetURL: Sendable, Equatable, CustomStringConvertible {
+    public let scheme: String
+    public let host: String
+    public let port: UInt16
+    /// Path and query as sent in the request line.
+    public let target: String
+
+    /// Whether the scheme uses TLS.
+    public var isSecure: Bool { scheme == "https" || scheme == "wss" }
+
+    public init(_ text: String) throws(NetError) {
+        guard let schemeEnd = text.range(of: "://") else {
+            throw NetError(.invalidURL, "URL \(text) has no scheme")
+        }
+        let scheme = text[..<schemeEnd.lowerBound].lowercased()
+        let defaultPort: UInt16
+        switch scheme {
+        case "http", "ws": defaultPort = 80
+        case "https", "wss": defaultPort = 443
+        default: throw NetError(.invalidURL, "Unsupported URL scheme \(scheme)")
+        }
+        var rest = text[schemeEnd.upperBound...]
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var target = String(rest[authorityEnd...])
+        if target.isEmpty { target = "/" } else if target.hasPrefix("?") { target = "/" + target }
+        guard !authority.contains("@") else {
+            throw NetError(.invalidURL, "User info in URLs is not supported")
+        }
+        var host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else {
+                throw NetError(.invalidURL, "Malformed IPv6 host")
+            }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
+                throw NetError(.invalidURL, "Malformed authority \(authority)")
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        } else {
+            host = authority
+        }
+        guard !host.isEmpty else { throw NetError(.invalidURL, "URL \(text) has no host") }
+        var port = defaultPort
+        if let portText {
+            guard let p = UInt16(portText), p > 0 else { throw NetError(.invalidURL, "Bad port in \(text)") }
+            port = p
+        }
+        guard target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw NetError(.invalidURL, "URL path must be percent-encoded ASCII")
+        }
+        self.scheme = scheme
+        self.host = String(host)
+        self.port = port
+        self.target = target
+    }
+
+    /// The `Host` header value.
+    var hostHeader: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return port == (isSecure ? 443 : 80) ? h : "\(h):\(port)"
+    }
+
+    public var description: String { "\(scheme)://\(hostHeader)\(target)" }
+}
+
+/// Client TLS contexts are costly to build (the CA store); share one per configuration.
+private let clientContexts = Mutex<[String: TLSContext]>([:])
+
+private func clientContext(_ config: TLSClientConfiguration) throws(NetError) -> TLSContext {
+    let key = "\(config.caFile ?? "<system>")|\(config.verifyPeer)"
+    if let cached = clientContexts.withLock({ $0[key] }) { return cached }
+    let context = try TLSContext.client(config)
+    clientContexts.withLock { $0[key] = context }
+    return context
+}
+
+/// A client-side connection: one HTTP request/response, or a WebSocket handshake.
+final class ClientConnection: Connection, @unchecked Sendable {
+    enum Purpose {
+        case http(
+            request: [UInt8], headOnly: Bool, limits: HTTPParserLimits,
+            (Result<HTTPResponse, NetError>) -> Void)
+        case webSocket(
+            request: [UInt8], key: String, url: NetURL, options: WebSocketOptions,
+            (Result<WebSocket, NetError>) -> Void)
+    }
+
+    private var purpose: Purpose?
+    private var timer: LoopTimer?
+    let remote: SocketAddress
+
+    init(
+        fd: Int32, loop: EventLoop, tls: TLSStream?, remote: SocketAddress, purpose: Purpose,
+        timeout: Duration
+    ) {
+        self.purpose = purpose
+        self.remote = remote
+        super.init(fd: fd, loop: loop, tls: tls, maxOutboundBytes: 64 << 20)
+        timer = loop.scheduleInLoop(after: timeout.nanoseconds) { [self] in
+            if self.purpose != nil {
+                abort(NetError(.timedOut, "No answer from \(remote) within \(timeout)"))
+            }
+        }
+        loop.addTick(self) { [self] in tick(now: monotonicNanos()) }
+    }
+
+    private func complete(_ failure: NetError) {
+        guard let p = purpose else { return }
+        purpose = nil
+        timer?.cancel()
+        switch p {
+        case .http(_, _, _, let done): done(.failure(failure))
+        case .webSocket(_, _, _, _, let done): done(.failure(failure))
+        }
+    }
+
+    override func transportReady() {
+        switch purpose {
+        case .http(let request, _, _, _): write(request)
+        case .webSocket(let request, _, _, _, _): write(request)
+        case nil: break
+        }
+    }
+
+    override func didClose(error: NetError?) {
+        loop.removeTick(self)
+        complete(error ?? NetError(.connectionClosed, "Connection closed"))
+    }
+
+    override func inputEnded(buffered: UnsafeRawBufferPointer) {
+        guard case .http(_, let headOnly, let limits, let done) = purpose else { return }
+        do throws(HTTPParseError) {
+            if let (response, _) = try HTTPResponseParser.parse(
+                buffered, limits: limits, atEOF: true, headOnly: headOnly)
+            {
+                purpose = nil
+                timer?.cancel()
+                done(.success(response))
+                closeAfterFlush()
+            }
+        } catch {
+            complete(NetError(.protocolError, "Malformed HTTP response: \(error.message)"))
+            abort(NetError(.protocolError, error.message))
+        }
+    }
+
+    override func processBytes(_ bytes: UnsafeRawBufferPointer) -> Int {
+        switch purpose {
+        case nil:
+            return bytes.count
+        case .http(_, let headOnly, let limits, let done):
+            do throws(HTTPParseError) {
+                guard
+                    let (response, used) = try HTTPResponseParser.parse(
+                        bytes, limits: limits, headOnly: headOnly)
+                else { return 0 }
+                purpose = nil
+                timer?.cancel()
+                done(.success(response))
+                closeAfterFlush()
+                return used
+            } catch {
+                complete(NetError(.protocolError, "Malformed HTTP response: \(error.message)"))
+                abort(NetError(.protocolError, error.message))
+                return bytes.count
+            }
+        case .webSocket(_, let key, let url, let options, let done):
+            let parsed: (response: HTTPResponse, consumed: Int)?
+            do throws(HTTPParseError) {
+                parsed = try HTTPResponseParser.parse(bytes, headOnly: true)
+            } catch {
+                complete(NetError(.handshakeFailed, "Malformed handshake response: \(error.message)"))
+                abort(NetError(.handshakeFailed, error.message))
+                return bytes.count
+            }
+            guard let (response, used) = parsed else { return 0 }
+            let headers = response.headers
+            guard response.status.code == 101 else {
+                complete(
+                    NetError(.handshakeFailed, "Server refused the WebSocket upgrade: \(response.status)"))
+                abort(NetError(.handshakeFailed, "refused"))
+                return bytes.count
+            }
+            guard headers.containsToken("Upgrade", "websocket"),
+                headers.containsToken("Connection", "upgrade"),
+                headers["Sec-WebSocket-Accept"] == WebSocketHandshake.acceptValue(forKey: key),
+                headers["Sec-WebSocket-Extensions"] == nil, headers["Sec-WebSocket-Protocol"] == nil
+            else {
+                complete(NetError(.handshakeFailed, "Invalid WebSocket handshake response"))
+                abort(NetError(.handshakeFailed, "invalid handshake"))
+                return bytes.count
+            }
+            purpose = nil
+            timer?.cancel()
+            let socket = WebSocket(
+                loop: loop, path: url.target, remoteAddress: remote, clientAddress: remote.ip)
+            socket.connection = self
+            becomeWebSocket(role: .client, socket: socket, options: options)
+            done(.success(socket))
+            return used
+        }
+    }
+}
+
+/// Opens a client connection to `url`, trying each resolved address in turn.
+private func openClient(
+    url: NetURL, tls: TLSClientConfiguration, timeout: Duration, loop: EventLoop,
+    makePurpose: @escaping @Sendable (@escaping @Sendable (NetError) -> Void) -> ClientConnection.Purpose,
+    fail: @escaping @Sendable (NetError) -> Void
+) {
+    let context: TLSContext?
+    do throws(NetError) {
+        context = url.isSecure ? try clientContext(tls) : nil
+    } catch {
+        fail(error)
+        return
+    }
+    let host = url.host
+    let port = url.port
+    @Sendable func attempt(_ addresses: [SocketAddress], _ index: Int) {
+        guard index < addresses.count else { return }
+        let address = addresses[index]
+        let isLast = index == addresses.count - 1
+        let onFailure: @Sendable (NetError) -> Void = { error in
+            if error.code == .connectFailed && !isLast { attempt(addresses, index + 1) } else { fail(error) }
+        }
+        let fd: Int32
+        do throws(NetError) {
+            fd = try Sockets.startConnect(to: address)
+        } catch {
+            onFailure(error)
+            return
+        }
+        var stream: TLSStream?
+        if let context {
+            do throws(NetError) {
+                stream = try TLSStream(context: context, fd: fd, hostName: host)
+            } catch {
+                Glibc.close(fd)
+                fail(error)
+                return
+            }
+        }
+        let purpose = makePurpose(onFailure)
+        let connection = ClientConnection(
+            fd: fd, loop: loop, tls: stream, remote: address, purpose: purpose, timeout: timeout)
+        _ = connection.startConnecting()
+    }
+    if let numeric = SocketAddress(numericHost: host, port: port) {
+        loop.execute { attempt([numeric], 0) }
+    } else {
+        let resolve: @Sendable () throws -> [SocketAddress] = {
+            try SocketAddress.resolve(host: host, port: port)
+        }
+        let resolved: @Sendable (Result<[SocketAddress], any Error>) -> Void = { result in
+            switch result {
+            case .success(let addresses): attempt(addresses, 0)
+            case .failure(let error): fail(error as? NetError ?? NetError(.resolveFailed, "\(error)"))
+            }
+        }
+        loop.runBlocking(resolve, then: resolved)
+    }
+}
+
+/// Blocks the calling thread on a callback-style operation.
+private func waitFor<T: Sendable>(_ start: (@escaping @Sendable (Result<T, NetError>) -> Void) -> Void)
+    throws(NetError)
+    -> T
+{
+    let box = Mutex<Result<T, NetError>?>(nil)
+    let semaphore = DispatchSemaphore(value: 0)
+    start { result in
+        box.withLock { $0 = result }
+        semaphore.signal()
+    }
+    semaphore.wait()
+    return try box.withLock { $0! }.get()
+}
+
+/// A minimal HTTP/1.1 client: one connection per request (`Connection: close`).
+public enum HTTPClient {
+    /// Sends a request; `completion` runs on the client loop.
+    public static func request(
+        _ method: HTTPMethod, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(30),
+        limits: HTTPParserLimits = HTTPParserLimits(), loop: EventLoop = EventLoopGroup.clients.nextLoop(),
+        completion: @escaping @Sendable (Result<HTTPResponse, NetError>) -> Void
+    ) {
+        let parsed: NetURL
+        do throws(NetError) {
+            parsed = try NetURL(url)
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        guard parsed.scheme == "http" || parsed.scheme == "https" else {
+            completion(.failure(NetError(.invalidURL, "HTTP needs an http:// or https:// URL")))
+            return
+        }
+        var head = "\(method.rawValue) \(parsed.target) HTTP/1.1\r\nHost: \(parsed.hostHeader)\r\n"
+        var fields = headers
+        if fields["Connection"] == nil { fields.set("Connection", "close") }
+        if !body.isEmpty || method == .post || method == .put || method == .patch {
+            fields.set("Content-Length", String(body.count))
+        }
+        for (name, value) in fields { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        let bytes = Array(head.utf8) + body
+        let once = Atomic<Bool>(false)
+        let finish: @Sendable (Result<HTTPResponse, NetError>) -> Void = { result in
+            if !once.exchange(true, ordering: .acquiringAndReleasing) { completion(result) }
+        }
+        openClient(
+            url: parsed, tls: tls, timeout: timeout, loop: loop,
+            makePurpose: { onFailure in
+                .http(request: bytes, headOnly: method == .head, limits: limits) { result in
+                    switch result {
+                    case .success: finish(result)
+                    case .failure(let error): onFailure(error)
+                    }
+                }
+            }, fail: { finish(.failure($0)) })
+    }
+
+    /// Sends a request and waits for the response (blocking; not on a loop thread).
+    public static func send(
+        _ method: HTTPMethod, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(30)
+    ) throws(NetError) -> HTTPResponse {
+        try waitFor { done in
+            request(
+                method, url: url, headers: headers, body: body, tls: tls, timeout: timeout, completion: done)
+        }
+    }
+
+    /// Sends a request and awaits the response.
+    public static func request(
+        _ method: HTTPMethod, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(30)
+    ) async throws -> HTTPResponse {
+        try await withCheckedThrowingContinuation { continuation in
+            request(method, url: url, headers: headers, body: body, tls: tls, timeout: timeout) { result in
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    /// Sends a JSON body (`Content-Type: application/json`) and waits (blocking).
+    public static func send<T: Encodable>(
+        _ method: HTTPMethod, url: String, json: T, headers: HTTPHeaders = HTTPHeaders(),
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(30)
+    ) throws(NetError) -> HTTPResponse {
+        var fields = headers
+        fields.set("Content-Type", "application/json")
+        let body: [UInt8]
+        do {
+            body = Array(try JSONEncoder().encode(json))
+        } catch {
+            throw NetError(.invalidState, "Cannot encode JSON: \(error)")
+        }
+        return try send(method, url: url, headers: fields, body: body, tls: tls, timeout: timeout)
+    }
+}
+
+/// WebSocket client (`ws://`, `wss://`). Reconnecting is the caller's business.
+public enum WebSocketClient {
+    /// Connects; `completion` runs on `loop` with the open socket, before any message is read
+    /// (set handlers there, or use the queue/stream/receive API later).
+    public static func connect(
+        url: String, headers: HTTPHeaders = HTTPHeaders(), options: WebSocketOptions = WebSocketOptions(),
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(10),
+        loop: EventLoop = EventLoopGroup.clients.nextLoop(),
+        completion: @escaping @Sendable (Result<WebSocket, NetError>) -> Void
+    ) {
+        let parsed: NetURL
+        do throws(NetError) {
+            parsed = try NetURL(url)
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        guard parsed.scheme == "ws" || parsed.scheme == "wss" else {
+            completion(.failure(NetError(.invalidURL, "WebSocket needs a ws:// or wss:// URL")))
+            return
+        }
+        let key = WebSocketHandshake.makeKey()
+        var head =
+            "GET \(parsed.target) HTTP/1.1\r\nHost: \(parsed.hostHeader)\r\nUpgrade: websocket\r\n"
+            + "Connection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        let request = Array(head.utf8)
+        let once = Atomic<Bool>(false)
+        let finish: @Sendable (Result<WebSocket, NetError>) -> Void = { result in
+            if !once.exchange(true, ordering: .acquiringAndReleasing) { completion(result) }
+        }
+        openClient(
+            url: parsed, tls: tls, timeout: timeout, loop: loop,
+            makePurpose: { onFailure in
+                .webSocket(request: request, key: key, url: parsed, options: options) { result in
+                    switch result {
+                    case .success: finish(result)
+                    case .failure(let error): onFailure(error)
+                    }
+                }
+            }, fail: { finish(.failure($0)) })
+    }
+
+    /// Connects and waits (blocking; not on a loop thread).
+    public static func connect(
+        url: String, headers: HTTPHeaders = HTTPHeaders(), options: WebSocketOptions = WebSocketOptions(),
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(10)
+    ) throws(NetError) -> WebSocket {
+        try waitFor { done in
+            connect(
+                url: url, headers: headers, options: options, tls: tls, timeout: timeout, completion: done)
+        }
+    }
+
+    /// Connects and awaits the open socket.
+    public static func open(
+        url: String, headers: HTTPHeaders = HTTPHeaders(), options: WebSocketOptions = WebSocketOptions(),
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(10)
+    ) async throws -> WebSocket {
+        try await withCheckedThrowingContinuation { continuation in
+            connect(url: url, headers: headers, options: options, tls: tls, timeout: timeout) { result in
+                continuation.resume(with: result)
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+import COpenSSL
+import Foundation
+
+/// A complete WebSocket message.
+public enum WebSocketMessage: Sendable, Equatable {
+    case text(String)
+    case binary([UInt8])
+}
+
+/// What a WebSocket reports to the application.
+public enum WebSocketEvent: Sendable, Equatable {
+    case message(WebSocketMessage)
+    /// The connection ended: the close code and reason from the peer's close frame (1005 when
+    /// it carried none, 1006 when the connection dropped without one).
+    case closed(WebSocketCloseCode, String)
+}
+
+/// The RFC 6455 receive-side rules as a pure state machine: frames in, actions out.
+/// Handles fragmentation, incremental UTF-8 validation, control frames and the close handshake.
+public struct WebSocketSession: Sendable {
+    public enum Role: Sendable { case server, client }
+    public enum State: Sendable, Equatable { case open, closeSent, closed }
+
+    /// What to do after a frame.
+    public enum Action: Sendable, Equatable {
+        /// Hand a whole message to the application.
+        case deliver(WebSocketMessage)
+        /// Send this control frame (pong, or the close reply).
+        case send(WebSocketOpcode, [UInt8])
+        /// The close handshake finished (peer's code and reason); close the TCP connection.
+        case finished(WebSocketCloseCode, String)
+    }
+
+    public let role: Role
+    public let maxMessageBytes: Int
+    public private(set) var state: State = .open
+    private var fragmentOpcode: WebSocketOpcode?
+    private var fragments: [UInt8] = []
+    private var validator = UTF8Validator()
+
+    public init(role: Role, maxMessageBytes: Int) {
+        self.role = role
+        self.maxMessageBytes = maxMessageBytes
+    }
+
+    /// Whether received frames must be masked.
+    public var expectsMaskedFrames: Bool { role == .server }
+
+    /// Takes one received frame. Throws the violation to fail the connection with.
+    public mutating func receive(_ frame: WebSocketFrame) throws(WebSocketProtocolError) -> [Action] {
+        if state == .closed { return [] }
+        switch frame.opcode {
+        case .ping:
+            return state == .open ? [.send(.pong, frame.payload)] : []
+        case .pong:
+            return []
+        case .close:
+            let (code, reason) = try Self.parseClose(frame.payload)
+            if state == .open {
+                state = .closed
+                let reply = WebSocketFrameCodec.closePayload(code: code == .noStatus ? nil : code, reason: "")
+                return [.send(.close, reply), .finished(code, reason)]
+            }
+            state = .closed
+            return [.finished(code, reason)]
+        case .text, .binary:
+            if fragmentOpcode != nil {
+                throw WebSocketProtocolError(
+                    .protocolError, "New data frame while a fragmented message is open")
+            }
+            if state != .open { return [] }
+            if frame.payload.count > maxMessageBytes {
+                throw WebSocketProtocolError(.messageTooBig, "Message larger than \(maxMessageBytes) bytes")
+            }
+            if frame.opcode == .text && !validator.feed(frame.payload) {
+                validator = UTF8Validator()
+                throw WebSocketProtocolError(.invalidPayload, "Text message is not valid UTF-8")
+            }
+            if frame.fin {
+                return [.deliver(try finish(frame.opcode, frame.payload))]
+            }
+            fragmentOpcode = frame.opcode
+            fragments = frame.payload
+            return []
+        case .continuation:
+            guard let opcode = fragmentOpcode else {
+                throw WebSocketProtocolError(
+                    .protocolError, "Continuation frame without a message to continue")
+            }
+            if fragments.count + frame.payload.count > maxMessageBytes {
+                throw WebSocketProtocolError(.messageTooBig, "Message larger than \(maxMessageBytes) bytes")
+            }
+            if opcode == .text && !validator.feed(frame.payload) {
+                throw WebSocketProtocolError(.invalidPayload, "Text message is not valid UTF-8")
+            }
+            fragments.append(contentsOf: frame.payload)
+            if !frame.fin { return [] }
+            let whole = fragments
+            fragments = []
+            fragmentOpcode = nil
+            if state != .open { return [] }
+            return [.deliver(try finish(opcode, whole))]
+        default:
+            throw WebSocketProtocolError(.protocolError, "Reserved opcode \(frame.opcode.rawValue)")
+        }
+    }
+
+    private mutating func finish(_ opcode: WebSocketOpcode, _ payload: [UInt8]) throws(WebSocketProtocolError)
+        -> WebSocketMessage
+    {
+        if opcode == .text {
+            let complete = validator.isComplete
+            validator = UTF8Validator()
+            guard complete else {
+                throw WebSocketProtocolError(.invalidPayload, "Text message ends inside a character")
+            }
+            return .text(String(decoding: payload, as: UTF8.self))
+        }
+        return .binary(payload)
+    }
+
+    /// Marks our close frame as sent; false if a close was already sent or received.
+    public mutating func startClosing() -> Bool {
+        guard state == .open else { return false }
+        state = .closeSent
+        return true
+    }
+
+    /// Marks the session dead (TCP gone or failed).
+    public mutating func markClosed() { state = .closed }
+
+    static func parseClose(_ payload: [UInt8]) throws(WebSocketProtocolError) -> (WebSocketCloseCode, String)
+    {
+        if payload.isEmpty { return (.noStatus, "") }
+        if payload.count == 1 {
+            throw WebSocketProtocolError(.protocolError, "Close frame with a 1-byte payload")
+        }
+        let code = WebSocketCloseCode(rawValue: UInt16(payload[0]) << 8 | UInt16(payload[1]))
+        guard code.isValidOnWire else {
+            throw WebSocketProtocolError(.protocolError, "Invalid close code \(code.rawValue)")
+        }
+        let reason = payload[2...]
+        guard UTF8Validator.isValid(reason) else {
+            throw WebSocketProtocolError(.invalidPayload, "Close reason is not valid UTF-8")
+        }
+        return (code, String(decoding: reason, as: UTF8.self))
+    }
+}
+
+/// The opening handshake (RFC 6455 §4).
+public enum WebSocketHandshake {
+    static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+    /// `Sec-WebSocket-Accept` for a key: base64(SHA-1(key + GUID)).
+    public static func acceptValue(forKey key: String) -> String {
+        let input = Array((key + guid).utf8)
+        var digest = [UInt8](repeating: 0, count: 20)
+        var length: UInt32 = 0
+        _ = EVP_Digest(input, input.count, &digest, &length, EVP_sha1(), nil)
+        return Data(digest).base64EncodedString()
+    }
+
+    /// The outcome of checking an upgrade request.
+    public enum Decision: Sendable {
+        /// Accept, answering with this `Sec-WebSocket-Accept` value.
+        case accept(String)
+        /// Refuse with this response.
+        case refuse(HTTPResponse)
+    }
+
+    /// Checks an upgrade request; returns the accept value or the response to refuse it with.
+    public static func validate(_ request: HTTPRequest) -> Decision {
+        func refuse(_ message: String, _ status: HTTPStatus = .badRequest) -> Decision {
+            .refuse(HTTPResponse.error(status, code: "bad_websocket_handshake", message: message))
+        }
+        guard request.method == .get else {
+            return refuse("WebSocket upgrade must use GET", .methodNotAllowed)
+        }
+        guard request.minorVersion == 1 else { return refuse("WebSocket upgrade needs HTTP/1.1") }
+        guard request.headers.containsToken("Upgrade", "websocket") else {
+            return refuse("Missing Upgrade: websocket", .upgradeRequired)
+        }
+        guard request.headers.containsToken("Connection", "upgrade") else {
+            return refuse("Missing Connection: Upgrade")
+        }
+        guard request.headers.values("Sec-WebSocket-Version") == ["13"] else {
+            var response = HTTPResponse.error(
+                .upgradeRequired, code: "bad_websocket_version",
+                message: "Only WebSocket version 13 is supported")
+            response.headers.add("Sec-WebSocket-Version", "13")
+            return .refuse(response)
+        }
+        let keys = request.headers.values("Sec-WebSocket-Key")
+        guard keys.count == 1, let decoded = Data(base64Encoded: keys[0]), decoded.count == 16 else {
+            return refuse("Sec-WebSocket-Key must be 16 bytes in base64")
+        }
+        return .accept(acceptValue(forKey: keys[0]))
+    }
+
+    /// The 101 response for an accepted upgrade (no subprotocol, no extension).
+    static func response(accept: String) -> [UInt8] {
+        Array(
+            ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Accept: \(accept)\r\n\r\n").utf8)
+    }
+
+    /// A fresh random client key.
+    static func makeKey() -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var rng = SystemRandomNumberGenerator()
+        for i in 0..<16 { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
+        return Data(bytes).base64EncodedString()
+    }
+}
