@@ -1,1 +1,15 @@
-print("eleven: nothing here yet")
+import CLISupport
+import Foundation
+
+// `eleven`: the command-line client. Each command family lives in its own file and contributes
+// its entries here; this file only wires them and maps errors to exit statuses.
+
+let program = CommandGroup(
+    program: "eleven",
+    summary: "Eleven: join spaces with a short code, read and send end-to-end encrypted messages.",
+    entries: demoCommands)
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+runProgram(name: "eleven", json: arguments.contains("--json")) {
+    try program.run(arguments)
+}
