@@ -117,9 +117,11 @@ public struct ProcessResult: Sendable {
 
 public enum TestSupportError: Error, CustomStringConvertible {
     case system(String, Int32)
+    case server(String)
     public var description: String {
         switch self {
         case .system(let call, let code): return "\(call) failed: \(String(cString: strerror(code)))"
+        case .server(let why): return why
         }
     }
 }
