@@ -103,11 +103,29 @@ public final class RendezvousConnection {
         try next(until: ContinuousClock.now + timeout)
     }
 
+    /// Processes the relay's messages until everything we sent is stored (echoed) by the relay.
+    /// Events that arrive meanwhile are kept for `next(timeout:)`.
+    public func waitUntilEchoed(timeout: Duration) throws(RelayConnectionError) {
+        _ = try next(until: ContinuousClock.now + timeout, stopWhen: { $0.machine.allEchoed })
+    }
+
     private func next(until deadline: ContinuousClock.Instant) throws(RelayConnectionError) -> RendezvousEvent
     {
+        // Without a stop condition, only an event ends the wait.
+        guard let event = try next(until: deadline, stopWhen: nil) else {
+            throw .timedOut("the other side did not answer in time")
+        }
+        return event
+    }
+
+    /// Waits for the next event, or (with `stopWhen`) until the condition holds, returning nil.
+    private func next(
+        until deadline: ContinuousClock.Instant, stopWhen: ((RendezvousConnection) -> Bool)?
+    ) throws(RelayConnectionError) -> RendezvousEvent? {
         var delay = backoff.first
         while true {
-            if !events.isEmpty { return events.removeFirst() }
+            if let stopWhen, stopWhen(self) { return nil }
+            if stopWhen == nil && !events.isEmpty { return events.removeFirst() }
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { throw .timedOut("the other side did not answer in time") }
             guard let socket else {

@@ -1,0 +1,112 @@
+import Foundation
+
+/// The application messages of a join after the code is confirmed (`docs/join-protocol.md`).
+/// Every message is a JSON object with `"v": 1` and a `"type"`; anything else fails clearly.
+public enum JoinMessage: Equatable, Sendable {
+    /// Joiner → attendant: who is asking. Public keys as the key model's text form.
+    case request(JoinRequest)
+    /// Attendant → joiner: progress while a person decides.
+    case status(JoinStatus)
+    /// Attendant → joiner: everything needed to open the space, as a JSON object's UTF-8 bytes
+    /// (its shape belongs to the space layer, not to this one).
+    case grant(object: [UInt8])
+    /// Attendant → joiner: a refusal with a reason code and human text.
+    case refusal(reason: String, message: String)
+
+    static let version = 1
+
+    var type: String {
+        switch self {
+        case .request: "request"
+        case .status: "status"
+        case .grant: "grant"
+        case .refusal: "refusal"
+        }
+    }
+
+    /// The UTF-8 JSON plaintext.
+    public func encoded() -> [UInt8] {
+        var object: [String: Any] = ["v": Self.version, "type": type]
+        switch self {
+        case .request(let r):
+            object["display_name"] = r.displayName
+            object["device_label"] = r.deviceLabel
+            object["public_keys"] = r.publicKeys
+        case .status(let s):
+            object["state"] = s.state
+            if let name = s.inviterName { object["inviter_name"] = name }
+        case .grant(let bytes):
+            object["grant"] = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
+        case .refusal(let reason, let message):
+            object["reason"] = reason
+            object["message"] = message
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return Array(data)
+    }
+
+    /// Parses a decrypted plaintext, expecting one of `allowed` types.
+    public init(decoding bytes: [UInt8], allowed: Set<String>) throws(JoinHandshakeError) {
+        guard let any = try? JSONSerialization.jsonObject(with: Data(bytes)),
+            let object = any as? [String: Any]
+        else { throw .badMessage("not a JSON object") }
+        guard let v = object["v"] as? Int else { throw .badMessage("no message version") }
+        guard v == Self.version else { throw .badMessage("message version \(v) is not supported") }
+        guard let type = object["type"] as? String, allowed.contains(type) else {
+            throw .badMessage("an unexpected message type")
+        }
+        func string(_ key: String, max: Int = 256) throws(JoinHandshakeError) -> String {
+            guard let s = object[key] as? String, s.utf8.count <= max else {
+                throw .badMessage("'\(key)' is missing or too long")
+            }
+            return s
+        }
+        switch type {
+        case "request":
+            self = .request(
+                JoinRequest(
+                    displayName: try string("display_name", max: 128),
+                    deviceLabel: try string("device_label", max: 128),
+                    publicKeys: try string("public_keys", max: 1024)))
+        case "status":
+            self = .status(
+                JoinStatus(state: try string("state"), inviterName: object["inviter_name"] as? String))
+        case "grant":
+            guard let fields = object["grant"] as? [String: Any],
+                let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+            else { throw .badMessage("'grant' is missing") }
+            self = .grant(object: Array(data))
+        default:
+            self = .refusal(reason: try string("reason"), message: try string("message", max: 1024))
+        }
+    }
+}
+
+/// Who asks to join.
+public struct JoinRequest: Equatable, Sendable {
+    public let displayName: String
+    public let deviceLabel: String
+    /// The joiner's public keys in the key model's one-line text form.
+    public let publicKeys: String
+
+    public init(displayName: String, deviceLabel: String, publicKeys: String) {
+        self.displayName = displayName
+        self.deviceLabel = deviceLabel
+        self.publicKeys = publicKeys
+    }
+}
+
+/// Progress the attendant reports while a person decides.
+public struct JoinStatus: Equatable, Sendable {
+    public let state: String
+    public let inviterName: String?
+
+    public init(state: String, inviterName: String?) {
+        self.state = state
+        self.inviterName = inviterName
+    }
+
+    public static func waitingForApproval(inviter: String?) -> JoinStatus {
+        JoinStatus(state: "waiting_for_approval", inviterName: inviter)
+    }
+}

@@ -1,0 +1,168 @@
+import PAKE
+
+/// Why a join run stopped, for the command line: a stable `code` and a sentence for people.
+public enum JoinRunError: Error, Equatable, Sendable, CustomStringConvertible {
+    case relay(RelayConnectionError)
+    case failed(JoinFailure)
+    case refused(reason: String, message: String)
+
+    public var code: String {
+        switch self {
+        case .relay(let e): e.code
+        case .failed(let f): f.code
+        case .refused(let reason, _): "refused_\(reason)"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .relay(let e): e.description
+        case .failed(let f): f.description
+        case .refused(_, let message): message
+        }
+    }
+}
+
+/// Progress a person can follow while joining.
+public enum JoinProgress: Equatable, Sendable {
+    case connecting
+    case codeAccepted(verifier: [UInt8])
+    case waitingForApproval(inviter: String?)
+    case reconnecting
+}
+
+/// What the attendant decided about a request.
+public enum JoinDecision: Sendable {
+    case approve(grant: [UInt8])
+    case refuse(reason: String, message: String)
+}
+
+/// Runs the join sessions over a real relay connection (blocking; for the CLI and the bot).
+public enum JoinRunner {
+    /// The joiner: claim the nameplate, prove the code, send the request, wait for the answer.
+    /// Returns the grant object.
+    public static func join(
+        relayURL: String, nameplate: Rendezvous.Nameplate, words: String, intent: JoinIntent = .join,
+        request: JoinRequest, timeout: Duration, progress: @escaping (JoinProgress) -> Void
+    ) throws(JoinRunError) -> [UInt8] {
+        var random = SystemRandom()
+        var generator = SystemRandomNumberGenerator()
+        let binding = JoinBinding(intent: intent, nameplate: nameplate)
+        let connection = RendezvousConnection(
+            url: relayURL,
+            machine: RendezvousMachine(
+                appID: binding.appID, side: .random(using: &generator), start: .claim(nameplate)))
+        connection.onReconnect = { _ in progress(.reconnecting) }
+        progress(.connecting)
+        var session = JoinerSession(words: words, binding: binding, request: request, using: &random)
+        do {
+            try connection.start()
+            var outputs = session.start
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                for output in outputs {
+                    switch output {
+                    case .send(let phase, let body):
+                        try connection.send(phase: phase, body: body)
+                    case .codeAccepted(let verifier):
+                        progress(.codeAccepted(verifier: verifier))
+                    case .status(let status):
+                        if status.state == "waiting_for_approval" {
+                            progress(.waitingForApproval(inviter: status.inviterName))
+                        }
+                    case .granted(let object):
+                        connection.close(mood: .happy)
+                        return object
+                    case .refused(let reason, let message):
+                        connection.close(mood: .happy)
+                        throw JoinRunError.refused(reason: reason, message: message)
+                    case .failed(let failure):
+                        connection.close(mood: failure.mood)
+                        throw JoinRunError.failed(failure)
+                    }
+                }
+                guard case .received(let phase, let body) = try connection.next(timeout: deadline - .now)
+                else {
+                    outputs = []
+                    continue
+                }
+                outputs = session.handle(phase: phase, body: body, using: &random)
+            }
+        } catch let error as JoinRunError {
+            throw error
+        } catch let error as RelayConnectionError {
+            connection.close(mood: .lonely, timeout: .seconds(1))
+            throw .relay(error)
+        } catch {
+            throw .relay(.rendezvous(.misuse("\(error)")))
+        }
+    }
+
+    /// The attendant: allocate a nameplate (`onNameplate` shows the code), wait for a joiner,
+    /// verify the code, ask `decide`, answer. Returns the request that was approved or refused.
+    public static func attend(
+        relayURL: String, words: String, intent: JoinIntent = .join, inviterName: String?,
+        announceWaiting: Bool, timeout: Duration, onNameplate: (Rendezvous.Nameplate) -> Void,
+        decide: (JoinRequest, [UInt8]) -> JoinDecision
+    ) throws(JoinRunError) -> JoinRequest {
+        var random = SystemRandom()
+        var generator = SystemRandomNumberGenerator()
+        let connection = RendezvousConnection(
+            url: relayURL,
+            machine: RendezvousMachine(
+                appID: intent.appID, side: .random(using: &generator), start: .allocate))
+        do {
+            try connection.start()
+            let deadline = ContinuousClock.now + timeout
+            var nameplate: Rendezvous.Nameplate?
+            while nameplate == nil {
+                if case .allocated(let n) = try connection.next(timeout: deadline - .now) { nameplate = n }
+            }
+            guard let nameplate else { throw JoinRunError.relay(.timedOut("no nameplate")) }
+            onNameplate(nameplate)
+            var session = AttendantSession(
+                words: words, binding: JoinBinding(intent: intent, nameplate: nameplate),
+                inviterName: inviterName, announceWaiting: announceWaiting, using: &random)
+            var outputs = session.start
+            while true {
+                for output in outputs {
+                    switch output {
+                    case .send(let phase, let body):
+                        try connection.send(phase: phase, body: body)
+                    case .burned(let failure):
+                        connection.close(mood: failure.mood)
+                        throw JoinRunError.failed(failure)
+                    case .requestReceived(let request, let verifier):
+                        let answer: [AttendantSession.Output]
+                        switch decide(request, verifier) {
+                        case .approve(let grant):
+                            answer = session.approve(grant: grant, using: &random)
+                        case .refuse(let reason, let message):
+                            answer = session.refuse(reason: reason, message: message, using: &random)
+                        }
+                        for case .send(let phase, let body) in answer {
+                            try connection.send(phase: phase, body: body)
+                        }
+                        // Wait until the relay stored the answer before closing.
+                        try connection.waitUntilEchoed(timeout: deadline - .now)
+                        connection.close(mood: .happy)
+                        return request
+                    }
+                }
+                guard case .received(let phase, let body) = try connection.next(timeout: deadline - .now)
+                else {
+                    outputs = []
+                    continue
+                }
+                outputs = session.handle(phase: phase, body: body, using: &random)
+            }
+        } catch let error as JoinRunError {
+            throw error
+        } catch let error as RelayConnectionError {
+            connection.close(mood: .lonely, timeout: .seconds(1))
+            throw .relay(error)
+        } catch {
+            throw .relay(.rendezvous(.misuse("\(error)")))
+        }
+    }
+}

@@ -1,0 +1,217 @@
+import PAKE
+
+/// Why a join ended without a membership.
+public enum JoinFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The code did not match (or someone guessed wrong). The code is burned.
+    case codeMismatch
+    /// The other side broke the protocol; the code is burned.
+    case protocolError(String)
+
+    public var code: String {
+        switch self {
+        case .codeMismatch: "code_mismatch"
+        case .protocolError: "protocol_error"
+        }
+    }
+
+    /// The mood to close the mailbox with.
+    public var mood: Rendezvous.Mood {
+        switch self {
+        case .codeMismatch: .scary
+        case .protocolError: .errory
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .codeMismatch: "That code didn't match. Codes work once: ask for a new one."
+        case .protocolError(let why): "The join failed: \(why)."
+        }
+    }
+
+    init(_ error: JoinHandshakeError) {
+        self = error == .codeMismatch ? .codeMismatch : .protocolError(error.description)
+    }
+}
+
+extension Rendezvous.Phase {
+    /// Unauthenticated notice from the attendant that the confirmation failed.
+    public static let abort = Rendezvous.Phase("abort")
+}
+
+/// The joiner's side of a join as a pure state machine: feed it the peer's mailbox messages,
+/// send what it returns. Ends with `.granted`, `.refused` or `.failed`.
+public struct JoinerSession: ~Copyable {
+    public enum Output: Equatable, Sendable {
+        case send(Rendezvous.Phase, [UInt8])
+        /// Both confirmations verified; `verifier` can be shown as words (`--verify`).
+        case codeAccepted(verifier: [UInt8])
+        case status(JoinStatus)
+        case granted(object: [UInt8])
+        case refused(reason: String, message: String)
+        case failed(JoinFailure)
+    }
+
+    private var handshake: JoinHandshake
+    private let request: JoinRequest
+    public private(set) var isFinished = false
+
+    public init(
+        words: String, binding: JoinBinding, request: JoinRequest,
+        using random: inout some RandomByteSource
+    ) {
+        handshake = JoinHandshake(role: .joiner, words: words, binding: binding, using: &random)
+        self.request = request
+    }
+
+    /// What to send as soon as the mailbox is open.
+    public var start: [Output] { [.send(.pake, handshake.firstMessage)] }
+
+    public mutating func handle(
+        phase: Rendezvous.Phase, body: [UInt8], using random: inout some RandomByteSource
+    ) -> [Output] {
+        guard !isFinished else { return [] }
+        guard let channel = handshake.channel else {
+            if phase == .abort { return finish(.failed(.codeMismatch)) }
+            guard phase == .pake || phase == .confirm else { return [] }
+            do {
+                var out = try handshake.receive(phase: phase, body: body).map { Output.send($0.0, $0.1) }
+                if let channel = handshake.channel {
+                    out.append(.codeAccepted(verifier: channel.verifier))
+                    let sealed = channel.seal(
+                        JoinMessage.request(request).encoded(), phase: .request, using: &random)
+                    out.append(.send(.request, sealed))
+                }
+                return out
+            } catch {
+                return finish(.failed(JoinFailure(error)))
+            }
+        }
+        let allowed: Set<String>
+        switch phase {
+        case .grant: allowed = ["grant"]
+        case .refusal: allowed = ["refusal"]
+        default:
+            guard phase.value.hasPrefix("status-") else { return [] }
+            allowed = ["status"]
+        }
+        do {
+            switch try JoinMessage(decoding: try channel.open(body, phase: phase), allowed: allowed) {
+            case .status(let status): return [.status(status)]
+            case .grant(let object): return finish(.granted(object: object))
+            case .refusal(let reason, let message): return finish(.refused(reason: reason, message: message))
+            case .request: return finish(.failed(.protocolError("an unexpected request")))
+            }
+        } catch {
+            return finish(.failed(JoinFailure(error)))
+        }
+    }
+
+    private mutating func finish(_ output: Output) -> [Output] {
+        isFinished = true
+        return [output]
+    }
+}
+
+/// The attendant's side (the inviter's client or the bot): verifies the joiner's code, then
+/// hands the request to whoever decides, and sends the grant or the refusal.
+public struct AttendantSession: ~Copyable {
+    public enum Output: Equatable, Sendable {
+        case send(Rendezvous.Phase, [UInt8])
+        /// The joiner proved the code: decide, then call `approve` or `refuse`.
+        case requestReceived(JoinRequest, verifier: [UInt8])
+        /// The code is burned (wrong code or a protocol violation); tell the inviter.
+        case burned(JoinFailure)
+    }
+
+    private var handshake: JoinHandshake
+    private let inviterName: String?
+    private let announceWaiting: Bool
+    private var statusCount = 0
+    public private(set) var pendingRequest: JoinRequest?
+    public private(set) var isFinished = false
+
+    /// `announceWaiting`: tell the joiner a person is deciding (human attendants; a bot answers
+    /// at once and need not).
+    public init(
+        words: String, binding: JoinBinding, inviterName: String?, announceWaiting: Bool,
+        using random: inout some RandomByteSource
+    ) {
+        handshake = JoinHandshake(role: .attendant, words: words, binding: binding, using: &random)
+        self.inviterName = inviterName
+        self.announceWaiting = announceWaiting
+    }
+
+    /// What to send as soon as the mailbox is open (before any joiner exists).
+    public var start: [Output] { [.send(.pake, handshake.firstMessage)] }
+
+    public mutating func handle(
+        phase: Rendezvous.Phase, body: [UInt8], using random: inout some RandomByteSource
+    ) -> [Output] {
+        guard !isFinished else { return [] }
+        guard let channel = handshake.channel else {
+            guard phase == .pake || phase == .confirm else {
+                return burn(.protocolError("'\(phase)' before the code was confirmed"))
+            }
+            do {
+                return try handshake.receive(phase: phase, body: body).map { Output.send($0.0, $0.1) }
+            } catch {
+                return burn(JoinFailure(error))
+            }
+        }
+        guard phase == .request, pendingRequest == nil else { return [] }
+        do {
+            guard
+                case .request(let request) = try JoinMessage(
+                    decoding: try channel.open(body, phase: .request), allowed: ["request"])
+            else { return burn(.protocolError("an unexpected message")) }
+            pendingRequest = request
+            var out: [Output] = []
+            if announceWaiting {
+                out.append(send(.status(.waitingForApproval(inviter: inviterName)), channel, &random))
+            }
+            out.append(.requestReceived(request, verifier: channel.verifier))
+            return out
+        } catch {
+            return burn(JoinFailure(error))
+        }
+    }
+
+    /// Lets the joiner in: `grant` is the JSON object the joiner needs to open the space.
+    public mutating func approve(grant: [UInt8], using random: inout some RandomByteSource) -> [Output] {
+        guard !isFinished, pendingRequest != nil, let channel = handshake.channel else { return [] }
+        isFinished = true
+        return [send(.grant(object: grant), channel, &random)]
+    }
+
+    /// Turns the joiner away with a reason code and a human message.
+    public mutating func refuse(reason: String, message: String, using random: inout some RandomByteSource)
+        -> [Output]
+    {
+        guard !isFinished, let channel = handshake.channel else { return [] }
+        isFinished = true
+        return [send(.refusal(reason: reason, message: message), channel, &random)]
+    }
+
+    private mutating func send(
+        _ message: JoinMessage, _ channel: JoinChannel, _ random: inout some RandomByteSource
+    )
+        -> Output
+    {
+        let phase: Rendezvous.Phase
+        switch message {
+        case .status:
+            phase = .status(statusCount)
+            statusCount += 1
+        case .grant: phase = .grant
+        case .refusal: phase = .refusal
+        case .request: phase = .request
+        }
+        return .send(phase, channel.seal(message.encoded(), phase: phase, using: &random))
+    }
+
+    private mutating func burn(_ failure: JoinFailure) -> [Output] {
+        isFinished = true
+        return [.send(.abort, [JoinHandshake.version]), .burned(failure)]
+    }
+}
