@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "PAKE", dependencies: ["CSodium", "COpenSSL"]),
         .target(name: "WordCodes", exclude: ["README.md"]),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["Net", "CSQLite"]),
+        .target(name: "Relay", dependencies: ["Net", "CSQLite", "COpenSSL"]),
 
         // Thin executables.
         .executableTarget(name: "ElevenCLI", dependencies: ["PAKE", "WordCodes"]),
