@@ -34,6 +34,10 @@ public enum JSONValue: Sendable, Equatable {
     }
 }
 
+extension JSONValue: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+}
+
 /// A JSON number, kept as its text so echoing it is exact.
 public struct JSONNumber: Sendable, Equatable, CustomStringConvertible {
     public let text: String
