@@ -89,12 +89,13 @@ struct CoreHarness {
         #expect(replies == [.ack(id: .null)])
     }
 
-    /// Claims `nameplate` on `c` and returns the mailbox id.
-    mutating func claim(_ c: UInt64, _ nameplate: String) -> MailboxID? {
+    /// Claims `nameplate` on `c` and returns the mailbox id (recording an issue on failure).
+    @discardableResult
+    mutating func claim(_ c: UInt64, _ nameplate: String) -> MailboxID {
         let replies = send(c, ["type": "claim", "nameplate": .string(nameplate)])
         guard replies.count == 2, case .claimed(let mailbox) = replies[1] else {
             Issue.record("claim failed: \(replies)")
-            return nil
+            return MailboxID("claim failed")
         }
         return mailbox
     }
