@@ -5,23 +5,11 @@ enum NameplateAllocator {
     static func allocate(
         taken: Set<Nameplate>, using random: inout some RandomNumberGenerator
     ) -> Nameplate? {
-        var low = 1
-        for _ in 1...3 {
-            let high = low * 10  // exclusive
-            let takenHere = taken.reduce(0) { count, name in
-                guard let n = Int(name.rawValue), String(n) == name.rawValue else { return count }
-                return (low..<high).contains(n) ? count + 1 : count
-            }
-            let free = (high - low) - takenHere
-            if free > 0 {
-                // Choose the k-th free number uniformly.
-                var k = Int.random(in: 0..<free, using: &random)
-                for n in low..<high where !taken.contains(Nameplate(number: n)) {
-                    if k == 0 { return Nameplate(number: n) }
-                    k -= 1
-                }
-            }
-            low = high
+        // Probing the (at most 999) short names costs the same however many names are taken.
+        for range in [1..<10, 10..<100, 100..<1000] {
+            var free: [Int] = []
+            for n in range where !taken.contains(Nameplate(number: n)) { free.append(n) }
+            if let n = free.randomElement(using: &random) { return Nameplate(number: n) }
         }
         for _ in 0..<1000 {
             let candidate = Nameplate(number: Int.random(in: 1000..<1_000_000, using: &random))
