@@ -59,7 +59,9 @@ final class SQLiteDatabase {
     func integer(_ sql: String) throws(RelayStorageError) -> Int64 {
         let st = try statement(sql)
         guard try st.step() else { return 0 }
-        return st.int64(0)
+        let value = st.int64(0)
+        st.reset()
+        return value
     }
 }
 
@@ -100,13 +102,20 @@ final class SQLiteStatement {
     func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(raw, index, value) }
     func bind(_ index: Int32, _ value: Bool) { sqlite3_bind_int(raw, index, value ? 1 : 0) }
 
-    /// Steps once: true when a row is available, false when done.
+    /// Steps once: true when a row is available, false when done. A finished or failed
+    /// statement is reset at once so it holds no lock (checkpoints need none outstanding).
     @discardableResult
     func step() throws(RelayStorageError) -> Bool {
         switch sqlite3_step(raw) {
-        case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
-        default: throw RelayStorageError(.write, database.errorMessage)
+        case SQLITE_ROW:
+            return true
+        case SQLITE_DONE:
+            sqlite3_reset(raw)
+            return false
+        default:
+            let message = database.errorMessage
+            sqlite3_reset(raw)
+            throw RelayStorageError(.write, message)
         }
     }
 
