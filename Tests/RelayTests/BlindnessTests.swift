@@ -29,7 +29,9 @@ struct BlindnessTests {
         let address = "203.0.113.77"
         // Ciphertext-like bodies (random bytes, hex), which the relay must store until closed.
         var random = SeededRandom(seed: 77)
-        let bodies = (0..<6).map { _ in Self.hex((0..<48).map { _ in UInt8.random(in: 0...255, using: &random) }) }
+        let bodies = (0..<6).map { _ in
+            Self.hex((0..<48).map { _ in UInt8.random(in: 0...255, using: &random) })
+        }
 
         let storage = try SQLiteRelayStorage(path: path)
         let sink = RecordingSink()
@@ -41,7 +43,8 @@ struct BlindnessTests {
         for (id, side) in [(a, "aaaa0000aa"), (b, "bbbb1111bb")] {
             relay.connectionOpened(id: id, remote: remote)
             relay.received(
-                text: #"{"type":"bind","appid":"elevenmessenger.com/join","side":"\#(side)","client_version":["python","\#(clientVersion)"]}"#,
+                text:
+                    #"{"type":"bind","appid":"elevenmessenger.com/join","side":"\#(side)","client_version":["python","\#(clientVersion)"]}"#,
                 from: id)
         }
         relay.received(text: #"{"type":"claim","nameplate":"42"}"#, from: a)
@@ -50,7 +53,8 @@ struct BlindnessTests {
         relay.received(text: #"{"type":"claim","nameplate":"42"}"#, from: b)
         for id in [a, b] { relay.received(text: #"{"type":"open","mailbox":"\#(mailbox)"}"#, from: id) }
         for (i, body) in bodies.enumerated() {
-            relay.received(text: #"{"type":"add","phase":"\#(i)","body":"\#(body)"}"#, from: i % 2 == 0 ? a : b)
+            relay.received(
+                text: #"{"type":"add","phase":"\#(i)","body":"\#(body)"}"#, from: i % 2 == 0 ? a : b)
         }
         storage.flush()
 

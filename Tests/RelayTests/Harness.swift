@@ -36,7 +36,10 @@ struct CoreHarness {
     var now: Double
     var last = RelayOutput()
 
-    init(config: RelayConfig = RelayConfig(), snapshot: RelaySnapshot = .empty, seed: UInt64 = 1, now: Double = startTime) {
+    init(
+        config: RelayConfig = RelayConfig(), snapshot: RelaySnapshot = .empty, seed: UInt64 = 1,
+        now: Double = startTime
+    ) {
         self.core = RelayCore(
             config: config, snapshot: snapshot, now: RelayInstant(secondsSince1970: now),
             random: SeededRandom(seed: seed))
@@ -57,7 +60,8 @@ struct CoreHarness {
     /// Opens connection `c` and returns what it was sent (the welcome).
     @discardableResult
     mutating func connect(_ c: UInt64, host: String = "192.0.2.1", port: Int = 40000) -> [ServerMessage] {
-        let out = handle(.connectionOpened(ConnectionID(c), address: ClientAddress(family: .ipv4, host: host, port: port)))
+        let out = handle(
+            .connectionOpened(ConnectionID(c), address: ClientAddress(family: .ipv4, host: host, port: port)))
         return Self.messages(out, to: c)
     }
 

@@ -62,7 +62,9 @@ struct JSONTests {
 
     @Test("nesting deeper than the limit is refused, not a stack overflow")
     func depth() throws {
-        let ok = String(repeating: "[", count: JSONParser.maximumDepth) + String(repeating: "]", count: JSONParser.maximumDepth)
+        let ok =
+            String(repeating: "[", count: JSONParser.maximumDepth)
+            + String(repeating: "]", count: JSONParser.maximumDepth)
         _ = try JSONParser.parse(ok)
         let deep = String(repeating: "[", count: 100_000)
         #expect(throws: JSONParseError.self) { try JSONParser.parse(deep) }

@@ -25,10 +25,11 @@ struct LimitsTests {
 
     @Test("a mailbox holds a bounded number of messages and bytes")
     func mailboxQuota() {
-        var h = CoreHarness(config: config {
-            $0.maximumMailboxMessages = 3
-            $0.maximumMailboxBytes = 10
-        })
+        var h = CoreHarness(
+            config: config {
+                $0.maximumMailboxMessages = 3
+                $0.maximumMailboxBytes = 10
+            })
         h.bound(1, side: "aaaa")
         h.send(1, ["type": "open", "mailbox": "m"])
         #expect(h.send(1, ["type": "add", "phase": "0", "body": "0000"]).last?.stored != nil)
@@ -46,7 +47,9 @@ struct LimitsTests {
         h.bound(1, side: "a1", host: "198.51.100.7")
         h.bound(2, side: "a2", host: "198.51.100.7")
         h.bound(3, side: "a3", host: "198.51.100.7")
-        #expect(h.send(1, #"{"type":"allocate"}"#).last.map { if case .allocated = $0 { true } else { false } } == true)
+        #expect(
+            h.send(1, #"{"type":"allocate"}"#).last.map { if case .allocated = $0 { true } else { false } }
+                == true)
         h.claim(2, "555")
         #expect(h.send(3, ["type": "claim", "nameplate": "556"]).last?.errorCode == .nameplateLimit)
         // Joining an existing nameplate is not creating one.
@@ -66,13 +69,20 @@ struct LimitsTests {
     func connectionRate() {
         var h = CoreHarness(config: config { $0.connectionRate = RateLimit(burst: 3, perSecond: 0.5) })
         for c in UInt64(1)...3 {
-            #expect(h.connect(c, host: "198.51.100.1") == [.welcome(Welcome(yourAddress: ClientAddress(family: .ipv4, host: "198.51.100.1", port: 40000)))])
+            #expect(
+                h.connect(c, host: "198.51.100.1") == [
+                    .welcome(
+                        Welcome(yourAddress: ClientAddress(family: .ipv4, host: "198.51.100.1", port: 40000)))
+                ])
         }
         let refused = h.connect(4, host: "198.51.100.1")
         #expect(refused == [.welcome(Welcome(error: RelayError.connectionRateLimited.message))])
         #expect(h.closes(4))
         #expect(h.send(4, #"{"type":"ping","ping":1}"#).isEmpty, "a refused connection is not served")
-        #expect(h.connect(5, host: "198.51.100.2").first.map { if case .welcome(let w) = $0 { w.error == nil } else { false } } == true)
+        #expect(
+            h.connect(5, host: "198.51.100.2").first.map {
+                if case .welcome(let w) = $0 { w.error == nil } else { false }
+            } == true)
         h.now += 2  // one token back
         #expect(!h.connect(6, host: "198.51.100.1").isEmpty)
         #expect(!h.closes(6))
@@ -84,16 +94,18 @@ struct LimitsTests {
 
     @Test("allocations and claims per address are rate limited")
     func commandRates() {
-        var h = CoreHarness(config: config {
-            $0.allocationRate = RateLimit(burst: 2, perSecond: 1)
-            $0.claimRate = RateLimit(burst: 2, perSecond: 1)
-        })
+        var h = CoreHarness(
+            config: config {
+                $0.allocationRate = RateLimit(burst: 2, perSecond: 1)
+                $0.claimRate = RateLimit(burst: 2, perSecond: 1)
+            })
         for c in UInt64(1)...3 { h.bound(c, side: "s\(c)") }
         #expect(h.send(1, #"{"type":"allocate"}"#).last?.errorCode == nil)
         #expect(h.send(2, #"{"type":"allocate"}"#).last?.errorCode == nil)
         #expect(h.send(3, #"{"type":"allocate"}"#).last?.errorCode == .allocationRateLimited)
         h.now += 1
-        #expect(h.send(3, #"{"type":"allocate"}"#).last?.errorCode == nil, "a refused allocate may be retried")
+        #expect(
+            h.send(3, #"{"type":"allocate"}"#).last?.errorCode == nil, "a refused allocate may be retried")
 
         for c in UInt64(11)...13 { h.bound(c, side: "t\(c)") }
         h.claim(11, "701")
@@ -105,11 +117,12 @@ struct LimitsTests {
 
     @Test("exempt addresses skip the per-address limits")
     func exempt() {
-        var h = CoreHarness(config: config {
-            $0.connectionRate = RateLimit(burst: 1, perSecond: 0)
-            $0.maximumNameplatesPerAddress = 0
-            $0.exemptAddresses = ["127.0.0.1"]
-        })
+        var h = CoreHarness(
+            config: config {
+                $0.connectionRate = RateLimit(burst: 1, perSecond: 0)
+                $0.maximumNameplatesPerAddress = 0
+                $0.exemptAddresses = ["127.0.0.1"]
+            })
         for c in UInt64(1)...5 {
             h.bound(c, side: "s\(c)", host: "127.0.0.1")
             h.claim(c, "\(c)")
@@ -121,7 +134,10 @@ struct LimitsTests {
         var h = CoreHarness(config: config { $0.maximumConnections = 2 })
         h.connect(1, host: "192.0.2.1")
         h.connect(2, host: "192.0.2.2")
-        #expect(h.connect(3, host: "192.0.2.3") == [.welcome(Welcome(error: RelayError.tooManyConnections.message))])
+        #expect(
+            h.connect(3, host: "192.0.2.3") == [
+                .welcome(Welcome(error: RelayError.tooManyConnections.message))
+            ])
         #expect(h.closes(3))
         h.disconnect(1)
         h.connect(4, host: "192.0.2.4")
@@ -182,7 +198,9 @@ struct ExpiryTests {
         #expect(h.tick(after: 600).writes.isEmpty)
         let out = h.tick(after: 61)
         #expect(out.writes.contains(.deleteMailbox(MailboxKey(app: AppID(testApp), id: mailbox))))
-        #expect(out.writes.contains(.deleteNameplate(NameplateKey(app: AppID(testApp), name: Nameplate(number: 9)))))
+        #expect(
+            out.writes.contains(
+                .deleteNameplate(NameplateKey(app: AppID(testApp), name: Nameplate(number: 9)))))
         #expect(h.core.state.nameplates.count == 1, "only the Eleven nameplate is left")
         #expect(h.core.state.mailboxes.count == 1)
         #expect(h.core.metrics.mailboxResults == ["pruney": 1])

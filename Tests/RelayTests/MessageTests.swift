@@ -17,14 +17,16 @@ struct MessageTests {
     func commands() throws {
         #expect(try command(#"{"type":"ping","ping":7}"#) == .ping(.success(.number(JSONNumber(7)))))
         #expect(
-            try command(#"{"type":"bind","appid":"a/b","side":"0123456789","client_version":["python","0.24.0"]}"#)
+            try command(
+                #"{"type":"bind","appid":"a/b","side":"0123456789","client_version":["python","0.24.0"]}"#)
                 == .bind(.success(BindRequest(appID: "a/b", side: "0123456789"))))
         #expect(try command(#"{"type":"list"}"#) == .list)
         #expect(try command(#"{"type":"allocate"}"#) == .allocate)
         #expect(try command(#"{"type":"claim","nameplate":"7"}"#) == .claim(.success("7")))
         #expect(try command(#"{"type":"release"}"#) == .release(.success(nil)))
         #expect(try command(#"{"type":"release","nameplate":"7"}"#) == .release(.success("7")))
-        #expect(try command(#"{"type":"open","mailbox":"mkdckphwuanem"}"#) == .open(.success("mkdckphwuanem")))
+        #expect(
+            try command(#"{"type":"open","mailbox":"mkdckphwuanem"}"#) == .open(.success("mkdckphwuanem")))
         #expect(
             try command(#"{"type":"add","phase":"pake","body":"7b7d"}"#)
                 == .add(.success(AddRequest(phase: "pake", body: "7b7d"))))
@@ -62,7 +64,8 @@ struct MessageTests {
         for (text, expected) in cases {
             let message: String?
             switch try command(text) {
-            case .ping(.failure(let e)), .bind(.failure(let e)), .claim(.failure(let e)), .open(.failure(let e)),
+            case .ping(.failure(let e)), .bind(.failure(let e)), .claim(.failure(let e)),
+                .open(.failure(let e)),
                 .add(.failure(let e)):
                 message = e.message
             default: message = nil
@@ -83,7 +86,8 @@ struct MessageTests {
     func wrongTypes(_ text: String) throws {
         let error: RelayError?
         switch try command(text) {
-        case .bind(.failure(let e)), .claim(.failure(let e)), .release(.failure(let e)), .open(.failure(let e)),
+        case .bind(.failure(let e)), .claim(.failure(let e)), .release(.failure(let e)),
+            .open(.failure(let e)),
             .add(.failure(let e)), .close(.failure(let e)):
             error = e
         default: error = nil
@@ -106,7 +110,8 @@ struct MessageTests {
     @Test("over-long identifiers are refused")
     func fieldLength() throws {
         let long = String(repeating: "a", count: 2000)
-        guard case .bind(.failure(let e)) = try command(#"{"type":"bind","appid":"\#(long)","side":"s"}"#) else {
+        guard case .bind(.failure(let e)) = try command(#"{"type":"bind","appid":"\#(long)","side":"s"}"#)
+        else {
             Issue.record("expected failure")
             return
         }
@@ -116,13 +121,18 @@ struct MessageTests {
     @Test("server messages encode exactly")
     func encoding() {
         let tx = RelayInstant(secondsSince1970: 1_764_433_206.5)
-        #expect(ServerMessage.ack(id: "8cc4").encoded(serverTX: tx) == #"{"type":"ack","id":"8cc4","server_tx":1764433206.5}"#)
-        #expect(ServerMessage.ack(id: .null).encoded(serverTX: tx) == #"{"type":"ack","id":null,"server_tx":1764433206.5}"#)
+        #expect(
+            ServerMessage.ack(id: "8cc4").encoded(serverTX: tx)
+                == #"{"type":"ack","id":"8cc4","server_tx":1764433206.5}"#)
+        #expect(
+            ServerMessage.ack(id: .null).encoded(serverTX: tx)
+                == #"{"type":"ack","id":null,"server_tx":1764433206.5}"#)
         #expect(
             ServerMessage.pong(.number(JSONNumber(12))).encoded(serverTX: tx)
                 == #"{"type":"pong","pong":12,"server_tx":1764433206.5}"#)
         #expect(
-            ServerMessage.nameplates([Nameplate(validating: "1")!, Nameplate(validating: "23")!]).encoded(serverTX: tx)
+            ServerMessage.nameplates([Nameplate(validating: "1")!, Nameplate(validating: "23")!]).encoded(
+                serverTX: tx)
                 == #"{"type":"nameplates","nameplates":[{"id":"1"},{"id":"23"}],"server_tx":1764433206.5}"#)
         #expect(
             ServerMessage.allocated(Nameplate(validating: "7")!).encoded(serverTX: tx)
@@ -130,7 +140,8 @@ struct MessageTests {
         #expect(
             ServerMessage.claimed("mkdckphwuanem").encoded(serverTX: tx)
                 == #"{"type":"claimed","mailbox":"mkdckphwuanem","server_tx":1764433206.5}"#)
-        #expect(ServerMessage.released.encoded(serverTX: tx) == #"{"type":"released","server_tx":1764433206.5}"#)
+        #expect(
+            ServerMessage.released.encoded(serverTX: tx) == #"{"type":"released","server_tx":1764433206.5}"#)
         #expect(ServerMessage.closed.encoded(serverTX: tx) == #"{"type":"closed","server_tx":1764433206.5}"#)
         let message = StoredMessage(
             side: "82c9d4bf7a", phase: "pake", body: "7b22",
@@ -140,8 +151,9 @@ struct MessageTests {
                 == #"{"type":"message","side":"82c9d4bf7a","phase":"pake","body":"7b22","server_rx":1764433206.25,"id":"7f82","server_tx":1764433206.5}"#
         )
         #expect(
-            ServerMessage.error(.crowded, orig: .object(JSONObject(["type": "claim", "nameplate": "4"]))).encoded(
-                serverTX: tx)
+            ServerMessage.error(.crowded, orig: .object(JSONObject(["type": "claim", "nameplate": "4"])))
+                .encoded(
+                    serverTX: tx)
                 == #"{"type":"error","error":"crowded","orig":{"type":"claim","nameplate":"4"},"server_tx":1764433206.5}"#
         )
     }
@@ -149,11 +161,14 @@ struct MessageTests {
     @Test("the welcome carries only what is configured")
     func welcome() {
         let tx = RelayInstant(secondsSince1970: 1.0)
-        #expect(ServerMessage.welcome(Welcome()).encoded(serverTX: tx) == #"{"type":"welcome","welcome":{},"server_tx":1.0}"#)
+        #expect(
+            ServerMessage.welcome(Welcome()).encoded(serverTX: tx)
+                == #"{"type":"welcome","welcome":{},"server_tx":1.0}"#)
         let full = Welcome(
             motd: "hi", currentCLIVersion: "0.24.0", error: "stop",
             yourAddress: ClientAddress(family: .ipv6, host: "::1", port: 5),
-            permissionRequired: JSONObject(["hashcash": .object(JSONObject(["bits": .number(JSONNumber(6))]))]))
+            permissionRequired: JSONObject(["hashcash": .object(JSONObject(["bits": .number(JSONNumber(6))]))]
+            ))
         #expect(
             ServerMessage.welcome(full).encoded(serverTX: tx)
                 == #"{"type":"welcome","welcome":{"motd":"hi","current_cli_version":"0.24.0","error":"stop","your-address":{"port":5,"ipv6":"::1"},"permission-required":{"hashcash":{"bits":6}}},"server_tx":1.0}"#
@@ -163,7 +178,8 @@ struct MessageTests {
     @Test("every error code has a distinct, non-empty wire text")
     func errorTexts() {
         let all: [RelayError] = [
-            .missingType, .pingRequiresPing, .alreadyBound, .bindRequiresAppID, .bindRequiresSide, .mustBindFirst,
+            .missingType, .pingRequiresPing, .alreadyBound, .bindRequiresAppID, .bindRequiresSide,
+            .mustBindFirst,
             .alreadyAllocated, .claimRequiresNameplate, .onlyOneClaim, .crowded, .reclaimed, .onlyOneRelease,
             .releaseNameplateMismatch, .releaseWithoutClaim, .onlyOneOpen, .openRequiresMailbox,
             .mustOpenBeforeAdding, .missingPhase, .missingBody, .onlyOneClose, .closeMailboxMismatch,

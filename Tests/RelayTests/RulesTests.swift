@@ -11,7 +11,9 @@ struct RulesTests {
         #expect(
             sent == [
                 .welcome(
-                    Welcome(motd: "hello from test", yourAddress: ClientAddress(family: .ipv4, host: "127.0.0.1", port: 40802)))
+                    Welcome(
+                        motd: "hello from test",
+                        yourAddress: ClientAddress(family: .ipv4, host: "127.0.0.1", port: 40802)))
             ])
         var quiet = CoreHarness(config: RelayConfig(welcome: WelcomeConfig(includeYourAddress: false)))
         #expect(quiet.connect(1) == [.welcome(Welcome())])
@@ -24,7 +26,10 @@ struct RulesTests {
         let b: UInt64 = 2
         h.connect(a)
         #expect(
-            h.send(a, #"{"appid":"example.com/test-app","side":"82c9d4bf7a","client_version":["python","0.24.0"],"id":"8cc4","type":"bind"}"#)
+            h.send(
+                a,
+                #"{"appid":"example.com/test-app","side":"82c9d4bf7a","client_version":["python","0.24.0"],"id":"8cc4","type":"bind"}"#
+            )
                 == [.ack(id: "8cc4")])
         let allocated = h.send(a, #"{"id":"35f8","type":"allocate"}"#)
         #expect(allocated.count == 2)
@@ -42,11 +47,16 @@ struct RulesTests {
         #expect(claimedA[0] == .ack(id: "7165"))
         #expect(mailbox.rawValue.count == 13)
         #expect(mailbox.rawValue.allSatisfy { "abcdefghijklmnopqrstuvwxyz234567".contains($0) })
-        #expect(h.send(a, ["type": "open", "mailbox": .string(mailbox.rawValue), "id": "6762"]) == [.ack(id: "6762")])
+        #expect(
+            h.send(a, ["type": "open", "mailbox": .string(mailbox.rawValue), "id": "6762"]) == [
+                .ack(id: "6762")
+            ])
         h.now += 1
-        let echo = h.send(a, #"{"phase":"pake","body":"7b2270616b655f7631223a2022353361227d","id":"7f82","type":"add"}"#)
+        let echo = h.send(
+            a, #"{"phase":"pake","body":"7b2270616b655f7631223a2022353361227d","id":"7f82","type":"add"}"#)
         let pakeA = StoredMessage(
-            side: "82c9d4bf7a", phase: "pake", body: "7b2270616b655f7631223a2022353361227d", serverRX: h.instant,
+            side: "82c9d4bf7a", phase: "pake", body: "7b2270616b655f7631223a2022353361227d",
+            serverRX: h.instant,
             messageID: "7f82")
         #expect(echo == [.ack(id: "7f82"), .message(pakeA)], "the sender hears its own message")
 
@@ -54,15 +64,22 @@ struct RulesTests {
         h.connect(b)
         h.send(b, ["type": "bind", "appid": "example.com/test-app", "side": "5d489821d6"])
         #expect(h.claim(b, nameplate.rawValue) == mailbox)
-        #expect(h.send(b, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [.ack(id: .null), .message(pakeA)])
+        #expect(
+            h.send(b, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
+                .ack(id: .null), .message(pakeA),
+            ])
         h.now += 1
         h.send(b, ["type": "add", "phase": "pake", "body": "bbbb"])
-        let pakeB = StoredMessage(side: "5d489821d6", phase: "pake", body: "bbbb", serverRX: h.instant, messageID: .null)
+        let pakeB = StoredMessage(
+            side: "5d489821d6", phase: "pake", body: "bbbb", serverRX: h.instant, messageID: .null)
         #expect(h.sent(to: a) == [.message(pakeB)], "live delivery to the other side")
         #expect(h.sent(to: b) == [.ack(id: .null), .message(pakeB)])
 
         // Both release: the nameplate goes away, the mailbox stays.
-        #expect(h.send(b, ["type": "release", "nameplate": .string(nameplate.rawValue)]) == [.ack(id: .null), .released])
+        #expect(
+            h.send(b, ["type": "release", "nameplate": .string(nameplate.rawValue)]) == [
+                .ack(id: .null), .released,
+            ])
         #expect(h.core.state.nameplates.count == 1)
         #expect(h.send(a, ["type": "release"]) == [.ack(id: .null), .released])
         #expect(h.core.state.nameplates.isEmpty)
@@ -70,7 +87,10 @@ struct RulesTests {
         #expect(h.core.state.mailboxes.count == 1)
 
         // Both close happy: the first close keeps the mailbox, the second deletes it.
-        #expect(h.send(a, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]) == [.ack(id: .null), .closed])
+        #expect(
+            h.send(a, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]) == [
+                .ack(id: .null), .closed,
+            ])
         #expect(h.core.state.mailboxes.count == 1)
         h.send(b, ["type": "add", "phase": "0", "body": "cc"])
         #expect(h.sent(to: a).isEmpty, "a closed connection is unsubscribed")
@@ -84,7 +104,10 @@ struct RulesTests {
     func ping() {
         var h = CoreHarness()
         h.connect(1)
-        #expect(h.send(1, #"{"type":"ping","ping":5,"id":"x"}"#) == [.ack(id: "x"), .pong(.number(JSONNumber(5)))])
+        #expect(
+            h.send(1, #"{"type":"ping","ping":5,"id":"x"}"#) == [
+                .ack(id: "x"), .pong(.number(JSONNumber(5))),
+            ])
         #expect(
             h.send(1, #"{"type":"ping","ping":{"a":[1.50,"b"]}}"#)
                 == [.ack(id: .null), .pong(try! JSONParser.parse(#"{"a":[1.50,"b"]}"#))])
@@ -94,7 +117,9 @@ struct RulesTests {
 
     @Test(
         "every command but ping and bind needs a bind first",
-        arguments: ["list", "allocate", "claim", "release", "open", "add", "close", "frobnicate", "submit-permission"])
+        arguments: [
+            "list", "allocate", "claim", "release", "open", "add", "close", "frobnicate", "submit-permission",
+        ])
     func mustBindFirst(_ type: String) {
         var h = CoreHarness()
         h.connect(1)
@@ -118,20 +143,41 @@ struct RulesTests {
     static let orderCases: [([String], String)] = [
         ([#"{"type":"bind","appid":"x","side":"y"}"#], "already bound"),
         ([#"{"type":"allocate"}"#, #"{"type":"allocate"}"#], "you already allocated one, don't be greedy"),
-        ([#"{"type":"claim","nameplate":"5"}"#, #"{"type":"claim","nameplate":"5"}"#], "only one claim per connection"),
+        (
+            [#"{"type":"claim","nameplate":"5"}"#, #"{"type":"claim","nameplate":"5"}"#],
+            "only one claim per connection"
+        ),
         ([#"{"type":"claim","nameplate":"5"}"#, #"{"type":"claim"}"#], "claim requires 'nameplate'"),
-        ([#"{"type":"claim","nameplate":"5"}"#, #"{"type":"claim","nameplate":"6"}"#], "only one claim per connection"),
-        ([#"{"type":"release","nameplate":"5"}"#, #"{"type":"release","nameplate":"5"}"#], "only one release per connection"),
-        ([#"{"type":"claim","nameplate":"5"}"#, #"{"type":"release","nameplate":"6"}"#], "release and claim must use same nameplate"),
+        (
+            [#"{"type":"claim","nameplate":"5"}"#, #"{"type":"claim","nameplate":"6"}"#],
+            "only one claim per connection"
+        ),
+        (
+            [#"{"type":"release","nameplate":"5"}"#, #"{"type":"release","nameplate":"5"}"#],
+            "only one release per connection"
+        ),
+        (
+            [#"{"type":"claim","nameplate":"5"}"#, #"{"type":"release","nameplate":"6"}"#],
+            "release and claim must use same nameplate"
+        ),
         ([#"{"type":"release"}"#], "release without nameplate must follow claim"),
         ([#"{"type":"allocate"}"#, #"{"type":"release"}"#], "release without nameplate must follow claim"),
-        ([#"{"type":"open","mailbox":"m1"}"#, #"{"type":"open","mailbox":"m1"}"#], "only one open per connection"),
+        (
+            [#"{"type":"open","mailbox":"m1"}"#, #"{"type":"open","mailbox":"m1"}"#],
+            "only one open per connection"
+        ),
         ([#"{"type":"open"}"#], "open requires 'mailbox'"),
         ([#"{"type":"add","phase":"0","body":"00"}"#], "must open mailbox before adding"),
         ([#"{"type":"open","mailbox":"m1"}"#, #"{"type":"add","body":"00"}"#], "missing 'phase'"),
         ([#"{"type":"open","mailbox":"m1"}"#, #"{"type":"add","phase":"0"}"#], "missing 'body'"),
-        ([#"{"type":"close","mailbox":"m1"}"#, #"{"type":"close","mailbox":"m1"}"#], "only one close per connection"),
-        ([#"{"type":"open","mailbox":"m1"}"#, #"{"type":"close","mailbox":"m2"}"#], "open and close must use same mailbox"),
+        (
+            [#"{"type":"close","mailbox":"m1"}"#, #"{"type":"close","mailbox":"m1"}"#],
+            "only one close per connection"
+        ),
+        (
+            [#"{"type":"open","mailbox":"m1"}"#, #"{"type":"close","mailbox":"m2"}"#],
+            "open and close must use same mailbox"
+        ),
         ([#"{"type":"close"}"#], "close without mailbox must follow open"),
         ([#"{"type":"close","mood":"happy"}"#], "close without mailbox must follow open"),
         ([#"{"type":"frobnicate"}"#], "unknown type"),
@@ -141,8 +187,14 @@ struct RulesTests {
         ([#"{"type":"claim","nameplate":""}"#], RelayError.invalidNameplate.message),
         ([#"{"type":"claim","nameplate":"12a"}"#], RelayError.invalidNameplate.message),
         ([#"{"type":"claim","nameplate":"٣"}"#], RelayError.invalidNameplate.message),
-        ([#"{"type":"claim","nameplate":"\#(String(repeating: "1", count: 41))"}"#], RelayError.invalidNameplate.message),
-        ([#"{"type":"claim","nameplate":"abc"}"#, #"{"type":"claim","nameplate":"5"}"#], "only one claim per connection"),
+        (
+            [#"{"type":"claim","nameplate":"\#(String(repeating: "1", count: 41))"}"#],
+            RelayError.invalidNameplate.message
+        ),
+        (
+            [#"{"type":"claim","nameplate":"abc"}"#, #"{"type":"claim","nameplate":"5"}"#],
+            "only one claim per connection"
+        ),
     ]
 
     @Test("commands in the wrong order get the deployed server's errors", arguments: orderCases)
@@ -159,7 +211,9 @@ struct RulesTests {
     func badPayloads() {
         var h = CoreHarness()
         h.connect(1)
-        for payload in ["", "garbage", "[]", "\"bind\"", "42", "{\"type\":\"bind\"", #"{"appid":"x","side":"y"}"#] {
+        for payload in [
+            "", "garbage", "[]", "\"bind\"", "42", "{\"type\":\"bind\"", #"{"appid":"x","side":"y"}"#,
+        ] {
             let replies = h.send(1, payload)
             #expect(replies.count == 1, "\(payload)")
             #expect(replies.first?.errorCode != nil)
@@ -215,7 +269,9 @@ struct RulesTests {
         // allocation gives up after its 1000 tries instead of looping.
         var stuck = ConstantRandom()
         #expect(NameplateAllocator.allocate(taken: all999, using: &stuck)?.rawValue == "999999")
-        #expect(NameplateAllocator.allocate(taken: all999.union([Nameplate(number: 999_999)]), using: &stuck) == nil)
+        #expect(
+            NameplateAllocator.allocate(taken: all999.union([Nameplate(number: 999_999)]), using: &stuck)
+                == nil)
     }
 
     @Test("a third side is crowded out, on claim and on open, and nothing is written for it")
@@ -230,9 +286,11 @@ struct RulesTests {
         #expect(h.send(3, ["type": "claim", "nameplate": "4"]).last?.errorText == "crowded")
         #expect(h.core.state == before)
         h.bound(4, side: "cccc")
-        #expect(h.send(4, ["type": "open", "mailbox": .string(mailbox.rawValue)]).last?.errorText == "crowded")
+        #expect(
+            h.send(4, ["type": "open", "mailbox": .string(mailbox.rawValue)]).last?.errorText == "crowded")
         h.bound(5, side: "cccc")
-        #expect(h.send(5, ["type": "close", "mailbox": .string(mailbox.rawValue)]).last?.errorText == "crowded")
+        #expect(
+            h.send(5, ["type": "close", "mailbox": .string(mailbox.rawValue)]).last?.errorText == "crowded")
         #expect(h.core.state == before)
         #expect(h.core.metrics.errors[.crowded] == 3)
         // The two real sides finish normally and everything is deleted.
@@ -273,7 +331,10 @@ struct RulesTests {
         // A comes back on a new connection: same side, same nameplate, same mailbox, full replay.
         h.bound(3, side: "aaaa")
         #expect(h.claim(3, "12") == mailbox)
-        #expect(h.send(3, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [.ack(id: .null), .message(pake), .message(pakeB)])
+        #expect(
+            h.send(3, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
+                .ack(id: .null), .message(pake), .message(pakeB),
+            ])
         // A re-sends an add whose echo it missed: stored twice (clients de-duplicate).
         h.send(3, ["type": "add", "phase": "pake", "body": "01"])
         #expect(h.sent(to: 2).count == 1)
@@ -281,7 +342,10 @@ struct RulesTests {
         // A repeated close from a new connection still gets `closed`.
         h.send(3, ["type": "close", "mood": "happy"])
         h.bound(4, side: "aaaa")
-        #expect(h.send(4, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]) == [.ack(id: .null), .closed])
+        #expect(
+            h.send(4, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]) == [
+                .ack(id: .null), .closed,
+            ])
     }
 
     @Test("a standalone mailbox can be opened by any name and closing it deletes it")
@@ -303,8 +367,12 @@ struct RulesTests {
         let mailbox = h.claim(1, "3")
         h.bound(2, side: "bbbb")
         #expect(h.claim(2, "3") == mailbox)
-        #expect(h.send(1, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "scary"]).last == .closed)
-        #expect(h.send(2, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]).last == .closed)
+        #expect(
+            h.send(1, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "scary"]).last
+                == .closed)
+        #expect(
+            h.send(2, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]).last
+                == .closed)
         #expect(h.core.state == .empty)
         #expect(h.core.metrics.mailboxResults == ["scary": 1])
         // Closing a mailbox that no longer exists is harmless.
@@ -316,16 +384,19 @@ struct RulesTests {
     @Test(
         "mailbox results follow the reference's precedence",
         arguments: [
-            ([String?](), "quiet"), (["happy"], "lonely"), (["happy", "happy"], "happy"), (["happy", "lonely"], "lonely"),
+            ([String?](), "quiet"), (["happy"], "lonely"), (["happy", "happy"], "happy"),
+            (["happy", "lonely"], "lonely"),
             (["lonely", "errory"], "errory"), (["errory", "scary"], "scary"), (["scary", nil], "scary"),
             (["happy", nil], "happy"),
         ])
     func results(_ moods: [String?], _ expected: String) {
         var sides: [Side: MailboxSideRecord] = [:]
         for (i, mood) in moods.enumerated() {
-            sides[Side("s\(i)")] = MailboxSideRecord(opened: false, added: RelayInstant(secondsSince1970: 0), mood: mood)
+            sides[Side("s\(i)")] = MailboxSideRecord(
+                opened: false, added: RelayInstant(secondsSince1970: 0), mood: mood)
         }
-        let mailbox = MailboxRecord(forNameplate: true, updated: RelayInstant(secondsSince1970: 0), sides: sides)
+        let mailbox = MailboxRecord(
+            forNameplate: true, updated: RelayInstant(secondsSince1970: 0), sides: sides)
         #expect(RelayCore.result(of: mailbox, pruned: false) == expected)
         #expect(RelayCore.result(of: mailbox, pruned: true) == "pruney")
     }
@@ -363,7 +434,10 @@ struct RulesTests {
         _ = open.claim(3, "5")
         #expect(
             open.send(1, #"{"type":"list"}"#)
-                == [.ack(id: .null), .nameplates([Nameplate(validating: "100")!, Nameplate(validating: "17")!])])
+                == [
+                    .ack(id: .null),
+                    .nameplates([Nameplate(validating: "100")!, Nameplate(validating: "17")!]),
+                ])
     }
 
     @Test("AppIDs are separate worlds")
@@ -390,7 +464,8 @@ struct RulesTests {
         h.send(2, ["type": "close"])  // the last open side closes: deleted
         #expect(h.core.state.mailboxes.isEmpty)
         #expect(h.send(3, ["type": "add", "phase": "0", "body": "00"]).last?.errorCode == .mailboxGone)
-        #expect(h.send(3, ["type": "open", "mailbox": "mb"]).last?.errorText == "only one open per connection")
+        #expect(
+            h.send(3, ["type": "open", "mailbox": "mb"]).last?.errorText == "only one open per connection")
         #expect(h.core.state == .empty)
     }
 }

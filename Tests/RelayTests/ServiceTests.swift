@@ -14,9 +14,13 @@ final class RecordingSink: RelayConnectionSink {
 
     private let events = Mutex<[Event]>([])
 
-    func send(text: String, to connection: ConnectionID) { events.withLock { $0.append(.frame(connection, text)) } }
+    func send(text: String, to connection: ConnectionID) {
+        events.withLock { $0.append(.frame(connection, text)) }
+    }
     func close(_ connection: ConnectionID) { events.withLock { $0.append(.close(connection)) } }
-    func storageFailed(_ error: RelayStorageError) { events.withLock { $0.append(.storageFailed(error.code)) } }
+    func storageFailed(_ error: RelayStorageError) {
+        events.withLock { $0.append(.storageFailed(error.code)) }
+    }
 
     var all: [Event] { events.withLock { $0 } }
 
@@ -90,7 +94,8 @@ struct ServiceTests {
     func storageFailure() throws {
         let storage = GatedStorage()
         let sink = RecordingSink()
-        let relay = try RelayService(config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+        let relay = try RelayService(
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
         for c in UInt64(1)...2 {
             relay.connectionOpened(id: ConnectionID(c), remote: Self.address)
             relay.received(text: #"{"type":"bind","appid":"a/b","side":"s\#(c)"}"#, from: ConnectionID(c))
@@ -122,7 +127,8 @@ struct ServiceTests {
         relay.received(text: #"{"type":"bind","appid":"x.example/app","side":"aaaa"}"#, from: a)
         relay.received(text: #"{"type":"allocate"}"#, from: a)
         storage.flush()
-        let nameplate = try #require(sink.frames(1).first { $0["type"] == "allocated" }?["nameplate"]?.stringValue)
+        let nameplate = try #require(
+            sink.frames(1).first { $0["type"] == "allocated" }?["nameplate"]?.stringValue)
         relay.received(text: #"{"type":"claim","nameplate":"\#(nameplate)"}"#, from: a)
         storage.flush()
         let mailbox = try #require(sink.frames(1).first { $0["type"] == "claimed" }?["mailbox"]?.stringValue)
@@ -158,7 +164,8 @@ struct ServiceTests {
     func concurrency() throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
-        let storage = try SQLiteRelayStorage(path: dir.path("relay.sqlite"), options: .init(synchronous: .normal))
+        let storage = try SQLiteRelayStorage(
+            path: dir.path("relay.sqlite"), options: .init(synchronous: .normal))
         let sink = RecordingSink()
         var config = RelayConfig()
         config.limits = .unlimited
@@ -177,9 +184,12 @@ struct ServiceTests {
         for i in 0..<(pairs * 2) {
             let frames = sink.frames(UInt64(i + 1))
             let mine = frames.filter { $0["type"] == "message" && $0["side"]?.stringValue == "side\(i)" }
-            #expect(mine.map { $0["phase"]?.stringValue } == (0..<5).map { String($0) }, "own echoes in order")
+            #expect(
+                mine.map { $0["phase"]?.stringValue } == (0..<5).map { String($0) }, "own echoes in order")
             #expect(frames.first?["type"] == "welcome")
-            #expect(frames.filter { $0["type"] == "message" }.count == 10, "both sides' messages, replayed or live")
+            #expect(
+                frames.filter { $0["type"] == "message" }.count == 10,
+                "both sides' messages, replayed or live")
         }
         #expect(storage.statistics.batches > 0)
         #expect(relay.gauges.subscribedConnections == pairs * 2)

@@ -56,7 +56,8 @@ func randomTraffic(_ h: inout CoreHarness, seed: UInt64, steps: Int, onWrites: (
         } else {
             let c = live.randomElement(using: &random)!
             let nameplate = String(Int.random(in: 1...3, using: &random))
-            let mailbox = h.core.state.mailboxes.keys.map(\.id.rawValue).sorted().randomElement(using: &random) ?? "mx"
+            let mailbox =
+                h.core.state.mailboxes.keys.map(\.id.rawValue).sorted().randomElement(using: &random) ?? "mx"
             let commands: [String] = [
                 #"{"type":"allocate"}"#,
                 #"{"type":"claim","nameplate":"\#(nameplate)"}"#,
@@ -119,7 +120,8 @@ struct StorageTests {
     func consistency(_ seed: UInt64) throws {
         let dir = try TempDir()
         defer { dir.cleanup() }
-        let store = try SQLiteRelayStorage(path: dir.path("relay.sqlite"), options: .init(synchronous: .normal))
+        let store = try SQLiteRelayStorage(
+            path: dir.path("relay.sqlite"), options: .init(synchronous: .normal))
         var h = CoreHarness(config: RelayConfig(limits: .unlimited), seed: seed)
         var pending: [StorageOp] = []
         randomTraffic(&h, seed: seed, steps: 300) { pending += $0 }
@@ -127,7 +129,10 @@ struct StorageTests {
         #expect(try store.load() == h.core.state)
         // The traffic exercised every kind of write.
         #expect(pending.count > 100)
-        for kind in ["putNameplate", "putNameplateSide", "deleteNameplate", "putMailbox", "touchMailbox", "putMailboxSide", "appendMessage", "deleteMailbox"] {
+        for kind in [
+            "putNameplate", "putNameplateSide", "deleteNameplate", "putMailbox", "touchMailbox",
+            "putMailboxSide", "appendMessage", "deleteMailbox",
+        ] {
             #expect(pending.contains { "\($0)".hasPrefix(kind + "(") }, "no \(kind)")
         }
         store.close()
@@ -160,7 +165,10 @@ struct StorageTests {
         var resumed = CoreHarness(snapshot: loaded, now: h.now + 60)
         resumed.bound(2, side: "bbbb")
         #expect(resumed.claim(2, "42") == mailbox, "the nameplate survived")
-        #expect(resumed.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [.ack(id: .null), .message(pake)])
+        #expect(
+            resumed.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
+                .ack(id: .null), .message(pake),
+            ])
         resumed.bound(3, side: "aaaa")
         #expect(resumed.claim(3, "42") == mailbox, "the first side reclaims idempotently")
         store.close()
@@ -182,7 +190,8 @@ struct StorageTests {
         let crash = try TempDir()
         defer { crash.cleanup() }
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
-            try FileManager.default.copyItem(atPath: path + suffix, toPath: crash.path("relay.sqlite") + suffix)
+            try FileManager.default.copyItem(
+                atPath: path + suffix, toPath: crash.path("relay.sqlite") + suffix)
         }
         #expect(FileManager.default.fileExists(atPath: path + "-wal"), "WAL mode")
         let recovered = try SQLiteRelayStorage(path: crash.path("relay.sqlite"))
@@ -203,11 +212,14 @@ struct StorageTests {
         let store = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
         let key = MailboxKey(app: "a", id: "m")
         let done = Mutex(0)
-        #expect(store.commit([.putMailbox(key, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))]) == nil)
+        #expect(
+            store.commit([.putMailbox(key, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))])
+                == nil)
         store.withCommitsPaused {
             for i in 0..<50 {
                 let message = StoredMessage(
-                    side: "s", phase: Phase("\(i)"), body: "00", serverRX: RelayInstant(secondsSince1970: Double(i)),
+                    side: "s", phase: Phase("\(i)"), body: "00",
+                    serverRX: RelayInstant(secondsSince1970: Double(i)),
                     messageID: .null)
                 store.enqueue([.appendMessage(key, message)]) { error in
                     #expect(error == nil)
@@ -245,7 +257,9 @@ struct StorageTests {
             messageID: .object(JSONObject(["k": "\u{0}😀"])))
         let writes: [StorageOp] = [
             .putMailbox(key, forNameplate: true, updated: RelayInstant(secondsSince1970: 5)),
-            .putMailboxSide(key, "\u{0}side", MailboxSideRecord(opened: true, added: RelayInstant(secondsSince1970: 5), mood: "")),
+            .putMailboxSide(
+                key, "\u{0}side",
+                MailboxSideRecord(opened: true, added: RelayInstant(secondsSince1970: 5), mood: "")),
             .appendMessage(key, message),
         ]
         #expect(store.commit(writes) == nil)

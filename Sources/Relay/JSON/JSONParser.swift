@@ -24,7 +24,9 @@ public struct JSONParser {
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
-        guard parser.index == parser.bytes.count else { throw parser.error("unexpected data after the value") }
+        guard parser.index == parser.bytes.count else {
+            throw parser.error("unexpected data after the value")
+        }
         return value
     }
 

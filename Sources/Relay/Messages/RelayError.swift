@@ -89,7 +89,8 @@ extension RelayError {
     static let missingPhase = RelayError(.missingPhase, "missing 'phase'")
     static let missingBody = RelayError(.missingBody, "missing 'body'")
     static let onlyOneClose = RelayError(.onlyOneClose, "only one close per connection")
-    static let closeMailboxMismatch = RelayError(.closeMailboxMismatch, "open and close must use same mailbox")
+    static let closeMailboxMismatch = RelayError(
+        .closeMailboxMismatch, "open and close must use same mailbox")
     static let closeWithoutOpen = RelayError(.closeWithoutOpen, "close without mailbox must follow open")
     static let unknownType = RelayError(.unknownType, "unknown type")
 

@@ -78,7 +78,8 @@ public struct RelayCore: Sendable {
         handle(.connectionOpened(id, address: address), now: now)
     }
 
-    public mutating func received(_ payload: [UInt8], from id: ConnectionID, now: RelayInstant) -> RelayOutput {
+    public mutating func received(_ payload: [UInt8], from id: ConnectionID, now: RelayInstant) -> RelayOutput
+    {
         handle(.received(payload, from: id), now: now)
     }
 

@@ -36,7 +36,9 @@ final class SQLiteDatabase {
     func execute(_ sql: String, code: RelayStorageError.Code = .write) throws(RelayStorageError) {
         guard let handle else { throw RelayStorageError(.closed, "database closed") }
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
-        guard rc == SQLITE_OK else { throw RelayStorageError(code, "\(errorMessage) (in: \(sql.prefix(60)))") }
+        guard rc == SQLITE_OK else {
+            throw RelayStorageError(code, "\(errorMessage) (in: \(sql.prefix(60)))")
+        }
     }
 
     /// A cached prepared statement, reset and with bindings cleared.
@@ -89,7 +91,8 @@ final class SQLiteStatement {
                 sqlite3_bind_text(raw, index, "", 0, shim_sqlite_transient())
             } else {
                 utf8.withMemoryRebound(to: CChar.self) {
-                    _ = sqlite3_bind_text(raw, index, $0.baseAddress, Int32($0.count), shim_sqlite_transient())
+                    _ = sqlite3_bind_text(
+                        raw, index, $0.baseAddress, Int32($0.count), shim_sqlite_transient())
                 }
             }
         }

@@ -12,7 +12,10 @@ public final class SQLiteRelayStorage: RelayStorage {
     public struct Options: Sendable, Equatable {
         /// `FULL` (default) survives power loss; `NORMAL` survives a crash of the process
         /// (`kill -9`) but may lose the last commits on power loss.
-        public enum Synchronous: String, Sendable { case full = "FULL", normal = "NORMAL" }
+        public enum Synchronous: String, Sendable {
+            case full = "FULL"
+            case normal = "NORMAL"
+        }
         public var synchronous: Synchronous
         /// Overwrite deleted content (closed mailboxes' bodies) instead of leaving it in free
         /// pages.
@@ -105,7 +108,9 @@ public final class SQLiteRelayStorage: RelayStorage {
         }
     }
 
-    private func onQueue<T>(_ body: (SQLiteDatabase) throws(RelayStorageError) -> T) throws(RelayStorageError) -> T {
+    private func onQueue<T>(_ body: (SQLiteDatabase) throws(RelayStorageError) -> T) throws(RelayStorageError)
+        -> T
+    {
         let confined = self.confined
         let result: Result<T, RelayStorageError> = queue.sync {
             guard let db = confined.database else {
@@ -150,7 +155,8 @@ public final class SQLiteRelayStorage: RelayStorage {
                     mood: st.optionalText(5))
             }
             st = try db.statement(
-                "SELECT app_id, mailbox_id, side, phase, body, server_rx, msg_id FROM messages ORDER BY rowid")
+                "SELECT app_id, mailbox_id, side, phase, body, server_rx, msg_id FROM messages ORDER BY rowid"
+            )
             while try st.step() {
                 let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
                 let id = st.optionalText(6).flatMap { try? JSONParser.parse($0) } ?? .null
