@@ -195,6 +195,26 @@ struct RulesTests {
             [#"{"type":"claim","nameplate":"abc"}"#, #"{"type":"claim","nameplate":"5"}"#],
             "only one claim per connection"
         ),
+        ([#"{"type":"claim","nameplate":7}"#], "'nameplate' must be a string, not a number"),
+        (
+            [#"{"type":"claim","nameplate":7}"#, #"{"type":"claim","nameplate":"5"}"#],
+            "only one claim per connection"
+        ),
+        ([#"{"type":"bind","appid":"a"}"#], "already bound"),
+        ([#"{"type":"open","mailbox":null}"#], "'mailbox' must be a string, not null"),
+        (
+            [#"{"type":"open","mailbox":"m1"}"#, #"{"type":"add","phase":"0","body":{}}"#],
+            "'body' must be a string, not an object"
+        ),
+        ([#"{"type":"release","nameplate":5}"#], "'nameplate' must be a string, not a number"),
+        (
+            [#"{"type":"open","mailbox":"m1"}"#, #"{"type":"close","mood":["happy"]}"#],
+            "'mood' must be a string, not an array"
+        ),
+        (
+            [#"{"type":"list","id":"a"}"#, #"{"type":"list","id":"b"}"#, #"{"type":"ping"}"#],
+            "ping requires 'ping'"
+        ),
     ]
 
     @Test("commands in the wrong order get the deployed server's errors", arguments: orderCases)
@@ -224,6 +244,34 @@ struct RulesTests {
         // Still serving.
         #expect(h.send(1, #"{"type":"ping","ping":1}"#) == [.ack(id: .null), .pong(.number(JSONNumber(1)))])
         #expect(h.core.metrics.errors[.notJSON] == 4)
+    }
+
+    @Test("mutated commands never crash the core or split its state from its writes")
+    func mutationFuzz() {
+        var h = CoreHarness(config: RelayConfig(limits: .unlimited))
+        var random = SeededRandom(seed: 5)
+        let seeds = [
+            #"{"type":"bind","appid":"a/b","side":"s1"}"#, #"{"type":"claim","nameplate":"4"}"#,
+            #"{"type":"open","mailbox":"m"}"#, #"{"type":"add","phase":"0","body":"00","id":"x"}"#,
+            #"{"type":"release"}"#, #"{"type":"close","mood":"happy"}"#, #"{"type":"allocate"}"#,
+        ]
+        for c in UInt64(1)...4 { h.connect(c) }
+        for _ in 0..<400 {
+            var bytes = Array(seeds.randomElement(using: &random)!.utf8)
+            for _ in 0..<Int.random(in: 0...3, using: &random) where !bytes.isEmpty {
+                let i = Int.random(in: 0..<bytes.count, using: &random)
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0: bytes[i] = UInt8.random(in: 0...255, using: &random)
+                case 1: bytes.remove(at: i)
+                default: bytes.insert(bytes[i], at: i)
+                }
+            }
+            let c = UInt64.random(in: 1...4, using: &random)
+            let out = h.handle(.received(bytes, from: ConnectionID(c)))
+            // Every frame is answered: an ack, an error, or both.
+            #expect(!CoreHarness.messages(out, to: c).isEmpty)
+        }
+        #expect(h.core.metrics.framesReceived > 0)
     }
 
     @Test("frames from unknown or closed connections are ignored")
