@@ -100,6 +100,35 @@ struct RulesTests {
         #expect(h.core.metrics.closeMoods == ["happy": 2])
     }
 
+    @Test("outputs say which event's writes their frames depend on")
+    func dependsOn() {
+        var h = CoreHarness()
+        h.bound(1, side: "aaaa")
+        #expect(h.last.dependsOn == 0, "bind changes nothing durable")
+        h.send(1, #"{"type":"allocate"}"#)
+        let allocation = h.last.event
+        #expect(h.last.dependsOn == allocation)
+        guard case .allocated(let name) = h.sent(to: 1).last else {
+            Issue.record("no allocation")
+            return
+        }
+        let mailbox = h.claim(1, name.rawValue)
+        #expect(h.last.dependsOn == allocation, "re-claiming only reveals the allocation")
+        h.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        #expect(h.last.dependsOn == allocation, "opening a mailbox the side already has only touches it")
+        h.send(1, ["type": "add", "phase": "0", "body": "00"])
+        let add = h.last.event
+        #expect(h.last.dependsOn == add)
+        h.bound(2, side: "bbbb")
+        h.claim(2, name.rawValue)
+        #expect(h.last.dependsOn == h.last.event, "a new side row is durable")
+        h.send(2, #"{"type":"ping","ping":1}"#)
+        #expect(h.last.dependsOn == 0)
+        h.bound(3, side: "bbbb")
+        h.send(3, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        #expect(h.last.dependsOn > add, "the replay reveals the messages and the side rows")
+    }
+
     @Test("ping works before bind and echoes any JSON value")
     func ping() {
         var h = CoreHarness()

@@ -90,6 +90,60 @@ struct ServiceTests {
         #expect(frames.allSatisfy { $0["server_tx"] != nil })
     }
 
+    @Test("frames wait only for the writes they reveal, not for other connections' commits")
+    func dependencies() throws {
+        let storage = GatedStorage()
+        let sink = RecordingSink()
+        let relay = try RelayService(
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+        for c in UInt64(1)...3 {
+            relay.connectionOpened(id: ConnectionID(c), remote: Self.address)
+            relay.received(text: #"{"type":"bind","appid":"a/b","side":"s\#(c)"}"#, from: ConnectionID(c))
+        }
+        // 1 creates a nameplate and queues a message: both held.
+        relay.received(text: #"{"type":"claim","nameplate":"5"}"#, from: ConnectionID(1))
+        relay.received(text: #"{"type":"open","mailbox":"m"}"#, from: ConnectionID(1))
+        relay.received(text: #"{"type":"add","phase":"0","body":"aa"}"#, from: ConnectionID(1))
+        // 2 pings: independent of anything uncommitted, delivered at once.
+        relay.received(text: #"{"type":"ping","ping":1}"#, from: ConnectionID(2))
+        #expect(sink.types(2) == ["welcome", "ack", "ack", "pong"])
+        // 2 claims the uncommitted nameplate and 3 opens the uncommitted mailbox: they wait.
+        relay.received(text: #"{"type":"claim","nameplate":"5"}"#, from: ConnectionID(2))
+        relay.received(text: #"{"type":"open","mailbox":"m"}"#, from: ConnectionID(3))
+        #expect(sink.types(2) == ["welcome", "ack", "ack", "pong"])
+        #expect(sink.types(3) == ["welcome", "ack"])
+        #expect(sink.types(1) == ["welcome", "ack"])
+        storage.release()
+        #expect(sink.types(1) == ["welcome", "ack", "ack", "claimed", "ack", "ack", "message"])
+        #expect(sink.types(2) == ["welcome", "ack", "ack", "pong", "ack", "claimed"])
+        #expect(sink.types(3) == ["welcome", "ack", "ack", "message"], "the replay came after the commit")
+    }
+
+    @Test("a reply that changes only the idle clock does not wait for a commit")
+    func lazyTouch() throws {
+        let storage = GatedStorage()
+        let sink = RecordingSink()
+        let relay = try RelayService(
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+        let a = ConnectionID(1)
+        relay.connectionOpened(id: a, remote: Self.address)
+        relay.received(text: #"{"type":"bind","appid":"a/b","side":"s1"}"#, from: a)
+        relay.received(text: #"{"type":"allocate"}"#, from: a)
+        storage.release()
+        let nameplate = try #require(sink.frames(1).last?["nameplate"]?.stringValue)
+        // The stock client claims what it allocated, then opens: only touches, no new rows.
+        relay.received(text: #"{"type":"claim","nameplate":"\#(nameplate)"}"#, from: a)
+        #expect(sink.types(1).last == "claimed")
+        let mailbox = try #require(sink.frames(1).last?["mailbox"]?.stringValue)
+        relay.received(text: #"{"type":"open","mailbox":"\#(mailbox)"}"#, from: a)
+        #expect(sink.types(1) == ["welcome", "ack", "ack", "allocated", "ack", "claimed", "ack"])
+        #expect(storage.heldCount == 2, "the touches are still queued for storage")
+        relay.received(text: #"{"type":"add","phase":"0","body":"aa"}"#, from: a)
+        #expect(sink.types(1).last == "ack", "a new message waits for its commit")
+        storage.release()
+        #expect(sink.types(1).suffix(2) == ["ack", "message"])
+    }
+
     @Test("a failed commit reveals nothing and stops the relay")
     func storageFailure() throws {
         let storage = GatedStorage()

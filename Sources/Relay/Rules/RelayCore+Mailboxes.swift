@@ -32,6 +32,7 @@ extension RelayCore {
         }
         connections[id]?.mailboxID = mailbox
         let key = MailboxKey(app: app, id: mailbox)
+        noteRead(.mailbox(key))
         if isCrowded(key, adding: side) { return .failure(.crowded) }
         // Clients may open any string as a standalone mailbox.
         openMailboxSide(key, side: side, forNameplate: false, now: now)
@@ -55,6 +56,7 @@ extension RelayCore {
         case .failure(let error): return .failure(error)
         case .success(let value): request = value
         }
+        noteRead(.mailbox(key))
         guard let mailbox = state.mailboxes[key] else { return .failure(.mailboxGone) }
         let limits = config.limits
         guard mailbox.messages.count < limits.maximumMailboxMessages else {
@@ -97,6 +99,7 @@ extension RelayCore {
             mailbox = opened
         }
         let key = MailboxKey(app: app, id: mailbox)
+        noteRead(.mailbox(key))
         if connection.openMailbox == nil {
             // A reconnecting client may close without reopening: open implicitly first.
             if isCrowded(key, adding: side) { return .failure(.crowded) }

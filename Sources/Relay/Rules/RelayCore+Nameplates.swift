@@ -2,6 +2,7 @@
 extension RelayCore {
     mutating func list(connection id: ConnectionID, app: AppID) -> Result<Void, RelayError> {
         let names = config.allowList ? (namesByApp[app] ?? []).sorted() : []
+        if config.allowList { noteReadAnywhere() }
         send(.nameplates(names), to: id)
         return .success(())
     }
@@ -65,8 +66,10 @@ extension RelayCore {
     mutating func claimNameplate(
         _ key: NameplateKey, side: Side, by connection: ConnectionState, now: RelayInstant
     ) -> Result<MailboxID, RelayError> {
+        noteRead(.nameplate(key))
         if let nameplate = state.nameplates[key] {
             let mailboxKey = MailboxKey(app: key.app, id: nameplate.mailbox)
+            noteRead(.mailbox(mailboxKey))
             if let row = nameplate.sides[side] {
                 if !row.claimed { return .failure(.reclaimed) }
             } else if nameplate.sides.count >= 2 {
@@ -121,6 +124,7 @@ extension RelayCore {
     }
 
     mutating func releaseNameplate(_ key: NameplateKey, side: Side, now: RelayInstant) {
+        noteRead(.nameplate(key))
         guard let nameplate = state.nameplates[key], let row = nameplate.sides[side] else { return }
         if row.claimed {
             write(.putNameplateSide(key, side, NameplateSideRecord(claimed: false, added: row.added)))

@@ -38,6 +38,13 @@ public struct RelayCore: Sendable {
 
     /// Output being built by the current event.
     var output = RelayOutput()
+    /// Number of the current event.
+    var eventNumber: UInt64 = 0
+    /// For each live nameplate and mailbox, the last event that changed it durably (touches
+    /// do not count): what a reply revealing it must wait for.
+    var lastDurableWrite: [StateKey: UInt64] = [:]
+    /// The last event that changed anything durably.
+    var lastDurableWriteAnywhere: UInt64 = 0
 
     public init(
         config: RelayConfig, snapshot: RelaySnapshot = .empty, now: RelayInstant,
@@ -60,7 +67,8 @@ public struct RelayCore: Sendable {
 
     /// Handles one event at time `now`.
     public mutating func handle(_ event: RelayEvent, now: RelayInstant) -> RelayOutput {
-        output = RelayOutput()
+        eventNumber += 1
+        output = RelayOutput(event: eventNumber)
         switch event {
         case .connectionOpened(let id, let address): openConnection(id, address: address, now: now)
         case .received(let payload, let id): receive(payload, from: id, now: now)
@@ -184,9 +192,20 @@ public struct RelayCore: Sendable {
         connections[id] = connection
     }
 
+    /// Records that this event's replies reveal `key`, so they wait for its last durable write.
+    mutating func noteRead(_ key: StateKey) {
+        if let event = lastDurableWrite[key] { output.dependsOn = max(output.dependsOn, event) }
+    }
+
+    /// Records that this event's replies reveal state anywhere (`list`).
+    mutating func noteReadAnywhere() {
+        output.dependsOn = max(output.dependsOn, lastDurableWriteAnywhere)
+    }
+
     /// Applies a durable change to the state and queues it for storage. The only place the
     /// durable state and its indexes change.
     mutating func write(_ op: StorageOp) {
+        trackDependency(of: op)
         switch op {
         case .putNameplate(let key, let mailbox):
             if let old = state.nameplates[key]?.mailbox {
@@ -235,6 +254,38 @@ public struct RelayCore: Sendable {
             }
         }
         return bytes
+    }
+}
+
+/// A nameplate or mailbox, for tracking which writes a reply depends on.
+enum StateKey: Hashable, Sendable {
+    case nameplate(NameplateKey)
+    case mailbox(MailboxKey)
+}
+
+extension RelayCore {
+    /// Every write but a touch must be durable before a reply that depends on it. A lost touch
+    /// only makes a mailbox look idle for longer, and a restart grants a fresh idle period.
+    mutating func trackDependency(of op: StorageOp) {
+        let key: StateKey
+        var deleted = false
+        switch op {
+        case .touchMailbox: return
+        case .putNameplate(let k, _), .putNameplateSide(let k, _, _): key = .nameplate(k)
+        case .deleteNameplate(let k):
+            key = .nameplate(k)
+            deleted = true
+        case .putMailbox(let k, _, _), .putMailboxSide(let k, _, _), .appendMessage(let k, _):
+            key = .mailbox(k)
+        case .deleteMailbox(let k):
+            key = .mailbox(k)
+            deleted = true
+        }
+        // Forgetting deleted keys bounds memory; anything later that recreates them is a new
+        // write of its own, queued (and committed) after the deletion.
+        lastDurableWrite[key] = deleted ? nil : eventNumber
+        lastDurableWriteAnywhere = eventNumber
+        output.dependsOn = eventNumber
     }
 }
 

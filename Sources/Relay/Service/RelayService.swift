@@ -34,27 +34,29 @@ public struct SystemRelayClock: RelayClock {
 /// The relay as the network glue sees it: owns the pure ``RelayCore`` and a ``RelayStorage``,
 /// and turns connection events into frames through a ``RelayConnectionSink``.
 ///
-/// Guarantee: a frame is handed to the sink only after every storage write of its own event
-/// and of every earlier event is durable. Writes are queued to the storage in event order;
-/// replies wait in an ordered queue until their commit completes (the storage batches the
-/// commits); events without writes still wait behind earlier ones, so per-connection order is
-/// the order of events.
+/// Guarantee: a frame is handed to the sink only after the storage writes it depends on are
+/// durable (``RelayOutput/dependsOn``: its own event's writes, or the last writes of what it
+/// reveals), and each connection's frames go out in the order of the events that made them.
+/// Writes are queued to the storage in event order and committed in batches (group commit).
+/// A frame that depends on nothing uncommitted (a `pong`, or `claimed` for a nameplate whose
+/// creation is already durable) does not wait for unrelated commits of other connections.
 ///
 /// Thread-safe: any thread may call in. The core runs under a lock; frames are encoded and
-/// handed to the sink outside it.
+/// handed to the sink outside it, by one thread at a time.
 public final class RelayService: Sendable {
-    private struct Entry {
-        let token: UInt64
-        var ready: Bool
-        var actions: [RelayAction]
+    private struct Waiting {
+        let dependsOn: UInt64
+        let action: RelayAction
     }
 
     private struct State {
         var core: RelayCore
-        var queue: [Entry] = []
-        var head = 0
-        var firstToken: UInt64 = 0
-        var nextToken: UInt64 = 0
+        /// Per connection, actions waiting for a commit (in order).
+        var waiting: [ConnectionID: [Waiting]] = [:]
+        /// Actions free to go, in order.
+        var ready: [RelayAction] = []
+        /// Every event up to this one has its writes committed.
+        var durableThrough: UInt64 = 0
         var draining = false
         var failure: RelayStorageError?
     }
@@ -124,45 +126,56 @@ public final class RelayService: Sendable {
             if s.failure != nil {
                 // Not serving any more: refuse anything new.
                 switch event {
-                case .connectionOpened(let id, _), .received(_, let id):
-                    s.queue.append(Entry(token: s.nextToken, ready: true, actions: [.close(id)]))
-                    s.nextToken += 1
-                case .connectionClosed, .tick:
-                    break
+                case .connectionOpened(let id, _), .received(_, let id): s.ready.append(.close(id))
+                case .connectionClosed, .tick: break
                 }
                 return
             }
             let output = s.core.handle(event, now: now)
-            guard !output.isEmpty else { return }
-            let token = s.nextToken
-            s.nextToken += 1
-            s.queue.append(Entry(token: token, ready: output.writes.isEmpty, actions: output.actions))
             if !output.writes.isEmpty {
                 // Queued under the lock so the storage sees writes in event order.
-                storage.enqueue(output.writes) { [self] error in committed(token, error: error) }
+                let number = output.event
+                storage.enqueue(output.writes) { [self] error in committed(number, error: error) }
+            }
+            for action in output.actions {
+                let id = action.connection
+                if s.waiting[id] == nil, output.dependsOn <= s.durableThrough {
+                    s.ready.append(action)
+                } else {
+                    s.waiting[id, default: []].append(Waiting(dependsOn: output.dependsOn, action: action))
+                }
             }
         }
         drain()
     }
 
-    private func committed(_ token: UInt64, error: RelayStorageError?) {
+    private func committed(_ event: UInt64, error: RelayStorageError?) {
         let failed: RelayStorageError? = state.withLock { s in
             guard s.failure == nil else { return nil }
             if let error {
-                // Nothing after the lost writes may be revealed: drop every pending reply and
-                // close every connection.
+                // Nothing that may depend on the lost writes is revealed: drop every waiting
+                // frame and close every connection.
                 s.failure = error
-                let live = s.core.connectionIDs
-                s.queue.removeSubrange(s.head...)
-                s.queue.append(Entry(token: s.nextToken, ready: true, actions: live.map { .close($0) }))
-                s.nextToken += 1
+                s.waiting = [:]
+                s.ready.append(contentsOf: s.core.connectionIDs.map { .close($0) })
                 return error
             }
-            // `firstToken` is the token of `queue[0]`.
-            guard token >= s.firstToken else { return nil }
-            let index = Int(token - s.firstToken)
-            if s.queue.indices.contains(index), s.queue[index].token == token {
-                s.queue[index].ready = true
+            // Storage completes in order, so everything up to `event` is durable now.
+            s.durableThrough = max(s.durableThrough, event)
+            var released: [(ConnectionID, Int)] = []
+            for (id, queue) in s.waiting {
+                let count = queue.prefix { $0.dependsOn <= s.durableThrough }.count
+                guard count > 0 else { continue }
+                s.ready.append(contentsOf: queue.prefix(count).map(\.action))
+                released.append((id, count))
+            }
+            // Mutated after the loop: changing the dictionary while iterating it would copy it.
+            for (id, count) in released {
+                if s.waiting[id]?.count == count {
+                    s.waiting[id] = nil
+                } else {
+                    s.waiting[id]?.removeFirst(count)
+                }
             }
             return nil
         }
@@ -174,32 +187,20 @@ public final class RelayService: Sendable {
     /// their work in the queue for it.
     private func drain() {
         let mine = state.withLock { s in
-            if s.draining { return false }
+            if s.draining || s.ready.isEmpty { return false }
             s.draining = true
             return true
         }
         guard mine else { return }
         while true {
             let actions: [RelayAction]? = state.withLock { s in
-                var ready: [RelayAction] = []
-                while s.head < s.queue.count, s.queue[s.head].ready {
-                    ready.append(contentsOf: s.queue[s.head].actions)
-                    s.head += 1
-                }
-                if s.head > 256, s.head * 2 > s.queue.count {
-                    s.firstToken = s.head < s.queue.count ? s.queue[s.head].token : s.nextToken
-                    s.queue.removeSubrange(..<s.head)
-                    s.head = 0
-                } else if s.head == s.queue.count, s.head > 0 {
-                    s.firstToken = s.nextToken
-                    s.queue.removeAll(keepingCapacity: true)
-                    s.head = 0
-                }
-                if ready.isEmpty {
+                if s.ready.isEmpty {
                     s.draining = false
                     return nil
                 }
-                return ready
+                let actions = s.ready
+                s.ready = []
+                return actions
             }
             guard let actions else { return }
             perform(actions)
@@ -213,6 +214,15 @@ public final class RelayService: Sendable {
             case .send(let message, let id): sink.send(text: message.encoded(serverTX: serverTX), to: id)
             case .close(let id): sink.close(id)
             }
+        }
+    }
+}
+
+extension RelayAction {
+    /// The connection this action is for.
+    public var connection: ConnectionID {
+        switch self {
+        case .send(_, let id), .close(let id): return id
         }
     }
 }
