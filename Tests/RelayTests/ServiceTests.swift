@@ -250,3 +250,60 @@ struct ServiceTests {
         relay.shutdown()
     }
 }
+
+@Suite("Acknowledged means durable")
+struct DurabilityTests {
+    @Test("at any moment, the database holds every message already echoed to its sender")
+    func echoedMessagesAreCommitted() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let storage = try SQLiteRelayStorage(path: path)
+        // A second connection reads what is committed, as a restart after `kill -9` would.
+        let observer = try SQLiteRelayStorage(path: path)
+        let sink = RecordingSink()
+        var config = RelayConfig()
+        config.limits = .unlimited
+        let relay = try RelayService(config: config, storage: storage, sink: sink)
+        let writers = 6
+        let perWriter = 40
+        let checked = Mutex(0)
+        let lost = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: writers + 1) { i in
+            if i == writers {
+                for _ in 0..<30 {
+                    let echoed = (1...writers).flatMap { sink.frames(UInt64($0)) }.filter {
+                        $0["type"] == "message"
+                    }
+                    guard let snapshot = try? observer.load() else { continue }
+                    for frame in echoed {
+                        guard let side = frame["side"]?.stringValue, let body = frame["body"]?.stringValue
+                        else { continue }
+                        let key = MailboxKey(app: "x/y", id: MailboxID("box\(side.dropFirst())"))
+                        if snapshot.mailboxes[key]?.messages.contains(where: { $0.body == body }) != true {
+                            lost.withLock { $0.append(body) }
+                        }
+                        checked.withLock { $0 += 1 }
+                    }
+                    usleep(1000)
+                }
+                return
+            }
+            let id = ConnectionID(UInt64(i + 1))
+            relay.connectionOpened(id: id, remote: nil)
+            relay.received(text: #"{"type":"bind","appid":"x/y","side":"w\#(i)"}"#, from: id)
+            relay.received(text: #"{"type":"open","mailbox":"box\#(i)"}"#, from: id)
+            for n in 0..<perWriter {
+                relay.received(text: #"{"type":"add","phase":"\#(n)","body":"\#(i)0\#(n)"}"#, from: id)
+                usleep(200)
+            }
+        }
+        storage.flush()
+        let total = (1...writers).flatMap { sink.frames(UInt64($0)) }.filter { $0["type"] == "message" }.count
+        #expect(total == writers * perWriter)
+        #expect(checked.withLock { $0 } > 0, "some echoes were checked while traffic ran")
+        #expect(lost.withLock { $0 }.isEmpty, "echoed before committed")
+        observer.close()
+        relay.shutdown()
+    }
+}

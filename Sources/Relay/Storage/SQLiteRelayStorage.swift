@@ -128,6 +128,9 @@ public final class SQLiteRelayStorage: RelayStorage {
     }
 
     private static func load(_ db: SQLiteDatabase) throws(RelayStorageError) -> RelaySnapshot {
+        // One read transaction: a consistent snapshot even while another process writes.
+        try db.execute("BEGIN DEFERRED", code: .read)
+        defer { try? db.execute("COMMIT") }
         do throws(RelayStorageError) {
             var snapshot = RelaySnapshot()
             var st = try db.statement("SELECT app_id, name, mailbox_id FROM nameplates")
