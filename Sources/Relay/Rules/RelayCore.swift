@@ -10,6 +10,9 @@
 /// - a third side is refused as `crowded` without writing anything for it (the reference
 ///   writes its rows first, which keeps the mailbox alive until it is pruned);
 /// - `add` to a mailbox every side has closed gets an `error` instead of an orphan row;
+/// - the last `close` of a mailbox whose nameplate was never released deletes the nameplate
+///   and answers `closed` (the reference fails a foreign key there and drops the connection);
+/// - `message` ids of any JSON type are kept (the reference fails on non-scalar ones);
 /// - abuse limits, optional hashcash admission, and per-AppID expiry.
 public struct RelayCore: Sendable {
     public let config: RelayConfig
