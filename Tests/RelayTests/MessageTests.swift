@@ -189,3 +189,32 @@ struct MessageTests {
         #expect(RelayError.alreadyAllocated.message == "you already allocated one, don't be greedy")
     }
 }
+
+@Suite("Metrics exposition")
+struct MetricsExpositionTests {
+    @Test("counters, labelled counters and gauges render in Prometheus text format")
+    func render() {
+        var h = CoreHarness()
+        h.bound(1, side: "aaaa")
+        h.send(1, ["type": "open", "mailbox": "m"])
+        h.send(1, ["type": "add", "phase": "0", "body": "abcd"])
+        h.send(1, ["type": "close", "mood": "happy"])
+        h.send(1, "garbage")
+        let text = MetricsExposition.render(
+            metrics: h.core.metrics, gauges: h.core.gauges,
+            storage: SQLiteRelayStorage.Statistics(transactions: 3, batches: 5, writes: 9))
+        let lines = Set(text.split(separator: "\n").map(String.init))
+        for expected in [
+            "eleven_relay_messages_added_total 1", "eleven_relay_message_body_bytes_total 4",
+            "eleven_relay_errors_total{reason=\"not_json\"} 1",
+            "eleven_relay_errors_total{reason=\"crowded\"} 0",
+            "eleven_relay_close_moods_total{mood=\"happy\"} 1",
+            "eleven_relay_mailbox_results_total{result=\"lonely\"} 1",
+            "eleven_relay_connections 1", "eleven_relay_mailboxes 0", "eleven_relay_storage_batches_total 5",
+            "# TYPE eleven_relay_errors_total counter", "# TYPE eleven_relay_connections gauge",
+        ] {
+            #expect(lines.contains(expected), "missing: \(expected)")
+        }
+        #expect(!text.contains("abcd"), "no client data in metrics")
+    }
+}
