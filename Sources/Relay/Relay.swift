@@ -13,7 +13,9 @@
 /// - `Storage/`: ``RelayStorage`` and its back-ends, ``SQLiteRelayStorage`` (one WAL file,
 ///   versioned schema, group commit on its own queue) and ``InMemoryRelayStorage``.
 /// - `Service/`: ``RelayService`` owns a core and a storage and enforces "commit before the
-///   reply that depends on it" while keeping each connection's frames in order.
+///   reply that depends on it" while keeping each connection's frames in order; a frame waits
+///   only for the writes it reveals, so one slow commit does not stall unrelated clients.
+///   ``MetricsExposition`` renders the counters for `/metrics`.
 ///
 /// ## The seam for the WebSocket glue
 ///
@@ -34,7 +36,12 @@
 ///    connection's loop and never block.
 /// 4. Call `relay.tick()` every `config.expiry.checkIntervalSeconds`.
 /// 5. WebSocket ping/pong keep-alives, frame-size caps (at least
-///    `config.limits.maximumMessageBytes`), TLS, `/metrics` (from `relay.metrics` and
-///    `relay.gauges`) and `/healthz` belong to the glue.
+///    `config.limits.maximumMessageBytes`), TLS, `/metrics` (serve
+///    `MetricsExposition.render(metrics: relay.metrics, gauges: relay.gauges,
+///    storage: storage.statistics)`) and `/healthz` belong to the glue.
 /// 6. On SIGTERM: stop accepting, close connections, then `relay.shutdown()`.
+///
+/// Blocking calls (`SQLiteRelayStorage.init`, `load`, `checkpoint`, `shutdown`) wait for the
+/// storage's own queue: make them at start-up and shut-down, never on a loop thread. Per-event
+/// calls never block on SQLite.
 public enum RelayModule {}
