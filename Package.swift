@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "PAKE", dependencies: ["CSodium", "COpenSSL"]),
         .target(name: "WordCodes", exclude: ["README.md"]),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["Net", "CSQLite"]),
+        .target(name: "Relay", dependencies: ["Net", "CSQLite", "COpenSSL"]),
         .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium"]),
         .target(
             name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "CSQLite", "CSodium"],

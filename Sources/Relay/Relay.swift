@@ -1,2 +1,47 @@
-/// The Magic Wormhole mailbox protocol: pure rules, storage back-ends and server glue.
+/// The Magic Wormhole mailbox protocol v1 (`wormhole-protocol.md` §2–§11): pure rules, storage
+/// back-ends, and the seam the network glue plugs into.
+///
+/// Layers, inside out:
+///
+/// - `JSON/`, `Messages/`: a strict JSON reader/writer that keeps member order and number text
+///   (so `orig`, `id` and `pong` echo exactly), ``ClientMessage`` decoding with the deployed
+///   server's error strings (``RelayError``), and ``ServerMessage`` encoding.
+/// - `Rules/`: ``RelayCore``, the state machine. ``RelayEvent`` in (connection opened, frame
+///   received, connection closed, tick), ``RelayOutput`` out: ``StorageOp`` writes to commit
+///   first, then ``RelayAction``s (send a frame, close a connection). Clock and randomness are
+///   injected; no I/O.
+/// - `Storage/`: ``RelayStorage`` and its back-ends, ``SQLiteRelayStorage`` (one WAL file,
+///   versioned schema, group commit on its own queue) and ``InMemoryRelayStorage``.
+/// - `Service/`: ``RelayService`` owns a core and a storage and enforces "commit before the
+///   reply that depends on it" while keeping each connection's frames in order; a frame waits
+///   only for the writes it reveals, so one slow commit does not stall unrelated clients.
+///   ``MetricsExposition`` renders the counters for `/metrics`.
+///
+/// ## The seam for the WebSocket glue
+///
+/// The glue (the `Net` server in `eleven-relay`) does only this:
+///
+/// 1. At start: `let storage = try SQLiteRelayStorage(path: dbPath)`, then
+///    `let relay = try RelayService(config: config, storage: storage, sink: glue)`.
+/// 2. Serve the WebSocket at `/v1` (and `GET /` → `Wormhole Relay\n`). For each connection
+///    pick a unique ``ConnectionID``, and call
+///    - `relay.connectionOpened(id:remote:)` when the handshake completes (the relay sends the
+///      welcome; `remote` is the client's ``ClientAddress`` after trusted-proxy headers),
+///    - `relay.received(text:from:)` for each text frame (`received(bytes:from:)` for binary
+///      frames; the reference accepts those too),
+///    - `relay.connectionClosed(id:)` when the connection ends, whoever closed it.
+/// 3. Implement ``RelayConnectionSink``: `send(text:to:)` writes one text frame,
+///    `close(_:)` closes after pending frames, `storageFailed(_:)` stops the process. The sink
+///    is called from the caller's thread or the storage thread, in order; hop to the
+///    connection's loop and never block.
+/// 4. Call `relay.tick()` every `config.expiry.checkIntervalSeconds`.
+/// 5. WebSocket ping/pong keep-alives, frame-size caps (at least
+///    `config.limits.maximumMessageBytes`), TLS, `/metrics` (serve
+///    `MetricsExposition.render(metrics: relay.metrics, gauges: relay.gauges,
+///    storage: storage.statistics)`) and `/healthz` belong to the glue.
+/// 6. On SIGTERM: stop accepting, close connections, then `relay.shutdown()`.
+///
+/// Blocking calls (`SQLiteRelayStorage.init`, `load`, `checkpoint`, `shutdown`) wait for the
+/// storage's own queue: make them at start-up and shut-down, never on a loop thread. Per-event
+/// calls never block on SQLite.
 public enum RelayModule {}

@@ -1,0 +1,114 @@
+/// Identifiers of the mailbox protocol. Each is its own type so a nameplate can never be passed
+/// where a mailbox id or a side is expected; all are opaque strings on the wire.
+
+/// The application scope chosen by clients (`lothar.com/wormhole/text-or-file-xfer`,
+/// `elevenmessenger.com/join`, …). Nameplates and mailboxes of different AppIDs never meet.
+public struct AppID: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+}
+
+/// One client session's random identifier (10 hex characters for the stock clients).
+public struct Side: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+}
+
+/// A short decimal name (`7` in `7-guitarist-revenge`) that points at a mailbox.
+///
+/// Only ASCII digits are valid (`^[0-9]+$`, at most ``maximumLength`` characters); the reference
+/// server's `\d` also admits other Unicode digits, which no client produces.
+public struct Nameplate: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+    /// The reference server's limit for claimed nameplates.
+    public static let maximumLength = 40
+
+    /// A validated nameplate, or nil when `rawValue` is empty, too long or not all digits.
+    public init?(validating rawValue: String) {
+        guard !rawValue.isEmpty, rawValue.utf8.count <= Self.maximumLength,
+            rawValue.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+        else { return nil }
+        self.rawValue = rawValue
+    }
+
+    /// A nameplate from a number the relay chose itself.
+    init(number: Int) { self.rawValue = String(number) }
+
+    /// Storage loads trust what they wrote.
+    init(trusted rawValue: String) { self.rawValue = rawValue }
+
+    public static func < (lhs: Nameplate, rhs: Nameplate) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { rawValue }
+}
+
+/// The long random name of a mailbox (13 lowercase base32 characters when the relay makes it;
+/// clients may open any string as a standalone mailbox).
+public struct MailboxID: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+}
+
+/// The label of a client-to-client message (`pake`, `version`, `0`, …).
+public struct Phase: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+}
+
+/// The glue's handle for one WebSocket connection. The core never interprets it.
+public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public static func < (lhs: ConnectionID, rhs: ConnectionID) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { "conn#\(rawValue)" }
+}
+
+/// Where a connection comes from, as the glue saw it (after trusted-proxy headers).
+public struct ClientAddress: Hashable, Sendable {
+    public enum Family: Sendable { case ipv4, ipv6 }
+    public let family: Family
+    /// The textual address (`127.0.0.1`, `2001:db8::1`).
+    public let host: String
+    public let port: Int
+
+    public init(family: Family, host: String, port: Int) {
+        self.family = family
+        self.host = host
+        self.port = port
+    }
+
+    /// The key that per-address limits count against: the host, without the port.
+    public var source: SourceAddress { SourceAddress(host) }
+}
+
+/// The key of per-address limits (rate limits, open nameplates). Never stored on disk.
+public struct SourceAddress: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+}
+
+/// A point in time: seconds since the Unix epoch, as `server_tx` and `server_rx` carry it.
+public struct RelayInstant: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let secondsSince1970: Double
+    public init(secondsSince1970: Double) { self.secondsSince1970 = secondsSince1970 }
+    public static func < (lhs: RelayInstant, rhs: RelayInstant) -> Bool {
+        lhs.secondsSince1970 < rhs.secondsSince1970
+    }
+    public static func + (lhs: RelayInstant, seconds: Double) -> RelayInstant {
+        RelayInstant(secondsSince1970: lhs.secondsSince1970 + seconds)
+    }
+    /// Seconds from `earlier` to `self`.
+    public func seconds(since earlier: RelayInstant) -> Double {
+        secondsSince1970 - earlier.secondsSince1970
+    }
+    public var description: String { String(secondsSince1970) }
+}

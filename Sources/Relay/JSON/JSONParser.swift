@@ -1,0 +1,280 @@
+/// Why a payload is not the JSON the relay accepts.
+public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Byte offset of the problem in the payload.
+    public let offset: Int
+    public let reason: String
+    public var description: String { "\(reason) at byte \(offset)" }
+}
+
+/// A strict RFC 8259 parser over UTF-8 bytes, with a nesting limit so hostile input cannot
+/// exhaust the stack. Rejects what JSON forbids (NaN, trailing commas, lone surrogates,
+/// control characters in strings, invalid UTF-8, trailing garbage).
+public struct JSONParser {
+    /// Deepest array/object nesting accepted.
+    public static let maximumDepth = 64
+
+    private let bytes: [UInt8]
+    private var index = 0
+
+    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    /// Parses one JSON text (a value surrounded by optional whitespace).
+    public static func parse(_ bytes: some Sequence<UInt8>) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(Array(bytes))
+        parser.skipWhitespace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        guard parser.index == parser.bytes.count else {
+            throw parser.error("unexpected data after the value")
+        }
+        return value
+    }
+
+    /// Parses a JSON text given as a string.
+    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+
+    private func error(_ reason: String) -> JSONParseError { JSONParseError(offset: index, reason: reason) }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
+        case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return .number(try parseNumber())
+        default:
+            throw error("unexpected character")
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw error("unexpected end of input") }
+        let matches = literal.withUTF8Buffer { lit in
+            (0..<count).allSatisfy { bytes[index + $0] == lit[$0] }
+        }
+        guard matches else { throw error("invalid literal") }
+        index += count
+    }
+
+    private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth <= Self.maximumDepth else { throw error("nested too deeply") }
+        index += 1
+        var object = JSONObject()
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(object)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw error("expected a member name")
+            }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            index += 1
+            skipWhitespace()
+            let value = try parseValue(depth: depth)
+            object.append(key, value)
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(object)
+            } else {
+                throw error("expected ',' or '}'")
+            }
+        }
+    }
+
+    private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth <= Self.maximumDepth else { throw error("nested too deeply") }
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue(depth: depth))
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(elements)
+            } else {
+                throw error("expected ',' or ']'")
+            }
+        }
+    }
+
+    private mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        return JSONNumber(validatedText: String(decoding: bytes[start..<index], as: UTF8.self))
+    }
+
+    private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+
+    private mutating func parseString() throws(JSONParseError) -> String {
+        index += 1  // opening quote
+        var out: [UInt8] = []
+        var runStart = index
+        while true {
+            guard index < bytes.count else { throw error("unterminated string") }
+            let b = bytes[index]
+            if b == UInt8(ascii: "\"") {
+                out.append(contentsOf: bytes[runStart..<index])
+                index += 1
+                break
+            }
+            if b < 0x20 { throw error("control character in string") }
+            if b == UInt8(ascii: "\\") {
+                out.append(contentsOf: bytes[runStart..<index])
+                try parseEscape(into: &out)
+                runStart = index
+                continue
+            }
+            if b < 0x80 {
+                index += 1
+            } else {
+                try skipUTF8Sequence()
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private mutating func parseEscape(into out: inout [UInt8]) throws(JSONParseError) {
+        index += 1
+        guard index < bytes.count else { throw error("unterminated escape") }
+        let e = bytes[index]
+        index += 1
+        switch e {
+        case UInt8(ascii: "\""): out.append(0x22)
+        case UInt8(ascii: "\\"): out.append(0x5C)
+        case UInt8(ascii: "/"): out.append(0x2F)
+        case UInt8(ascii: "b"): out.append(0x08)
+        case UInt8(ascii: "f"): out.append(0x0C)
+        case UInt8(ascii: "n"): out.append(0x0A)
+        case UInt8(ascii: "r"): out.append(0x0D)
+        case UInt8(ascii: "t"): out.append(0x09)
+        case UInt8(ascii: "u"):
+            var scalar = try parseHex4()
+            if (0xD800...0xDBFF).contains(scalar) {
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                    bytes[index + 1] == UInt8(ascii: "u")
+                else { throw error("lone surrogate in string") }
+                index += 2
+                let low = try parseHex4()
+                guard (0xDC00...0xDFFF).contains(low) else { throw error("lone surrogate in string") }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+                throw error("lone surrogate in string")
+            }
+            guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid escape") }
+            out.append(contentsOf: Array(String(Character(unicode)).utf8))
+        default:
+            throw error("invalid escape")
+        }
+    }
+
+    private mutating func parseHex4() throws(JSONParseError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw error("invalid \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let b = bytes[index]
+            let digit: UInt32
+            switch b {
+            case 0x30...0x39: digit = UInt32(b - 0x30)
+            case 0x41...0x46: digit = UInt32(b - 0x41 + 10)
+            case 0x61...0x66: digit = UInt32(b - 0x61 + 10)
+            default: throw error("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    /// Validates one multi-byte UTF-8 sequence (no overlongs, no surrogates, ≤ U+10FFFF).
+    private mutating func skipUTF8Sequence() throws(JSONParseError) {
+        let b0 = bytes[index]
+        let length: Int
+        var low: UInt8 = 0x80
+        var high: UInt8 = 0xBF
+        switch b0 {
+        case 0xC2...0xDF: length = 2
+        case 0xE0:
+            length = 3
+            low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED:
+            length = 3
+            high = 0x9F
+        case 0xF0:
+            length = 4
+            low = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4:
+            length = 4
+            high = 0x8F
+        default: throw error("invalid UTF-8")
+        }
+        guard index + length <= bytes.count else { throw error("invalid UTF-8") }
+        let b1 = bytes[index + 1]
+        guard b1 >= low, b1 <= high else { throw error("invalid UTF-8") }
+        for k in 2..<max(2, length) {
+            let b = bytes[index + k]
+            guard b >= 0x80, b <= 0xBF else { throw error("invalid UTF-8") }
+        }
+        index += length
+    }
+}

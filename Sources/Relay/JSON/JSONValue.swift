@@ -1,0 +1,98 @@
+/// A JSON value as the mailbox protocol needs it: object members keep their order and numbers
+/// keep their exact text, so values the relay echoes (`orig`, `id`, `pong`) go back as sent.
+public enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    /// The number's text exactly as it appeared (already checked against the JSON grammar).
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// The string, when this is one.
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    /// The object, when this is one.
+    public var objectValue: JSONObject? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
+
+    /// A short name of the kind of value, for error messages.
+    public var kindName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .number: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+}
+
+/// A JSON number, kept as its text so echoing it is exact.
+public struct JSONNumber: Sendable, Equatable, CustomStringConvertible {
+    public let text: String
+
+    /// A number from already-validated JSON text.
+    init(validatedText: String) { self.text = validatedText }
+
+    /// A number from a double, written in the shortest form that reads back the same.
+    public init(_ value: Double) {
+        if value.isFinite, value == value.rounded(), abs(value) < 1e15 {
+            // `1764433206.0`, not `1.764433206e9`: integral values keep a fraction, no exponent.
+            self.text = String(Int64(value)) + ".0"
+        } else if value.isFinite {
+            self.text = value.description
+        } else {
+            self.text = "0"
+        }
+    }
+
+    /// A number from an integer.
+    public init(_ value: Int) { self.text = String(value) }
+
+    public var doubleValue: Double? { Double(text) }
+    public var description: String { text }
+}
+
+/// A JSON object whose members keep their order. Lookups find the last member with a name, as
+/// Python's `json.loads` does with duplicate names.
+public struct JSONObject: Sendable, Equatable {
+    public struct Member: Sendable, Equatable {
+        public let key: String
+        public let value: JSONValue
+        public init(key: String, value: JSONValue) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    public private(set) var members: [Member]
+
+    public init(_ members: [Member] = []) { self.members = members }
+
+    public init(_ pairs: KeyValuePairs<String, JSONValue>) {
+        self.members = pairs.map { Member(key: $0.key, value: $0.value) }
+    }
+
+    public subscript(key: String) -> JSONValue? {
+        for member in members.reversed() where member.key == key { return member.value }
+        return nil
+    }
+
+    public func contains(_ key: String) -> Bool { self[key] != nil }
+
+    /// Appends a member (the caller keeps names unique when building server messages).
+    public mutating func append(_ key: String, _ value: JSONValue) {
+        members.append(Member(key: key, value: value))
+    }
+}

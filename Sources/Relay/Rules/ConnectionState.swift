@@ -1,0 +1,31 @@
+/// What the relay remembers about one live connection. Mirrors the per-connection flags of the
+/// reference's WebSocket handler: each command may be used once per connection, while state
+/// across connections is keyed by (AppID, side).
+struct ConnectionState: Sendable {
+    let id: ConnectionID
+    let address: ClientAddress?
+    var binding: (app: AppID, side: Side)?
+    var permissionGranted = false
+    var didAllocate = false
+    var didClaim = false
+    /// The nameplate this connection claimed (set even when the claim was refused as
+    /// `crowded`/`reclaimed`, as in the reference).
+    var claimedNameplate: Nameplate?
+    var didRelease = false
+    /// The mailbox named by this connection's `open` (kept after `close`).
+    var mailboxID: MailboxID?
+    /// The mailbox this connection has open and is subscribed to (nil again after `close`).
+    var openMailbox: MailboxKey?
+    var didClose = false
+    var errorCount = 0
+    /// Set when the core asked the glue to close it; later frames are ignored.
+    var closing = false
+
+    init(id: ConnectionID, address: ClientAddress?) {
+        self.id = id
+        self.address = address
+    }
+
+    /// The per-address limit key; connections of unknown origin share one.
+    var source: SourceAddress { address?.source ?? SourceAddress("unknown") }
+}

@@ -1,0 +1,20 @@
+/// Picks a random free nameplate of the shortest possible length, as the reference does:
+/// 1–9 if any is free, else 10–99, else 100–999; when all 999 are taken, up to 1000 random
+/// tries in 1000–999999. "Taken" means any existing nameplate of the AppID.
+enum NameplateAllocator {
+    static func allocate(
+        taken: Set<Nameplate>, using random: inout some RandomNumberGenerator
+    ) -> Nameplate? {
+        // Probing the (at most 999) short names costs the same however many names are taken.
+        for range in [1..<10, 10..<100, 100..<1000] {
+            var free: [Int] = []
+            for n in range where !taken.contains(Nameplate(number: n)) { free.append(n) }
+            if let n = free.randomElement(using: &random) { return Nameplate(number: n) }
+        }
+        for _ in 0..<1000 {
+            let candidate = Nameplate(number: Int.random(in: 1000..<1_000_000, using: &random))
+            if !taken.contains(candidate) { return candidate }
+        }
+        return nil
+    }
+}

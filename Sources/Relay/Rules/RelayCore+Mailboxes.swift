@@ -1,0 +1,153 @@
+/// `open`, `add`, `close`: mailboxes, where the two sides' messages wait for each other.
+extension RelayCore {
+    /// More than two distinct sides on one mailbox is `crowded`.
+    func isCrowded(_ key: MailboxKey, adding side: Side) -> Bool {
+        guard let mailbox = state.mailboxes[key] else { return false }
+        return mailbox.sides[side] == nil && mailbox.sides.count >= 2
+    }
+
+    /// Creates the mailbox if needed, attaches `side` (a side that closed stays closed, as in
+    /// the reference) and records the activity.
+    mutating func openMailboxSide(_ key: MailboxKey, side: Side, forNameplate: Bool, now: RelayInstant) {
+        if state.mailboxes[key] == nil {
+            write(.putMailbox(key, forNameplate: forNameplate, updated: now))
+        } else {
+            write(.touchMailbox(key, updated: now))
+        }
+        if state.mailboxes[key]?.sides[side] == nil {
+            write(.putMailboxSide(key, side, MailboxSideRecord(opened: true, added: now)))
+        }
+    }
+
+    mutating func open(
+        _ field: Result<MailboxID, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
+        now: RelayInstant
+    ) -> Result<Void, RelayError> {
+        guard let connection = connections[id] else { return .success(()) }
+        guard connection.openMailbox == nil else { return .failure(.onlyOneOpen) }
+        let mailbox: MailboxID
+        switch field {
+        case .failure(let error): return .failure(error)
+        case .success(let value): mailbox = value
+        }
+        connections[id]?.mailboxID = mailbox
+        let key = MailboxKey(app: app, id: mailbox)
+        noteRead(.mailbox(key))
+        if isCrowded(key, adding: side) { return .failure(.crowded) }
+        // Clients may open any string as a standalone mailbox.
+        openMailboxSide(key, side: side, forNameplate: false, now: now)
+        connections[id]?.openMailbox = key
+        subscribers[key, default: []].append(id)
+        metrics.mailboxesOpened += 1
+        // Replay everything stored (both sides', in arrival order), then stream live.
+        for message in state.mailboxes[key]?.messages ?? [] {
+            send(.message(message), to: id)
+        }
+        return .success(())
+    }
+
+    mutating func add(
+        _ field: Result<AddRequest, RelayError>, id messageID: JSONValue, connection id: ConnectionID,
+        app: AppID, side: Side, now: RelayInstant
+    ) -> Result<Void, RelayError> {
+        guard let key = connections[id]?.openMailbox else { return .failure(.mustOpenBeforeAdding) }
+        let request: AddRequest
+        switch field {
+        case .failure(let error): return .failure(error)
+        case .success(let value): request = value
+        }
+        noteRead(.mailbox(key))
+        guard let mailbox = state.mailboxes[key] else { return .failure(.mailboxGone) }
+        let limits = config.limits
+        guard mailbox.messages.count < limits.maximumMailboxMessages else {
+            return .failure(.mailboxMessageLimit(limits.maximumMailboxMessages))
+        }
+        let stored = mailbox.messages.reduce(0) { $0 + $1.body.utf8.count }
+        guard request.body.utf8.count <= limits.maximumMailboxBytes - stored else {
+            return .failure(.mailboxByteLimit(limits.maximumMailboxBytes))
+        }
+        let message = StoredMessage(
+            side: side, phase: request.phase, body: request.body, serverRX: now, messageID: messageID)
+        write(.appendMessage(key, message))
+        write(.touchMailbox(key, updated: now))
+        metrics.messagesAdded += 1
+        metrics.messageBodyBytesAdded += request.body.utf8.count
+        // Everyone subscribed hears it, the sender included: the echo is its receipt.
+        for listener in subscribers[key] ?? [] {
+            send(.message(message), to: listener)
+        }
+        return .success(())
+    }
+
+    mutating func close(
+        _ field: Result<CloseRequest, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
+        now: RelayInstant
+    ) -> Result<Void, RelayError> {
+        guard let connection = connections[id] else { return .success(()) }
+        guard !connection.didClose else { return .failure(.onlyOneClose) }
+        let request: CloseRequest
+        switch field {
+        case .failure(let error): return .failure(error)
+        case .success(let value): request = value
+        }
+        let mailbox: MailboxID
+        if let given = request.mailbox {
+            if let opened = connection.mailboxID, opened != given { return .failure(.closeMailboxMismatch) }
+            mailbox = given
+        } else {
+            guard let opened = connection.mailboxID else { return .failure(.closeWithoutOpen) }
+            mailbox = opened
+        }
+        let key = MailboxKey(app: app, id: mailbox)
+        noteRead(.mailbox(key))
+        if connection.openMailbox == nil {
+            // A reconnecting client may close without reopening: open implicitly first.
+            if isCrowded(key, adding: side) { return .failure(.crowded) }
+            if state.mailboxes[key] != nil { openMailboxSide(key, side: side, forNameplate: false, now: now) }
+        } else if var listeners = subscribers[key] {
+            listeners.removeAll { $0 == id }
+            subscribers[key] = listeners.isEmpty ? nil : listeners
+        }
+        connections[id]?.didClose = true
+        connections[id]?.openMailbox = nil
+        metrics.countMood(request.mood)
+        closeMailboxSide(key, side: side, mood: request.mood, now: now)
+        send(.closed, to: id)
+        return .success(())
+    }
+
+    /// Marks `side` closed; when no side remains open, deletes the mailbox, its messages and
+    /// every nameplate pointing at it.
+    mutating func closeMailboxSide(_ key: MailboxKey, side: Side, mood: String?, now: RelayInstant) {
+        guard let mailbox = state.mailboxes[key], let row = mailbox.sides[side] else { return }
+        write(.putMailboxSide(key, side, MailboxSideRecord(opened: false, added: row.added, mood: mood)))
+        guard let updated = state.mailboxes[key], !updated.sides.values.contains(where: \.opened) else {
+            return
+        }
+        retireMailbox(key, pruned: false)
+    }
+
+    /// Deletes a mailbox with its nameplates and records the usage result.
+    mutating func retireMailbox(_ key: MailboxKey, pruned: Bool) {
+        guard let mailbox = state.mailboxes[key] else { return }
+        for name in (nameplatesByMailbox[key] ?? []).sorted() {
+            retireNameplate(NameplateKey(app: key.app, name: name), pruned: pruned)
+        }
+        metrics.mailboxResults[Self.result(of: mailbox, pruned: pruned), default: 0] += 1
+        write(.deleteMailbox(key))
+    }
+
+    /// The reference's usage summary: by side count, then moods (lonely < errory < scary),
+    /// then pruned, then crowded.
+    static func result(of mailbox: MailboxRecord, pruned: Bool) -> String {
+        let sides = mailbox.sides.count
+        var result = sides == 0 ? "quiet" : sides == 1 ? "lonely" : "happy"
+        let moods = Set(mailbox.sides.values.compactMap(\.mood))
+        if moods.contains("lonely") { result = "lonely" }
+        if moods.contains("errory") { result = "errory" }
+        if moods.contains("scary") { result = "scary" }
+        if pruned { result = "pruney" }
+        if sides > 2 { result = "crowded" }
+        return result
+    }
+}

@@ -1,0 +1,32 @@
+/// The SQLite schema, versioned with `PRAGMA user_version`. `migrations[i]` takes a database
+/// from version `i` to `i + 1`; opening applies the missing ones, each in its own transaction.
+/// Append new migrations; never edit a released one.
+enum RelaySchema {
+    static let migrations: [String] = [
+        // 1: nameplates, mailboxes, their sides, and queued messages. Nothing about clients
+        // beyond what the protocol needs (no addresses, no versions, no timestamps of binds).
+        """
+        CREATE TABLE nameplates (
+            app_id TEXT NOT NULL, name TEXT NOT NULL, mailbox_id TEXT NOT NULL,
+            PRIMARY KEY (app_id, name)) WITHOUT ROWID;
+        CREATE TABLE nameplate_sides (
+            app_id TEXT NOT NULL, name TEXT NOT NULL, side TEXT NOT NULL,
+            claimed INTEGER NOT NULL, added REAL NOT NULL,
+            PRIMARY KEY (app_id, name, side)) WITHOUT ROWID;
+        CREATE TABLE mailboxes (
+            app_id TEXT NOT NULL, id TEXT NOT NULL, for_nameplate INTEGER NOT NULL,
+            updated REAL NOT NULL,
+            PRIMARY KEY (app_id, id)) WITHOUT ROWID;
+        CREATE TABLE mailbox_sides (
+            app_id TEXT NOT NULL, mailbox_id TEXT NOT NULL, side TEXT NOT NULL,
+            opened INTEGER NOT NULL, added REAL NOT NULL, mood TEXT,
+            PRIMARY KEY (app_id, mailbox_id, side)) WITHOUT ROWID;
+        CREATE TABLE messages (
+            app_id TEXT NOT NULL, mailbox_id TEXT NOT NULL, side TEXT NOT NULL,
+            phase TEXT NOT NULL, body TEXT NOT NULL, server_rx REAL NOT NULL, msg_id TEXT);
+        CREATE INDEX messages_by_mailbox ON messages (app_id, mailbox_id);
+        """
+    ]
+
+    static var currentVersion: Int { migrations.count }
+}

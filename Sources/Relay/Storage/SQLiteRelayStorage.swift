@@ -1,0 +1,345 @@
+import CSQLite
+import Dispatch
+import Synchronization
+
+/// The default store: one SQLite file in WAL mode.
+///
+/// Every SQLite call runs on the store's own serial queue, never on the caller's thread.
+/// Writes queued while a transaction is being committed are committed together in the next
+/// one (group commit), so a burst of messages costs one fsync, not one each; each completion
+/// runs only after the transaction holding its writes is durable.
+public final class SQLiteRelayStorage: RelayStorage {
+    public struct Options: Sendable, Equatable {
+        /// `FULL` (default) survives power loss; `NORMAL` survives a crash of the process
+        /// (`kill -9`) but may lose the last commits on power loss.
+        public enum Synchronous: String, Sendable {
+            case full = "FULL"
+            case normal = "NORMAL"
+        }
+        public var synchronous: Synchronous
+        /// Overwrite deleted content (closed mailboxes' bodies) instead of leaving it in free
+        /// pages.
+        public var secureDelete: Bool
+
+        public init(synchronous: Synchronous = .full, secureDelete: Bool = true) {
+            self.synchronous = synchronous
+            self.secureDelete = secureDelete
+        }
+    }
+
+    /// Commit counters, for tests and metrics.
+    public struct Statistics: Sendable, Equatable {
+        /// Transactions committed.
+        public var transactions = 0
+        /// `enqueue` calls whose writes were committed.
+        public var batches = 0
+        public var writes = 0
+    }
+
+    private struct Pending {
+        var items: [(writes: [StorageOp], completion: @Sendable (RelayStorageError?) -> Void)] = []
+        var drainScheduled = false
+        var closed = false
+        var statistics = Statistics()
+    }
+
+    /// The connection, touched only on `queue`.
+    private final class Confined: @unchecked Sendable {
+        var database: SQLiteDatabase?
+    }
+
+    public let path: String
+    private let queue: DispatchQueue
+    private let pending = Mutex(Pending())
+    private let confined = Confined()
+
+    /// Opens (creating if needed) the database and brings its schema up to date.
+    public init(path: String, options: Options = Options()) throws(RelayStorageError) {
+        self.path = path
+        self.queue = DispatchQueue(label: "eleven.relay.sqlite")
+        let confined = self.confined
+        let result: Result<Void, RelayStorageError> = queue.sync {
+            do throws(RelayStorageError) {
+                let db = try SQLiteDatabase(path: path)
+                sqlite3_busy_timeout(db.handle, 5000)
+                try db.execute("PRAGMA journal_mode=WAL", code: .open)
+                try db.execute("PRAGMA synchronous=\(options.synchronous.rawValue)", code: .open)
+                try db.execute("PRAGMA secure_delete=\(options.secureDelete ? "ON" : "OFF")", code: .open)
+                try Self.migrate(db)
+                confined.database = db
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+    }
+
+    deinit {
+        let confined = self.confined
+        queue.sync { confined.database?.close() }
+    }
+
+    /// The schema version the file is at.
+    public func schemaVersion() throws(RelayStorageError) -> Int {
+        try onQueue { db throws(RelayStorageError) in Int(try db.integer("PRAGMA user_version")) }
+    }
+
+    public static var currentSchemaVersion: Int { RelaySchema.currentVersion }
+
+    private static func migrate(_ db: SQLiteDatabase) throws(RelayStorageError) {
+        let version = Int(try db.integer("PRAGMA user_version"))
+        guard version <= RelaySchema.currentVersion else {
+            throw RelayStorageError(
+                .schemaTooNew,
+                "database schema version \(version) is newer than this relay understands "
+                    + "(\(RelaySchema.currentVersion)); use a newer eleven-relay")
+        }
+        for next in version..<RelaySchema.currentVersion {
+            do throws(RelayStorageError) {
+                try db.execute("BEGIN IMMEDIATE", code: .migration)
+                try db.execute(RelaySchema.migrations[next], code: .migration)
+                try db.execute("PRAGMA user_version=\(next + 1)", code: .migration)
+                try db.execute("COMMIT", code: .migration)
+            } catch {
+                try? db.execute("ROLLBACK")
+                throw RelayStorageError(.migration, "migrating to version \(next + 1): \(error.message)")
+            }
+        }
+    }
+
+    private func onQueue<T>(_ body: (SQLiteDatabase) throws(RelayStorageError) -> T) throws(RelayStorageError)
+        -> T
+    {
+        let confined = self.confined
+        let result: Result<T, RelayStorageError> = queue.sync {
+            guard let db = confined.database else {
+                return .failure(RelayStorageError(.closed, "the store is closed"))
+            }
+            do throws(RelayStorageError) { return .success(try body(db)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    // MARK: - Loading
+
+    public func load() throws(RelayStorageError) -> RelaySnapshot {
+        try onQueue { db throws(RelayStorageError) in try Self.load(db) }
+    }
+
+    private static func load(_ db: SQLiteDatabase) throws(RelayStorageError) -> RelaySnapshot {
+        // One read transaction: a consistent snapshot even while another process writes.
+        try db.execute("BEGIN DEFERRED", code: .read)
+        defer { try? db.execute("COMMIT") }
+        do throws(RelayStorageError) {
+            var snapshot = RelaySnapshot()
+            var st = try db.statement("SELECT app_id, name, mailbox_id FROM nameplates")
+            while try st.step() {
+                let key = NameplateKey(app: AppID(st.text(0)), name: Nameplate(trusted: st.text(1)))
+                snapshot.nameplates[key] = NameplateRecord(mailbox: MailboxID(st.text(2)))
+            }
+            st = try db.statement("SELECT app_id, name, side, claimed, added FROM nameplate_sides")
+            while try st.step() {
+                let key = NameplateKey(app: AppID(st.text(0)), name: Nameplate(trusted: st.text(1)))
+                snapshot.nameplates[key]?.sides[Side(st.text(2))] = NameplateSideRecord(
+                    claimed: st.bool(3), added: RelayInstant(secondsSince1970: st.double(4)))
+            }
+            st = try db.statement("SELECT app_id, id, for_nameplate, updated FROM mailboxes")
+            while try st.step() {
+                let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
+                snapshot.mailboxes[key] = MailboxRecord(
+                    forNameplate: st.bool(2), updated: RelayInstant(secondsSince1970: st.double(3)))
+            }
+            st = try db.statement("SELECT app_id, mailbox_id, side, opened, added, mood FROM mailbox_sides")
+            while try st.step() {
+                let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
+                snapshot.mailboxes[key]?.sides[Side(st.text(2))] = MailboxSideRecord(
+                    opened: st.bool(3), added: RelayInstant(secondsSince1970: st.double(4)),
+                    mood: st.optionalText(5))
+            }
+            st = try db.statement(
+                "SELECT app_id, mailbox_id, side, phase, body, server_rx, msg_id FROM messages ORDER BY rowid"
+            )
+            while try st.step() {
+                let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
+                let id = st.optionalText(6).flatMap { try? JSONParser.parse($0) } ?? .null
+                snapshot.mailboxes[key]?.messages.append(
+                    StoredMessage(
+                        side: Side(st.text(2)), phase: Phase(st.text(3)), body: st.text(4),
+                        serverRX: RelayInstant(secondsSince1970: st.double(5)), messageID: id))
+            }
+            return snapshot
+        } catch {
+            throw RelayStorageError(.read, error.message)
+        }
+    }
+
+    // MARK: - Writing
+
+    public func enqueue(_ writes: [StorageOp], completion: @escaping @Sendable (RelayStorageError?) -> Void) {
+        let accepted: Bool = pending.withLock { p in
+            guard !p.closed else { return false }
+            p.items.append((writes, completion))
+            if !p.drainScheduled {
+                p.drainScheduled = true
+                queue.async { [self] in drain() }
+            }
+            return true
+        }
+        if !accepted {
+            queue.async { completion(RelayStorageError(.closed, "the store is closed")) }
+        }
+    }
+
+    /// Commits everything queued so far in one transaction, then runs the completions.
+    private func drain() {
+        let items = pending.withLock { p in
+            let items = p.items
+            p.items = []
+            p.drainScheduled = false
+            return items
+        }
+        guard !items.isEmpty else { return }
+        var failure: RelayStorageError?
+        if let db = confined.database {
+            do throws(RelayStorageError) {
+                try db.execute("BEGIN IMMEDIATE")
+                do throws(RelayStorageError) {
+                    for item in items {
+                        for op in item.writes { try Self.apply(op, to: db) }
+                    }
+                    try db.execute("COMMIT")
+                } catch {
+                    try? db.execute("ROLLBACK")
+                    throw error
+                }
+            } catch {
+                failure = error
+            }
+        } else {
+            failure = RelayStorageError(.closed, "the store is closed")
+        }
+        if failure == nil {
+            let writes = items.reduce(0) { $0 + $1.writes.count }
+            pending.withLock { p in
+                p.statistics.transactions += 1
+                p.statistics.batches += items.count
+                p.statistics.writes += writes
+            }
+        }
+        for item in items { item.completion(failure) }
+    }
+
+    private static func apply(_ op: StorageOp, to db: SQLiteDatabase) throws(RelayStorageError) {
+        switch op {
+        case .putNameplate(let key, let mailbox):
+            let st = try db.statement(
+                "INSERT INTO nameplates (app_id, name, mailbox_id) VALUES (?1, ?2, ?3) "
+                    + "ON CONFLICT (app_id, name) DO UPDATE SET mailbox_id = excluded.mailbox_id")
+            st.bind(1, key.app.rawValue)
+            st.bind(2, key.name.rawValue)
+            st.bind(3, mailbox.rawValue)
+            try st.step()
+        case .putNameplateSide(let key, let side, let record):
+            let st = try db.statement(
+                "INSERT OR REPLACE INTO nameplate_sides (app_id, name, side, claimed, added) "
+                    + "VALUES (?1, ?2, ?3, ?4, ?5)")
+            st.bind(1, key.app.rawValue)
+            st.bind(2, key.name.rawValue)
+            st.bind(3, side.rawValue)
+            st.bind(4, record.claimed)
+            st.bind(5, record.added.secondsSince1970)
+            try st.step()
+        case .deleteNameplate(let key):
+            for sql in [
+                "DELETE FROM nameplate_sides WHERE app_id = ?1 AND name = ?2",
+                "DELETE FROM nameplates WHERE app_id = ?1 AND name = ?2",
+            ] {
+                let st = try db.statement(sql)
+                st.bind(1, key.app.rawValue)
+                st.bind(2, key.name.rawValue)
+                try st.step()
+            }
+        case .putMailbox(let key, let forNameplate, let updated):
+            let st = try db.statement(
+                "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES (?1, ?2, ?3, ?4) "
+                    + "ON CONFLICT (app_id, id) DO UPDATE SET for_nameplate = excluded.for_nameplate, "
+                    + "updated = excluded.updated")
+            st.bind(1, key.app.rawValue)
+            st.bind(2, key.id.rawValue)
+            st.bind(3, forNameplate)
+            st.bind(4, updated.secondsSince1970)
+            try st.step()
+        case .touchMailbox(let key, let updated):
+            let st = try db.statement("UPDATE mailboxes SET updated = ?3 WHERE app_id = ?1 AND id = ?2")
+            st.bind(1, key.app.rawValue)
+            st.bind(2, key.id.rawValue)
+            st.bind(3, updated.secondsSince1970)
+            try st.step()
+        case .putMailboxSide(let key, let side, let record):
+            let st = try db.statement(
+                "INSERT OR REPLACE INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood) "
+                    + "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            st.bind(1, key.app.rawValue)
+            st.bind(2, key.id.rawValue)
+            st.bind(3, side.rawValue)
+            st.bind(4, record.opened)
+            st.bind(5, record.added.secondsSince1970)
+            st.bind(6, record.mood)
+            try st.step()
+        case .appendMessage(let key, let message):
+            let st = try db.statement(
+                "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
+                    + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+            st.bind(1, key.app.rawValue)
+            st.bind(2, key.id.rawValue)
+            st.bind(3, message.side.rawValue)
+            st.bind(4, message.phase.rawValue)
+            st.bind(5, message.body)
+            st.bind(6, message.serverRX.secondsSince1970)
+            st.bind(7, message.messageID == .null ? nil : JSONWriter.string(message.messageID))
+            try st.step()
+        case .deleteMailbox(let key):
+            for sql in [
+                "DELETE FROM messages WHERE app_id = ?1 AND mailbox_id = ?2",
+                "DELETE FROM mailbox_sides WHERE app_id = ?1 AND mailbox_id = ?2",
+                "DELETE FROM mailboxes WHERE app_id = ?1 AND id = ?2",
+            ] {
+                let st = try db.statement(sql)
+                st.bind(1, key.app.rawValue)
+                st.bind(2, key.id.rawValue)
+                try st.step()
+            }
+        }
+    }
+
+    // MARK: - Lifecycle
+
+    public func close() {
+        pending.withLock { $0.closed = true }
+        let confined = self.confined
+        // Runs after any drain already scheduled, so queued writes are committed first.
+        queue.sync {
+            confined.database?.close()
+            confined.database = nil
+        }
+    }
+
+    public var statistics: Statistics { pending.withLock { $0.statistics } }
+
+    /// Waits until everything queued so far is committed and its completions have run.
+    public func flush() { queue.sync {} }
+
+    /// Copies the WAL into the main file and truncates the WAL.
+    public func checkpoint() throws(RelayStorageError) {
+        try onQueue { db throws(RelayStorageError) in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
+    /// Runs `body` while commits are held back, so everything it queues lands in one
+    /// transaction. For tests of group commit.
+    func withCommitsPaused(_ body: () -> Void) {
+        queue.suspend()
+        body()
+        queue.resume()
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Relay
+
+/// A fresh temporary directory, removed by `cleanup()`.
+struct TempDir {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("relay-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    func cleanup() { try? FileManager.default.removeItem(at: url) }
+}
+
+extension SQLiteRelayStorage {
+    /// Queues writes and waits for their commit.
+    func commit(_ writes: [StorageOp]) -> RelayStorageError? {
+        let result = Mutex<RelayStorageError??>(nil)
+        enqueue(writes) { error in result.withLock { $0 = .some(error) } }
+        flush()
+        return result.withLock { $0 } ?? RelayStorageError(.write, "completion did not run")
+    }
+}
+
+/// Drives random but valid-looking traffic through a core: several sides binding, claiming,
+/// opening, adding, releasing, closing, disconnecting and ticking.
+func randomTraffic(_ h: inout CoreHarness, seed: UInt64, steps: Int, onWrites: ([StorageOp]) -> Void) {
+    var random = SeededRandom(seed: seed)
+    var connection: UInt64 = 100
+    var live: [UInt64] = []
+    let sides = ["s1", "s2", "s3", "s4"]
+    let apps = [testApp, "elevenmessenger.com/join"]
+    for _ in 0..<steps {
+        h.now += Double(Int.random(in: 0...30, using: &random))
+        let roll = Int.random(in: 0..<100, using: &random)
+        var output = RelayOutput()
+        if live.isEmpty || roll < 12 {
+            connection += 1
+            live.append(connection)
+            h.connect(connection)
+            output = h.last
+            let side = sides.randomElement(using: &random)!
+            let app = apps.randomElement(using: &random)!
+            onWrites(output.writes)
+            h.send(connection, ["type": "bind", "appid": .string(app), "side": .string(side)])
+            output = h.last
+        } else if roll < 18 {
+            let c = live.remove(at: Int.random(in: 0..<live.count, using: &random))
+            h.disconnect(c)
+            output = h.last
+        } else if roll < 20 {
+            output = h.tick(after: 400)
+        } else {
+            let c = live.randomElement(using: &random)!
+            let nameplate = String(Int.random(in: 1...3, using: &random))
+            let mailbox =
+                h.core.state.mailboxes.keys.map(\.id.rawValue).sorted().randomElement(using: &random) ?? "mx"
+            let commands: [String] = [
+                #"{"type":"allocate"}"#,
+                #"{"type":"claim","nameplate":"\#(nameplate)"}"#,
+                #"{"type":"release"}"#,
+                #"{"type":"open","mailbox":"\#(mailbox)"}"#,
+                #"{"type":"add","phase":"p\#(roll)","body":"\#(String(roll, radix: 16))ab","id":"\#(roll)"}"#,
+                #"{"type":"add","phase":"0","body":"","id":{"n":[1,2]}}"#,
+                #"{"type":"close","mood":"happy"}"#,
+                #"{"type":"close","mailbox":"\#(mailbox)","mood":"scary"}"#,
+                #"{"type":"list"}"#,
+            ]
+            h.send(c, commands.randomElement(using: &random)!)
+            output = h.last
+        }
+        onWrites(output.writes)
+    }
+}
+
+@Suite("SQLite storage")
+struct StorageTests {
+    @Test("a new file gets the current schema version; reopening keeps it")
+    func schemaVersion() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        #expect(try store.schemaVersion() == SQLiteRelayStorage.currentSchemaVersion)
+        #expect(SQLiteRelayStorage.currentSchemaVersion == 1)
+        store.close()
+        let again = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        #expect(try again.schemaVersion() == 1)
+        #expect(try again.load() == .empty)
+        again.close()
+    }
+
+    @Test("a file from a newer relay is refused, not damaged")
+    func newerSchema() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let db = try SQLiteDatabase(path: dir.path("relay.sqlite"))
+        try db.execute("PRAGMA user_version=99")
+        db.close()
+        #expect(throws: RelayStorageError.self) { try SQLiteRelayStorage(path: dir.path("relay.sqlite")) }
+        do {
+            _ = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        } catch {
+            #expect(error.code == .schemaTooNew)
+        }
+        let check = try SQLiteDatabase(path: dir.path("relay.sqlite"))
+        #expect(try check.integer("PRAGMA user_version") == 99)
+    }
+
+    @Test("an unopenable path is a clear error")
+    func badPath() {
+        #expect(throws: RelayStorageError.self) {
+            try SQLiteRelayStorage(path: "/nonexistent-dir-for-relay-test/x/relay.sqlite")
+        }
+    }
+
+    @Test("random traffic: what SQLite loads back equals the core's state", arguments: [1, 2, 3] as [UInt64])
+    func consistency(_ seed: UInt64) throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteRelayStorage(
+            path: dir.path("relay.sqlite"), options: .init(synchronous: .normal))
+        var h = CoreHarness(config: RelayConfig(limits: .unlimited), seed: seed)
+        var pending: [StorageOp] = []
+        randomTraffic(&h, seed: seed, steps: 300) { pending += $0 }
+        #expect(store.commit(pending) == nil)
+        #expect(try store.load() == h.core.state)
+        // The traffic exercised every kind of write.
+        #expect(pending.count > 100)
+        for kind in [
+            "putNameplate", "putNameplateSide", "deleteNameplate", "putMailbox", "touchMailbox",
+            "putMailboxSide", "appendMessage", "deleteMailbox",
+        ] {
+            #expect(pending.contains { "\($0)".hasPrefix(kind + "(") }, "no \(kind)")
+        }
+        store.close()
+        let reopened = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        #expect(try reopened.load() == h.core.state)
+        reopened.close()
+    }
+
+    @Test("a restarted relay resumes nameplates, mailboxes and queued messages")
+    func restartAndResume() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        var store = try SQLiteRelayStorage(path: path)
+        var h = CoreHarness()
+        h.bound(1, side: "aaaa")
+        #expect(store.commit(h.last.writes) == nil)
+        let mailbox = h.claim(1, "42")
+        #expect(store.commit(h.last.writes) == nil)
+        h.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        #expect(store.commit(h.last.writes) == nil)
+        h.send(1, ["type": "add", "phase": "pake", "body": "a1a1", "id": "0001"])
+        #expect(store.commit(h.last.writes) == nil)
+        let pake = try #require(h.sent(to: 1).last?.stored)
+        store.close()
+
+        store = try SQLiteRelayStorage(path: path)
+        let loaded = try store.load()
+        #expect(loaded == h.core.state)
+        var resumed = CoreHarness(snapshot: loaded, now: h.now + 60)
+        resumed.bound(2, side: "bbbb")
+        #expect(resumed.claim(2, "42") == mailbox, "the nameplate survived")
+        #expect(
+            resumed.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
+                .ack(id: .null), .message(pake),
+            ])
+        resumed.bound(3, side: "aaaa")
+        #expect(resumed.claim(3, "42") == mailbox, "the first side reclaims idempotently")
+        store.close()
+    }
+
+    @Test("kill safety: committed writes are in the files even if the store is never closed")
+    func killSafety() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let store = try SQLiteRelayStorage(path: path)
+        var h = CoreHarness()
+        var all: [StorageOp] = []
+        randomTraffic(&h, seed: 9, steps: 120) { all += $0 }
+        #expect(store.commit(all) == nil)
+
+        // What a crash would leave: the database and its WAL as they are now (the shared-memory
+        // index is rebuilt on open). Copy them while the store is still open.
+        let crash = try TempDir()
+        defer { crash.cleanup() }
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+            try FileManager.default.copyItem(
+                atPath: path + suffix, toPath: crash.path("relay.sqlite") + suffix)
+        }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "WAL mode")
+        let recovered = try SQLiteRelayStorage(path: crash.path("relay.sqlite"))
+        #expect(try recovered.load() == h.core.state)
+        recovered.close()
+
+        // A second process opening the same file meanwhile sees the same.
+        let second = try SQLiteRelayStorage(path: path)
+        #expect(try second.load() == h.core.state)
+        second.close()
+        store.close()
+    }
+
+    @Test("group commit: writes queued while the store is busy share one transaction")
+    func groupCommit() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        let key = MailboxKey(app: "a", id: "m")
+        let done = Mutex(0)
+        #expect(
+            store.commit([.putMailbox(key, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))])
+                == nil)
+        store.withCommitsPaused {
+            for i in 0..<50 {
+                let message = StoredMessage(
+                    side: "s", phase: Phase("\(i)"), body: "00",
+                    serverRX: RelayInstant(secondsSince1970: Double(i)),
+                    messageID: .null)
+                store.enqueue([.appendMessage(key, message)]) { error in
+                    #expect(error == nil)
+                    done.withLock { $0 += 1 }
+                }
+            }
+            #expect(done.withLock { $0 } == 0, "nothing is acknowledged before the commit")
+        }
+        store.flush()
+        #expect(done.withLock { $0 } == 50)
+        #expect(store.statistics.transactions == 2)
+        #expect(store.statistics.batches == 51)
+        #expect(try store.load().mailboxes[key]?.messages.map(\.phase.rawValue) == (0..<50).map(String.init))
+        store.close()
+    }
+
+    @Test("writes after close fail instead of vanishing")
+    func closed() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        store.close()
+        #expect(store.commit([.deleteMailbox(MailboxKey(app: "a", id: "m"))])?.code == .closed)
+        #expect(throws: RelayStorageError.self) { try store.load() }
+    }
+
+    @Test("strings SQLite finds awkward survive: empty, NUL, quotes, non-ASCII")
+    func awkwardStrings() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let store = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        let key = MailboxKey(app: "ä'\"; DROP TABLE mailboxes;--", id: "")
+        let message = StoredMessage(
+            side: "\u{0}side", phase: "", body: "", serverRX: RelayInstant(secondsSince1970: 0.1),
+            messageID: .object(JSONObject(["k": "\u{0}😀"])))
+        let writes: [StorageOp] = [
+            .putMailbox(key, forNameplate: true, updated: RelayInstant(secondsSince1970: 5)),
+            .putMailboxSide(
+                key, "\u{0}side",
+                MailboxSideRecord(opened: true, added: RelayInstant(secondsSince1970: 5), mood: "")),
+            .appendMessage(key, message),
+        ]
+        #expect(store.commit(writes) == nil)
+        var expected = RelaySnapshot()
+        expected.apply(writes)
+        #expect(try store.load() == expected)
+        store.close()
+    }
+}
