@@ -215,7 +215,10 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: The loop
 
     private func run() {
-        threadToken.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+        let token = UInt(bitPattern: Int(bitPattern: pthread_self()))
+        threadToken.store(token, ordering: .releasing)
+        loopThreads.withLock { _ = $0.insert(token) }
+        defer { loopThreads.withLock { _ = $0.remove(token) } }
         let capacity = 512
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
@@ -266,6 +269,17 @@ public final class EventLoop: @unchecked Sendable {
         isFinished = true
         finished.broadcast()
         finished.unlock()
+    }
+}
+
+/// Threads that run an event loop (to refuse blocking calls there instead of deadlocking).
+private let loopThreads = Mutex<Set<UInt>>([])
+
+extension EventLoop {
+    /// Whether the calling thread runs any event loop.
+    public static var currentThreadIsLoop: Bool {
+        let token = UInt(bitPattern: Int(bitPattern: pthread_self()))
+        return loopThreads.withLock { $0.contains(token) }
     }
 }
 

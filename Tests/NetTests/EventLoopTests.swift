@@ -55,6 +55,24 @@ struct EventLoopTests {
         #expect(eventually { hopped.get() == "from a worker" })
     }
 
+    @Test func blockingCallOnALoopIsRefused() throws {
+        let loop = EventLoop(name: "test-loop")
+        defer {
+            loop.stop()
+            loop.waitUntilStopped()
+        }
+        let code = Mutex_Box<NetError.Code?>(nil)
+        loop.execute {
+            do {
+                _ = try HTTPClient.send(.get, url: "http://127.0.0.1:9/")
+            } catch {
+                code.set(error.code)
+            }
+        }
+        #expect(eventually { code.get() == .invalidState })
+        #expect(!EventLoop.currentThreadIsLoop)
+    }
+
     @Test func deadPeerIsDroppedAfterPingTimeout() throws {
         let server = try makeEchoServer { config in
             config.limits.webSocket.pingInterval = .milliseconds(200)

@@ -272,3 +272,40 @@ final class Mutex_Box<T: Sendable>: @unchecked Sendable {
         return value
     }
 }
+
+@Suite("Bad input storm")
+struct BadInputStormTests {
+    /// Every bad handshake and bad frame at once, from many connections, while one good client
+    /// keeps echoing on the same server the whole time.
+    @Test func goodClientKeepsBeingServed() throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let good = try WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/echo")
+        var attackers: [RawClient] = []
+        for round in 0..<3 {
+            for (_, request, _) in MalformedInputTests.handshakeCases {
+                let client = try RawClient(port: server.port)
+                client.send(request)
+                attackers.append(client)
+            }
+            for (_, frames, _) in MalformedInputTests.frameCases {
+                let client = try RawClient(port: server.port)
+                client.send(
+                    "GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                for frame in frames { client.send(frame) }
+                attackers.append(client)
+            }
+            good.send(text: "round \(round)")
+            #expect(try good.receive(timeout: .seconds(5)) == .text("round \(round)"))
+        }
+        // Each attacker gets an answer (status line or close frame) and then EOF.
+        for attacker in attackers {
+            #expect(attacker.read(timeout: 5).eof)
+        }
+        good.send(text: "after")
+        #expect(try good.receive(timeout: .seconds(5)) == .text("after"))
+        good.close()
+        #expect(eventually { server.connectionCount == 0 }, "left: \(server.connectionCount)")
+    }
+}
