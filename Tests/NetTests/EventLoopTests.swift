@@ -63,7 +63,7 @@ struct EventLoopTests {
         }
         let code = Mutex_Box<NetError.Code?>(nil)
         loop.execute {
-            do {
+            do throws(NetError) {
                 _ = try HTTPClient.send(.get, url: "http://127.0.0.1:9/")
             } catch {
                 code.set(error.code)
