@@ -52,6 +52,8 @@ class Connection: LoopHandler, @unchecked Sendable {
     /// Close (via ``deadlineExpired()``) when the monotonic clock passes this.
     var deadline: UInt64 = .max
     var webSocket: WebSocketState?
+    /// Set at close: the TLS handshake had not finished.
+    private(set) var closedDuringTLSHandshake = false
 
     init(fd: Int32, loop: EventLoop, tls: TLSStream?, maxOutboundBytes: Int) {
         self.fd = fd
@@ -73,6 +75,8 @@ class Connection: LoopHandler, @unchecked Sendable {
     func inputEnded(buffered: UnsafeRawBufferPointer) {}
     /// The socket is gone; called once.
     func didClose(error: NetError?) {}
+    /// The peer broke the WebSocket protocol (the connection is being failed).
+    func webSocketViolation() {}
     /// The deadline passed.
     func deadlineExpired() { abort(NetError(.timedOut, "Connection timed out")) }
     /// Periodic check (about four times a second).
@@ -410,6 +414,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         isClosed = true
         loop.deregister(fd)
         Glibc.close(fd)
+        closedDuringTLSHandshake = tls.map { !$0.handshakeComplete } ?? false
         tls = nil
         inbound = []
         outbound = []
@@ -446,6 +451,7 @@ class Connection: LoopHandler, @unchecked Sendable {
             }
             return used
         } catch {
+            webSocketViolation()
             failWebSocket(error.closeCode, error.message)
             return bytes.count
         }

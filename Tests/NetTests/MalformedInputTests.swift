@@ -173,6 +173,7 @@ struct MalformedInputTests {
         }
         #expect(closed || dribble.read(timeout: 2).eof)
         #expect(Date().timeIntervalSince(start) < 4)
+        #expect(eventually { server.statistics.timeouts == 2 })
         try Self.assertStillServing(server)
     }
 
@@ -185,6 +186,7 @@ struct MalformedInputTests {
         #expect(eventually { server.connectionCount == 3 })
         let refused = try RawClient(port: server.port)
         #expect(refused.read(timeout: 3).eof)
+        #expect(server.statistics.connectionsRejected == 1)
         _ = held
         var config = ServerConfiguration(host: "127.0.0.1", port: 0)
         config.limits.maxConnections = 2
@@ -220,6 +222,7 @@ struct MalformedInputTests {
         for _ in 0..<200 { socket.send(binary: chunk) }  // 12.8 MB to a peer that never reads
         #expect(eventually { socket.closeStatus != nil }, "server kept buffering")
         #expect(socket.closeStatus?.code == .abnormal)
+        #expect(server.statistics.slowConsumersDropped == 1)
         try Self.assertStillServing(server)
     }
 
@@ -307,5 +310,13 @@ struct BadInputStormTests {
         #expect(try good.receive(timeout: .seconds(5)) == .text("after"))
         good.close()
         #expect(eventually { server.connectionCount == 0 }, "left: \(server.connectionCount)")
+        let stats = server.statistics
+        let badHandshakes = MalformedInputTests.handshakeCases.count * 3
+        let violations = MalformedInputTests.frameCases.filter { $0.2 != 1000 && $0.2 != 1005 }.count * 3
+        #expect(stats.connectionsAccepted == 1 + attackers.count)
+        #expect(stats.badRequests == badHandshakes)
+        #expect(stats.webSocketProtocolErrors == violations)
+        #expect(stats.webSocketsOpened == 1 + MalformedInputTests.frameCases.count * 3)
+        #expect(stats.openConnections == 0)
     }
 }
