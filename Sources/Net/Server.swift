@@ -392,6 +392,7 @@ final class ServerConnection: Connection, @unchecked Sendable {
     let peer: SocketAddress
     private var busy = false
     private var requestStarted: UInt64?
+    private var continueSent = false
     private var closeAfterResponse = false
 
     init(fd: Int32, shard: ServerShard, core: ServerCore, peer: SocketAddress, tls: TLSStream?) {
@@ -447,6 +448,12 @@ final class ServerConnection: Connection, @unchecked Sendable {
         let limits = core.configuration.limits
         do throws(HTTPParseError) {
             guard let (request, used) = try HTTPRequestParser.parse(bytes, limits: limits.http) else {
+                if !continueSent, let (head, _) = try HTTPRequestParser.parseHead(bytes, limits: limits.http),
+                    head.headers.containsToken("Expect", "100-continue"), head.minorVersion == 1
+                {
+                    continueSent = true
+                    write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                }
                 if requestStarted == nil {
                     let now = monotonicNanos()
                     requestStarted = now
@@ -455,6 +462,7 @@ final class ServerConnection: Connection, @unchecked Sendable {
                 return 0
             }
             requestStarted = nil
+            continueSent = false
             handle(request)
             return used
         } catch {

@@ -320,3 +320,33 @@ struct BadInputStormTests {
         #expect(stats.openConnections == 0)
     }
 }
+
+@Suite("HTTP server details")
+struct HTTPServerDetailTests {
+    @Test func expectContinue() throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        client.send(
+            "POST /echo-json HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\nExpect: 100-continue\r\n\r\n")
+        #expect(client.readHead().hasPrefix("HTTP/1.1 100 Continue\r\n\r\n"))
+        client.send("{\"a\":1}")
+        let (bytes, _) = client.read(until: { String(decoding: $0, as: UTF8.self).hasSuffix("{\"a\":1}") })
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+    }
+
+    @Test func chunkedBodyAndOversizedBody() throws {
+        let server = try makeEchoServer { $0.limits.http.maxBodyBytes = 1000 }
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        client.send(
+            "POST /echo-json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n[1,2\r\n1\r\n]\r\n0\r\n\r\n"
+        )
+        let (bytes, _) = client.read(until: { String(decoding: $0, as: UTF8.self).hasSuffix("[1,2]") })
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+        let big = try RawClient(port: server.port)
+        big.send("POST /echo-json HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n")
+        #expect(big.readHead().hasPrefix("HTTP/1.1 413 "))
+        #expect(big.read(timeout: 3).eof)
+    }
+}
