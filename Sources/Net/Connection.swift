@@ -82,7 +82,8 @@ class Connection: LoopHandler, @unchecked Sendable {
     /// Periodic check (about four times a second).
     func tick(now: UInt64) {
         if now >= deadline {
-            deadlineExpired()
+            // After our half-close the deadline only bounds the wait for the peer's FIN.
+            if writeShut { close(error: nil) } else { deadlineExpired() }
             return
         }
         if let ws = webSocket, ws.session.state == .open { checkLiveness(ws, now: now) }
