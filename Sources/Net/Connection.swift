@@ -211,7 +211,7 @@ class Connection: LoopHandler, @unchecked Sendable {
             rounds += 1
             switch readOnce(buffer) {
             case .data(let n):
-                lastReceive = monotonicNanos()
+                lastReceive = loop.iterationTime
                 received(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 // Plain sockets: a short read means the kernel buffer is empty; bound the
                 // rounds so one busy peer cannot starve the others. TLS must drain fully

@@ -73,6 +73,9 @@ public final class EventLoop: @unchecked Sendable {
         return value
     }
 
+    /// The clock read once per loop iteration (cheap "now" for activity stamps).
+    private(set) var iterationTime: UInt64 = monotonicNanos()
+
     /// Interval of the per-loop housekeeping tick that checks connection deadlines.
     let tickInterval: UInt64 = 250_000_000
     /// A name for diagnostics.
@@ -231,6 +234,7 @@ public final class EventLoop: @unchecked Sendable {
             let timeoutMs: Int32 =
                 pendingWork ? 0 : (wakeAt <= now ? 0 : Int32(min((wakeAt - now + 999_999) / 1_000_000, 1000)))
             let n = epoll_wait(epfd, events, Int32(capacity), timeoutMs)
+            iterationTime = monotonicNanos()
             if n > 0 {
                 for i in 0..<Int(n) {
                     let ev = events[i]
