@@ -363,8 +363,8 @@ final class Listener: LoopHandler {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress(sockaddr: $0) }
             }
             guard let peer, core.admit(peer.ip) else {
-                Glibc.close(client)
                 core.counters.bump(core.counters.rejected)
+                Glibc.close(client)
                 continue
             }
             core.counters.bump(core.counters.accepted)
