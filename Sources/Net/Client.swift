@@ -279,6 +279,10 @@ private func waitFor<T: Sendable>(_ start: (@escaping @Sendable (Result<T, NetEr
     throws(NetError)
     -> T
 {
+    if EventLoop.currentThreadIsLoop {
+        throw NetError(
+            .invalidState, "Blocking network call on an event loop thread; use the callback or async API")
+    }
     let box = Mutex<Result<T, NetError>?>(nil)
     let semaphore = DispatchSemaphore(value: 0)
     start { result in

@@ -52,6 +52,8 @@ class Connection: LoopHandler, @unchecked Sendable {
     /// Close (via ``deadlineExpired()``) when the monotonic clock passes this.
     var deadline: UInt64 = .max
     var webSocket: WebSocketState?
+    /// Set at close: the TLS handshake had not finished.
+    private(set) var closedDuringTLSHandshake = false
 
     init(fd: Int32, loop: EventLoop, tls: TLSStream?, maxOutboundBytes: Int) {
         self.fd = fd
@@ -73,12 +75,15 @@ class Connection: LoopHandler, @unchecked Sendable {
     func inputEnded(buffered: UnsafeRawBufferPointer) {}
     /// The socket is gone; called once.
     func didClose(error: NetError?) {}
+    /// The peer broke the WebSocket protocol (the connection is being failed).
+    func webSocketViolation() {}
     /// The deadline passed.
     func deadlineExpired() { abort(NetError(.timedOut, "Connection timed out")) }
     /// Periodic check (about four times a second).
     func tick(now: UInt64) {
         if now >= deadline {
-            deadlineExpired()
+            // After our half-close the deadline only bounds the wait for the peer's FIN.
+            if writeShut { close(error: nil) } else { deadlineExpired() }
             return
         }
         if let ws = webSocket, ws.session.state == .open { checkLiveness(ws, now: now) }
@@ -206,7 +211,7 @@ class Connection: LoopHandler, @unchecked Sendable {
             rounds += 1
             switch readOnce(buffer) {
             case .data(let n):
-                lastReceive = monotonicNanos()
+                lastReceive = loop.iterationTime
                 received(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 // Plain sockets: a short read means the kernel buffer is empty; bound the
                 // rounds so one busy peer cannot starve the others. TLS must drain fully
@@ -410,6 +415,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         isClosed = true
         loop.deregister(fd)
         Glibc.close(fd)
+        closedDuringTLSHandshake = tls.map { !$0.handshakeComplete } ?? false
         tls = nil
         inbound = []
         outbound = []
@@ -446,6 +452,7 @@ class Connection: LoopHandler, @unchecked Sendable {
             }
             return used
         } catch {
+            webSocketViolation()
             failWebSocket(error.closeCode, error.message)
             return bytes.count
         }

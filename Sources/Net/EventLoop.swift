@@ -73,6 +73,9 @@ public final class EventLoop: @unchecked Sendable {
         return value
     }
 
+    /// The clock read once per loop iteration (cheap "now" for activity stamps).
+    private(set) var iterationTime: UInt64 = monotonicNanos()
+
     /// Interval of the per-loop housekeeping tick that checks connection deadlines.
     let tickInterval: UInt64 = 250_000_000
     /// A name for diagnostics.
@@ -215,7 +218,10 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: The loop
 
     private func run() {
-        threadToken.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+        let token = UInt(bitPattern: Int(bitPattern: pthread_self()))
+        threadToken.store(token, ordering: .releasing)
+        loopThreads.withLock { _ = $0.insert(token) }
+        defer { loopThreads.withLock { _ = $0.remove(token) } }
         let capacity = 512
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
@@ -228,6 +234,7 @@ public final class EventLoop: @unchecked Sendable {
             let timeoutMs: Int32 =
                 pendingWork ? 0 : (wakeAt <= now ? 0 : Int32(min((wakeAt - now + 999_999) / 1_000_000, 1000)))
             let n = epoll_wait(epfd, events, Int32(capacity), timeoutMs)
+            iterationTime = monotonicNanos()
             if n > 0 {
                 for i in 0..<Int(n) {
                     let ev = events[i]
@@ -266,6 +273,17 @@ public final class EventLoop: @unchecked Sendable {
         isFinished = true
         finished.broadcast()
         finished.unlock()
+    }
+}
+
+/// Threads that run an event loop (to refuse blocking calls there instead of deadlocking).
+private let loopThreads = Mutex<Set<UInt>>([])
+
+extension EventLoop {
+    /// Whether the calling thread runs any event loop.
+    public static var currentThreadIsLoop: Bool {
+        let token = UInt(bitPattern: Int(bitPattern: pthread_self()))
+        return loopThreads.withLock { $0.contains(token) }
     }
 }
 

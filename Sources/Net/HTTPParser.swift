@@ -30,6 +30,21 @@ public enum HTTPRequestParser {
     public static func parse(
         _ bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits = HTTPParserLimits()
     ) throws(HTTPParseError) -> (request: HTTPRequest, consumed: Int)? {
+        guard let (head, headEnd) = try parseHead(bytes, limits: limits) else { return nil }
+        var request = head
+        guard
+            let (body, consumed) = try parseBody(
+                bytes, from: headEnd, headers: request.headers, limits: limits, isRequest: true, atEOF: false)
+        else { return nil }
+        request.body = body
+        return (request, consumed)
+    }
+
+    /// Parses only the request line and header fields (the body, if any, follows at
+    /// `headLength`). Used to answer `Expect: 100-continue`.
+    public static func parseHead(
+        _ bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits = HTTPParserLimits()
+    ) throws(HTTPParseError) -> (request: HTTPRequest, headLength: Int)? {
         var cursor = ByteCursor(bytes)
         // Request line.
         guard let lineEnd = cursor.findCRLF(limit: limits.maxRequestLineBytes) else {
@@ -61,17 +76,11 @@ public enum HTTPRequestParser {
         let (headers, headEnd) = try parseHeaders(&cursor, limits: limits, start: lineEnd + 2)
         guard let headers else { return nil }
 
-        var request = HTTPRequest(method: method, target: target, minorVersion: minor, headers: headers)
         let hosts = headers.values("Host")
         if minor == 1 && hosts.count != 1 {
             throw HTTPParseError(.badRequest, hosts.isEmpty ? "Missing Host header" : "Duplicate Host header")
         }
-        guard
-            let (body, consumed) = try parseBody(
-                bytes, from: headEnd, headers: headers, limits: limits, isRequest: true, atEOF: false)
-        else { return nil }
-        request.body = body
-        return (request, consumed)
+        return (HTTPRequest(method: method, target: target, minorVersion: minor, headers: headers), headEnd)
     }
 
     /// Convenience for arrays.

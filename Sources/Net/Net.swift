@@ -50,10 +50,19 @@ import Foundation
 /// store with hostname checks, or against ``TLSClientConfiguration/caFile`` (a pinned CA).
 /// Reconnecting is left to the caller.
 ///
-/// ## Limits and errors
+/// ## Threads
+/// One loop per core by default (`ServerConfiguration.loopCount`; measured faster than one loop
+/// on this 2-core machine); the kernel spreads accepted connections over the loops
+/// (`SO_REUSEPORT`). A connection stays on its loop. Blocking client calls (`HTTPClient.send`,
+/// `WebSocketClient.connect(url:)`, `WebSocket.receive`) must not run on a loop thread; the first
+/// two refuse with `invalidState`. ``Server/shutdown(timeout:)`` must not be called from a loop.
+///
+/// ## Limits, errors, statistics
 /// ``ServerLimits`` bounds request lines, headers, bodies, frames, messages, buffered output,
 /// connections (total and per source address) and handshake/idle time. Errors are ``NetError``
-/// values with a human message and a stable ``NetError/Code``.
+/// values with a human message and a stable ``NetError/Code``. ``Server/statistics`` counts
+/// accepted and rejected connections, requests, bad requests, protocol violations, timeouts,
+/// dropped slow consumers and failed TLS handshakes (for `/metrics`).
 public enum Net {
     /// Ignores SIGPIPE for the process (writes to closed sockets return EPIPE instead). Called by
     /// every loop; idempotent.

@@ -47,6 +47,45 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
+/// Counters since the server started (for `/metrics`).
+public struct ServerStatistics: Sendable, Equatable {
+    /// Connections accepted and admitted.
+    public var connectionsAccepted = 0
+    /// Connections closed at accept by a limit (total, per address) or while shutting down.
+    public var connectionsRejected = 0
+    /// Connections open now.
+    public var openConnections = 0
+    /// HTTP requests answered by a route or a 404/405 (not counting upgrades).
+    public var httpRequests = 0
+    /// Malformed or over-limit requests answered with a 4xx/5xx and closed.
+    public var badRequests = 0
+    /// WebSocket upgrades accepted.
+    public var webSocketsOpened = 0
+    /// WebSocket connections failed for a protocol violation (1002, 1007, 1009, …).
+    public var webSocketProtocolErrors = 0
+    /// Connections closed by a deadline (slow handshake or request, idle, unanswered ping).
+    public var timeouts = 0
+    /// Connections dropped because the peer did not read its output.
+    public var slowConsumersDropped = 0
+    /// Failed TLS handshakes.
+    public var tlsHandshakeFailures = 0
+}
+
+/// Lock-free counters behind ``ServerStatistics``.
+final class ServerCounters: Sendable {
+    let accepted = Atomic<Int>(0)
+    let rejected = Atomic<Int>(0)
+    let requests = Atomic<Int>(0)
+    let badRequests = Atomic<Int>(0)
+    let webSockets = Atomic<Int>(0)
+    let violations = Atomic<Int>(0)
+    let timeouts = Atomic<Int>(0)
+    let slowConsumers = Atomic<Int>(0)
+    let tlsFailures = Atomic<Int>(0)
+
+    func bump(_ counter: borrowing Atomic<Int>) { counter.add(1, ordering: .relaxed) }
+}
+
 /// An HTTP/1.1 + WebSocket server on its own event loops. See the module overview in `Net.swift`.
 public final class Server: Sendable {
     let core: ServerCore
@@ -78,6 +117,23 @@ public final class Server: Sendable {
 
     /// Open connections right now.
     public var connectionCount: Int { core.totalConnections.load(ordering: .relaxed) }
+
+    /// Counters since start.
+    public var statistics: ServerStatistics {
+        let c = core.counters
+        var s = ServerStatistics()
+        s.connectionsAccepted = c.accepted.load(ordering: .relaxed)
+        s.connectionsRejected = c.rejected.load(ordering: .relaxed)
+        s.openConnections = core.totalConnections.load(ordering: .relaxed)
+        s.httpRequests = c.requests.load(ordering: .relaxed)
+        s.badRequests = c.badRequests.load(ordering: .relaxed)
+        s.webSocketsOpened = c.webSockets.load(ordering: .relaxed)
+        s.webSocketProtocolErrors = c.violations.load(ordering: .relaxed)
+        s.timeouts = c.timeouts.load(ordering: .relaxed)
+        s.slowConsumersDropped = c.slowConsumers.load(ordering: .relaxed)
+        s.tlsHandshakeFailures = c.tlsFailures.load(ordering: .relaxed)
+        return s
+    }
 
     /// Reloads the TLS certificate and key files: new connections use them, open ones keep
     /// theirs. Call it from the executable's SIGHUP handler. Throws (and keeps the old ones) if
@@ -116,6 +172,7 @@ final class ServerCore: @unchecked Sendable {
     let perAddress = Mutex<[IPAddress: Int]>([:])
     let tlsContext = Mutex<TLSContext?>(nil)
     let draining = Atomic<Bool>(false)
+    let counters = ServerCounters()
     private let started = Atomic<Bool>(false)
     private(set) var group: EventLoopGroup?
     private(set) var shards: [ServerShard] = []
@@ -306,9 +363,11 @@ final class Listener: LoopHandler {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress(sockaddr: $0) }
             }
             guard let peer, core.admit(peer.ip) else {
+                core.counters.bump(core.counters.rejected)
                 Glibc.close(client)
                 continue
             }
+            core.counters.bump(core.counters.accepted)
             Sockets.setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
             var tls: TLSStream?
             if let context = core.tlsContext.withLock({ $0 }) {
@@ -333,6 +392,7 @@ final class ServerConnection: Connection, @unchecked Sendable {
     let peer: SocketAddress
     private var busy = false
     private var requestStarted: UInt64?
+    private var continueSent = false
     private var closeAfterResponse = false
 
     init(fd: Int32, shard: ServerShard, core: ServerCore, peer: SocketAddress, tls: TLSStream?) {
@@ -348,6 +408,17 @@ final class ServerConnection: Connection, @unchecked Sendable {
     override func didClose(error: NetError?) {
         shard.connections[ObjectIdentifier(self)] = nil
         core.release(peer.ip)
+        let counters = core.counters
+        switch error?.code {
+        case .timedOut?: counters.bump(counters.timeouts)
+        case .messageTooLarge?: counters.bump(counters.slowConsumers)
+        default:
+            if closedDuringTLSHandshake { counters.bump(counters.tlsFailures) }
+        }
+    }
+
+    override func webSocketViolation() {
+        core.counters.bump(core.counters.violations)
     }
 
     override func deadlineExpired() {
@@ -377,6 +448,12 @@ final class ServerConnection: Connection, @unchecked Sendable {
         let limits = core.configuration.limits
         do throws(HTTPParseError) {
             guard let (request, used) = try HTTPRequestParser.parse(bytes, limits: limits.http) else {
+                if !continueSent, let (head, _) = try HTTPRequestParser.parseHead(bytes, limits: limits.http),
+                    head.headers.containsToken("Expect", "100-continue"), head.minorVersion == 1
+                {
+                    continueSent = true
+                    write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                }
                 if requestStarted == nil {
                     let now = monotonicNanos()
                     requestStarted = now
@@ -385,9 +462,11 @@ final class ServerConnection: Connection, @unchecked Sendable {
                 return 0
             }
             requestStarted = nil
+            continueSent = false
             handle(request)
             return used
         } catch {
+            core.counters.bump(core.counters.badRequests)
             var response = HTTPResponse.error(error.status, code: "bad_request", message: error.message)
             response.headers.set("Connection", "close")
             write(response.serialized(keepAlive: false))
@@ -405,6 +484,7 @@ final class ServerConnection: Connection, @unchecked Sendable {
         if request.headers.containsToken("Upgrade", "websocket") {
             let route = core.webSocketRoutes.withLock { $0[request.path] }
             guard let route else {
+                core.counters.bump(core.counters.badRequests)
                 finish(
                     .error(.notFound, code: "not_found", message: "No WebSocket endpoint at this path"),
                     request, false)
@@ -412,6 +492,7 @@ final class ServerConnection: Connection, @unchecked Sendable {
             }
             switch WebSocketHandshake.validate(request) {
             case .refuse(let response):
+                core.counters.bump(core.counters.badRequests)
                 finish(response, request, false)
             case .accept(let accept):
                 if let refusal = route.accept?(request) {
@@ -422,6 +503,7 @@ final class ServerConnection: Connection, @unchecked Sendable {
                 let socket = WebSocket(
                     loop: loop, path: request.path, remoteAddress: peer, clientAddress: request.clientAddress)
                 socket.connection = self
+                core.counters.bump(core.counters.webSockets)
                 becomeWebSocket(role: .server, socket: socket, options: core.configuration.limits.webSocket)
                 if core.draining.load(ordering: .relaxed) {
                     startWebSocketClose(.goingAway, "Server is shutting down")
@@ -431,6 +513,7 @@ final class ServerConnection: Connection, @unchecked Sendable {
             return
         }
 
+        core.counters.bump(core.counters.requests)
         switch core.router.match(method: request.method, path: request.path) {
         case .notFound:
             finish(.error(.notFound, code: "not_found", message: "No such resource"), request, keepAlive)

@@ -173,6 +173,7 @@ struct MalformedInputTests {
         }
         #expect(closed || dribble.read(timeout: 2).eof)
         #expect(Date().timeIntervalSince(start) < 4)
+        #expect(eventually { server.statistics.timeouts == 2 })
         try Self.assertStillServing(server)
     }
 
@@ -185,6 +186,7 @@ struct MalformedInputTests {
         #expect(eventually { server.connectionCount == 3 })
         let refused = try RawClient(port: server.port)
         #expect(refused.read(timeout: 3).eof)
+        #expect(server.statistics.connectionsRejected == 1)
         _ = held
         var config = ServerConfiguration(host: "127.0.0.1", port: 0)
         config.limits.maxConnections = 2
@@ -220,6 +222,7 @@ struct MalformedInputTests {
         for _ in 0..<200 { socket.send(binary: chunk) }  // 12.8 MB to a peer that never reads
         #expect(eventually { socket.closeStatus != nil }, "server kept buffering")
         #expect(socket.closeStatus?.code == .abnormal)
+        #expect(eventually { server.statistics.slowConsumersDropped == 1 })
         try Self.assertStillServing(server)
     }
 
@@ -270,5 +273,80 @@ final class Mutex_Box<T: Sendable>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return value
+    }
+}
+
+@Suite("Bad input storm")
+struct BadInputStormTests {
+    /// Every bad handshake and bad frame at once, from many connections, while one good client
+    /// keeps echoing on the same server the whole time.
+    @Test func goodClientKeepsBeingServed() throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let good = try WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/echo")
+        var attackers: [RawClient] = []
+        for round in 0..<3 {
+            for (_, request, _) in MalformedInputTests.handshakeCases {
+                let client = try RawClient(port: server.port)
+                client.send(request)
+                attackers.append(client)
+            }
+            for (_, frames, _) in MalformedInputTests.frameCases {
+                let client = try RawClient(port: server.port)
+                client.send(
+                    "GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                for frame in frames { client.send(frame) }
+                attackers.append(client)
+            }
+            good.send(text: "round \(round)")
+            #expect(try good.receive(timeout: .seconds(5)) == .text("round \(round)"))
+        }
+        // Each attacker gets an answer (status line or close frame) and then EOF.
+        for attacker in attackers {
+            #expect(attacker.read(timeout: 5).eof)
+        }
+        good.send(text: "after")
+        #expect(try good.receive(timeout: .seconds(5)) == .text("after"))
+        good.close()
+        #expect(eventually { server.connectionCount == 0 }, "left: \(server.connectionCount)")
+        let stats = server.statistics
+        let badHandshakes = MalformedInputTests.handshakeCases.count * 3
+        let violations = MalformedInputTests.frameCases.filter { $0.2 != 1000 && $0.2 != 1005 }.count * 3
+        #expect(stats.connectionsAccepted == 1 + attackers.count)
+        #expect(stats.badRequests == badHandshakes)
+        #expect(stats.webSocketProtocolErrors == violations)
+        #expect(stats.webSocketsOpened == 1 + MalformedInputTests.frameCases.count * 3)
+        #expect(stats.openConnections == 0)
+    }
+}
+
+@Suite("HTTP server details")
+struct HTTPServerDetailTests {
+    @Test func expectContinue() throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        client.send(
+            "POST /echo-json HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\nExpect: 100-continue\r\n\r\n")
+        #expect(client.readHead().hasPrefix("HTTP/1.1 100 Continue\r\n\r\n"))
+        client.send("{\"a\":1}")
+        let (bytes, _) = client.read(until: { String(decoding: $0, as: UTF8.self).hasSuffix("{\"a\":1}") })
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+    }
+
+    @Test func chunkedBodyAndOversizedBody() throws {
+        let server = try makeEchoServer { $0.limits.http.maxBodyBytes = 1000 }
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        client.send(
+            "POST /echo-json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n[1,2\r\n1\r\n]\r\n0\r\n\r\n"
+        )
+        let (bytes, _) = client.read(until: { String(decoding: $0, as: UTF8.self).hasSuffix("[1,2]") })
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+        let big = try RawClient(port: server.port)
+        big.send("POST /echo-json HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n")
+        #expect(big.readHead().hasPrefix("HTTP/1.1 413 "))
+        #expect(big.read(timeout: 3).eof)
     }
 }

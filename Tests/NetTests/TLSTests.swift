@@ -110,6 +110,7 @@ struct TLSTests {
         let raw = try RawClient(port: server.port)
         raw.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(raw.read(timeout: 3).eof)
+        #expect(eventually { server.statistics.tlsHandshakeFailures >= 3 }, "\(server.statistics)")
         let ok = try HTTPClient.send(
             .get, url: "https://127.0.0.1:\(server.port)/hello",
             tls: TLSClientConfiguration(caFile: pki.path("a-ca.pem")))
