@@ -16,17 +16,22 @@ enum WordMatch: Equatable, Sendable {
 ///
 /// 1. A list word is taken as it is.
 /// 2. Four or more letters that start exactly one word are completed to it, unless they are
-///    also one mistake away from another word (typed in full): "lamb" when the list had "lamp"
-///    and "lambkin" is refused, because the person may have mistyped "lamp". So a single
-///    mistake in a word typed in full can never be read as a different word.
-/// 3. Otherwise every word that the letters are one mistake away from is a candidate: one
-///    mistake (a letter added, missing, wrong, or two neighbours swapped) from the whole word,
-///    or, for four letters or more, from the word's start (a mistyped abbreviation: "vilo" for
-///    "viol" of "violin"). One candidate: read as that word. Several: refused, listing them.
+///    also one mistake away from another word typed in full: with "coral" and "cork" in the
+///    list, "cora" is refused (it could be "coral" cut short or "cork" mistyped) and both are
+///    listed. This is what makes the guarantee below hold.
+/// 3. Letters one mistake (a letter added, missing, wrong, or two neighbours swapped) away from
+///    exactly one word typed in full are read as that word; from several, refused with the
+///    list of candidates.
+/// 4. Only when no word is one mistake away: four or more letters one mistake away from the
+///    start of exactly one word are read as that word (a mistyped abbreviation); from several
+///    starts, refused.
 ///
-/// Known limit: a mistyped abbreviation that happens to be, exactly, another word or the start
-/// of another word is read as that other word (rules 1 and 2); the caller shows the reading
-/// ("reading 'vial' as 'vialxx'"), and the PAKE confirmation catches a wrong code.
+/// Guarantee: a word typed in full with one mistake is read as that word or refused, never as
+/// another word (the list has no two words one edit apart, the word itself is always a rule 3
+/// candidate, and rules 2 and 4 step aside when a full word is one edit away).
+/// Known limit: a mistyped abbreviation that is, exactly, another word (rule 1) or one mistake
+/// from another full word (rule 3) is read as that word; the caller shows the reading
+/// ("reading 'pinq' as 'pine'") and the PAKE confirmation refuses a wrong code.
 enum WordMatcher {
     static func match(_ letters: [UInt8]) -> WordMatch {
         let lookup = Wordlist.lookup
@@ -44,7 +49,7 @@ enum WordMatcher {
             let others = near.indices.filter { $0 != index }
             return others.isEmpty ? .completed(Int(index)) : .ambiguous(sorted([index] + others))
         }
-        if searchable, letters.count >= Wordlist.uniquePrefixLength {
+        if near.indices.isEmpty, searchable, letters.count >= Wordlist.uniquePrefixLength {
             forEachOneEditKey(of: letters) { variant in
                 if let index = lookup.startsByKey[variant] { near.insert(index) }
             }
@@ -62,17 +67,24 @@ enum WordMatcher {
         let typed = String(decoding: letters, as: UTF8.self)
         let key = PhoneticKey.key(typed)
         var scored: [(distance: Int, word: String)] = []
-        for word in Wordlist.generatedWords {
+        for (index, word) in Wordlist.generatedWords.enumerated() {
             let distance = EditDistance.damerauLevenshtein(typed, word, limit: 2)
             if distance <= 2 {
                 scored.append((distance, word))
-            } else if PhoneticKey.key(word) == key {
+            } else if soundKeys[index] == key {
+                scored.append((2, word))
+            } else if letters.count >= Wordlist.uniquePrefixLength, word.count > letters.count,
+                EditDistance.damerauLevenshtein(typed, String(word.prefix(letters.count)), limit: 1) <= 1
+            {
                 scored.append((2, word))
             }
         }
         scored.sort { ($0.distance, $0.word) < ($1.distance, $1.word) }
         return scored.prefix(limit).map(\.word)
     }
+
+    /// Sound keys of the list words, by index.
+    static let soundKeys = Wordlist.generatedWords.map(PhoneticKey.key)
 
     private static func sorted(_ indices: [Int16]) -> [Int] {
         indices.map(Int.init).sorted()
