@@ -49,9 +49,11 @@ public enum CodeError: Error, Hashable, Sendable, CustomStringConvertible {
         case .tooLong(let bytes, let limit):
             return "That is too long to be a code (\(bytes) bytes; a code is at most \(limit))."
         case .unsupportedScript(let character):
-            return "'\(character)' is not a Latin letter. Codes use only the letters a to z, digits and dashes."
+            return
+                "'\(character)' is not a Latin letter. Codes use only the letters a to z, digits and dashes."
         case .invalidCharacter(let character):
-            return "'\(character)' cannot be part of a code. Codes use only the letters a to z, digits and dashes."
+            return
+                "'\(character)' cannot be part of a code. Codes use only the letters a to z, digits and dashes."
         case .missingNameplate:
             return "The code has no number. A code ends with a number, like coral-piano-42."
         case .invalidNameplate(let text):

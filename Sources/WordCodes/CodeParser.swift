@@ -201,7 +201,9 @@ public enum CodeParser {
     }
 
     /// Lowercases letters (noting capitals) and removes accents (noted per word).
-    private static func fold(_ typed: String, kind: Token.Kind, notes: inout Notes) throws(CodeError) -> String {
+    private static func fold(_ typed: String, kind: Token.Kind, notes: inout Notes) throws(CodeError)
+        -> String
+    {
         guard kind == .letters else { return typed }
         let lowered = typed.lowercased()
         if typed.unicodeScalars.contains(where: { $0.properties.isUppercase }) { notes.add(.lowercased) }

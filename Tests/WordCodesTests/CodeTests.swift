@@ -50,7 +50,9 @@ import Testing
         var counts = [Int](repeating: 0, count: Wordlist.count)
         let nameplate = Nameplate(1)!
         for _ in 0..<20_480 {
-            for word in Code.generate(nameplate: nameplate, using: &generator).words { counts[word.index] += 1 }
+            for word in Code.generate(nameplate: nameplate, using: &generator).words {
+                counts[word.index] += 1
+            }
         }
         #expect(counts.min()! > 0)
         #expect(counts.max()! < 50)

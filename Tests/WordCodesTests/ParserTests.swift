@@ -11,7 +11,8 @@ import Testing
     @Test(arguments: [
         "coral-piano-42", "CORAL-PIANO-42", "  coral-piano-42\n", "coral piano 42", "coral_piano_42",
         "coral.piano.42", "coral--piano---42", "coral – piano — 42", "coral‐piano‑42", "42-coral-piano",
-        "42 coral piano", "coral-piano42", "coralpiano-42".replacingOccurrences(of: "coralpiano", with: "coral piano"),
+        "42 coral piano", "coral-piano42",
+        "coralpiano-42".replacingOccurrences(of: "coralpiano", with: "coral piano"),
         "\"coral-piano-42\"", "«coral piano 42»", "-coral-piano-42-", "coral/piano/42", "Coral Piano 42",
         "https://eleven.example/invite#Paul/coral-piano-42", "https://eleven.example/invite#coral-piano-42",
         "eleven.example/invite#Paul%20Smith/coral-piano-42", "https://h/invite#Paul/coral%20piano%2042",
@@ -41,11 +42,13 @@ import Testing
         #expect(try parse("cöral-piano-42").corrections == [.accentsRemoved(typed: "cöral", read: "coral")])
         #expect(try parse("ｃｏｒａｌ-piano-42").corrections == [.unicodeNormalized])
         #expect(
-            try parse("https://h/invite#Paul/coral-piano-42").corrections == [.readFromLink("coral-piano-42")])
+            try parse("https://h/invite#Paul/coral-piano-42").corrections == [.readFromLink("coral-piano-42")]
+        )
         let many = try parse("  42 CORAL pian ")
-        #expect(many.corrections == [
-            .separatorsNormalized, .lowercased, .nameplateMoved, .completed(typed: "pian", word: "piano"),
-        ])
+        #expect(
+            many.corrections == [
+                .separatorsNormalized, .lowercased, .nameplateMoved, .completed(typed: "pian", word: "piano"),
+            ])
         #expect(many.corrections.allSatisfy { !$0.code.isEmpty && !$0.message.isEmpty })
     }
 
@@ -113,7 +116,9 @@ import Testing
         var found: (typed: String, candidates: Set<String>)?
         search: for word in words {
             for typo in Typo.substitution.all(of: word) where Wordlist.index(of: typo) == nil {
-                let hits = words.filter { WordlistPropertyTests.withinOneEdit(Array($0.utf8), Array(typo.utf8)) }
+                let hits = words.filter {
+                    WordlistPropertyTests.withinOneEdit(Array($0.utf8), Array(typo.utf8))
+                }
                 if hits.count >= 2 {
                     found = (typo, Set(hits))
                     break search
@@ -158,7 +163,8 @@ import Testing
                         #expect(parsed.corrections.contains { $0.changesWord })
                         corrected += 1
                     } catch {
-                        #expect(["ambiguous-word", "unknown-word"].contains(error.code), "\(typed): \(error)")
+                        #expect(
+                            ["ambiguous-word", "unknown-word"].contains(error.code), "\(typed): \(error)")
                         refused += 1
                     }
                 }
@@ -186,7 +192,9 @@ import Testing
         var completed = 0
         for word in Wordlist.words.prefix(600) where word.count > 4 {
             let start = Array(word.utf8.prefix(4))
-            let near = letters.filter { $0 != Array(word.utf8) && WordlistPropertyTests.withinOneEdit($0, start) }
+            let near = letters.filter {
+                $0 != Array(word.utf8) && WordlistPropertyTests.withinOneEdit($0, start)
+            }
             let typed = String(decoding: start, as: UTF8.self)
             if near.isEmpty {
                 #expect(try CodeParser.parse("\(typed)-\(typed)-3").code.words[0].text == word)
@@ -213,7 +221,8 @@ import Testing
                     corrected += 1
                 } else {
                     // The documented limit: the letters are exactly, or one edit from, another word.
-                    let explained = read.hasPrefix(misspelled)
+                    let explained =
+                        read.hasPrefix(misspelled)
                         || WordlistPropertyTests.withinOneEdit(Array(read.utf8), Array(misspelled.utf8))
                     #expect(explained, "\(misspelled) read as \(read), meant \(word)")
                 }
