@@ -1,0 +1,39 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `eleven demo`, the README's first command, run as a person would.
+@Suite(.serialized) struct DemoTests {
+    static let interop = !TestSupport.interopSkipped
+
+    @Test(.enabled(if: interop)) func demoThroughTheReferenceMailboxServer() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let server = try TestSupport.startReferenceMailboxServer(in: dir)
+        defer { server.stop() }
+        let result = try TestSupport.run(
+            TestSupport.productPath("eleven"), ["demo", "--relay", "ws://127.0.0.1:\(server.port)/v1"],
+            timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("Waiting for Paul to let you in…"))
+        #expect(result.stdout.contains("Joined Family"))
+        #expect(result.stdout.contains("That code didn't match. Codes work once: ask for a new one."))
+        #expect(result.stdout.contains("Someone tried a wrong code for your invite; it no longer works."))
+        // The typo Sam made was fixed locally, and said so.
+        #expect(result.stdout.contains("reading '"))
+    }
+
+    @Test func demoHelpAndBadFlags() throws {
+        let eleven = TestSupport.productPath("eleven")
+        let help = try TestSupport.run(eleven, ["demo", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("usage: eleven demo [options]"))
+        let bad = try TestSupport.run(eleven, ["demo", "--words", "9"])
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("'--words' must be a whole number from 2 to 8, not '9'"))
+        let unreachable = try TestSupport.run(
+            eleven, ["demo", "--relay", "ws://127.0.0.1:\(try TestSupport.freePort())/v1"])
+        #expect(unreachable.status == 4)
+        #expect(unreachable.stderr.contains("can't reach the relay"))
+    }
+}
