@@ -153,12 +153,13 @@ private struct Tally {
     var misread = 0
 
     func line(_ name: String) -> String {
-        let t = Double(max(total, 1))
-        return String(
-            format:
-                "  %-14@ %8d  corrected %6.2f%%  ambiguous %6.2f%%  unknown %6.2f%%  other %d  misread %d",
-            name as NSString, total, 100 * Double(corrected) / t, 100 * Double(ambiguous) / t,
-            100 * Double(unknown) / t, otherError, misread)
+        func percent(_ part: Int) -> String {
+            String(format: "%6.2f%%", 100 * Double(part) / Double(max(total, 1)))
+        }
+        let label = name.padding(toLength: 14, withPad: " ", startingAt: 0)
+        let count = String(total).padding(toLength: 8, withPad: " ", startingAt: 0)
+        return "  \(label) \(count) corrected \(percent(corrected))  ambiguous \(percent(ambiguous))  "
+            + "unknown \(percent(unknown))  other \(otherError)  misread \(misread)"
     }
 }
 
