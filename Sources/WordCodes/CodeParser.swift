@@ -30,6 +30,13 @@ public enum CodeParser {
         var text = trimmed(input)
         guard !text.isEmpty else { throw .empty }
 
+        // NFKC leaves ASCII alone; only other text pays for it.
+        let normalized =
+            text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCompatibilityMapping
+        if normalized != text {
+            text = normalized
+            notes.add(.unicodeNormalized)
+        }
         if let code = codeFromLink(text) {
             text = code
             notes.add(.readFromLink(code))
@@ -38,13 +45,6 @@ public enum CodeParser {
         if unquoted != text {
             text = unquoted
             notes.add(.quotesRemoved)
-        }
-        // NFKC leaves ASCII alone; only other text pays for it.
-        let normalized =
-            text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCompatibilityMapping
-        if normalized != text {
-            text = normalized
-            notes.add(.unicodeNormalized)
         }
 
         let tokens = try tokenize(text, notes: &notes)
@@ -133,7 +133,7 @@ public enum CodeParser {
 
     private static let asciiSeparators: Set<Unicode.Scalar> = Set("-_.,/:;+~|".unicodeScalars)
 
-    private enum Class { case letter, digit, mark, separator }
+    private enum Class { case letter, digit, mark, separator, ignorable }
 
     private static func classify(_ scalar: Unicode.Scalar) throws(CodeError) -> Class {
         if scalar.isASCII {
@@ -153,6 +153,7 @@ public enum CodeParser {
         }
         switch properties.generalCategory {
         case .nonspacingMark, .spacingMark, .enclosingMark: return .mark
+        case .format: return .ignorable  // zero-width spaces, joiners, byte order marks
         case .decimalNumber: throw .invalidCharacter(Character(scalar))  // digits of other scripts
         default: break
         }
@@ -194,6 +195,9 @@ public enum CodeParser {
             case .separator:
                 try finish()
                 separatorRun.append(scalar)
+                continue
+            case .ignorable:
+                notes.add(.unicodeNormalized)
                 continue
             case .mark:
                 guard currentKind == .letters else { throw .invalidCharacter(Character(scalar)) }

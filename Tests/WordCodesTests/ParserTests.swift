@@ -16,7 +16,8 @@ import Testing
         "\"coral-piano-42\"", "«coral piano 42»", "-coral-piano-42-", "coral/piano/42", "Coral Piano 42",
         "https://eleven.example/invite#Paul/coral-piano-42", "https://eleven.example/invite#coral-piano-42",
         "eleven.example/invite#Paul%20Smith/coral-piano-42", "https://h/invite#Paul/coral%20piano%2042",
-        "ｃｏｒａｌ－ｐｉａｎｏ－４２", "coral\u{00A0}piano\u{3000}42", "cöral-piáno-42", "coral-pian-42",
+        "ｃｏｒａｌ－ｐｉａｎｏ－４２", "coral\u{00A0}piano\u{3000}42", "\u{FEFF}coral-pia\u{200B}no-42",
+        "https://h/invite＃Paul／coral-piano-42", "cöral-piáno-42", "coral-pian-42",
         "coral-piano-042", "42\tcoral\tpiano", "coral, piano, 42", "corral-piano-42", "coral-pianoo-42",
     ])
     func acceptedForms(_ text: String) throws {
