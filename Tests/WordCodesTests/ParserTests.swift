@@ -151,7 +151,7 @@ import Testing
         let nameplate = Nameplate(42)!
         var corrected = 0
         var refused = 0
-        for _ in 0..<25 {
+        for _ in 0..<10 {
             let code = Code.generate(nameplate: nameplate, using: &generator)
             for position in code.words.indices {
                 for misspelled in typo.all(of: code.words[position].text) {

@@ -49,7 +49,9 @@ import Testing
         let letters = words.map { Array($0.utf8) }
         var clashes: [String] = []
         for i in letters.indices {
-            for j in (i + 1)..<letters.count where Self.withinOneEdit(letters[i], letters[j]) {
+            for j in (i + 1)..<letters.count
+            where abs(letters[i].count - letters[j].count) <= 1 && Self.withinOneEdit(letters[i], letters[j])
+            {
                 clashes.append("\(words[i])/\(words[j])")
             }
         }
