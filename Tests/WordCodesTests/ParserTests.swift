@@ -151,13 +151,15 @@ import Testing
         let nameplate = Nameplate(42)!
         var corrected = 0
         var refused = 0
-        for _ in 0..<10 {
-            let code = Code.generate(nameplate: nameplate, using: &generator)
+        for round in 0..<10 {
+            let code = Code.generate(nameplate: nameplate, wordCount: 2 + round % 2, using: &generator)
             for position in code.words.indices {
                 for misspelled in typo.all(of: code.words[position].text) {
                     var texts = code.words.map(\.text)
                     texts[position] = misspelled
-                    let typed = texts.joined(separator: "-") + "-42"
+                    let typed =
+                        round % 4 == 1
+                        ? "42 " + texts.joined(separator: " ") : texts.joined(separator: "-") + "-42"
                     do {
                         let parsed = try CodeParser.parse(typed)
                         #expect(parsed.code == code, "\(typed) read as \(parsed.code)")
