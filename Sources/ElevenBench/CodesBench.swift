@@ -88,22 +88,25 @@ private func measureEntropy(draws: Int) {
 }
 
 private func measureAbbreviations() {
-    var completed = 0
-    var refused = 0
-    for word in Wordlist.words {
-        let start = String(word.prefix(Wordlist.uniquePrefixLength))
-        guard let parsed = try? CodeParser.parse("\(start)-\(start)-1") else {
-            refused += 1
-            continue
+    for length in [4, 5] {
+        var read = 0
+        var refused = 0
+        var words = 0
+        for word in Wordlist.words where word.count > length {
+            words += 1
+            let start = String(word.prefix(length))
+            if let parsed = try? CodeParser.parse("\(start)-\(start)-1"), parsed.code.words[0].text == word {
+                read += 1
+            } else {
+                refused += 1
+            }
         }
-        if parsed.code.words[0].text == word { completed += 1 }
+        print(
+            String(
+                format:
+                    "first %d letters typed alone: %d of %d words read (%.1f%%), %d refused as also one edit from another word",
+                length, read, words, 100 * Double(read) / Double(max(words, 1)), refused))
     }
-    let total = Double(Wordlist.count)
-    print(
-        String(
-            format:
-                "first four letters typed alone: %d read (%.1f%%), %d refused as also one edit from another word",
-            completed, 100 * Double(completed) / total, refused))
 }
 
 private enum TypoClass: Int, CaseIterable {
@@ -153,12 +156,13 @@ private struct Tally {
     var misread = 0
 
     func line(_ name: String) -> String {
-        let t = Double(max(total, 1))
-        return String(
-            format:
-                "  %-14@ %8d  corrected %6.2f%%  ambiguous %6.2f%%  unknown %6.2f%%  other %d  misread %d",
-            name as NSString, total, 100 * Double(corrected) / t, 100 * Double(ambiguous) / t,
-            100 * Double(unknown) / t, otherError, misread)
+        func percent(_ part: Int) -> String {
+            String(format: "%6.2f%%", 100 * Double(part) / Double(max(total, 1)))
+        }
+        let label = name.padding(toLength: 14, withPad: " ", startingAt: 0)
+        let count = String(total).padding(toLength: 8, withPad: " ", startingAt: 0)
+        return "  \(label) \(count) corrected \(percent(corrected))  ambiguous \(percent(ambiguous))  "
+            + "unknown \(percent(unknown))  other \(otherError)  misread \(misread)"
     }
 }
 

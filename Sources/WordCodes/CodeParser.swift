@@ -30,6 +30,13 @@ public enum CodeParser {
         var text = trimmed(input)
         guard !text.isEmpty else { throw .empty }
 
+        // NFKC leaves ASCII alone; only other text pays for it.
+        let normalized =
+            text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCompatibilityMapping
+        if normalized != text {
+            text = normalized
+            notes.add(.unicodeNormalized)
+        }
         if let code = codeFromLink(text) {
             text = code
             notes.add(.readFromLink(code))
@@ -38,11 +45,6 @@ public enum CodeParser {
         if unquoted != text {
             text = unquoted
             notes.add(.quotesRemoved)
-        }
-        let normalized = text.precomposedStringWithCompatibilityMapping
-        if normalized != text {
-            text = normalized
-            notes.add(.unicodeNormalized)
         }
 
         let tokens = try tokenize(text, notes: &notes)
@@ -88,8 +90,8 @@ public enum CodeParser {
 
     private static func trimmed(_ text: String) -> String {
         let scalars = text.unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        guard let first = scalars.firstIndex(where: { !isWhitespace($0) }),
+            let last = scalars.lastIndex(where: { !isWhitespace($0) })
         else { return "" }
         return String(scalars[first...last])
     }
@@ -97,8 +99,13 @@ public enum CodeParser {
     /// The code inside an invite link: the last `/` slot of the `#` fragment (or of the path
     /// when there is no fragment), percent-decoded. Nil when `text` is not a link.
     private static func codeFromLink(_ text: String) -> String? {
-        let isLink = text.contains("#") || text.contains("://")
-        guard isLink else { return nil }
+        let bytes = Array(text.utf8)
+        let hasHash = bytes.contains(UInt8(ascii: "#"))
+        let hasScheme = bytes.indices.dropLast(2).contains {
+            bytes[$0] == UInt8(ascii: ":") && bytes[$0 + 1] == UInt8(ascii: "/")
+                && bytes[$0 + 2] == UInt8(ascii: "/")
+        }
+        guard hasHash || hasScheme else { return nil }
         var rest = Substring(text)
         if let hash = rest.lastIndex(of: "#") { rest = rest[rest.index(after: hash)...] }
         if let slash = rest.lastIndex(of: "/") { rest = rest[rest.index(after: slash)...] }
@@ -110,24 +117,35 @@ public enum CodeParser {
 
     private static func strippingQuotes(_ text: String) -> String {
         let scalars = text.unicodeScalars
-        guard let first = scalars.firstIndex(where: { !quotes.contains($0) && !$0.properties.isWhitespace }),
-            let last = scalars.lastIndex(where: { !quotes.contains($0) && !$0.properties.isWhitespace })
+        guard let first = scalars.firstIndex(where: { !quotes.contains($0) && !isWhitespace($0) }),
+            let last = scalars.lastIndex(where: { !quotes.contains($0) && !isWhitespace($0) })
         else { return "" }
         return String(scalars[first...last])
     }
 
+    private static func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x20, 0x09...0x0D: true
+        case 0...0x7F: false
+        default: scalar.properties.isWhitespace
+        }
+    }
+
     private static let asciiSeparators: Set<Unicode.Scalar> = Set("-_.,/:;+~|".unicodeScalars)
 
-    private enum Class { case letter, digit, mark, separator }
+    private enum Class { case letter, digit, mark, separator, ignorable }
 
     private static func classify(_ scalar: Unicode.Scalar) throws(CodeError) -> Class {
-        let properties = scalar.properties
         if scalar.isASCII {
-            if properties.isAlphabetic { return .letter }
-            if ("0"..."9").contains(scalar) { return .digit }
-            if asciiSeparators.contains(scalar) || properties.isWhitespace { return .separator }
-            throw .invalidCharacter(Character(scalar))
+            switch scalar.value {
+            case 0x61...0x7A, 0x41...0x5A: return .letter
+            case 0x30...0x39: return .digit
+            default:
+                if asciiSeparators.contains(scalar) || isWhitespace(scalar) { return .separator }
+                throw .invalidCharacter(Character(scalar))
+            }
         }
+        let properties = scalar.properties
         if properties.isWhitespace || properties.generalCategory == .dashPunctuation
             || scalar == "\u{00B7}" || scalar == "\u{2022}"
         {
@@ -135,6 +153,7 @@ public enum CodeParser {
         }
         switch properties.generalCategory {
         case .nonspacingMark, .spacingMark, .enclosingMark: return .mark
+        case .format: return .ignorable  // zero-width spaces, joiners, byte order marks
         case .decimalNumber: throw .invalidCharacter(Character(scalar))  // digits of other scripts
         default: break
         }
@@ -177,6 +196,9 @@ public enum CodeParser {
                 try finish()
                 separatorRun.append(scalar)
                 continue
+            case .ignorable:
+                notes.add(.unicodeNormalized)
+                continue
             case .mark:
                 guard currentKind == .letters else { throw .invalidCharacter(Character(scalar)) }
                 current.append(scalar)
@@ -205,6 +227,12 @@ public enum CodeParser {
         -> String
     {
         guard kind == .letters else { return typed }
+        if typed.utf8.allSatisfy({ $0 < 0x80 }) {
+            if typed.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) {
+                notes.add(.lowercased)
+            }
+            return String(decoding: typed.utf8.map { $0 | 0x20 }, as: UTF8.self)
+        }
         let lowered = typed.lowercased()
         if typed.unicodeScalars.contains(where: { $0.properties.isUppercase }) { notes.add(.lowercased) }
         var plain = String.UnicodeScalarView()

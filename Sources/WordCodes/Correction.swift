@@ -3,7 +3,8 @@
 public enum Correction: Hashable, Sendable, CustomStringConvertible {
     /// The code was taken from an invite link (the last part of its `#` fragment).
     case readFromLink(String)
-    /// Compatibility forms were folded (fullwidth letters and digits, ligatures, odd spaces).
+    /// Compatibility forms were folded (fullwidth letters and digits, ligatures, odd spaces) or
+    /// invisible characters (zero-width spaces, byte order marks) dropped.
     case unicodeNormalized
     /// Accents were dropped: `'piäno'` read as `'piano'`.
     case accentsRemoved(typed: String, read: String)

@@ -53,12 +53,12 @@ public enum Wordlist {
 
     /// Hash tables for exact words and for every proper start of at least four letters.
     struct Lookup: Sendable {
-        let wordsByKey: [PackedLetters: Int16]
-        let startsByKey: [PackedLetters: Int16]
+        let wordsByKey: LetterTable
+        let startsByKey: LetterTable
 
         init(words: [String]) {
-            var wordsByKey: [PackedLetters: Int16] = [:]
-            var startsByKey: [PackedLetters: Int16] = [:]
+            var wordsByKey = LetterTable(capacity: words.count)
+            var startsByKey = LetterTable(capacity: words.count * 4)
             for (index, word) in words.enumerated() {
                 let letters = Array(word.utf8)
                 guard let key = PackedLetters(letters) else { continue }
@@ -73,6 +73,48 @@ public enum Wordlist {
             }
             self.wordsByKey = wordsByKey
             self.startsByKey = startsByKey
+        }
+    }
+}
+
+/// A fixed-size open-addressing hash table from packed letters to a word index: the typo
+/// search looks up hundreds of variants per word, and this is several times cheaper than a
+/// `Dictionary` with its seeded SipHash.
+struct LetterTable: Sendable {
+    private var keys: [UInt64]
+    private var values: [Int16]
+    private let shift: UInt64
+
+    /// A table for up to `capacity` entries (kept at most a quarter full).
+    init(capacity: Int) {
+        var bits = 4
+        while (1 << bits) < capacity * 4 { bits += 1 }
+        keys = [UInt64](repeating: 0, count: 1 << bits)
+        values = [Int16](repeating: -1, count: 1 << bits)
+        shift = UInt64(64 - bits)
+    }
+
+    private func slot(_ key: UInt64) -> Int {
+        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    /// The index stored for `key`, or nil. Packed letters are never 0, the empty-slot mark.
+    subscript(key: PackedLetters) -> Int16? {
+        get {
+            var i = slot(key.bits)
+            while true {
+                let stored = keys[i]
+                if stored == key.bits { return values[i] }
+                if stored == 0 { return nil }
+                i = (i + 1) & (keys.count - 1)
+            }
+        }
+        set {
+            precondition(key.bits != 0 && newValue != nil, "insert only")
+            var i = slot(key.bits)
+            while keys[i] != 0 && keys[i] != key.bits { i = (i + 1) & (keys.count - 1) }
+            keys[i] = key.bits
+            values[i] = newValue!
         }
     }
 }
