@@ -302,7 +302,7 @@ public struct WormholeTransfer: ~Copyable {
             return seal(WormholeMessage.textAcknowledgement, using: &random)
                 + finish(.received(text), mood: .happy)
         case (.receiver, .offerOther(let kind)):
-            let refusal = WormholeMessage.error("\(kind) is not supported; ask for --text")
+            let refusal = WormholeMessage.error("receiving \(kind) is not supported; ask for --text")
             return seal(refusal, using: &random) + finish(.failed(.offerNotSupported(kind)), mood: .happy)
         case (.receiver, .textAcknowledged), (.receiver, .otherAnswer):
             return []
