@@ -18,7 +18,8 @@ let wormholeCommonOptions: [OptionSpec] = [
     OptionSpec(
         "relay", value: "URL", help: "the Magic Wormhole relay", environment: "ELEVEN_WORMHOLE_RELAY",
         default: wormholeDefaultRelay),
-    OptionSpec("appid", value: "APPID", help: "the application id both sides use", default: wormholeDefaultAppID),
+    OptionSpec(
+        "appid", value: "APPID", help: "the application id both sides use", default: wormholeDefaultAppID),
     OptionSpec("timeout", value: "DURATION", help: "how long to wait for the other side", default: "30m"),
     OptionSpec("json", help: "print JSON lines instead of text"),
 ]
@@ -26,14 +27,16 @@ let wormholeCommonOptions: [OptionSpec] = [
 let wormholeSendOptions: [OptionSpec] =
     [
         OptionSpec("text", value: "TEXT", help: "the text to send (default: read standard input)"),
-        OptionSpec("code", value: "CODE", help: "use this code (like 7-guitarist-revenge) instead of a new one"),
+        OptionSpec(
+            "code", value: "CODE", help: "use this code (like 7-guitarist-revenge) instead of a new one"),
         OptionSpec("code-length", value: "N", help: "how many words a new code has", default: "2"),
     ] + wormholeCommonOptions
 
 let wormholeReceiveOptions: [OptionSpec] = wormholeCommonOptions
 
 let wormholeSendSpec = CommandSpec(
-    ["eleven", "send"], summary: "Send a text through Magic Wormhole (to `wormhole receive` or `eleven receive`).",
+    ["eleven", "send"],
+    summary: "Send a text through Magic Wormhole (to `wormhole receive` or `eleven receive`).",
     options: wormholeSendOptions,
     discussion: """
         Prints a code such as 7-guitarist-revenge and waits for the other side to type it. The text \
@@ -43,7 +46,9 @@ let wormholeSendSpec = CommandSpec(
 let wormholeReceiveSpec = CommandSpec(
     ["eleven", "receive"], summary: "Receive a text through Magic Wormhole (from `wormhole send --text`).",
     options: wormholeReceiveOptions,
-    positionals: [PositionalSpec("CODE", help: "the code the sender shows; asked for when omitted", optional: true)],
+    positionals: [
+        PositionalSpec("CODE", help: "the code the sender shows; asked for when omitted", optional: true)
+    ],
     discussion: """
         The text goes to standard output exactly as sent. Only when standard output is a terminal \
         and the text does not end with a newline is one added, so the prompt starts on its own line. \
@@ -77,7 +82,8 @@ func runWormholeSend(_ arguments: ParsedArguments) throws {
     guard WormholeMessage.offer(text: text).count <= wormholeMaxMessageBytes else {
         throw CLIError(
             code: "text_too_long",
-            message: "the text is too long for a Wormhole message (at most about \(wormholeMaxMessageBytes / 1000) KB)",
+            message:
+                "the text is too long for a Wormhole message (at most about \(wormholeMaxMessageBytes / 1000) KB)",
             status: .usage)
     }
     var g = SystemRandomNumberGenerator()
@@ -199,7 +205,8 @@ func runWormhole(
             case .keyConfirmed:
                 break
             case .askVerifier(let verifier):
-                let approved = askYesNo("Verifier \(verifier). ok? (yes/no): ", fromTerminal: answersFromTerminal)
+                let approved = askYesNo(
+                    "Verifier \(verifier). ok? (yes/no): ", fromTerminal: answersFromTerminal)
                 actions += transfer.approveVerifier(approved, using: &random)
             case .close(let mood):
                 connection.close(mood: mood)
@@ -238,7 +245,8 @@ private func announce(_ code: WormholeCode, json: Bool) {
         Terminal.json(["event": "code", "code": code.text])
     } else {
         Terminal.out("Wormhole code is: \(code.text)")
-        Terminal.err("On the other computer, run: eleven receive \(code.text)  (or: wormhole receive \(code.text))")
+        Terminal.err(
+            "On the other computer, run: eleven receive \(code.text)  (or: wormhole receive \(code.text))")
     }
 }
 
@@ -291,7 +299,9 @@ private func askYesNo(_ question: String, fromTerminal: Bool) -> Bool {
 }
 
 private func formatDuration(_ seconds: TimeInterval) -> String {
-    if seconds >= 3600 && seconds.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(seconds / 3600))h" }
+    if seconds >= 3600 && seconds.truncatingRemainder(dividingBy: 3600) == 0 {
+        return "\(Int(seconds / 3600))h"
+    }
     if seconds >= 60 && seconds.truncatingRemainder(dividingBy: 60) == 0 { return "\(Int(seconds / 60))m" }
     return "\(Int(seconds))s"
 }

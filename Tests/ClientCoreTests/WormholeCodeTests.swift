@@ -22,7 +22,8 @@ import Testing
         var seen = Set<String>()
         for count in 1...6 {
             for _ in 0..<50 {
-                let code = WormholeCode(nameplate: Rendezvous.Nameplate("42"), wordCount: count, using: &random)
+                let code = WormholeCode(
+                    nameplate: Rendezvous.Nameplate("42"), wordCount: count, using: &random)
                 #expect(code.nameplate.value == "42")
                 #expect(code.text.hasPrefix("42-"))
                 let words = code.words
@@ -67,7 +68,8 @@ import Testing
 
     @Test(arguments: [
         "", "   ", "guitarist-revenge", "7", "7-", "-7-a", "7--a", "7-a-", "7 -a", "7-a b", "x7-a",
-        "٣-a", "7-a\u{0}b", String(repeating: "1", count: 41) + "-a", "7-" + String(repeating: "a", count: 600),
+        "٣-a", "7-a\u{0}b", String(repeating: "1", count: 41) + "-a",
+        "7-" + String(repeating: "a", count: 600),
     ])
     func refusesMalformedCodes(input: String) {
         #expect(throws: WormholeError.self) { try WormholeCode(parsing: input) }
@@ -91,7 +93,14 @@ import Testing
 
     @Test func descriptionHidesTheWords() throws {
         let code = try WormholeCode(parsing: "7-guitarist-revenge")
-        for shown in ["\(code)", String(reflecting: code), { var s = ""; dump(code, to: &s); return s }()] {
+        for shown in [
+            "\(code)", String(reflecting: code),
+            {
+                var s = ""
+                dump(code, to: &s)
+                return s
+            }(),
+        ] {
             #expect(!shown.contains("guitarist"))
             #expect(shown.contains("7"))
         }
@@ -117,8 +126,10 @@ import Testing
     }
 
     @Test func applicationMessages() throws {
-        #expect(try WormholeMessage.parseApplication(WormholeMessage.offer(text: "hi ✓")) == .offerText("hi ✓"))
-        #expect(try WormholeMessage.parseApplication(WormholeMessage.textAcknowledgement) == .textAcknowledged)
+        #expect(
+            try WormholeMessage.parseApplication(WormholeMessage.offer(text: "hi ✓")) == .offerText("hi ✓"))
+        #expect(
+            try WormholeMessage.parseApplication(WormholeMessage.textAcknowledgement) == .textAcknowledged)
         #expect(try WormholeMessage.parseApplication(WormholeMessage.error("no")) == .error("no"))
         let cases: [(String, WormholeMessage.Application)] = [
             (#"{"offer": {"file": {"filename": "a", "filesize": 3}}}"#, .offerOther("a file")),
@@ -133,13 +144,16 @@ import Testing
         for (json, expected) in cases {
             #expect(try WormholeMessage.parseApplication(Array(json.utf8)) == expected)
         }
-        for bad in ["", "[]", "\"x\"", "{", #"{"offer": 3}"#, #"{"offer": {"message": 3}}"#, #"{"answer": []}"#] {
+        for bad in [
+            "", "[]", "\"x\"", "{", #"{"offer": 3}"#, #"{"offer": {"message": 3}}"#, #"{"answer": []}"#,
+        ] {
             #expect(throws: WormholeError.self) { try WormholeMessage.parseApplication(Array(bad.utf8)) }
         }
         #expect(throws: WormholeError.self) { try WormholeMessage.parseApplication([0xff, 0xfe]) }
         #expect(WormholeMessage.isValidVersion(WormholeMessage.versionPlaintext))
         #expect(
-            String(decoding: WormholeMessage.versionPlaintext, as: UTF8.self).replacingOccurrences(of: " ", with: "")
+            String(decoding: WormholeMessage.versionPlaintext, as: UTF8.self).replacingOccurrences(
+                of: " ", with: "")
                 == #"{"app_versions":{}}"#)
     }
 }

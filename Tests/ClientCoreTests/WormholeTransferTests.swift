@@ -89,7 +89,8 @@ import Testing
                 .allocated(Rendezvous.Nameplate("4")), peerSide: nil, using: &random)
         }
         var receiver = WormholeTransfer(
-            role: .receiver, code: try WormholeCode(parsing: receiverCode), appID: Self.appID, side: receiverSide)
+            role: .receiver, code: try WormholeCode(parsing: receiverCode), appID: Self.appID,
+            side: receiverSide)
         var receiverActions = receiver.start(using: &random)
         var allSender = senderActions
         var allReceiver = receiverActions
@@ -127,7 +128,8 @@ import Testing
         #expect(Self.sends(first).map(\.0) == [.pake])
 
         let text = "héllo wörld 🎉\nline two\t\"quoted\" \\ \u{0}"
-        let (s, r) = try exchange(text: text, senderCode: "4-guitarist-revenge", receiverCode: "4-guitarist-revenge")
+        let (s, r) = try exchange(
+            text: text, senderCode: "4-guitarist-revenge", receiverCode: "4-guitarist-revenge")
         #expect(Self.outcome(s) == .sent)
         #expect(Self.outcome(r) == .received(text))
         #expect(Self.mood(s) == .happy && Self.mood(r) == .happy)
@@ -148,13 +150,15 @@ import Testing
     }
 
     @Test func wrongCodeIsScaryOnBothSides() throws {
-        let (s, r) = try exchange(text: "secret", senderCode: "4-guitarist-revenge", receiverCode: "4-guitarist-revenue")
+        let (s, r) = try exchange(
+            text: "secret", senderCode: "4-guitarist-revenge", receiverCode: "4-guitarist-revenue")
         #expect(Self.outcome(s) == .failed(.codeMismatch))
         #expect(Self.outcome(r) == .failed(.codeMismatch))
         #expect(Self.mood(s) == .scary && Self.mood(r) == .scary)
         // Nothing but pake and version ever left either side: the text was never sent.
         #expect(Self.sends(s).map(\.0.value) == ["pake", "version"])
-        #expect(WormholeError.codeMismatch.description.contains("the code didn't match (or someone interfered)"))
+        #expect(
+            WormholeError.codeMismatch.description.contains("the code didn't match (or someone interfered)"))
     }
 
     @Test func differentAppIDsDoNotMatch() throws {
@@ -164,7 +168,8 @@ import Testing
         let mine = Self.sends(receiver.start(using: &random))
         let peer = Peer(code: "3-a-b", side: senderSide, appID: "other/app")
         try peer.finish(mine[0].1)
-        _ = receiver.handle(.received(phase: .pake, body: peer.pakeBody), peerSide: senderSide, using: &random)
+        _ = receiver.handle(
+            .received(phase: .pake, body: peer.pakeBody), peerSide: senderSide, using: &random)
         let actions = receiver.handle(
             .received(phase: .version, body: peer.seal(json: "{}", phase: "version")), peerSide: senderSide,
             using: &random)
@@ -217,7 +222,8 @@ import Testing
         let plain = try #require(f.peer.open(reply.1, from: receiverSide, phase: reply.0))
         #expect(String(decoding: plain, as: UTF8.self).contains("not supported; ask for --text"))
         #expect(
-            try WormholeMessage.parseApplication(plain) == .error("receiving a file is not supported; ask for --text"))
+            try WormholeMessage.parseApplication(plain)
+                == .error("receiving a file is not supported; ask for --text"))
         #expect(Self.outcome(actions) == .failed(.offerNotSupported("a file")))
         #expect(Self.mood(actions) == .happy)
         // Nothing more happens after the end.
@@ -249,11 +255,13 @@ import Testing
         // A sender whose receiver answers something other than ok.
         var random = SeededRandom(seed: 12)
         var sender = WormholeTransfer(
-            role: .sender(text: "t"), code: try WormholeCode(parsing: "8-x-y"), appID: Self.appID, side: senderSide)
+            role: .sender(text: "t"), code: try WormholeCode(parsing: "8-x-y"), appID: Self.appID,
+            side: senderSide)
         let pake = Self.sends(sender.start(using: &random))
         let peer = Peer(code: "8-x-y", side: receiverSide)
         try peer.finish(pake[0].1)
-        _ = sender.handle(.received(phase: .pake, body: peer.pakeBody), peerSide: receiverSide, using: &random)
+        _ = sender.handle(
+            .received(phase: .pake, body: peer.pakeBody), peerSide: receiverSide, using: &random)
         let confirmed = sender.handle(
             .received(phase: .version, body: peer.seal(json: "{}", phase: "version")), peerSide: receiverSide,
             using: &random)
@@ -286,7 +294,9 @@ import Testing
         #expect(Self.mood(rejected) == .scary)
         let refusal = try #require(Self.sends(rejected).first)
         let plain = try #require(g.peer.open(refusal.1, from: receiverSide, phase: refusal.0))
-        #expect(try WormholeMessage.parseApplication(plain) == .error("verification rejected, abandoning transfer"))
+        #expect(
+            try WormholeMessage.parseApplication(plain)
+                == .error("verification rejected, abandoning transfer"))
     }
 
     @Test func abandoningIsLonelyBeforeThePeerAndErroryAfter() throws {
@@ -344,7 +354,8 @@ import Testing
 
     @Test func ciphertextUnderAnotherKeyIsAWrongCode() throws {
         var f = try receiverWithPeer()
-        let forged = WormholeSecretBox.seal(Array("{}".utf8), key: SecretBytes(Array(repeating: 7, count: 32)), using: &f.random)
+        let forged = WormholeSecretBox.seal(
+            Array("{}".utf8), key: SecretBytes(Array(repeating: 7, count: 32)), using: &f.random)
         let actions = f.feed("version", raw: forged)
         #expect(Self.outcome(actions) == .failed(.codeMismatch))
         #expect(Self.mood(actions) == .scary)

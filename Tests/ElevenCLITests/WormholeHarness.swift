@@ -54,21 +54,25 @@ final class BackgroundProcess: @unchecked Sendable {
     private var err = Data()
     private let readers = DispatchGroup()
 
-    init(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:])
-        throws
-    {
+    private let input = Pipe()
+
+    /// Starts the program. `stdin` is written and closed at once unless `keepInputOpen`, in which
+    /// case ``send(_:)`` writes more and closes it later.
+    init(
+        _ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+        keepInputOpen: Bool = false
+    ) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let outPipe = Pipe()
         let errPipe = Pipe()
-        let inPipe = Pipe()
         process.standardOutput = outPipe
         process.standardError = errPipe
-        process.standardInput = inPipe
+        process.standardInput = input
         try process.run()
-        if let stdin { inPipe.fileHandleForWriting.write(stdin) }
-        try? inPipe.fileHandleForWriting.close()
+        if let stdin { input.fileHandleForWriting.write(stdin) }
+        if !keepInputOpen { try? input.fileHandleForWriting.close() }
         for (handle, isErr) in [(outPipe.fileHandleForReading, false), (errPipe.fileHandleForReading, true)] {
             readers.enter()
             DispatchQueue.global().async {
@@ -84,6 +88,12 @@ final class BackgroundProcess: @unchecked Sendable {
         }
     }
 
+    /// Writes `data` to the program's standard input and closes it.
+    func send(_ data: Data) {
+        input.fileHandleForWriting.write(data)
+        try? input.fileHandleForWriting.close()
+    }
+
     var stdout: String { snapshot().0 }
     var stderr: String { snapshot().1 }
 
@@ -94,7 +104,9 @@ final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Waits until a line of stdout (or stderr) starts with `prefix`; returns the rest of it.
-    func value(afterPrefix prefix: String, inStderr: Bool = false, timeout: TimeInterval = 30) throws -> String {
+    func value(afterPrefix prefix: String, inStderr: Bool = false, timeout: TimeInterval = 30) throws
+        -> String
+    {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let text = inStderr ? stderr : stdout
@@ -174,16 +186,23 @@ struct WormholeHarness {
 
     /// `eleven receive … --relay URL` to completion.
     func elevenReceive(_ arguments: [String], stdin: Data? = nil) throws -> Finished {
+        try startElevenReceive(arguments, stdin: stdin).finish()
+    }
+
+    /// `eleven receive … --relay URL`, running.
+    func startElevenReceive(_ arguments: [String], stdin: Data? = nil) throws -> BackgroundProcess {
         try BackgroundProcess(
-            Self.eleven, ["receive", "--relay", relayURL, "--timeout", elevenTimeout] + arguments, stdin: stdin
-        ).finish()
+            Self.eleven, ["receive", "--relay", relayURL, "--timeout", elevenTimeout] + arguments,
+            stdin: stdin)
     }
 
     /// `wormhole send --no-qr …`; returns the running process and the code it printed.
-    func startWormholeSend(_ arguments: [String], stdin: Data? = nil) throws -> (BackgroundProcess, String) {
+    func startWormholeSend(_ arguments: [String], stdin: Data? = nil, keepInputOpen: Bool = false) throws
+        -> (BackgroundProcess, String)
+    {
         let process = try BackgroundProcess(
             Self.wormhole, ["--relay-url", relayURL, "send", "--no-qr", "--hide-progress"] + arguments,
-            stdin: stdin, environment: pythonEnvironment)
+            stdin: stdin, environment: pythonEnvironment, keepInputOpen: keepInputOpen)
         return (process, try process.value(afterPrefix: "Wormhole code is:", inStderr: true))
     }
 

@@ -17,7 +17,8 @@ enum WormholeScenarios {
 
     static func randomCode() -> String {
         let words = ["coral", "piano", "aztec", "revenge", "guitarist", "ribcage", "tissue", "yucatan"]
-        return "\(Int.random(in: 100...999))-" + (0..<3).map { _ in words.randomElement()! }.joined(separator: "-")
+        return "\(Int.random(in: 100...999))-"
+            + (0..<3).map { _ in words.randomElement()! }.joined(separator: "-")
     }
 
     /// eleven sends (allocated codes and a given one, --text and stdin); Python receives.
@@ -106,7 +107,8 @@ enum WormholeScenarios {
 
     /// Both sides ask with --verify; they show the same 64-hex verifier and the text goes through.
     static func verifiersMatch(_ h: WormholeHarness) throws {
-        let (sender, code) = try h.startWormholeSend(["--text", "verified", "--verify"], stdin: Data("yes\n".utf8))
+        let (sender, code) = try h.startWormholeSend(
+            ["--text", "verified", "--verify"], stdin: Data("yes\n".utf8))
         let received = try h.elevenReceive([code, "--verify"], stdin: Data("yes\n".utf8))
         let sent = sender.finish()
         #expect(received.status == 0, "\(received.stderr)")
@@ -132,9 +134,9 @@ enum WormholeScenarios {
         return hex.isEmpty ? nil : String(hex)
     }
 
-    /// The relay stops (by pid) right after the code is shown and comes back on the same port and
-    /// database; the waiting side reconnects by itself and the transfer completes.
-    static func relayRestart(_ h: WormholeHarness, relay: any WormholeTestRelay) throws {
+    /// The relay stops (by pid) right after eleven shows its code and comes back on the same port
+    /// and database; eleven reconnects by itself and the transfer completes.
+    static func relayRestartWhileElevenWaits(_ h: WormholeHarness, relay: any WormholeTestRelay) throws {
         let (sender, code) = try h.startElevenSend(["--text", "survived a restart"])
         try relay.restart()
         let received = try h.wormholeReceive(code)
@@ -142,14 +144,38 @@ enum WormholeScenarios {
         #expect(received.status == 0, "\(received.stderr)")
         #expect(received.stdout == "survived a restart\n")
         #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(sent.stderr.contains("reconnecting"), "\(sent.stderr)")
+    }
 
-        let (pySender, pyCode) = try h.startWormholeSend(["--text", "python survived too"])
+    /// The same with Python waiting: eleven arrives after the restart and finds Python's key
+    /// exchange message, which the relay kept in its database.
+    static func relayRestartWhileWormholeWaits(_ h: WormholeHarness, relay: any WormholeTestRelay) throws {
+        let (sender, code) = try h.startWormholeSend(["--text", "python survived too"])
         try relay.restart()
-        let got = try h.elevenReceive([pyCode])
-        let pySent = pySender.finish()
-        #expect(got.status == 0, "\(got.stderr)")
-        #expect(got.stdout == "python survived too")
-        #expect(pySent.status == 0, "\(pySent.stderr)")
+        let received = try h.elevenReceive([code])
+        let sent = sender.finish()
+        #expect(received.status == 0, "\(received.stderr)")
+        #expect(received.stdout == "python survived too")
+        #expect(sent.status == 0, "\(sent.stderr)")
+    }
+
+    /// A restart in the middle of a transfer, both clients connected: the keys are agreed and the
+    /// Python sender is holding its offer (waiting for its --verify answer). Both reconnect, the
+    /// offer and the answer cross the new relay process.
+    static func relayRestartMidTransfer(_ h: WormholeHarness, relay: any WormholeTestRelay) throws {
+        let (sender, code) = try h.startWormholeSend(
+            ["--text", "mid-transfer", "--verify"], keepInputOpen: true)
+        let receiver = try h.startElevenReceive([code])
+        _ = try sender.value(afterPrefix: "Verifier")
+        try relay.restart()
+        sender.send(Data("yes\n".utf8))
+        let received = receiver.finish()
+        let sent = sender.finish()
+        #expect(received.status == 0, "\(received.stderr)")
+        #expect(received.stdout == "mid-transfer")
+        #expect(received.stderr.contains("reconnecting"), "\(received.stderr)")
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(sent.stderr.contains("text message sent"))
     }
 
     /// eleven to eleven, the stdin path with exact bytes, and --json output.
@@ -192,7 +218,8 @@ struct SplitMix: RandomNumberGenerator {
     func withReferenceRelay(_ body: (WormholeHarness, ReferenceMailboxRelay) throws -> Void) throws {
         #expect(
             FileManager.default.isExecutableFile(atPath: WormholeHarness.wormhole),
-            "no wormhole CLI at \(WormholeHarness.wormhole): set ELEVEN_TEST_PYTHON (or ELEVEN_SKIP_INTEROP=1)")
+            "no wormhole CLI at \(WormholeHarness.wormhole): set ELEVEN_TEST_PYTHON (or ELEVEN_SKIP_INTEROP=1)"
+        )
         let relay = try ReferenceMailboxRelay()
         defer { relay.stop() }
         let home = try TestSupport.temporaryDirectory()
@@ -226,8 +253,20 @@ struct SplitMix: RandomNumberGenerator {
         try withReferenceRelay { h, _ in try WormholeScenarios.verifiersMatch(h) }
     }
 
-    @Test(.enabled(if: interop)) func relayRestart() throws {
-        try withReferenceRelay { h, relay in try WormholeScenarios.relayRestart(h, relay: relay) }
+    @Test(.enabled(if: interop)) func relayRestartWhileElevenWaits() throws {
+        try withReferenceRelay { h, relay in
+            try WormholeScenarios.relayRestartWhileElevenWaits(h, relay: relay)
+        }
+    }
+
+    @Test(.enabled(if: interop)) func relayRestartWhileWormholeWaits() throws {
+        try withReferenceRelay { h, relay in
+            try WormholeScenarios.relayRestartWhileWormholeWaits(h, relay: relay)
+        }
+    }
+
+    @Test(.enabled(if: interop)) func relayRestartMidTransfer() throws {
+        try withReferenceRelay { h, relay in try WormholeScenarios.relayRestartMidTransfer(h, relay: relay) }
     }
 
     @Test(.enabled(if: interop)) func elevenToEleven() throws {
@@ -259,9 +298,11 @@ struct SplitMix: RandomNumberGenerator {
         let badCode = try TestSupport.run(eleven, ["receive", "guitarist-revenge-7"], timeout: 30)
         #expect(badCode.status == 2)
         #expect(badCode.stderr.contains("that is not a Wormhole code"))
-        let badLength = try TestSupport.run(eleven, ["send", "--text", "x", "--code-length", "1"], timeout: 30)
+        let badLength = try TestSupport.run(
+            eleven, ["send", "--text", "x", "--code-length", "1"], timeout: 30)
         #expect(badLength.status == 2)
-        let badRelay = try TestSupport.run(eleven, ["send", "--text", "x", "--relay", "http://x"], timeout: 30)
+        let badRelay = try TestSupport.run(
+            eleven, ["send", "--text", "x", "--relay", "http://x"], timeout: 30)
         #expect(badRelay.status == 2)
         #expect(badRelay.stderr.contains("ws:// or wss://"))
         let notUTF8 = try TestSupport.run(eleven, ["send"], stdin: Data([0xff, 0xfe]), timeout: 30)

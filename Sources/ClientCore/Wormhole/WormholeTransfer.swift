@@ -82,8 +82,9 @@ public struct WormholeTransfer: ~Copyable {
     }
 
     /// A sender whose code is made from the nameplate the relay allocates: `wordCount` words.
-    public init(sendingText text: String, wordCount: Int, appID: String, side: Rendezvous.Side, verify: Bool = false)
-    {
+    public init(
+        sendingText text: String, wordCount: Int, appID: String, side: Rendezvous.Side, verify: Bool = false
+    ) {
         precondition(wordCount >= 1, "a code needs at least one word")
         self.init(
             role: .sender(text: text), code: nil, wordCount: wordCount, appID: appID, side: side,
@@ -142,7 +143,8 @@ public struct WormholeTransfer: ~Copyable {
     {
         guard outcome == nil, isConfirmed, verify, !verifierApproved else { return [] }
         guard approved else {
-            let refusal = seal(WormholeMessage.error("verification rejected, abandoning transfer"), using: &random)
+            let refusal = seal(
+                WormholeMessage.error("verification rejected, abandoning transfer"), using: &random)
             return refusal + finish(.failed(.verifierRejected), mood: .scary)
         }
         verifierApproved = true
@@ -206,7 +208,8 @@ public struct WormholeTransfer: ~Copyable {
         }
         guard key != nil else {
             guard early.count < Self.maxPendingMessages else {
-                return finish(.failed(.badPeerMessage("too many messages before the key exchange")), mood: .errory)
+                return finish(
+                    .failed(.badPeerMessage("too many messages before the key exchange")), mood: .errory)
             }
             early.append((phase, body))
             return []
@@ -217,7 +220,8 @@ public struct WormholeTransfer: ~Copyable {
             }
             var actions = confirm(using: &random)
             if outcome == nil && !WormholeMessage.isValidVersion(plaintext) {
-                actions += finish(.failed(.badPeerMessage("its version message is not a JSON object")), mood: .errory)
+                actions += finish(
+                    .failed(.badPeerMessage("its version message is not a JSON object")), mood: .errory)
             }
             return actions
         }
@@ -232,7 +236,9 @@ public struct WormholeTransfer: ~Copyable {
         guard outcome == nil, number >= nextInbound else { return actions }
         guard number < nextInbound + Self.maxPendingMessages else {
             return actions
-                + finish(.failed(.badPeerMessage("message \(number) arrived far ahead of \(nextInbound)")), mood: .errory)
+                + finish(
+                    .failed(.badPeerMessage("message \(number) arrived far ahead of \(nextInbound)")),
+                    mood: .errory)
         }
         pending[number] = plaintext
         actions += deliver(using: &random)
@@ -320,7 +326,9 @@ public struct WormholeTransfer: ~Copyable {
     }
 
     /// Seals an application message in our next numeric phase.
-    private mutating func seal(_ plaintext: [UInt8], using random: inout some RandomByteSource) -> [WormholeAction] {
+    private mutating func seal(_ plaintext: [UInt8], using random: inout some RandomByteSource)
+        -> [WormholeAction]
+    {
         let phase = Rendezvous.Phase(String(nextOutbound))
         nextOutbound += 1
         return seal(plaintext, phase: phase, using: &random)
