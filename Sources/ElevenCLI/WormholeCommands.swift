@@ -74,6 +74,11 @@ func runWormholeSend(_ arguments: ParsedArguments) throws {
                 help: wormholeSendSpec.help)
         }
         let data = FileHandle.standardInput.readDataToEndOfFile()
+        guard !data.isEmpty else {
+            throw CLIError.usage(
+                "standard input was empty: give the text with --text TEXT (--text \"\" sends an empty one)",
+                help: nil)
+        }
         guard let decoded = String(validating: data, as: UTF8.self) else {
             throw CLIError(code: "not_text", message: "standard input is not UTF-8 text", status: .usage)
         }
@@ -99,10 +104,11 @@ func runWormholeSend(_ arguments: ParsedArguments) throws {
         transfer = WormholeTransfer(
             sendingText: text, wordCount: words, appID: settings.appID, side: side, verify: settings.verify)
     }
-    let outcome = try runWormhole(transfer, settings: settings, answersFromTerminal: textFromStdin)
+    let (outcome, verifier) = try runWormhole(
+        transfer, settings: settings, answersFromTerminal: textFromStdin)
     guard case .sent = outcome else { throw wormholeFailure(outcome) }
     if settings.json {
-        Terminal.json(["event": "sent"])
+        Terminal.json(["event": "sent", "verifier": verifier ?? ""])
     } else {
         Terminal.err("text message sent")
     }
@@ -130,10 +136,10 @@ func runWormholeReceive(_ arguments: ParsedArguments) throws {
     var g = SystemRandomNumberGenerator()
     let transfer = WormholeTransfer(
         role: .receiver, code: code, appID: settings.appID, side: .random(using: &g), verify: settings.verify)
-    let outcome = try runWormhole(transfer, settings: settings, answersFromTerminal: false)
+    let (outcome, verifier) = try runWormhole(transfer, settings: settings, answersFromTerminal: false)
     guard case .received(let text) = outcome else { throw wormholeFailure(outcome) }
     if settings.json {
-        Terminal.json(["event": "received", "text": text])
+        Terminal.json(["event": "received", "text": text, "verifier": verifier ?? ""])
     } else {
         var bytes = Array(text.utf8)
         if isatty(1) == 1 && bytes.last != UInt8(ascii: "\n") { bytes.append(UInt8(ascii: "\n")) }
@@ -163,11 +169,12 @@ struct WormholeSettings {
 }
 
 /// Runs one transfer to its end: connects, feeds rendezvous events to the machine, performs
-/// its actions. `answersFromTerminal`: read the `--verify` answer from /dev/tty (standard input
-/// carried the text).
+/// its actions; returns how it ended and the verifier (once the key was confirmed).
+/// `answersFromTerminal`: read the `--verify` answer from /dev/tty (standard input carried the
+/// text).
 func runWormhole(
     _ transfer: consuming WormholeTransfer, settings: WormholeSettings, answersFromTerminal: Bool
-) throws -> WormholeOutcome {
+) throws -> (WormholeOutcome, String?) {
     let start: RendezvousMachine.Start =
         transfer.code.map { .claim($0.nameplate) } ?? .allocate
     let connection = RendezvousConnection(
@@ -187,6 +194,7 @@ func runWormhole(
         throw relayFailure(error)
     }
     var random = SystemRandom()
+    var verifier: String?
     var actions = transfer.start(using: &random)
     let deadline = ContinuousClock.now + .seconds(settings.timeout)
     while true {
@@ -202,8 +210,8 @@ func runWormhole(
                 }
             case .codeReady(let code):
                 announce(code, json: settings.json)
-            case .keyConfirmed:
-                break
+            case .keyConfirmed(let hex):
+                verifier = hex
             case .askVerifier(let verifier):
                 let approved = askYesNo(
                     "Verifier \(verifier). ok? (yes/no): ", fromTerminal: answersFromTerminal)
@@ -211,7 +219,7 @@ func runWormhole(
             case .close(let mood):
                 connection.close(mood: mood)
             case .finished(let outcome):
-                return outcome
+                return (outcome, verifier)
             }
         }
         do {

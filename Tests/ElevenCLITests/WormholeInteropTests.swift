@@ -193,8 +193,14 @@ enum WormholeScenarios {
         let object = try JSONSerialization.jsonObject(with: Data(("{" + line).utf8)) as? [String: String]
         let jsonCode = try #require(object?["code"])
         let jsonReceived = try h.elevenReceive([jsonCode, "--json"])
-        #expect(json.finish().stdout.contains(#"{"event":"sent"}"#))
-        #expect(jsonReceived.stdout.contains(#""text":"j""#), "\(jsonReceived.stdout)")
+        let sentLines = json.finish().stdout.split(separator: "\n")
+        let sent =
+            try JSONSerialization.jsonObject(with: Data(try #require(sentLines.last).utf8))
+            as? [String: String]
+        let got = try JSONSerialization.jsonObject(with: Data(jsonReceived.stdout.utf8)) as? [String: String]
+        #expect(sent?["event"] == "sent")
+        #expect(got?["event"] == "received" && got?["text"] == "j")
+        #expect(got?["verifier"]?.count == 64 && got?["verifier"] == sent?["verifier"])
     }
 }
 
@@ -305,6 +311,9 @@ struct SplitMix: RandomNumberGenerator {
             eleven, ["send", "--text", "x", "--relay", "http://x"], timeout: 30)
         #expect(badRelay.status == 2)
         #expect(badRelay.stderr.contains("ws:// or wss://"))
+        let empty = try TestSupport.run(eleven, ["send"], stdin: Data(), timeout: 30)
+        #expect(empty.status == 2)
+        #expect(empty.stderr.contains("standard input was empty"))
         let notUTF8 = try TestSupport.run(eleven, ["send"], stdin: Data([0xff, 0xfe]), timeout: 30)
         #expect(notUTF8.status == 2)
         #expect(notUTF8.stderr.contains("not UTF-8"))
