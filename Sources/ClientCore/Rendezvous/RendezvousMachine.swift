@@ -249,7 +249,9 @@ public struct RendezvousMachine: Codable, Sendable {
             out.append(.claim(nameplate))
         }
         if let mailbox {
-            if !link.openSent && closeMood == nil {
+            // After a reconnect, reopen even when closing if messages still await their echo:
+            // the relay only takes an `add` on a connection that opened the mailbox.
+            if !link.openSent && (closeMood == nil || !unechoed.isEmpty) {
                 link.openSent = true
                 out.append(.open(mailbox))
             }
