@@ -1,6 +1,7 @@
 import CSodium
 import ClientCore
 import Foundation
+import PAKE
 
 /// Limits and policy of a space server.
 public struct SpaceServerConfiguration: Sendable {
@@ -63,7 +64,7 @@ public final class SpaceAPI: @unchecked Sendable {
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         observer: (@Sendable (SpaceChange) -> Void)? = nil
     ) throws {
-        guard sodium_init() >= 0 else { throw SpaceStoreError.cryptoUnavailable }
+        Sodium.ensureInitialized()
         let store = try SpaceStore(path: databasePath)
         service = SpaceService(store: store, configuration: configuration, clock: clock)
         self.observer = observer
@@ -371,16 +372,11 @@ final class SpaceService {
         return member
     }
 
-    static func hashToken(_ raw: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        crypto_hash_sha256(&digest, raw, UInt64(raw.count))
-        return digest
-    }
+    static func hashToken(_ raw: [UInt8]) -> [UInt8] { SHA256.hash(raw) }
 
     static func randomBytes(_ count: Int) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        randombytes_buf(&bytes, count)
-        return bytes
+        var random = SystemRandom()
+        return random.bytes(count: count)
     }
 
     /// Issues a device token for `member`; only its hash is stored.
