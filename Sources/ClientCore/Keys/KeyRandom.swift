@@ -28,3 +28,10 @@ extension DeviceIdentity {
         return signature
     }
 }
+
+/// Overwrites `bytes` with zeros in a way the compiler cannot drop (`sodium_memzero`).
+func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { buffer in
+        if let base = buffer.baseAddress { sodium_memzero(base, buffer.count) }
+    }
+}
