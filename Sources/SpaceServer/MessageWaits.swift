@@ -52,6 +52,15 @@ final class MessageWaits: Sendable {
         for wake in woken.values { wake() }
     }
 
+    /// Wakes every waiter (on shutdown, so long-polls answer at once instead of holding the drain).
+    func wakeAll() {
+        let woken = state.withLock { state in
+            defer { state.waiters = [:] }
+            return state.waiters.values.flatMap(\.values)
+        }
+        for wake in woken { wake() }
+    }
+
     /// How many clients are waiting (for tests and logs).
     var waiterCount: Int {
         state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } }

@@ -344,15 +344,17 @@ final class SpaceService {
             guard token.space == space else {
                 throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
             }
+            // Removal revokes every token of the member; say why rather than just "revoked".
+            guard let member = try store.member(space: space, id: token.member), member.removedSequence == nil
+            else {
+                throw APIError.unauthorised(
+                    "token_revoked", "You were removed from this space, so it no longer lets you in.")
+            }
             if token.revokedAt != nil {
                 throw APIError.unauthorised("token_revoked", "That token was revoked. Sign in again.")
             }
             if now >= token.expiresAt {
                 throw APIError.unauthorised("token_expired", "That token has expired. Sign in again.")
-            }
-            guard let member = try store.member(space: space, id: token.member), member.removedSequence == nil
-            else {
-                throw APIError.unauthorised("token_revoked", "That member was removed from the space.")
             }
             return .member(member.record, tokenID: token.id)
         }

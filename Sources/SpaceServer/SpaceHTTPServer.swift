@@ -104,6 +104,7 @@ public final class SpaceHTTPServer: Sendable {
     /// Stops accepting, lets running requests finish, and closes the loops.
     public func shutdown() {
         configuration.log.log("stopping")
+        waits.wakeAll()
         server.shutdown()
         timers.shutdown()
         configuration.log.log("stopped")
