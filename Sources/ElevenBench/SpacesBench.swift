@@ -1,0 +1,264 @@
+import ClientCore
+import Foundation
+import Net
+import SpaceServer
+import Synchronization
+
+// `eleven-bench spaces`: messages appended and read per second through a real space server
+// (SpaceHTTPServer, the code behind eleven-server, in a child process so its memory is its own)
+// at 1 and 50 concurrent clients, the server's resident memory, and as the reference measured in
+// the same run, the raw cost of `SpaceAPI.handle` for the same requests without HTTP.
+
+private let spacesUsage = """
+    usage: eleven-bench spaces [--seconds S] [--quick]
+
+      --seconds S   duration of each measured phase (default 2)
+      --quick       0.5 s phases
+    """
+
+func runSpacesBench(_ arguments: [String]) -> Int32 {
+    if arguments.first == "--serve" { return serveSpaces(Array(arguments.dropFirst())) }
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(spacesUsage)
+        return 0
+    }
+    var seconds = 2.0
+    var index = 0
+    while index < arguments.count {
+        switch arguments[index] {
+        case "--quick": seconds = 0.5
+        case "--seconds" where index + 1 < arguments.count:
+            seconds = min(max(Double(arguments[index + 1]) ?? seconds, 0.2), 10)
+            index += 1
+        default:
+            FileHandle.standardError.write(
+                Data("eleven-bench spaces: unknown option \(arguments[index])\n\n\(spacesUsage)\n".utf8))
+            return 2
+        }
+        index += 1
+    }
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "eleven-bench-spaces-\(getpid())")
+    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+
+    do {
+        let raw = try measureRaw(
+            databasePath: directory.appendingPathComponent("raw.sqlite").path, seconds: seconds)
+        print(
+            String(
+                format: "raw SpaceAPI.handle (no HTTP, one thread): append %.0f msg/s (%.1f µs), "
+                    + "read %.0f msg/s in pages of 100",
+                raw.appendRate, 1e6 / raw.appendRate, raw.readRate))
+
+        guard
+            let child = spawn(
+                CommandLine.arguments[0],
+                ["spaces", "--serve", directory.appendingPathComponent("server.sqlite").path]),
+            let portLine = child.line(startingWith: "port "), let port = UInt16(portLine.dropFirst(5))
+        else {
+            FileHandle.standardError.write(Data("eleven-bench spaces: the server did not start\n".utf8))
+            return 1
+        }
+        defer { child.finish() }
+        let pid = child.process.processIdentifier
+        let url = "http://127.0.0.1:\(port)"
+        let identity = DeviceIdentity.generate()
+        let saved = try SpaceSession.createSpace(name: "Bench", server: url, identity: identity)
+        let session = try SpaceSession(saved: saved, identity: identity)
+        let roster = try session.roster()
+        let keys = try session.threadKeys(roster: roster)
+        let thread = try session.resolveThread(nil, roster: roster, keys: keys).id
+        guard let key = keys[thread] else { return 1 }
+        let idle = memory(pid)
+        print(String(format: "server resident memory idle: %.1f MiB", Double(idle.rss) / 1_048_576))
+
+        print("clients  append msg/s  x raw   read msg/s  x raw")
+        var stored: Int64 = 0
+        for clients in [1, 50] {
+            // Messages are made up front so the client's crypto does not compete with the server.
+            let count = Int(max(raw.appendRate, 2000) * seconds * 1.2)
+            let messages = (0..<count).map { number in
+                identity.encrypt(
+                    Array("message \(number)".utf8), with: key, in: saved.space, thread: thread,
+                    as: saved.member)
+            }
+            let appended = hammer(clients: clients, seconds: seconds, limit: messages.count) { slot in
+                try session.client.post(messages[slot])
+                return 1
+            }
+            stored += Int64(appended.operations)
+            let total = stored
+            let read = hammer(clients: clients, seconds: seconds, limit: .max) { slot in
+                let since = Int64(slot * 7919) % max(total - 100, 1)
+                return try session.client.messages(saved.space, thread: thread, since: since, limit: 100)
+                    .messages.count
+            }
+            print(
+                String(
+                    format: "%7d  %12.0f  %5.2f  %11.0f  %5.2f%@", clients, appended.rate,
+                    appended.rate / raw.appendRate, read.rate, read.rate / raw.readRate,
+                    appended.errors + read.errors > 0
+                        ? "  (\(appended.errors + read.errors) errors)" as NSString : "" as NSString))
+        }
+        let after = memory(pid)
+        print(
+            String(
+                format: "server resident memory after load: %.1f MiB (peak %.1f MiB), %lld messages stored",
+                Double(after.rss) / 1_048_576, Double(after.peak) / 1_048_576, stored))
+        print("(x raw = rate through HTTP / rate of SpaceAPI.handle alone; 1.00 would mean HTTP is free)")
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("eleven-bench spaces: \(error)\n".utf8))
+        return 1
+    }
+}
+
+// MARK: Raw reference
+
+private struct RawRates {
+    let appendRate: Double
+    let readRate: Double
+}
+
+/// Appends and reads through `SpaceAPI.handle` directly, one thread, same request bodies.
+private func measureRaw(databasePath: String, seconds: Double) throws -> RawRates {
+    let api = try SpaceAPI(databasePath: databasePath)
+    let identity = DeviceIdentity.generate()
+    let space = SpaceID.random()
+    let owner = MemberID.random()
+    let genesis = identity.createSpace(space, as: owner)
+    let encoder = JSONEncoder()
+    let createBody = try encoder.encode(SpaceWire.CreateSpaceRequest(name: "Raw", genesis: genesis))
+    let created = try JSONDecoder().decode(
+        SpaceWire.CreatedSpace.self,
+        from: Data(
+            api.handle(APIRequest(method: "POST", target: "/api/spaces", body: Array(createBody))).body))
+    let headers = ["Authorization": "Bearer \(created.deviceToken.token)"]
+    let roster = try Roster(genesis: genesis)
+    guard let ownerRecord = roster.members[owner] else { throw BenchError("no owner record") }
+    let thread = ThreadID.random()
+    let key = ThreadKey.random()
+    let threadBody = try encoder.encode(
+        SpaceWire.CreateThreadRequest(
+            thread: thread, wraps: [identity.wrap(key, for: ownerRecord, in: space, thread: thread)]))
+    let base = "/api/spaces/\(space)"
+    guard
+        api.handle(
+            APIRequest(method: "POST", target: "\(base)/threads", headers: headers, body: Array(threadBody))
+        )
+        .status == 201
+    else { throw BenchError("could not create the thread") }
+
+    let count = 20_000
+    let bodies = try (0..<count).map { number in
+        Array(
+            try encoder.encode(
+                SpaceWire.MessageRequest(
+                    message: identity.encrypt(
+                        Array("message \(number)".utf8), with: key, in: space, thread: thread, as: owner))))
+    }
+    let target = "\(base)/threads/\(thread)/messages"
+    var appended = 0
+    let appendStart = Date()
+    while appended < count && Date().timeIntervalSince(appendStart) < seconds {
+        guard
+            api.handle(APIRequest(method: "POST", target: target, headers: headers, body: bodies[appended]))
+                .status == 201
+        else { throw BenchError("raw append failed") }
+        appended += 1
+    }
+    let appendRate = Double(appended) / Date().timeIntervalSince(appendStart)
+    var read = 0
+    var round = 0
+    let readStart = Date()
+    let decoder = JSONDecoder()
+    while Date().timeIntervalSince(readStart) < seconds {
+        let since = (round * 7919) % max(appended - 100, 1)
+        let response = api.handle(
+            APIRequest(method: "GET", target: "\(target)?since=\(since)&limit=100", headers: headers))
+        // Decode like a client would, so both sides of the ratio include the JSON work.
+        read += try decoder.decode(SpaceWire.MessageList.self, from: Data(response.body)).messages.count
+        round += 1
+    }
+    return RawRates(appendRate: appendRate, readRate: Double(read) / Date().timeIntervalSince(readStart))
+}
+
+private struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+// MARK: Load
+
+private struct LoadResult {
+    let operations: Int
+    let rate: Double
+    let errors: Int
+}
+
+/// Runs `clients` threads calling `work(slot)` until `seconds` pass or `limit` slots are used;
+/// `work` returns how many messages it moved.
+private func hammer(clients: Int, seconds: Double, limit: Int, work: @escaping @Sendable (Int) throws -> Int)
+    -> LoadResult
+{
+    let next = Atomic<Int>(0)
+    let moved = Atomic<Int>(0)
+    let errors = Atomic<Int>(0)
+    let group = DispatchGroup()
+    let start = Date()
+    let deadline = start.addingTimeInterval(seconds)
+    for _ in 0..<clients {
+        group.enter()
+        Thread.detachNewThread {
+            while Date() < deadline {
+                let slot = next.add(1, ordering: .relaxed).oldValue
+                guard slot < limit else { break }
+                do {
+                    moved.add(try work(slot), ordering: .relaxed)
+                } catch {
+                    errors.add(1, ordering: .relaxed)
+                }
+            }
+            group.leave()
+        }
+    }
+    group.wait()
+    let elapsed = Date().timeIntervalSince(start)
+    let total = moved.load(ordering: .relaxed)
+    return LoadResult(
+        operations: total, rate: Double(total) / elapsed, errors: errors.load(ordering: .relaxed))
+}
+
+/// Resident and peak resident memory of `pid` in bytes (`/proc/<pid>/status`).
+private func memory(_ pid: Int32) -> (rss: Int, peak: Int) {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
+        return (0, 0)
+    }
+    func field(_ name: String) -> Int {
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name) }) else { return 0 }
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+    return (field("VmRSS:"), field("VmHWM:"))
+}
+
+// MARK: Server child
+
+/// `eleven-bench spaces --serve DB`: runs the space server on a free loopback port, prints
+/// `port N`, and stops when standard input closes.
+private func serveSpaces(_ arguments: [String]) -> Int32 {
+    guard let database = arguments.first else { return 2 }
+    var configuration = SpaceHTTPConfiguration(databasePath: database)
+    configuration.listenAddresses = [SocketAddress(numericHost: "127.0.0.1", port: 0)!]
+    do {
+        let server = try SpaceHTTPServer(configuration: configuration)
+        try server.start()
+        FileHandle.standardOutput.write(Data("port \(server.localAddresses.first?.port ?? 0)\n".utf8))
+        _ = FileHandle.standardInput.readDataToEndOfFile()
+        server.shutdown()
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("eleven-bench spaces --serve: \(error)\n".utf8))
+        return 1
+    }
+}
