@@ -58,7 +58,8 @@ let package = Package(
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "TestSupport"]),
         .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "TestSupport"]),
-        .testTarget(name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "TestSupport"]),
+        .testTarget(
+            name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "Net", "TestSupport"]),
         .testTarget(name: "ElevenCLITests", dependencies: ["CLISupport", "TestSupport"]),
     ]
 )
