@@ -43,14 +43,7 @@ func runSpacesBench(_ arguments: [String]) -> Int32 {
     defer { try? FileManager.default.removeItem(at: directory) }
 
     do {
-        let raw = try measureRaw(
-            databasePath: directory.appendingPathComponent("raw.sqlite").path, seconds: seconds)
-        print(
-            String(
-                format: "raw SpaceAPI.handle (no HTTP, one thread): append %.0f msg/s (%.1f µs), "
-                    + "read %.0f msg/s in pages of 100",
-                raw.appendRate, 1e6 / raw.appendRate, raw.readRate))
-
+        let raw = try RawSpace(databasePath: directory.appendingPathComponent("raw.sqlite").path)
         guard
             let child = spawn(
                 CommandLine.arguments[0],
@@ -72,12 +65,25 @@ func runSpacesBench(_ arguments: [String]) -> Int32 {
         guard let key = keys[thread] else { return 1 }
         let idle = memory(pid)
         print(String(format: "server resident memory idle: %.1f MiB", Double(idle.rss) / 1_048_576))
+        print("SQLite WAL with synchronous=FULL: every append is one committed transaction (fsync).")
+        print("")
+        print("clients  path                 append msg/s   read msg/s")
 
-        print("clients  append msg/s  x raw   read msg/s  x raw")
         var stored: Int64 = 0
         for clients in [1, 50] {
-            // Messages are made up front so the client's crypto does not compete with the server.
-            let count = Int(max(raw.appendRate, 2000) * seconds * 1.2)
+            // Raw reference: SpaceAPI.handle in this process, same concurrency, same bodies.
+            let offset = raw.stored
+            let rawAppend = hammer(clients: clients, seconds: seconds, limit: raw.bodies.count - offset) {
+                slot in
+                try raw.append(offset + slot)
+            }
+            let rawTotal = rawAppend.operations + raw.stored
+            raw.stored = rawTotal
+            let rawRead = hammer(clients: clients, seconds: seconds, limit: .max) { slot in
+                try raw.read(since: (slot * 7919) % max(rawTotal - 100, 1))
+            }
+            // Through HTTP. Messages are made up front so client crypto does not compete.
+            let count = Int(max(rawAppend.rate, 500) * seconds * 2)
             let messages = (0..<count).map { number in
                 identity.encrypt(
                     Array("message \(number)".utf8), with: key, in: saved.space, thread: thread,
@@ -94,19 +100,26 @@ func runSpacesBench(_ arguments: [String]) -> Int32 {
                 return try session.client.messages(saved.space, thread: thread, since: since, limit: 100)
                     .messages.count
             }
+            let errors = rawAppend.errors + rawRead.errors + appended.errors + read.errors
             print(
                 String(
-                    format: "%7d  %12.0f  %5.2f  %11.0f  %5.2f%@", clients, appended.rate,
-                    appended.rate / raw.appendRate, read.rate, read.rate / raw.readRate,
-                    appended.errors + read.errors > 0
-                        ? "  (\(appended.errors + read.errors) errors)" as NSString : "" as NSString))
+                    format: "%7d  raw SpaceAPI.handle  %12.0f  %11.0f", clients, rawAppend.rate, rawRead.rate)
+            )
+            print(
+                String(format: "%7d  HTTP (eleven-server) %12.0f  %11.0f", clients, appended.rate, read.rate))
+            print(
+                String(
+                    format: "%7d  ratio HTTP/raw       %12.2f  %11.2f%@", clients,
+                    appended.rate / rawAppend.rate,
+                    read.rate / rawRead.rate, errors > 0 ? "  (\(errors) errors)" as NSString : "" as NSString
+                ))
         }
         let after = memory(pid)
+        print("")
         print(
             String(
                 format: "server resident memory after load: %.1f MiB (peak %.1f MiB), %lld messages stored",
                 Double(after.rss) / 1_048_576, Double(after.peak) / 1_048_576, stored))
-        print("(x raw = rate through HTTP / rate of SpaceAPI.handle alone; 1.00 would mean HTTP is free)")
         return 0
     } catch {
         FileHandle.standardError.write(Data("eleven-bench spaces: \(error)\n".utf8))
@@ -116,72 +129,68 @@ func runSpacesBench(_ arguments: [String]) -> Int32 {
 
 // MARK: Raw reference
 
-private struct RawRates {
-    let appendRate: Double
-    let readRate: Double
-}
+/// A space in a `SpaceAPI` of this process, for the reference: the same requests as the HTTP
+/// path, without HTTP (no sockets, no JSON decoding of answers).
+private final class RawSpace: @unchecked Sendable {
+    let api: SpaceAPI
+    let headers: [String: String]
+    let target: String
+    let bodies: [[UInt8]]
+    /// Messages stored so far; only changed between phases.
+    var stored = 0
 
-/// Appends and reads through `SpaceAPI.handle` directly, one thread, same request bodies.
-private func measureRaw(databasePath: String, seconds: Double) throws -> RawRates {
-    let api = try SpaceAPI(databasePath: databasePath)
-    let identity = DeviceIdentity.generate()
-    let space = SpaceID.random()
-    let owner = MemberID.random()
-    let genesis = identity.createSpace(space, as: owner)
-    let encoder = JSONEncoder()
-    let createBody = try encoder.encode(SpaceWire.CreateSpaceRequest(name: "Raw", genesis: genesis))
-    let created = try JSONDecoder().decode(
-        SpaceWire.CreatedSpace.self,
-        from: Data(
-            api.handle(APIRequest(method: "POST", target: "/api/spaces", body: Array(createBody))).body))
-    let headers = ["Authorization": "Bearer \(created.deviceToken.token)"]
-    let roster = try Roster(genesis: genesis)
-    guard let ownerRecord = roster.members[owner] else { throw BenchError("no owner record") }
-    let thread = ThreadID.random()
-    let key = ThreadKey.random()
-    let threadBody = try encoder.encode(
-        SpaceWire.CreateThreadRequest(
-            thread: thread, wraps: [identity.wrap(key, for: ownerRecord, in: space, thread: thread)]))
-    let base = "/api/spaces/\(space)"
-    guard
-        api.handle(
-            APIRequest(method: "POST", target: "\(base)/threads", headers: headers, body: Array(threadBody))
-        )
-        .status == 201
-    else { throw BenchError("could not create the thread") }
-
-    let count = 20_000
-    let bodies = try (0..<count).map { number in
-        Array(
-            try encoder.encode(
-                SpaceWire.MessageRequest(
-                    message: identity.encrypt(
-                        Array("message \(number)".utf8), with: key, in: space, thread: thread, as: owner))))
-    }
-    let target = "\(base)/threads/\(thread)/messages"
-    var appended = 0
-    let appendStart = Date()
-    while appended < count && Date().timeIntervalSince(appendStart) < seconds {
+    init(databasePath: String) throws {
+        api = try SpaceAPI(databasePath: databasePath)
+        let identity = DeviceIdentity.generate()
+        let space = SpaceID.random()
+        let owner = MemberID.random()
+        let genesis = identity.createSpace(space, as: owner)
+        let encoder = JSONEncoder()
+        let createBody = try encoder.encode(SpaceWire.CreateSpaceRequest(name: "Raw", genesis: genesis))
+        let created = try JSONDecoder().decode(
+            SpaceWire.CreatedSpace.self,
+            from: Data(
+                api.handle(APIRequest(method: "POST", target: "/api/spaces", body: Array(createBody))).body))
+        headers = ["Authorization": "Bearer \(created.deviceToken.token)"]
+        let roster = try Roster(genesis: genesis)
+        guard let ownerRecord = roster.members[owner] else { throw BenchError("no owner record") }
+        let thread = ThreadID.random()
+        let key = ThreadKey.random()
+        let threadBody = try encoder.encode(
+            SpaceWire.CreateThreadRequest(
+                thread: thread, wraps: [identity.wrap(key, for: ownerRecord, in: space, thread: thread)]))
+        let base = "/api/spaces/\(space)"
         guard
-            api.handle(APIRequest(method: "POST", target: target, headers: headers, body: bodies[appended]))
-                .status == 201
-        else { throw BenchError("raw append failed") }
-        appended += 1
+            api.handle(
+                APIRequest(
+                    method: "POST", target: "\(base)/threads", headers: headers, body: Array(threadBody))
+            ).status == 201
+        else { throw BenchError("could not create the thread") }
+        target = "\(base)/threads/\(thread)/messages"
+        bodies = try (0..<6000).map { number in
+            Array(
+                try encoder.encode(
+                    SpaceWire.MessageRequest(
+                        message: identity.encrypt(
+                            Array("message \(number)".utf8), with: key, in: space, thread: thread, as: owner))
+                ))
+        }
     }
-    let appendRate = Double(appended) / Date().timeIntervalSince(appendStart)
-    var read = 0
-    var round = 0
-    let readStart = Date()
-    let decoder = JSONDecoder()
-    while Date().timeIntervalSince(readStart) < seconds {
-        let since = (round * 7919) % max(appended - 100, 1)
+
+    func append(_ slot: Int) throws -> Int {
+        let response = api.handle(
+            APIRequest(method: "POST", target: target, headers: headers, body: bodies[slot]))
+        guard response.status == 201 else { throw BenchError("raw append failed: \(response.status)") }
+        return 1
+    }
+
+    /// Reads a page of 100 (the phase only asks for full pages).
+    func read(since: Int) throws -> Int {
         let response = api.handle(
             APIRequest(method: "GET", target: "\(target)?since=\(since)&limit=100", headers: headers))
-        // Decode like a client would, so both sides of the ratio include the JSON work.
-        read += try decoder.decode(SpaceWire.MessageList.self, from: Data(response.body)).messages.count
-        round += 1
+        guard response.status == 200 else { throw BenchError("raw read failed: \(response.status)") }
+        return 100
     }
-    return RawRates(appendRate: appendRate, readRate: Double(read) / Date().timeIntervalSince(readStart))
 }
 
 private struct BenchError: Error, CustomStringConvertible {
