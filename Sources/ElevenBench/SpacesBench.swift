@@ -59,10 +59,9 @@ func runSpacesBench(_ arguments: [String]) -> Int32 {
         let identity = DeviceIdentity.generate()
         let saved = try SpaceSession.createSpace(name: "Bench", server: url, identity: identity)
         let session = try SpaceSession(saved: saved, identity: identity)
-        let roster = try session.roster()
-        let keys = try session.threadKeys(roster: roster)
-        let thread = try session.resolveThread(nil, roster: roster, keys: keys).id
-        guard let key = keys[thread] else { return 1 }
+        let opened = try session.open(thread: nil)
+        let thread = opened.thread.id
+        guard let key = opened.keys[thread] else { return 1 }
         let idle = memory(pid)
         print(String(format: "server resident memory idle: %.1f MiB", Double(idle.rss) / 1_048_576))
         print("SQLite WAL with synchronous=FULL: every append is one committed transaction (fsync).")

@@ -56,9 +56,7 @@ let messageCommands: [CommandGroup.Entry] = [
         guard !text.isEmpty else { throw CLIError.usage("nothing to send: give the message text", help: nil) }
         let session = try openSpace(arguments)
         let (thread, cursor) = try withSpaceErrors { () throws -> (SpaceThread, Int64) in
-            let roster = try session.roster()
-            let keys = try session.threadKeys(roster: roster)
-            let thread = try session.resolveThread(arguments.value("thread"), roster: roster, keys: keys)
+            let (_, keys, thread) = try session.open(thread: arguments.value("thread"))
             return (thread, try session.send(text, to: thread.id, keys: keys))
         }
         if arguments.flag("json") {
@@ -80,9 +78,7 @@ let messageCommands: [CommandGroup.Entry] = [
         let session = try openSpace(arguments)
         let json = arguments.flag("json")
         try withSpaceErrors {
-            var roster = try session.roster()
-            var keys = try session.threadKeys(roster: roster)
-            let thread = try session.resolveThread(arguments.value("thread"), roster: roster, keys: keys)
+            var (roster, keys, thread) = try session.open(thread: arguments.value("thread"))
             var cursor: Int64 = 0
             var first = true
             repeat {

@@ -38,10 +38,8 @@ import Testing
             let identity = DeviceIdentity.generate()
             let saved = try SpaceSession.createSpace(name: "Family", server: url, identity: identity)
             let session = try SpaceSession(saved: saved, identity: identity)
-            let roster = try session.roster()
-            let keys = try session.threadKeys(roster: roster)
-            let thread = try session.resolveThread(nil, roster: roster, keys: keys).id
-            return (session, thread, keys, roster)
+            let opened = try session.open(thread: nil)
+            return (session, opened.thread.id, opened.keys, opened.roster)
         }
 
         deinit { server.shutdown() }

@@ -177,6 +177,16 @@ public struct SpaceSession: Sendable {
         return thread
     }
 
+    /// What sending and reading start from: the verified roster, this device's thread keys, and
+    /// the thread named `text` (the default thread when nil).
+    public func open(thread text: String?) throws(SpaceClientError)
+        -> (roster: Roster, keys: [ThreadID: ThreadKey], thread: SpaceThread)
+    {
+        let roster = try roster()
+        let keys = try threadKeys(roster: roster)
+        return (roster, keys, try resolveThread(text, roster: roster, keys: keys))
+    }
+
     /// Picks a thread by name or id; the default thread when `text` is nil.
     public func resolveThread(_ text: String?, roster: Roster, keys: [ThreadID: ThreadKey])
         throws(SpaceClientError) -> SpaceThread
