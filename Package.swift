@@ -47,7 +47,8 @@ let package = Package(
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
         .executableTarget(
-            name: "ElevenBench", dependencies: ["PAKE", "WordCodes", "Net", "Relay", "CSodium"]),
+            name: "ElevenBench",
+            dependencies: ["PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore"]),
 
         // Helpers shared by the test targets (process control, free ports, the Python venv).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -57,7 +58,8 @@ let package = Package(
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "TestSupport"]),
         .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "TestSupport"]),
-        .testTarget(name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "TestSupport"]),
+        .testTarget(
+            name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "Net", "TestSupport"]),
         .testTarget(name: "ElevenCLITests", dependencies: ["CLISupport", "TestSupport"]),
     ]
 )

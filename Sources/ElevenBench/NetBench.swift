@@ -178,7 +178,7 @@ private func eventuallyTrue(timeout: Double = 10, _ condition: () -> Bool) -> Bo
 }
 
 /// A child process with a line-oriented stdout.
-private final class Child {
+final class Child {
     let process: Process
     let input: Pipe
     let output: FileHandle
@@ -213,7 +213,7 @@ private final class Child {
     }
 }
 
-private func spawn(_ executable: String, _ arguments: [String]) -> Child? {
+func spawn(_ executable: String, _ arguments: [String]) -> Child? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

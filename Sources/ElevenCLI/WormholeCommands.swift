@@ -34,13 +34,21 @@ let wormholeSendOptions: [OptionSpec] =
 
 let wormholeReceiveOptions: [OptionSpec] = wormholeCommonOptions
 
-let wormholeSendSpec = CommandSpec(
+/// `eleven send` does two things: a message to a space thread (`eleven send TEXT…`), or a text
+/// to any Magic Wormhole client (`--text TEXT`, or standard input, with no TEXT argument).
+let sendSpec = CommandSpec(
     ["eleven", "send"],
-    summary: "Send a text through Magic Wormhole (to `wormhole receive` or `eleven receive`).",
-    options: wormholeSendOptions,
+    summary: "Send a message to a space thread, or a text through Magic Wormhole (--text).",
+    options: spaceSendOptions + wormholeSendOptions,
+    positionals: [
+        PositionalSpec("TEXT", help: "a message for a thread of a saved space", optional: true, variadic: true)
+    ],
     discussion: """
-        Prints a code such as 7-guitarist-revenge and waits for the other side to type it. The text \
-        is --text, or else all of standard input, sent byte for byte (a final newline included).
+        With TEXT: sends it, end-to-end encrypted, to a thread of one of your spaces (--space, \
+        --thread).
+        Without TEXT: Magic Wormhole. Prints a code such as 7-guitarist-revenge and waits for the \
+        other side (`wormhole receive` or `eleven receive`) to type it. The text is --text, or else \
+        all of standard input, sent byte for byte (a final newline included).
         """)
 
 let wormholeReceiveSpec = CommandSpec(
@@ -56,7 +64,25 @@ let wormholeReceiveSpec = CommandSpec(
         """)
 
 let wormholeCommands: [CommandGroup.Entry] = [
-    .init(wormholeSendSpec) { try runWormholeSend($0) },
+    .init(sendSpec) { arguments in
+        if arguments.positionals.isEmpty {
+            let spaceOnly = ["space", "thread"].filter { arguments.value($0) != nil }
+            if let option = spaceOnly.first {
+                throw CLIError.usage("'--\(option)' goes with a message: eleven send TEXT --\(option) …", help: nil)
+            }
+            try runWormholeSend(arguments)
+        } else {
+            let wormholeOnly = ["text", "code", "verify"].filter {
+                arguments.value($0) != nil || arguments.flag($0)
+            }
+            if let option = wormholeOnly.first {
+                throw CLIError.usage(
+                    "'--\(option)' is for Magic Wormhole, which takes no TEXT argument "
+                        + "(eleven send --text TEXT)", help: nil)
+            }
+            try runSpaceSend(arguments)
+        }
+    },
     .init(wormholeReceiveSpec) { try runWormholeReceive($0) },
 ]
 
@@ -71,7 +97,7 @@ func runWormholeSend(_ arguments: ParsedArguments) throws {
         guard isatty(0) != 1 else {
             throw CLIError.usage(
                 "give the text with --text TEXT, or pipe it in (echo hello | eleven send)",
-                help: wormholeSendSpec.help)
+                help: sendSpec.help)
         }
         let data = FileHandle.standardInput.readDataToEndOfFile()
         guard !data.isEmpty else {

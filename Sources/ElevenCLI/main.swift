@@ -7,7 +7,7 @@ import Foundation
 let program = CommandGroup(
     program: "eleven",
     summary: "Eleven: join spaces with a short code, read and send end-to-end encrypted messages.",
-    entries: demoCommands + wormholeCommands)
+    entries: demoCommands + spaceCommands + memberCommands + messageCommands + wormholeCommands)
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 runProgram(name: "eleven", json: arguments.contains("--json")) {

@@ -1,1 +1,123 @@
-print("eleven-server: nothing here yet")
+import CLISupport
+import Foundation
+import Net
+import SpaceServer
+
+// `eleven-server`: the reference space server. One command, no configuration: SQLite next to
+// you, loopback only. Flags and environment variables for production.
+
+let spec = CommandSpec(
+    ["eleven-server"],
+    summary: "Host Eleven spaces: members, threads, key wraps and end-to-end encrypted messages.",
+    options: [
+        OptionSpec(
+            "listen", value: "HOST:PORT", help: "address to listen on (repeatable)",
+            environment: "ELEVEN_SERVER_LISTEN", default: "127.0.0.1:8711", repeatable: true),
+        OptionSpec(
+            "db", value: "FILE", help: "SQLite database file",
+            environment: "ELEVEN_SERVER_DB"),
+        OptionSpec(
+            "public-url", value: "URL", help: "the URL clients reach this server at",
+            environment: "ELEVEN_SERVER_PUBLIC_URL"),
+        OptionSpec(
+            "tls-cert", value: "FILE", help: "PEM certificate chain; serve HTTPS (reloaded on SIGHUP)",
+            environment: "ELEVEN_SERVER_TLS_CERT"),
+        OptionSpec(
+            "tls-key", value: "FILE", help: "PEM private key for --tls-cert",
+            environment: "ELEVEN_SERVER_TLS_KEY"),
+        OptionSpec(
+            "creation-token", value: "TOKEN",
+            help: "require this bearer token to create spaces (default: anyone may)",
+            environment: "ELEVEN_SERVER_CREATION_TOKEN"),
+        OptionSpec("quiet", help: "do not log requests"),
+    ],
+    discussion: """
+        The database defaults to $ELEVEN_SERVER_HOME/eleven-server.sqlite, or ./eleven-server.sqlite
+        when ELEVEN_SERVER_HOME is not set. Logs are JSON lines on standard error and never contain
+        tokens, keys or message bodies. SIGTERM and SIGINT stop gracefully; SIGHUP reloads the
+        TLS certificate.
+        """)
+
+/// `HOST:PORT`, `[V6]:PORT` or a bare port (loopback).
+func parseListen(_ text: String) throws(CLIError) -> SocketAddress {
+    var host = "127.0.0.1"
+    var portText = text
+    if let colon = text.lastIndex(of: ":") {
+        host = String(text[..<colon])
+        portText = String(text[text.index(after: colon)...])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    }
+    guard let port = UInt16(portText), let address = SocketAddress(numericHost: host, port: port) else {
+        throw .usage(
+            "'--listen' needs a numeric address and port like 127.0.0.1:8711 or [::1]:8711, not '\(text)'",
+            help: nil)
+    }
+    return address
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+runProgram(name: "eleven-server", json: false) {
+    let parsed = try spec.parse(arguments)
+    let environment = ProcessInfo.processInfo.environment
+    let database: String
+    if let db = parsed.value("db") {
+        database = db
+    } else if let home = environment["ELEVEN_SERVER_HOME"], !home.isEmpty {
+        try? FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        database = (home as NSString).appendingPathComponent("eleven-server.sqlite")
+    } else {
+        database = "eleven-server.sqlite"
+    }
+    var configuration = SpaceHTTPConfiguration(databasePath: database)
+    configuration.listenAddresses = try parsed.all("listen").map { text throws(CLIError) in
+        try parseListen(text)
+    }
+    configuration.publicURL = parsed.value("public-url")
+    configuration.api.spaceCreationToken = parsed.value("creation-token")
+    switch (parsed.value("tls-cert"), parsed.value("tls-key")) {
+    case (let cert?, let key?):
+        configuration.tls = TLSServerConfiguration(certificateChainFile: cert, privateKeyFile: key)
+    case (nil, nil):
+        break
+    default:
+        throw CLIError.usage("'--tls-cert' and '--tls-key' go together", help: spec.help)
+    }
+    let quiet = parsed.flag("quiet")
+    configuration.log = ServerLog { line in
+        if quiet && line.contains(#""event":"request""#) { return }
+        Terminal.err(line)
+    }
+
+    let server: SpaceHTTPServer
+    do {
+        server = try SpaceHTTPServer(configuration: configuration)
+    } catch {
+        throw CLIError(
+            code: "database_unavailable", message: "can't open the database \(database): \(error)",
+            status: .localState)
+    }
+    do throws(NetError) {
+        try server.start()
+    } catch {
+        throw CLIError(code: error.code.rawValue, message: error.message, status: .unavailable)
+    }
+    Terminal.out("eleven-server listening on \(configuration.publicURL ?? server.baseURL)")
+
+    let log = configuration.log
+    let hangUp = SignalWatcher(signal: SIGHUP) {
+        do throws(NetError) {
+            try server.reloadCertificates()
+        } catch {
+            log.log("certificates_reload_failed", ["message": error.message])
+        }
+    }
+    let stop: @Sendable () -> Void = {
+        server.shutdown()
+        exit(ExitStatus.success.rawValue)
+    }
+    let terminate = SignalWatcher(signal: SIGTERM, handler: stop)
+    let interrupt = SignalWatcher(signal: SIGINT, handler: stop)
+    withExtendedLifetime((hangUp, terminate, interrupt)) {
+        while true { sleep(3600) }
+    }
+}

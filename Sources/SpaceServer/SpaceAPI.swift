@@ -1,6 +1,7 @@
 import CSodium
 import ClientCore
 import Foundation
+import PAKE
 
 /// Limits and policy of a space server.
 public struct SpaceServerConfiguration: Sendable {
@@ -63,7 +64,7 @@ public final class SpaceAPI: @unchecked Sendable {
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         observer: (@Sendable (SpaceChange) -> Void)? = nil
     ) throws {
-        guard sodium_init() >= 0 else { throw SpaceStoreError.cryptoUnavailable }
+        Sodium.ensureInitialized()
         let store = try SpaceStore(path: databasePath)
         service = SpaceService(store: store, configuration: configuration, clock: clock)
         self.observer = observer
@@ -343,15 +344,17 @@ final class SpaceService {
             guard token.space == space else {
                 throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
             }
+            // Removal revokes every token of the member; say why rather than just "revoked".
+            guard let member = try store.member(space: space, id: token.member), member.removedSequence == nil
+            else {
+                throw APIError.unauthorised(
+                    "token_revoked", "You were removed from this space, so it no longer lets you in.")
+            }
             if token.revokedAt != nil {
                 throw APIError.unauthorised("token_revoked", "That token was revoked. Sign in again.")
             }
             if now >= token.expiresAt {
                 throw APIError.unauthorised("token_expired", "That token has expired. Sign in again.")
-            }
-            guard let member = try store.member(space: space, id: token.member), member.removedSequence == nil
-            else {
-                throw APIError.unauthorised("token_revoked", "That member was removed from the space.")
             }
             return .member(member.record, tokenID: token.id)
         }
@@ -371,16 +374,11 @@ final class SpaceService {
         return member
     }
 
-    static func hashToken(_ raw: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        crypto_hash_sha256(&digest, raw, UInt64(raw.count))
-        return digest
-    }
+    static func hashToken(_ raw: [UInt8]) -> [UInt8] { SHA256.hash(raw) }
 
     static func randomBytes(_ count: Int) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        randombytes_buf(&bytes, count)
-        return bytes
+        var random = SystemRandom()
+        return random.bytes(count: count)
     }
 
     /// Issues a device token for `member`; only its hash is stored.

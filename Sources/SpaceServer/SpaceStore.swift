@@ -459,12 +459,9 @@ final class SpaceStore {
 /// Problems opening the store.
 public enum SpaceStoreError: Error, CustomStringConvertible {
     case schemaTooNew(found: Int, known: Int)
-    case cryptoUnavailable
 
     public var description: String {
         switch self {
-        case .cryptoUnavailable:
-            "libsodium could not be initialised."
         case .schemaTooNew(let found, let known):
             "The database has schema version \(found), but this eleven-server knows only up to \(known). "
                 + "Use a newer eleven-server."

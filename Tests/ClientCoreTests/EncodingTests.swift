@@ -1,4 +1,5 @@
 import Foundation
+import PAKE
 import Testing
 
 @testable import ClientCore
@@ -25,7 +26,7 @@ import Testing
 
     @Test func randomRoundTrips() {
         for length in 0..<70 {
-            let bytes = Sodium.randomBytes(length)
+            let bytes = SecretBytes.randomBytes(length)
             #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
         }
     }

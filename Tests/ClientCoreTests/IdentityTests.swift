@@ -1,4 +1,5 @@
 import Foundation
+import PAKE
 import Testing
 
 @testable import ClientCore
@@ -10,8 +11,8 @@ import Testing
         #expect(stored.count == DeviceIdentity.storedByteCount)
         let loaded = try DeviceIdentity(storedForm: stored)
         #expect(loaded.publicKeys == identity.publicKeys)
-        #expect(loaded.encryptionSecret.constantTimeEquals(identity.encryptionSecret))
-        #expect(loaded.signingSecret.constantTimeEquals(identity.signingSecret))
+        #expect(loaded.encryptionSecret == identity.encryptionSecret)
+        #expect(loaded.signingSecret == identity.signingSecret)
         // The loaded identity signs and unseals like the original.
         var fixture = try SpaceFixture()
         let (member, record) = try fixture.addMember(name: "Sam")
@@ -22,7 +23,7 @@ import Testing
     }
 
     @Test func storedFormRejectsBadInput() {
-        let stored = DeviceIdentity.generate().storedForm().unprotectedCopy()
+        let stored = DeviceIdentity.generate().storedForm().unredactedBytes()
         var wrongMagic = stored
         wrongMagic[0] = UInt8(ascii: "X")
         var wrongVersion = stored
@@ -34,13 +35,13 @@ import Testing
             (stored + [0], .invalidLength),
         ]
         for (bytes, code) in cases {
-            #expect(errorCode { _ = try DeviceIdentity(storedForm: KeysSecretBytes(copying: bytes)) } == code)
+            #expect(errorCode { _ = try DeviceIdentity(storedForm: SecretBytes(bytes)) } == code)
         }
     }
 
     @Test func descriptionsRedactSecrets() {
         let identity = DeviceIdentity.generate()
-        let secret = identity.storedForm().unprotectedCopy()
+        let secret = identity.storedForm().unredactedBytes()
         let seed = Array(secret[37..<69])
         let encryptionSecret = Array(secret[5..<37])
         var dumped = ""
@@ -53,7 +54,7 @@ import Testing
             key.description, String(reflecting: key), keyDump, "\(identity.storedForm())",
         ]
         for text in texts {
-            for bytes in [seed, encryptionSecret, key.secretBytes.unprotectedCopy()] {
+            for bytes in [seed, encryptionSecret, key.secretBytes.unredactedBytes()] {
                 #expect(!text.contains(Base64URL.encode(bytes)))
                 #expect(!text.contains(bytes.map { String(format: "%02x", $0) }.joined()))
                 #expect(!text.contains(Data(bytes).base64EncodedString()))
@@ -65,11 +66,11 @@ import Testing
 
     @Test func threadKeysCompareByValue() throws {
         let key = ThreadKey.random()
-        let copy = try ThreadKey(secret: KeysSecretBytes(copying: key.secretBytes.unprotectedCopy()))
+        let copy = try ThreadKey(secret: SecretBytes(key.secretBytes.unredactedBytes()))
         #expect(key == copy)
         #expect(key != ThreadKey.random())
         #expect(
-            errorCode { _ = try ThreadKey(secret: KeysSecretBytes(copying: [1, 2, 3])) } == .invalidLength)
+            errorCode { _ = try ThreadKey(secret: SecretBytes([1, 2, 3])) } == .invalidLength)
     }
 }
 
@@ -110,7 +111,7 @@ import Testing
 @Suite struct SignInProofTests {
     @Test func verifiesOnlyForTheSigner() throws {
         let identity = DeviceIdentity.generate()
-        let challenge = Sodium.randomBytes(32)
+        let challenge = SecretBytes.randomBytes(32)
         let proof = try identity.signIn(to: .random(), as: .random(), challenge: challenge)
         try proof.verify(signingKey: identity.publicKeys.signing)
         #expect(

@@ -34,10 +34,10 @@ import Testing
         try space.remove(lee)
 
         for (index, key) in threadKeys.enumerated() {
-            secrets.append(("thread key \(index)", key.secretBytes.unprotectedCopy()))
+            secrets.append(("thread key \(index)", key.secretBytes.unredactedBytes()))
         }
         for member in [space.owner, sam, lee] {
-            let stored = member.identity.storedForm().unprotectedCopy()
+            let stored = member.identity.storedForm().unredactedBytes()
             secrets.append(("\(member.name) X25519 secret", Array(stored[5..<37])))
             secrets.append(("\(member.name) Ed25519 seed", Array(stored[37..<69])))
             secrets.append(("\(member.name) token", try #require(Base64URL.decode(member.token))))

@@ -1,27 +1,28 @@
 import CSodium
+import PAKE
 
 /// A member device's keys: an X25519 key pair to receive sealed thread keys and notes, and an
 /// Ed25519 key pair to sign wraps, messages, notes and membership events.
 ///
-/// Private parts live in ``KeysSecretBytes`` (redacted, wiped when dropped). The description
+/// Private parts live in ``SecretBytes`` (redacted, wiped when dropped). The description
 /// shows public keys only.
 public struct DeviceIdentity: Sendable {
     /// The public keys other members and servers see.
     public let publicKeys: MemberPublicKeys
     /// X25519 secret scalar (32 bytes).
-    let encryptionSecret: KeysSecretBytes
+    let encryptionSecret: SecretBytes
     /// libsodium Ed25519 secret key (seed followed by the public key, 64 bytes).
-    let signingSecret: KeysSecretBytes
+    let signingSecret: SecretBytes
 
     /// Makes a fresh identity from the system's secure random source.
     public static func generate() -> DeviceIdentity {
-        Sodium.ensureReady()
+        Sodium.ensureInitialized()
         var encryptionPublic = [UInt8](repeating: 0, count: Int(crypto_box_PUBLICKEYBYTES))
-        let encryptionSecret = KeysSecretBytes(count: Int(crypto_box_SECRETKEYBYTES)) { sk in
+        let encryptionSecret = SecretBytes(count: Int(crypto_box_SECRETKEYBYTES)) { sk in
             _ = crypto_box_keypair(&encryptionPublic, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
         var signingPublic = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
-        let signingSecret = KeysSecretBytes(count: Int(crypto_sign_SECRETKEYBYTES)) { sk in
+        let signingSecret = SecretBytes(count: Int(crypto_sign_SECRETKEYBYTES)) { sk in
             _ = crypto_sign_keypair(&signingPublic, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
         return DeviceIdentity(
@@ -32,7 +33,7 @@ public struct DeviceIdentity: Sendable {
     }
 
     private init(
-        publicKeys: MemberPublicKeys, encryptionSecret: KeysSecretBytes, signingSecret: KeysSecretBytes
+        publicKeys: MemberPublicKeys, encryptionSecret: SecretBytes, signingSecret: SecretBytes
     ) {
         self.publicKeys = publicKeys
         self.encryptionSecret = encryptionSecret
@@ -42,7 +43,7 @@ public struct DeviceIdentity: Sendable {
     /// Signs `message` (already domain-separated by the caller) with the Ed25519 key.
     func sign(_ message: [UInt8]) -> Signature {
         // Length is right by construction.
-        try! Signature(bytes: Sodium.sign(message, secretKey: signingSecret))
+        try! Signature(bytes: signature(over: message))
     }
 
     // MARK: Stored form
@@ -56,8 +57,8 @@ public struct DeviceIdentity: Sendable {
     /// The private stored form for the state directory: `"ELID"`, version byte `1`, the X25519
     /// secret key (32 bytes), the Ed25519 seed (32 bytes). Public keys are derived on load.
     /// Write it to a file with mode 0600; never print it.
-    public func storedForm() -> KeysSecretBytes {
-        KeysSecretBytes(count: Self.storedByteCount) { out in
+    public func storedForm() -> SecretBytes {
+        SecretBytes(count: Self.storedByteCount) { out in
             let base = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
             for (index, byte) in Self.magic.enumerated() { base[index] = byte }
             base[4] = Self.storedVersion
@@ -72,8 +73,8 @@ public struct DeviceIdentity: Sendable {
     }
 
     /// Loads the stored form made by ``storedForm()``.
-    public init(storedForm stored: KeysSecretBytes) throws(KeyModelError) {
-        Sodium.ensureReady()
+    public init(storedForm stored: SecretBytes) throws(KeyModelError) {
+        Sodium.ensureInitialized()
         let header: [UInt8] = stored.withUnsafeBytes { Array($0.prefix(5)) }
         guard stored.count >= 5, Array(header.prefix(4)) == Self.magic else {
             throw KeyModelError(.invalidEncoding, "That file does not hold an Eleven device identity.")
@@ -88,13 +89,13 @@ public struct DeviceIdentity: Sendable {
         }
         var encryptionPublic = [UInt8](repeating: 0, count: 32)
         var signingPublic = [UInt8](repeating: 0, count: 32)
-        let encryptionSecret = KeysSecretBytes(count: 32) { sk in
+        let encryptionSecret = SecretBytes(count: 32) { sk in
             stored.withUnsafeBytes { source in
                 sk.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[5..<37]))
             }
             _ = crypto_scalarmult_base(&encryptionPublic, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
-        let signingSecret = KeysSecretBytes(count: Int(crypto_sign_SECRETKEYBYTES)) { sk in
+        let signingSecret = SecretBytes(count: Int(crypto_sign_SECRETKEYBYTES)) { sk in
             stored.withUnsafeBytes { source in
                 _ = crypto_sign_seed_keypair(
                     &signingPublic, sk.baseAddress!.assumingMemoryBound(to: UInt8.self),

@@ -1,4 +1,5 @@
 import CSodium
+import PAKE
 
 /// A message as the server stores it: XChaCha20-Poly1305 (IETF) ciphertext under the thread key,
 /// with the space, thread, message id and author bound as associated data, and the author's
@@ -108,7 +109,7 @@ extension DeviceIdentity {
         as author: MemberID, id: MessageID = .random()
     ) -> EncryptedMessage {
         let message = Array(plaintext)
-        let nonce = Sodium.randomBytes(EncryptedMessage.nonceByteCount)
+        let nonce = SecretBytes.randomBytes(EncryptedMessage.nonceByteCount)
         let aad = EncryptedMessage.associatedData(space: space, thread: thread, id: id, author: author)
         var ciphertext = [UInt8](repeating: 0, count: message.count + EncryptedMessage.tagByteCount)
         var ciphertextCount: UInt64 = 0

@@ -1,3 +1,5 @@
+import PAKE
+
 /// What an ``Identifier`` names; only used as a type tag so different ids cannot be mixed up.
 public protocol IdentifierKind: Sendable {
     /// A human word for error messages ("space id").
@@ -45,7 +47,7 @@ public struct Identifier<Kind: IdentifierKind>: Hashable, Sendable, Comparable {
     /// A fresh random identifier.
     public static func random() -> Self {
         // Length is right by construction.
-        try! Self(bytes: Sodium.randomBytes(byteCount))
+        try! Self(bytes: SecretBytes.randomBytes(byteCount))
     }
 
     /// The base64url text form.

@@ -1,4 +1,5 @@
 import CSodium
+import PAKE
 
 /// An encrypted member-to-member note, delivered through the recipient's inbox on the space
 /// server: bytes sealed to the recipient's X25519 key and signed by the sender over a
@@ -81,7 +82,7 @@ extension DeviceIdentity {
     public func note(
         _ bytes: some Collection<UInt8>, to recipient: MemberRecord, in space: SpaceID, from sender: MemberID
     ) throws(KeyModelError) -> InboxNote {
-        Sodium.ensureReady()
+        Sodium.ensureInitialized()
         let message = Array(bytes)
         var sealed = [UInt8](repeating: 0, count: message.count + Int(crypto_box_sealbytes()))
         _ = crypto_box_seal(&sealed, message, UInt64(message.count), recipient.keys.encryption.bytes)

@@ -1,4 +1,5 @@
 import CSodium
+import PAKE
 
 /// A thread key sealed to one member's X25519 key (`crypto_box_seal`) and signed by the member
 /// who wrapped it, over a domain-separated encoding of (space, thread, recipient, sealed bytes).
@@ -75,7 +76,7 @@ public struct KeyWrap: Sendable, Equatable {
         }
         try verify(against: roster)
         var status: Int32 = -1
-        let secret = KeysSecretBytes(count: ThreadKey.byteCount) { out in
+        let secret = SecretBytes(count: ThreadKey.byteCount) { out in
             identity.encryptionSecret.withUnsafeBytes { sk in
                 status = crypto_box_seal_open(
                     out.baseAddress!.assumingMemoryBound(to: UInt8.self), sealed, UInt64(sealed.count),
@@ -94,7 +95,7 @@ extension DeviceIdentity {
     public func wrap(_ key: ThreadKey, for member: MemberRecord, in space: SpaceID, thread: ThreadID)
         -> KeyWrap
     {
-        Sodium.ensureReady()
+        Sodium.ensureInitialized()
         var sealed = [UInt8](repeating: 0, count: KeyWrap.sealedByteCount)
         key.secret.withUnsafeBytes { k in
             _ = crypto_box_seal(

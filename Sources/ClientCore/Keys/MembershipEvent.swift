@@ -1,3 +1,5 @@
+import PAKE
+
 /// Rights a member holds in a space beyond reading and writing. The owner holds every right.
 public struct MemberRights: OptionSet, Hashable, Sendable {
     public let rawValue: UInt64
@@ -143,7 +145,7 @@ public struct MembershipEvent: Hashable, Sendable {
         var encoder = CanonicalEncoder(domain: Domain.membershipEventHash)
         encoder.append(signedBytes)
         encoder.append(signature.bytes)
-        return EventHash(trusted: Sodium.sha256(encoder.bytes))
+        return EventHash(trusted: SHA256.hash(encoder.bytes))
     }
 
     /// Makes and signs an event.

@@ -1,4 +1,5 @@
 import CSodium
+import PAKE
 
 /// A member's X25519 public key: what thread keys and notes are sealed to.
 public struct EncryptionPublicKey: Hashable, Sendable, CustomStringConvertible {
@@ -13,7 +14,7 @@ public struct EncryptionPublicKey: Hashable, Sendable, CustomStringConvertible {
         guard array.count == Self.byteCount else {
             throw KeyModelError(.invalidLength, "An encryption key has 32 bytes, not \(array.count).")
         }
-        Sodium.ensureReady()
+        Sodium.ensureInitialized()
         // A small-order point makes every shared secret zero; crypto_scalarmult reports that.
         var scalar = [UInt8](repeating: 0x5A, count: Int(crypto_scalarmult_SCALARBYTES))
         var product = [UInt8](repeating: 0, count: Int(crypto_scalarmult_BYTES))
@@ -44,7 +45,7 @@ public struct SigningPublicKey: Hashable, Sendable, CustomStringConvertible {
         guard array.count == Self.byteCount else {
             throw KeyModelError(.invalidLength, "A signing key has 32 bytes, not \(array.count).")
         }
-        Sodium.ensureReady()
+        Sodium.ensureInitialized()
         guard crypto_core_ed25519_is_valid_point(array) == 1 else {
             throw KeyModelError(.invalidPublicKey, "That signing key is not a valid Ed25519 key.")
         }
@@ -57,7 +58,7 @@ public struct SigningPublicKey: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether `signature` is this key's signature over `message`.
     public func isValidSignature(_ signature: Signature, for message: [UInt8]) -> Bool {
-        Sodium.ensureReady()
+        Sodium.ensureInitialized()
         return crypto_sign_verify_detached(signature.bytes, message, UInt64(message.count), bytes) == 0
     }
 

@@ -1,0 +1,263 @@
+import Foundation
+import Net
+
+/// A typed client of a space server's HTTP API (see `Sources/SpaceServer/API.md`). Blocking:
+/// call it from a command or a worker thread, never from an event loop thread.
+///
+/// Every failure is a ``SpaceClientError`` a person can act on, such as
+/// "can't reach http://127.0.0.1:8711: connection refused".
+public struct SpaceClient: Sendable {
+    /// The server's base URL without a trailing slash (`https://space.example`).
+    public let server: String
+    /// The bearer token sent with every call, if any.
+    public var token: String?
+    /// How long one call may take.
+    public var timeout: Duration = .seconds(30)
+    /// TLS settings (a pinned CA for tests and private deployments).
+    public var tls = TLSClientConfiguration()
+
+    /// A client for `server` (`http://` or `https://`).
+    public init(server: String, token: String? = nil) throws(SpaceClientError) {
+        let trimmed = server.hasSuffix("/") ? String(server.dropLast()) : server
+        let url: NetURL
+        do throws(NetError) {
+            url = try NetURL(trimmed)
+        } catch {
+            throw SpaceClientError(
+                .rejected, code: "invalid_url",
+                message:
+                    "\(server) is not a server address: \(error.message). Use http://host:port or https://host."
+            )
+        }
+        guard url.scheme == "http" || url.scheme == "https", url.target == "/" || url.target.isEmpty else {
+            throw SpaceClientError(
+                .rejected, code: "invalid_url",
+                message: "\(server) is not a server address. Use http://host:port or https://host.")
+        }
+        self.server = trimmed
+        self.token = token
+    }
+
+    // MARK: Spaces and members
+
+    /// Creates a space whose owner signed `genesis`.
+    public func createSpace(name: String, genesis: MembershipEvent, deviceLabel: String? = nil)
+        throws(SpaceClientError) -> SpaceWire.CreatedSpace
+    {
+        try call(
+            .post, "/api/spaces",
+            body: SpaceWire.CreateSpaceRequest(name: name, genesis: genesis, deviceLabel: deviceLabel))
+    }
+
+    /// The space's name, owner and chain head.
+    public func spaceInfo(_ space: SpaceID) throws(SpaceClientError) -> SpaceWire.SpaceInfo {
+        try call(.get, path(space))
+    }
+
+    /// Current and former members as the server lists them (verify with ``roster(_:ownerKey:)``).
+    public func members(_ space: SpaceID) throws(SpaceClientError) -> SpaceWire.MemberList {
+        try call(.get, path(space, "members"))
+    }
+
+    /// Every membership event, in order.
+    public func events(_ space: SpaceID) throws(SpaceClientError) -> [MembershipEvent] {
+        var events: [MembershipEvent] = []
+        while true {
+            let page: SpaceWire.EventList = try call(
+                .get, path(space, "events") + "?from=\(events.count)&limit=500")
+            events += page.events
+            if page.events.count < 500 { return events }
+        }
+    }
+
+    /// The membership chain, verified on this device from the owner's key forward.
+    public func roster(_ space: SpaceID, ownerKey: SigningPublicKey) throws(SpaceClientError) -> Roster {
+        let events = try events(space)
+        do throws(KeyModelError) {
+            return try Roster.verify(events: events, ownerKey: ownerKey)
+        } catch {
+            throw SpaceClientError(
+                .verification, code: error.code.rawValue,
+                message: "The member list from \(server) does not check out: \(error.message)")
+        }
+    }
+
+    /// Submits a `member_added` event; the answer carries the new member's first device token.
+    public func addMember(_ space: SpaceID, event: MembershipEvent) throws(SpaceClientError)
+        -> SpaceWire.AppendedEvent
+    {
+        try call(.post, path(space, "members"), body: SpaceWire.EventRequest(event: event))
+    }
+
+    /// Submits a `member_removed` event for `member`.
+    public func removeMember(_ space: SpaceID, _ member: MemberID, event: MembershipEvent)
+        throws(SpaceClientError) -> SpaceWire.AppendedEvent
+    {
+        try call(
+            .delete, path(space, "members", member.base64URL), body: SpaceWire.EventRequest(event: event))
+    }
+
+    /// Signs in as `member` with the device's signing key: fetches a challenge, signs it, and
+    /// returns a new device token.
+    public func signIn(_ space: SpaceID, as member: MemberID, identity: DeviceIdentity, label: String? = nil)
+        throws(SpaceClientError) -> SpaceWire.IssuedToken
+    {
+        let challenge: SpaceWire.Challenge = try call(.post, path(space, "sign-in", "challenge"))
+        guard let bytes = Base64URL.decode(challenge.challenge) else {
+            throw invalidResponse("the sign-in challenge is not base64url")
+        }
+        let proof: SignInProof
+        do throws(KeyModelError) {
+            proof = try identity.signIn(to: space, as: member, challenge: bytes)
+        } catch {
+            throw invalidResponse("the sign-in challenge has the wrong length")
+        }
+        return try call(
+            .post, path(space, "sign-in"), body: SpaceWire.SignInRequest(proof: proof, label: label))
+    }
+
+    // MARK: Threads, wraps, messages
+
+    /// Every thread of the space.
+    public func threads(_ space: SpaceID) throws(SpaceClientError) -> [SpaceWire.ThreadInfo] {
+        let list: SpaceWire.ThreadList = try call(.get, path(space, "threads"))
+        return list.threads
+    }
+
+    /// Creates a thread with its first key wraps and opaque metadata.
+    public func createThread(_ space: SpaceID, thread: ThreadID, wraps: [KeyWrap], metadata: [UInt8]?)
+        throws(SpaceClientError)
+    {
+        let _: SpaceWire.StoredCount = try call(
+            .post, path(space, "threads"),
+            body: SpaceWire.CreateThreadRequest(
+                thread: thread, wraps: wraps, metadata: metadata.map(Base64URL.encode)))
+    }
+
+    /// The key wraps addressed to the caller (all threads, or one).
+    public func wraps(_ space: SpaceID, thread: ThreadID? = nil) throws(SpaceClientError) -> [KeyWrap] {
+        let list: SpaceWire.WrapList =
+            if let thread {
+                try call(.get, path(space, "threads", thread.base64URL, "wraps"))
+            } else {
+                try call(.get, path(space, "wraps"))
+            }
+        return list.wraps
+    }
+
+    /// Stores key wraps for other members.
+    public func postWraps(_ space: SpaceID, thread: ThreadID, wraps: [KeyWrap]) throws(SpaceClientError) {
+        let _: SpaceWire.StoredCount = try call(
+            .post, path(space, "threads", thread.base64URL, "wraps"),
+            body: SpaceWire.WrapsRequest(wraps: wraps))
+    }
+
+    /// Appends a message; returns its cursor.
+    @discardableResult
+    public func post(_ message: EncryptedMessage) throws(SpaceClientError) -> Int64 {
+        let answer: SpaceWire.AppendedMessage = try call(
+            .post, path(message.space, "threads", message.thread.base64URL, "messages"),
+            body: SpaceWire.MessageRequest(message: message))
+        return answer.cursor
+    }
+
+    /// Messages after cursor `since`. With `wait` > 0 the server holds the request open up to that
+    /// many seconds until a message arrives (long-poll).
+    public func messages(
+        _ space: SpaceID, thread: ThreadID, since: Int64 = 0, limit: Int = 500, wait: Int = 0
+    ) throws(SpaceClientError) -> SpaceWire.MessageList {
+        var target = path(space, "threads", thread.base64URL, "messages") + "?since=\(since)&limit=\(limit)"
+        if wait > 0 { target += "&wait=\(wait)" }
+        var client = self
+        client.timeout = max(timeout, .seconds(wait + 15))
+        return try client.call(.get, target)
+    }
+
+    // MARK: Transport
+
+    private func path(_ space: SpaceID, _ parts: String...) -> String {
+        (["/api/spaces", space.base64URL] + parts).joined(separator: "/")
+    }
+
+    private struct NoBody: Encodable {}
+
+    private func call<Answer: Decodable>(_ method: HTTPMethod, _ target: String) throws(SpaceClientError)
+        -> Answer
+    {
+        try call(method, target, body: NoBody?.none)
+    }
+
+    private func call<Answer: Decodable, Body: Encodable>(
+        _ method: HTTPMethod, _ target: String, body: Body?
+    ) throws(SpaceClientError) -> Answer {
+        var headers = HTTPHeaders()
+        if let token { headers.set("Authorization", "Bearer \(token)") }
+        var bytes: [UInt8] = []
+        if let body {
+            headers.set("Content-Type", "application/json")
+            do {
+                bytes = Array(try JSONEncoder().encode(body))
+            } catch {
+                throw SpaceClientError(
+                    .invalidResponse, code: "encode_failed", message: "could not encode the request")
+            }
+        }
+        let response: HTTPResponse
+        do throws(NetError) {
+            response = try HTTPClient.send(
+                method, url: server + target, headers: headers, body: bytes, tls: tls, timeout: timeout)
+        } catch {
+            throw Self.unreachable(server, error)
+        }
+        guard (200..<300).contains(response.status.code) else {
+            throw refusal(response)
+        }
+        do {
+            return try JSONDecoder().decode(Answer.self, from: Data(response.body))
+        } catch {
+            throw invalidResponse(
+                "the answer to \(method) \(target.split(separator: "?")[0]) is not what the API sends")
+        }
+    }
+
+    private struct ErrorBody: Decodable {
+        let error: String
+        let message: String
+    }
+
+    private func refusal(_ response: HTTPResponse) -> SpaceClientError {
+        let status = response.status.code
+        guard let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body)) else {
+            return SpaceClientError(
+                .invalidResponse, code: "http_\(status)",
+                message:
+                    "\(server) answered \(response.status) and is not an Eleven space server (check the URL).",
+                status: status)
+        }
+        let kind: SpaceClientError.Kind = (status == 401 || status == 403) ? .refused : .rejected
+        return SpaceClientError(
+            kind, code: body.error, message: "\(server) refused: \(body.message)", status: status)
+    }
+
+    private func invalidResponse(_ detail: String) -> SpaceClientError {
+        SpaceClientError(
+            .invalidResponse, code: "invalid_response",
+            message: "\(server) sent an unexpected answer (\(detail)); is this an Eleven space server?")
+    }
+
+    /// "can't reach URL: connection refused" from a networking error.
+    static func unreachable(_ server: String, _ error: NetError) -> SpaceClientError {
+        var detail = error.message
+        if let range = detail.range(of: "failed: ") { detail = String(detail[range.upperBound...]) }
+        let code: String
+        switch error.code {
+        case .timedOut: code = "timed_out"
+        case .resolveFailed: code = "unknown_host"
+        case .tlsError, .handshakeFailed: code = "tls_failed"
+        case .connectFailed where detail.lowercased().contains("refused"): code = "connection_refused"
+        default: code = "unreachable"
+        }
+        return SpaceClientError(
+            .unreachable, code: code, message: "can't reach \(server): \(detail.lowercased())")
+    }
+}

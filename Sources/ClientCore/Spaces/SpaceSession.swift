@@ -1,0 +1,296 @@
+import Foundation
+
+/// A thread as this device sees it.
+public struct SpaceThread: Sendable, Equatable {
+    public let id: ThreadID
+    /// The thread's name, decrypted; nil when this device holds no key for the thread.
+    public let name: String?
+    public let createdBy: MemberID
+    public let createdAt: Int64
+    /// Whether this device can read and write the thread.
+    public var isReadable: Bool { name != nil }
+}
+
+/// A message decrypted and verified on this device.
+public struct ReadMessage: Sendable, Equatable {
+    public let cursor: Int64
+    public let id: MessageID
+    public let author: MemberID
+    /// The author's name in the verified roster (may be empty).
+    public let authorName: String
+    public let text: String
+}
+
+/// The space operations of one device in one saved space: everything the client verifies
+/// (rosters from the owner's key, wrap and message signatures) happens here, so the CLI, the bot
+/// and tests share it. Blocking, like ``SpaceClient``.
+public struct SpaceSession: Sendable {
+    /// The thread every new space starts with.
+    public static let defaultThreadName = "general"
+
+    public let saved: SavedSpace
+    public let identity: DeviceIdentity
+    public let client: SpaceClient
+
+    public init(saved: SavedSpace, identity: DeviceIdentity) throws(SpaceClientError) {
+        self.saved = saved
+        self.identity = identity
+        client = try saved.client()
+    }
+
+    /// Creates a space on `server` owned by `identity`, with a first thread named
+    /// ``defaultThreadName``. Returns what to save.
+    public static func createSpace(
+        name: String, server: String, identity: DeviceIdentity, ownerName: String = "",
+        deviceLabel: String? = nil
+    ) throws(SpaceClientError) -> SavedSpace {
+        let anonymous = try SpaceClient(server: server)
+        let space = SpaceID.random()
+        let owner = MemberID.random()
+        let genesis = identity.createSpace(space, as: owner, ownerName: ownerName)
+        let created = try anonymous.createSpace(name: name, genesis: genesis, deviceLabel: deviceLabel)
+        let saved = SavedSpace(
+            space: created.space, name: name, server: anonymous.server, member: created.owner,
+            ownerSigningKey: identity.publicKeys.signing.description, deviceToken: created.deviceToken.token,
+            adminToken: created.adminToken)
+        let session = try SpaceSession(saved: saved, identity: identity)
+        _ = try session.createThread(named: defaultThreadName)
+        return saved
+    }
+
+    /// Opens a space this device was added to (by public key): signs in with the device key and
+    /// learns the owner's key (trusted from now on, and checked against the member list).
+    public static func join(
+        server: String, space: SpaceID, member: MemberID, identity: DeviceIdentity, deviceLabel: String? = nil
+    ) throws(SpaceClientError) -> SavedSpace {
+        var client = try SpaceClient(server: server)
+        let token = try client.signIn(space, as: member, identity: identity, label: deviceLabel)
+        client.token = token.token
+        let info = try client.spaceInfo(space)
+        let saved = SavedSpace(
+            space: space, name: info.name, server: client.server, member: member,
+            ownerSigningKey: info.ownerSigningKey, deviceToken: token.token)
+        let ownerKey: SigningPublicKey
+        do throws(LocalStateError) {
+            ownerKey = try saved.ownerKey()
+        } catch {
+            throw SpaceClientError(.invalidResponse, code: "invalid_response", message: error.message)
+        }
+        let roster = try client.roster(space, ownerKey: ownerKey)
+        guard roster.members[member]?.keys == identity.publicKeys else {
+            throw SpaceClientError(
+                .verification, code: "not_member",
+                message: "The member list of that space does not list this device as \(member).")
+        }
+        return saved
+    }
+
+    // MARK: Members
+
+    /// The membership chain, verified from the saved owner key.
+    public func roster() throws(SpaceClientError) -> Roster {
+        let ownerKey: SigningPublicKey
+        do throws(LocalStateError) {
+            ownerKey = try saved.ownerKey()
+        } catch {
+            throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
+        }
+        return try client.roster(saved.space, ownerKey: ownerKey)
+    }
+
+    /// Adds a member by public keys, then wraps every thread key this device holds to them so
+    /// they can read the history. Returns the new record.
+    public func addMember(keys: MemberPublicKeys, name: String, rights: MemberRights = [])
+        throws(SpaceClientError) -> MemberRecord
+    {
+        var roster = try roster()
+        if let existing = roster.members.values.first(where: { $0.keys == keys }) {
+            throw SpaceClientError(
+                .rejected, code: "already_member",
+                message: "That key already belongs to \(Self.label(existing)) in \(saved.name).")
+        }
+        let record = MemberRecord(id: .random(), keys: keys, rights: rights, name: name)
+        let event = try signed { () throws(KeyModelError) in
+            try roster.nextEvent(.memberAdded(record), signedBy: identity)
+        }
+        _ = try client.addMember(saved.space, event: event)
+        try signed { () throws(KeyModelError) in try roster.apply(event) }
+        for (thread, key) in try threadKeys(roster: roster) {
+            let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
+            try client.postWraps(saved.space, thread: thread, wraps: [wrap])
+        }
+        return record
+    }
+
+    /// Removes a current member. Threads created from now on are not wrapped to them, and the
+    /// server revokes their tokens.
+    public func removeMember(_ member: MemberID) throws(SpaceClientError) {
+        let roster = try roster()
+        let event = try signed { () throws(KeyModelError) in
+            try roster.nextEvent(.memberRemoved(member), signedBy: identity)
+        }
+        _ = try client.removeMember(saved.space, member, event: event)
+    }
+
+    /// Finds a current member by id or by name (case-insensitive).
+    public static func findMember(_ text: String, in roster: Roster) -> MemberRecord? {
+        if let id = try? MemberID(base64URL: text), let record = roster.members[id] { return record }
+        let matches = roster.members.values.filter { $0.name.caseInsensitiveCompare(text) == .orderedSame }
+        return matches.count == 1 ? matches.first : nil
+    }
+
+    // MARK: Threads
+
+    /// The thread keys wrapped to this device, each wrap verified against `roster`.
+    public func threadKeys(roster: Roster) throws(SpaceClientError) -> [ThreadID: ThreadKey] {
+        var keys: [ThreadID: ThreadKey] = [:]
+        for wrap in try client.wraps(saved.space) where wrap.recipient == saved.member {
+            if let key = try? wrap.open(with: identity, verifyingAgainst: roster) { keys[wrap.thread] = key }
+        }
+        return keys
+    }
+
+    /// Every thread of the space, with names where this device holds the key.
+    public func threads(roster: Roster, keys: [ThreadID: ThreadKey]) throws(SpaceClientError) -> [SpaceThread]
+    {
+        try client.threads(saved.space).map { info in
+            var name: String?
+            if let key = keys[info.id], let metadata = info.metadata {
+                name = Self.threadName(metadata, key: key, roster: roster) ?? info.id.base64URL
+            }
+            return SpaceThread(id: info.id, name: name, createdBy: info.createdBy, createdAt: info.createdAt)
+        }
+    }
+
+    /// Creates a thread named `name`, wrapped to every current member.
+    public func createThread(named name: String) throws(SpaceClientError) -> ThreadID {
+        let roster = try roster()
+        let thread = ThreadID.random()
+        let key = ThreadKey.random()
+        let wraps = roster.members.values.sorted { $0.id < $1.id }.map { member in
+            identity.wrap(key, for: member, in: saved.space, thread: thread)
+        }
+        let sealedName = identity.encrypt(
+            Array(name.utf8), with: key, in: saved.space, thread: thread, as: saved.member)
+        let metadata = (try? JSONEncoder().encode(sealedName)).map { Array($0) }
+        try client.createThread(saved.space, thread: thread, wraps: wraps, metadata: metadata)
+        return thread
+    }
+
+    /// What sending and reading start from: the verified roster, this device's thread keys, and
+    /// the thread named `text` (the default thread when nil).
+    public func open(thread text: String?) throws(SpaceClientError)
+        -> (roster: Roster, keys: [ThreadID: ThreadKey], thread: SpaceThread)
+    {
+        let roster = try roster()
+        let keys = try threadKeys(roster: roster)
+        return (roster, keys, try resolveThread(text, roster: roster, keys: keys))
+    }
+
+    /// Picks a thread by name or id; the default thread when `text` is nil.
+    public func resolveThread(_ text: String?, roster: Roster, keys: [ThreadID: ThreadKey])
+        throws(SpaceClientError) -> SpaceThread
+    {
+        let all = try threads(roster: roster, keys: keys)
+        let wanted = text ?? Self.defaultThreadName
+        if let id = try? ThreadID(base64URL: wanted), let thread = all.first(where: { $0.id == id }) {
+            return try readable(thread)
+        }
+        let named = all.filter { $0.name?.caseInsensitiveCompare(wanted) == .orderedSame }
+        if let thread = named.first { return thread }
+        if text == nil, let first = all.sorted(by: { $0.createdAt < $1.createdAt }).first(where: \.isReadable)
+        {
+            return first
+        }
+        throw SpaceClientError(
+            .rejected, code: "unknown_thread",
+            message: "There is no thread \"\(wanted)\" in \(saved.name) that this device can read. "
+                + "Run `eleven threads` to see them.")
+    }
+
+    private func readable(_ thread: SpaceThread) throws(SpaceClientError) -> SpaceThread {
+        guard thread.isReadable else {
+            throw SpaceClientError(
+                .refused, code: "no_thread_key",
+                message: "This device has not been given the key to that thread, so it cannot read it.")
+        }
+        return thread
+    }
+
+    // MARK: Messages
+
+    /// Encrypts, signs and posts `text` to `thread`.
+    @discardableResult
+    public func send(_ text: String, to thread: ThreadID, keys: [ThreadID: ThreadKey])
+        throws(SpaceClientError)
+        -> Int64
+    {
+        guard let key = keys[thread] else {
+            throw SpaceClientError(
+                .refused, code: "no_thread_key",
+                message: "This device has not been given the key to that thread, so it cannot write to it.")
+        }
+        let message = identity.encrypt(
+            Array(text.utf8), with: key, in: saved.space, thread: thread, as: saved.member)
+        return try client.post(message)
+    }
+
+    /// Messages after `since`, verified and decrypted, and the cursor to continue from. Messages
+    /// that fail verification are left out and counted in `rejected`.
+    public func read(
+        _ thread: ThreadID, since: Int64 = 0, wait: Int = 0, roster: Roster, keys: [ThreadID: ThreadKey]
+    ) throws(SpaceClientError) -> (messages: [ReadMessage], next: Int64, rejected: Int) {
+        guard let key = keys[thread] else {
+            throw SpaceClientError(
+                .refused, code: "no_thread_key",
+                message: "This device has not been given the key to that thread, so it cannot read it.")
+        }
+        var messages: [ReadMessage] = []
+        var rejected = 0
+        var cursor = since
+        var currentWait = wait
+        while true {
+            let page = try client.messages(saved.space, thread: thread, since: cursor, wait: currentWait)
+            for entry in page.messages {
+                guard entry.message.thread == thread,
+                    let plain = try? entry.message.decrypt(with: key, verifyingAgainst: roster)
+                else {
+                    rejected += 1
+                    continue
+                }
+                let author = roster.everMember(entry.message.author)
+                messages.append(
+                    ReadMessage(
+                        cursor: entry.cursor, id: entry.message.id, author: entry.message.author,
+                        authorName: author?.name ?? "", text: String(decoding: plain, as: UTF8.self)))
+            }
+            guard page.next > cursor else { break }
+            cursor = page.next
+            currentWait = 0
+            if page.messages.count < 500 { break }
+        }
+        return (messages, cursor, rejected)
+    }
+
+    // MARK: Helpers
+
+    static func label(_ member: MemberRecord) -> String {
+        member.name.isEmpty ? "member \(member.id)" : member.name
+    }
+
+    private static func threadName(_ metadata: String, key: ThreadKey, roster: Roster) -> String? {
+        guard let bytes = Base64URL.decode(metadata),
+            let sealed = try? JSONDecoder().decode(EncryptedMessage.self, from: Data(bytes)),
+            let plain = try? sealed.decrypt(with: key, verifyingAgainst: roster)
+        else { return nil }
+        return String(decoding: plain, as: UTF8.self)
+    }
+
+    private func signed<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
+        }
+    }
+}

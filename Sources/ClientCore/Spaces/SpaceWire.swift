@@ -1,0 +1,259 @@
+// The JSON bodies of the space API (see `Sources/SpaceServer/API.md`), shared by the server and
+// the client so both sides agree on every field. Byte strings are base64url without padding.
+
+/// Request and response bodies of the space server's HTTP API.
+public enum SpaceWire {
+    /// `POST /api/spaces`.
+    public struct CreateSpaceRequest: Codable, Sendable {
+        public let name: String
+        public let genesis: MembershipEvent
+        public let deviceLabel: String?
+        public init(name: String, genesis: MembershipEvent, deviceLabel: String? = nil) {
+            self.name = name
+            self.genesis = genesis
+            self.deviceLabel = deviceLabel
+        }
+    }
+
+    /// `POST …/members`, `DELETE …/members/{member}`, `POST …/events`.
+    public struct EventRequest: Codable, Sendable {
+        public let event: MembershipEvent
+        public let deviceLabel: String?
+        public init(event: MembershipEvent, deviceLabel: String? = nil) {
+            self.event = event
+            self.deviceLabel = deviceLabel
+        }
+    }
+
+    /// `POST …/sign-in`.
+    public struct SignInRequest: Codable, Sendable {
+        public let proof: SignInProof
+        public let label: String?
+        public let expiresIn: Int64?
+        public init(proof: SignInProof, label: String? = nil, expiresIn: Int64? = nil) {
+            self.proof = proof
+            self.label = label
+            self.expiresIn = expiresIn
+        }
+    }
+
+    /// `POST …/threads`; `metadata` is opaque base64url (clients encrypt it).
+    public struct CreateThreadRequest: Codable, Sendable {
+        public let thread: ThreadID
+        public let wraps: [KeyWrap]
+        public let metadata: String?
+        public init(thread: ThreadID, wraps: [KeyWrap], metadata: String? = nil) {
+            self.thread = thread
+            self.wraps = wraps
+            self.metadata = metadata
+        }
+    }
+
+    /// `POST …/threads/{thread}/wraps`.
+    public struct WrapsRequest: Codable, Sendable {
+        public let wraps: [KeyWrap]
+        public init(wraps: [KeyWrap]) {
+            self.wraps = wraps
+        }
+    }
+
+    /// `POST …/threads/{thread}/messages`.
+    public struct MessageRequest: Codable, Sendable {
+        public let message: EncryptedMessage
+        public init(message: EncryptedMessage) {
+            self.message = message
+        }
+    }
+
+    /// A device token, shown once.
+    public struct IssuedToken: Codable, Sendable {
+        public let token: String
+        public let id: String
+        public let member: MemberID
+        public let expiresAt: Int64
+        public init(token: String, id: String, member: MemberID, expiresAt: Int64) {
+            self.token = token
+            self.id = id
+            self.member = member
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// The head of a space's membership chain.
+    public struct EventHead: Codable, Sendable {
+        public let sequence: UInt64
+        public let hash: String
+        public init(sequence: UInt64, hash: String) {
+            self.sequence = sequence
+            self.hash = hash
+        }
+    }
+
+    /// The answer to creating a space.
+    public struct CreatedSpace: Codable, Sendable {
+        public let space: SpaceID
+        public let adminToken: String
+        public let owner: MemberID
+        public let deviceToken: IssuedToken
+        public let head: EventHead
+        public init(
+            space: SpaceID, adminToken: String, owner: MemberID, deviceToken: IssuedToken, head: EventHead
+        ) {
+            self.space = space
+            self.adminToken = adminToken
+            self.owner = owner
+            self.deviceToken = deviceToken
+            self.head = head
+        }
+    }
+
+    /// `GET /api/spaces/{space}`.
+    public struct SpaceInfo: Codable, Sendable {
+        public let space: SpaceID
+        public let name: String
+        public let owner: MemberID
+        public let ownerSigningKey: String
+        public let avatar: String?
+        public let head: EventHead
+        public let you: MemberID?
+        public init(
+            space: SpaceID, name: String, owner: MemberID, ownerSigningKey: String, avatar: String? = nil,
+            head: EventHead, you: MemberID? = nil
+        ) {
+            self.space = space
+            self.name = name
+            self.owner = owner
+            self.ownerSigningKey = ownerSigningKey
+            self.avatar = avatar
+            self.head = head
+            self.you = you
+        }
+    }
+
+    /// A member as the server lists it.
+    public struct MemberInfo: Codable, Sendable {
+        public let id: MemberID
+        public let keys: MemberPublicKeys
+        public let rights: MemberRights
+        public let name: String
+        public let addedSequence: Int64
+        public let removedSequence: Int64?
+        public init(
+            id: MemberID, keys: MemberPublicKeys, rights: MemberRights, name: String, addedSequence: Int64,
+            removedSequence: Int64? = nil
+        ) {
+            self.id = id
+            self.keys = keys
+            self.rights = rights
+            self.name = name
+            self.addedSequence = addedSequence
+            self.removedSequence = removedSequence
+        }
+    }
+
+    /// `GET …/members`.
+    public struct MemberList: Codable, Sendable {
+        public let members: [MemberInfo]
+        public let formerMembers: [MemberInfo]
+        public init(members: [MemberInfo], formerMembers: [MemberInfo]) {
+            self.members = members
+            self.formerMembers = formerMembers
+        }
+    }
+
+    /// `GET …/events`.
+    public struct EventList: Codable, Sendable {
+        public let events: [MembershipEvent]
+        public init(events: [MembershipEvent]) {
+            self.events = events
+        }
+    }
+
+    /// The answer to a membership change; adding a member issues their first device token.
+    public struct AppendedEvent: Codable, Sendable {
+        public let sequence: UInt64
+        public let hash: String
+        public let deviceToken: IssuedToken?
+        public init(sequence: UInt64, hash: String, deviceToken: IssuedToken? = nil) {
+            self.sequence = sequence
+            self.hash = hash
+            self.deviceToken = deviceToken
+        }
+    }
+
+    /// A sign-in challenge.
+    public struct Challenge: Codable, Sendable {
+        public let challenge: String
+        public let expiresAt: Int64
+        public init(challenge: String, expiresAt: Int64) {
+            self.challenge = challenge
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// A thread as the server lists it.
+    public struct ThreadInfo: Codable, Sendable {
+        public let id: ThreadID
+        public let createdBy: MemberID
+        public let createdAt: Int64
+        public let metadata: String?
+        public init(id: ThreadID, createdBy: MemberID, createdAt: Int64, metadata: String? = nil) {
+            self.id = id
+            self.createdBy = createdBy
+            self.createdAt = createdAt
+            self.metadata = metadata
+        }
+    }
+
+    /// `GET …/threads`.
+    public struct ThreadList: Codable, Sendable {
+        public let threads: [ThreadInfo]
+        public init(threads: [ThreadInfo]) {
+            self.threads = threads
+        }
+    }
+
+    /// `GET …/wraps`.
+    public struct WrapList: Codable, Sendable {
+        public let wraps: [KeyWrap]
+        public init(wraps: [KeyWrap]) {
+            self.wraps = wraps
+        }
+    }
+
+    /// How many items a request stored.
+    public struct StoredCount: Codable, Sendable {
+        public let stored: Int
+        public init(stored: Int) {
+            self.stored = stored
+        }
+    }
+
+    /// The answer to posting a message.
+    public struct AppendedMessage: Codable, Sendable {
+        public let cursor: Int64
+        public init(cursor: Int64) {
+            self.cursor = cursor
+        }
+    }
+
+    /// A stored message and its cursor.
+    public struct MessageEntry: Codable, Sendable {
+        public let cursor: Int64
+        public let message: EncryptedMessage
+        public init(cursor: Int64, message: EncryptedMessage) {
+            self.cursor = cursor
+            self.message = message
+        }
+    }
+
+    /// `GET …/messages`: pass `next` as `since` to continue.
+    public struct MessageList: Codable, Sendable {
+        public let messages: [MessageEntry]
+        public let next: Int64
+        public init(messages: [MessageEntry], next: Int64) {
+            self.messages = messages
+            self.next = next
+        }
+    }
+}

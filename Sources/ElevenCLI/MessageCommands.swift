@@ -1,0 +1,116 @@
+import CLISupport
+import ClientCore
+import Foundation
+
+/// `eleven thread create`, `eleven threads`, `eleven send`, `eleven read`.
+let messageCommands: [CommandGroup.Entry] = [
+    .init(
+        CommandSpec(
+            ["eleven", "thread", "create"], summary: "Start a thread for the space's current members.",
+            options: [CommonOptions.space, CommonOptions.json],
+            positionals: [
+                PositionalSpec("NAME", help: "the thread's name (encrypted; the server never sees it)")
+            ])
+    ) { arguments in
+        let name = arguments.positional(0) ?? ""
+        guard !name.isEmpty else { throw CLIError.usage("the thread needs a name", help: nil) }
+        let session = try openSpace(arguments)
+        let thread = try withSpaceErrors { try session.createThread(named: name) }
+        if arguments.flag("json") {
+            Terminal.json(["thread": thread.base64URL, "name": name, "space": session.saved.space.base64URL])
+            return
+        }
+        Terminal.out("Started thread \"\(name)\" in \(session.saved.name).")
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "threads"], summary: "List a space's threads.",
+            options: [CommonOptions.space, CommonOptions.json])
+    ) { arguments in
+        let session = try openSpace(arguments)
+        let threads = try withSpaceErrors { () throws -> [SpaceThread] in
+            let roster = try session.roster()
+            return try session.threads(roster: roster, keys: session.threadKeys(roster: roster))
+        }
+        if arguments.flag("json") {
+            Terminal.json([
+                "threads": threads.map {
+                    ["thread": $0.id.base64URL, "name": $0.name ?? NSNull(), "readable": $0.isReadable]
+                        as [String: Any]
+                }
+            ])
+            return
+        }
+        for thread in threads {
+            Terminal.out(
+                thread.name.map { "  \($0)" } ?? "  (a thread you were not given the key to)  \(thread.id)")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "read"], summary: "Read a thread's messages.",
+            options: [
+                CommonOptions.space, CommonOptions.thread,
+                OptionSpec("follow", short: "f", help: "keep waiting for new messages (Ctrl-C stops)"),
+                CommonOptions.json,
+            ],
+            discussion: "With --json, each message is one JSON object per line.")
+    ) { arguments in
+        let session = try openSpace(arguments)
+        let json = arguments.flag("json")
+        try withSpaceErrors {
+            var (roster, keys, thread) = try session.open(thread: arguments.value("thread"))
+            var cursor: Int64 = 0
+            var first = true
+            repeat {
+                let wait = first ? 0 : 25
+                var page = try session.read(thread.id, since: cursor, wait: wait, roster: roster, keys: keys)
+                if page.rejected > 0 {
+                    // Someone may have joined since the member list was read: refresh, read again.
+                    roster = try session.roster()
+                    keys = try session.threadKeys(roster: roster)
+                    page = try session.read(thread.id, since: cursor, roster: roster, keys: keys)
+                    if page.rejected > 0 {
+                        Terminal.err("(\(page.rejected) message(s) could not be verified and were skipped)")
+                    }
+                }
+                for message in page.messages {
+                    if json {
+                        Terminal.json([
+                            "cursor": message.cursor, "id": message.id.base64URL,
+                            "author": message.author.base64URL, "authorName": message.authorName,
+                            "text": message.text,
+                        ])
+                    } else {
+                        let who = message.authorName.isEmpty ? "member \(message.author)" : message.authorName
+                        Terminal.out("\(who): \(message.text)")
+                    }
+                }
+                if first && !json && page.messages.isEmpty && !arguments.flag("follow") {
+                    Terminal.out("No messages in \(thread.name ?? "this thread") yet.")
+                }
+                cursor = page.next
+                first = false
+            } while arguments.flag("follow")
+        }
+    },
+]
+
+/// The options of `eleven send TEXT` (a message to a space thread).
+let spaceSendOptions: [OptionSpec] = [CommonOptions.space, CommonOptions.thread]
+
+/// `eleven send TEXT…`: an end-to-end encrypted message to a thread of a saved space.
+func runSpaceSend(_ arguments: ParsedArguments) throws {
+    let text = arguments.positionals.joined(separator: " ")
+    guard !text.isEmpty else { throw CLIError.usage("nothing to send: give the message text", help: nil) }
+    let session = try openSpace(arguments)
+    let (thread, cursor) = try withSpaceErrors { () throws -> (SpaceThread, Int64) in
+        let (_, keys, thread) = try session.open(thread: arguments.value("thread"))
+        return (thread, try session.send(text, to: thread.id, keys: keys))
+    }
+    if arguments.flag("json") {
+        Terminal.json(["thread": thread.id.base64URL, "cursor": cursor])
+        return
+    }
+    Terminal.out("Sent to \(thread.name ?? "the thread") in \(session.saved.name).")
+}

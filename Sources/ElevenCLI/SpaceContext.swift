@@ -1,0 +1,98 @@
+import CLISupport
+import ClientCore
+import Foundation
+
+// Shared plumbing of the space commands: local state, choosing the space, turning client errors
+// into CLIErrors with stable codes and exit statuses.
+
+/// Options most space commands take.
+enum CommonOptions {
+    static let json = OptionSpec("json", help: "print JSON for scripts")
+    static let space = OptionSpec(
+        "space", value: "SPACE", help: "the space, by name or id (default: the last one used)",
+        environment: "ELEVEN_SPACE")
+    static let thread = OptionSpec(
+        "thread", value: "THREAD", help: "the thread, by name or id",
+        default: SpaceSession.defaultThreadName)
+}
+
+/// Runs `body`, mapping client and local-state errors to CLIErrors.
+func withSpaceErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as SpaceClientError {
+        throw cliError(error)
+    } catch let error as LocalStateError {
+        throw cliError(error)
+    }
+}
+
+func cliError(_ error: SpaceClientError) -> CLIError {
+    if error.code == "invalid_url" {
+        return CLIError(code: error.code, message: error.message, status: .usage)
+    }
+    let status: ExitStatus =
+        switch error.kind {
+        case .unreachable, .rejected, .invalidResponse: .unavailable
+        case .refused: .refused
+        case .verification: .failure
+        }
+    return CLIError(code: error.code, message: error.message, status: status)
+}
+
+func cliError(_ error: LocalStateError) -> CLIError {
+    CLIError(code: error.code.rawValue, message: error.message, status: .localState)
+}
+
+/// The local state of this run (`$ELEVEN_HOME` or `~/.eleven`).
+func localState() -> LocalState { LocalState.standard() }
+
+/// The saved space named by `--space` (or the current one), with a session on it.
+func openSpace(_ arguments: ParsedArguments) throws -> SpaceSession {
+    try withSpaceErrors {
+        let state = localState()
+        let saved = try state.spaces()
+        let space = try chooseSpace(arguments.value("space"), in: saved)
+        let (identity, _) = try state.identity(create: false)
+        return try SpaceSession(saved: space, identity: identity)
+    }
+}
+
+func chooseSpace(_ wanted: String?, in saved: SavedSpaces) throws -> SavedSpace {
+    guard !saved.spaces.isEmpty else {
+        throw CLIError(
+            code: "no_spaces",
+            message:
+                "This device has no spaces yet. Create one with `eleven space create NAME --server URL`.",
+            status: .localState)
+    }
+    guard let wanted else {
+        if let current = saved.current, let space = saved.spaces.first(where: { $0.space == current }) {
+            return space
+        }
+        return saved.spaces[saved.spaces.count - 1]
+    }
+    if let space = saved.spaces.first(where: { $0.space.base64URL == wanted }) { return space }
+    let named = saved.spaces.filter { $0.name.caseInsensitiveCompare(wanted) == .orderedSame }
+    if named.count == 1 { return named[0] }
+    if named.count > 1 {
+        throw CLIError(
+            code: "ambiguous_space",
+            message: "Several saved spaces are called \"\(wanted)\"; name it by id (see `eleven spaces`).",
+            status: .usage)
+    }
+    throw CLIError(
+        code: "unknown_space",
+        message: "This device has no space called \"\(wanted)\". Run `eleven spaces` to see yours.",
+        status: .usage)
+}
+
+/// A member's name for people.
+func displayName(_ record: MemberRecord) -> String {
+    record.name.isEmpty ? "member \(record.id)" : record.name
+}
+
+/// JSON-friendly rights names.
+func rightsNames(_ record: MemberRecord, roster: Roster) -> [String] {
+    record.id == roster.owner ? ["owner"] + record.rights.names : record.rights.names
+}

@@ -1,0 +1,246 @@
+import Foundation
+import Net
+import Synchronization
+
+/// Everything `eleven-server` needs to run: where to listen, the database, TLS, limits.
+public struct SpaceHTTPConfiguration: Sendable {
+    /// Addresses to listen on; loopback by default.
+    public var listenAddresses: [SocketAddress] = [SocketAddress(numericHost: "127.0.0.1", port: 8711)!]
+    /// The SQLite database file.
+    public var databasePath: String
+    /// The URL clients use to reach this server (shown in logs; defaults to the first address).
+    public var publicURL: String?
+    /// Serve HTTPS with these files (reloaded by ``SpaceHTTPServer/reloadCertificates()``).
+    public var tls: TLSServerConfiguration?
+    /// Limits and policy of the API.
+    public var api = SpaceServerConfiguration()
+    /// The longest long-poll a client may ask for (`wait=` seconds).
+    public var maximumWaitSeconds = 60
+    /// Event loop threads.
+    public var loopCount = 2
+    /// Where JSON log lines go.
+    public var log = ServerLog.silent
+
+    public init(databasePath: String) {
+        self.databasePath = databasePath
+    }
+}
+
+/// The space server on HTTP: maps Net's requests onto ``SpaceAPI`` (SQLite work runs on the
+/// blocking pool, never on a loop thread), answers `/healthz`, and delivers new messages to
+/// long-polls (`GET …/messages?since=C&wait=S`) as soon as they are committed.
+public final class SpaceHTTPServer: Sendable {
+    /// The request handling behind the HTTP layer.
+    public let api: SpaceAPI
+    private let server: Server
+    private let waits: MessageWaits
+    /// Runs long-poll timeouts.
+    private let timers: EventLoopGroup
+    private let configuration: SpaceHTTPConfiguration
+
+    /// Opens the database and prepares the routes; nothing listens until ``start()``.
+    public init(configuration: SpaceHTTPConfiguration) throws {
+        let waits = MessageWaits()
+        self.waits = waits
+        self.configuration = configuration
+        api = try SpaceAPI(
+            databasePath: configuration.databasePath, configuration: configuration.api,
+            observer: { change in
+                if case .message(let space, let thread, _) = change {
+                    waits.notify(MessageWaits.key(space: space.base64URL, thread: thread.base64URL))
+                }
+            })
+        timers = EventLoopGroup(loopCount: 1, name: "space-waits")
+        var serverConfiguration = ServerConfiguration(listenAddresses: configuration.listenAddresses)
+        serverConfiguration.tls = configuration.tls
+        serverConfiguration.loopCount = configuration.loopCount
+        // The parser refuses a larger body from its Content-Length, before reading it.
+        serverConfiguration.limits.http.maxBodyBytes = configuration.api.maximumBodyBytes
+        let router = HTTPRouter()
+        server = Server(configuration: serverConfiguration, router: router)
+        router.get("/healthz") { _ in .json(["ok": true]) }
+        // Every /api path of up to seven segments goes to the API, which routes it.
+        for depth in 1...7 {
+            let path = "/api" + (1...depth).map { "/:p\($0)" }.joined()
+            for method in [HTTPMethod.get, .post, .put, .delete] {
+                router.add(method, path) { [self] request, responder in
+                    handle(request, responder)
+                }
+            }
+        }
+    }
+
+    /// Binds and starts serving.
+    public func start() throws(NetError) {
+        try server.start()
+        configuration.log.log(
+            "listening",
+            [
+                "addresses": server.localAddresses.map { "\($0)" },
+                "publicURL": configuration.publicURL ?? baseURL,
+                "database": configuration.databasePath,
+                "tls": configuration.tls != nil,
+            ])
+    }
+
+    /// The bound addresses (after ``start()``).
+    public var localAddresses: [SocketAddress] { server.localAddresses }
+
+    /// `http(s)://address:port` of the first bound address.
+    public var baseURL: String {
+        let scheme = configuration.tls == nil ? "http" : "https"
+        return "\(scheme)://\(server.localAddresses.first.map { "\($0)" } ?? "?")"
+    }
+
+    /// Clients waiting in long-polls right now.
+    public var waitingClients: Int { waits.waiterCount }
+
+    /// Re-reads the TLS certificate and key (new connections use them).
+    public func reloadCertificates() throws(NetError) {
+        try server.reloadCertificates()
+        configuration.log.log("certificates_reloaded")
+    }
+
+    /// Stops accepting, lets running requests finish, and closes the loops.
+    public func shutdown() {
+        configuration.log.log("stopping")
+        waits.wakeAll()
+        server.shutdown()
+        timers.shutdown()
+        configuration.log.log("stopped")
+    }
+
+    // MARK: Requests
+
+    private func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var headers: [String: String] = [:]
+        for (name, value) in request.headers { headers[name] = value }
+        let apiRequest = APIRequest(
+            method: request.method.rawValue, target: request.target, headers: headers, body: request.body,
+            remoteAddress: request.clientAddress.map { "\($0)" } ?? "")
+        let log = configuration.log
+        let respond: @Sendable (APIResponse) -> Void = { response in
+            var http = HTTPResponse(status: HTTPStatus(response.status, Self.reason(response.status)))
+            http.headers.set("Content-Type", response.contentType)
+            http.headers.set("Cache-Control", "no-store")
+            for (name, value) in response.headers { http.headers.set(name, value) }
+            http.body = response.body
+            responder.respond(http)
+            log.log(
+                "request",
+                [
+                    "method": request.method.rawValue, "path": request.path, "status": response.status,
+                    "ms": Double((DispatchTime.now().uptimeNanoseconds - started) / 1000) / 1000,
+                    "client": apiRequest.remoteAddress,
+                ])
+        }
+        let wait: Int
+        switch longPollWait(request) {
+        case .none: wait = 0
+        case .seconds(let seconds): wait = seconds
+        case .invalid(let error):
+            respond(error.response)
+            return
+        }
+        guard wait > 0, let key = Self.waitKey(request.path) else {
+            BlockingPool.shared.submit { [api] in respond(api.handle(apiRequest)) }
+            return
+        }
+        BlockingPool.shared.submit { [self] in
+            let seen = waits.version(key)
+            let first = api.handle(apiRequest)
+            guard first.status == 200, Self.isEmptyMessageList(first.body) else {
+                respond(first)
+                return
+            }
+            let timer = LoopTimerBox()
+            let id = waits.register(key, seen: seen) { [api] in
+                timer.cancel()
+                BlockingPool.shared.submit { respond(api.handle(apiRequest)) }
+            }
+            guard let id else {
+                // A message arrived meanwhile: read again at once.
+                respond(api.handle(apiRequest))
+                return
+            }
+            timer.set(
+                timers.nextLoop().schedule(after: .seconds(wait)) { [waits] in
+                    if waits.cancel(key, id: id) { respond(first) }
+                })
+        }
+    }
+
+    private enum Wait {
+        case none
+        case seconds(Int)
+        case invalid(APIError)
+    }
+
+    /// The `wait` query parameter of a message listing.
+    private func longPollWait(_ request: HTTPRequest) -> Wait {
+        guard request.method == .get, let text = request.queryParameters["wait"] else { return .none }
+        guard let seconds = Int(text), seconds >= 0, seconds <= configuration.maximumWaitSeconds else {
+            return .invalid(
+                .badRequest(
+                    "invalid_query",
+                    "Query parameter wait must be between 0 and \(configuration.maximumWaitSeconds) seconds.")
+            )
+        }
+        return .seconds(seconds)
+    }
+
+    /// `space/thread` for `/api/spaces/{space}/threads/{thread}/messages`, else nil.
+    static func waitKey(_ path: String) -> String? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 7, parts[1] == "api", parts[2] == "spaces", parts[4] == "threads",
+            parts[6] == "messages"
+        else { return nil }
+        return MessageWaits.key(space: String(parts[3]), thread: String(parts[5]))
+    }
+
+    /// Whether a message listing is empty. The API encodes with sorted keys, so an empty list
+    /// starts with exactly these bytes.
+    static func isEmptyMessageList(_ body: [UInt8]) -> Bool {
+        body.starts(with: Array(#"{"messages":[],"#.utf8))
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 201: "Created"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 409: "Conflict"
+        case 413: "Content Too Large"
+        case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
+        default: status >= 500 ? "Server Error" : "Status"
+        }
+    }
+}
+
+/// Holds a long-poll's timer so a wake-up can cancel it, whichever comes first. (A timer that
+/// still fires finds its waiter gone and does nothing.)
+private final class LoopTimerBox: Sendable {
+    private let state = Mutex<(timer: LoopTimer?, cancelled: Bool)>((nil, false))
+
+    func set(_ timer: LoopTimer) {
+        let cancelled = state.withLock { state in
+            state.timer = timer
+            return state.cancelled
+        }
+        if cancelled { timer.cancel() }
+    }
+
+    func cancel() {
+        let timer = state.withLock { state in
+            state.cancelled = true
+            return state.timer
+        }
+        timer?.cancel()
+    }
+}

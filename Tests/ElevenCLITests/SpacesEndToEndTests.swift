@@ -1,0 +1,270 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Drives the real `eleven` binary against a real `eleven-server` on a loopback port, with a
+/// separate `ELEVEN_HOME` per person.
+@Suite(.serialized) struct SpacesEndToEndTests {
+    @Test func twoMembersCreateAddSendReadRemove() throws {
+        let server = try ElevenServerProcess()
+        defer { server.stop() }
+        let paul = try ElevenHome("paul")
+        let sam = try ElevenHome("sam")
+
+        let created = try paul.json([
+            "space", "create", "Family", "--server", server.url, "--as", "Paul", "--json",
+        ])
+        #expect(created["name"] as? String == "Family")
+        let samKey = try sam.run(["whoami"])
+        #expect(samKey.status == 0)
+        let key = samKey.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(key.contains("."))
+
+        // Paul writes before Sam joins; Sam reads the history once added.
+        #expect(try paul.run(["send", "Welcome", "to", "Family"]).status == 0)
+        let added = try paul.json(["members", "add", "--key", key, "--name", "Sam", "--json"])
+        let space = try #require(added["space"] as? String)
+        let member = try #require(added["member"] as? String)
+        let joined = try sam.run([
+            "space", "join", "--server", server.url, "--space", space, "--member", member,
+        ])
+        #expect(joined.status == 0, "\(joined.stderr)")
+        #expect(try sam.run(["read"]).stdout == "Paul: Welcome to Family\n")
+        #expect(try sam.run(["send", "--thread", "general", "Thanks Paul"]).status == 0)
+        let paulRead = try paul.jsonLines(["read", "--json"])
+        #expect(paulRead.map { $0["text"] as? String } == ["Welcome to Family", "Thanks Paul"])
+        #expect(paulRead.map { $0["authorName"] as? String } == ["Paul", "Sam"])
+
+        let members = try sam.json(["members", "--json"])
+        #expect((members["members"] as? [[String: Any]])?.count == 2)
+
+        // A thread made before the removal is readable by Sam.
+        #expect(try paul.run(["thread", "create", "plans"]).status == 0)
+        #expect(try paul.run(["send", "--thread", "plans", "picnic"]).status == 0)
+        #expect(try sam.run(["read", "--thread", "plans"]).stdout == "Paul: picnic\n")
+
+        // Remove Sam; a thread created afterwards stays closed to him.
+        let removed = try paul.run(["members", "remove", "Sam"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(try paul.run(["thread", "create", "after"]).status == 0)
+        #expect(try paul.run(["send", "--thread", "after", "not for Sam"]).status == 0)
+        let refused = try sam.run(["read", "--thread", "after", "--json"])
+        #expect(refused.status == 6)
+        #expect(try errorCode(refused) == "token_revoked")
+        #expect(!refused.stdout.contains("not for Sam"))
+        let listed = try paul.json(["members", "--json"])
+        #expect((listed["formerMembers"] as? [[String: Any]])?.first?["name"] as? String == "Sam")
+        #expect(try paul.run(["read", "--thread", "after"]).stdout == "Paul: not for Sam\n")
+    }
+
+    @Test func followDeliversNewMessages() throws {
+        let server = try ElevenServerProcess()
+        defer { server.stop() }
+        let paul = try ElevenHome("paul")
+        #expect(try paul.run(["space", "create", "Family", "--server", server.url]).status == 0)
+        let follower = try LineProcess(
+            "/usr/bin/env", ["ELEVEN_HOME=\(paul.path)", eleven, "read", "--follow", "--json"])
+        defer { follower.close(timeout: 0) }
+        // Give the follower time to reach its long-poll, then send.
+        usleep(500_000)
+        #expect(try paul.run(["send", "live"]).status == 0)
+        let line = try follower.readLine(timeout: 10)
+        #expect(line.contains(#""text":"live""#))
+    }
+
+    @Test func badInputGetsExactExitCodes() throws {
+        let paul = try ElevenHome("paul")
+        // No spaces yet.
+        let none = try paul.run(["send", "hello", "--json"])
+        #expect(none.status == 5)
+        #expect(try errorCode(none) == "no_spaces")
+
+        // An unreachable server: nothing listens on a free port.
+        let port = try TestSupport.freePort()
+        let unreachable = try paul.run(["space", "create", "X", "--server", "http://127.0.0.1:\(port)"])
+        #expect(unreachable.status == 4)
+        #expect(unreachable.stderr.contains("can't reach http://127.0.0.1:\(port): connection refused"))
+        #expect(try paul.run(["space", "create", "X", "--server", "ftp://x"]).status == 2)
+        #expect(try paul.run(["space", "create", "X"], environment: ["ELEVEN_SERVER": ""]).status == 2)
+
+        let server = try ElevenServerProcess()
+        defer { server.stop() }
+        #expect(try paul.run(["space", "create", "Family", "--server", server.url]).status == 0)
+        // Unknown space.
+        let unknown = try paul.run(["read", "--space", "Nope", "--json"])
+        #expect(unknown.status == 2)
+        #expect(try errorCode(unknown) == "unknown_space")
+        // Unknown thread, bad key, unknown member.
+        #expect(try paul.run(["read", "--thread", "nope"]).status == 4)
+        let badKey = try paul.run(["members", "add", "--key", "not-a-key", "--json"])
+        #expect(badKey.status == 2)
+        #expect(try errorCode(badKey) == "invalid_key")
+        #expect(try paul.run(["members", "remove", "Nobody"]).status == 2)
+        // The server going away mid-use.
+        server.stop()
+        let gone = try paul.run(["read"])
+        #expect(gone.status == 4)
+        #expect(gone.stderr.contains("connection refused"))
+
+        // Corrupt state files.
+        try Data("{ not json".utf8).write(to: URL(fileURLWithPath: paul.path + "/spaces.json"))
+        let corrupt = try paul.run(["spaces", "--json"])
+        #expect(corrupt.status == 5)
+        #expect(try errorCode(corrupt) == "state_corrupt")
+        try Data(#"{"version": 99, "spaces": []}"#.utf8).write(
+            to: URL(fileURLWithPath: paul.path + "/spaces.json"))
+        #expect(try errorCode(paul.run(["spaces", "--json"])) == "state_too_new")
+        try Data("short".utf8).write(to: URL(fileURLWithPath: paul.path + "/identity.key"))
+        let badIdentity = try paul.run(["whoami", "--json"])
+        #expect(badIdentity.status == 5)
+        #expect(try errorCode(badIdentity) == "state_corrupt")
+        // A state "directory" that is a file.
+        let file = paul.path + "/not-a-dir"
+        try Data().write(to: URL(fileURLWithPath: file))
+        let notDirectory = try TestSupport.run(
+            eleven, ["whoami", "--json"], environment: ["ELEVEN_HOME": file])
+        #expect(notDirectory.status == 5)
+        #expect(try errorCode(notDirectory) == "state_unreadable")
+    }
+
+    @Test func stateDirectoryIsPrivate() throws {
+        let home = try ElevenHome("private")
+        #expect(try home.run(["whoami"]).status == 0)
+        let attributes = try FileManager.default.attributesOfItem(atPath: home.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o700)
+        let key = try FileManager.default.attributesOfItem(atPath: home.path + "/identity.key")
+        #expect((key[.posixPermissions] as? Int) == 0o600)
+        // The same key on every run; no temporary files left behind.
+        #expect(try home.run(["whoami"]).stdout == home.run(["whoami"]).stdout)
+        let names = try FileManager.default.contentsOfDirectory(atPath: home.path)
+        #expect(names == ["identity.key"])
+    }
+
+    @Test(arguments: [
+        ["whoami"], ["space", "create"], ["space", "join"], ["spaces"], ["members"], ["members", "add"],
+        ["members", "remove"], ["thread", "create"], ["threads"], ["send"], ["read"],
+    ])
+    func helpWorksEverywhere(command: [String]) throws {
+        let result = try TestSupport.run(eleven, command + ["--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("usage: eleven \(command.joined(separator: " "))"))
+        #expect(!result.stdout.contains("DEK") && !result.stdout.contains("wrap"))
+    }
+
+    @Test func serverHelpAndBadFlags() throws {
+        #expect(try TestSupport.run(elevenServer, ["--help"]).status == 0)
+        #expect(try TestSupport.run(elevenServer, ["--listen", "nowhere"]).status == 2)
+        #expect(try TestSupport.run(elevenServer, ["--tls-cert", "/x.pem"]).status == 2)
+    }
+}
+
+// MARK: Helpers
+
+let eleven = TestSupport.productPath("eleven")
+let elevenServer = TestSupport.productPath("eleven-server")
+
+/// `{"error": code}` from a `--json` run.
+func errorCode(_ result: ProcessResult) throws -> String? {
+    let line = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
+    let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    return object?["error"] as? String
+}
+
+/// A private `ELEVEN_HOME` in a fresh temporary directory.
+struct ElevenHome {
+    let path: String
+
+    init(_ name: String) throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "eleven-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        path = base.appendingPathComponent(name).path
+    }
+
+    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+        try TestSupport.run(
+            eleven, arguments,
+            environment: ["ELEVEN_HOME": path, "ELEVEN_SPACE": ""].merging(environment) { $1 },
+            timeout: 30)
+    }
+
+    func json(_ arguments: [String]) throws -> [String: Any] {
+        let result = try run(arguments)
+        #expect(result.status == 0, "\(arguments): \(result.stderr) \(result.stdout)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] ?? [:]
+    }
+
+    func jsonLines(_ arguments: [String]) throws -> [[String: Any]] {
+        let result = try run(arguments)
+        #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        return try result.stdout.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
+        }
+    }
+}
+
+/// A real `eleven-server` on a free loopback port with its database in a temporary directory,
+/// stopped with SIGTERM by process id (and killed if it does not stop).
+final class ElevenServerProcess {
+    let process = Process()
+    let url: String
+    private var stopped = false
+
+    init() throws {
+        let port = try TestSupport.freePort()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "eleven-server-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        url = "http://127.0.0.1:\(port)"
+        process.executableURL = URL(fileURLWithPath: elevenServer)
+        process.arguments = ["--listen", "127.0.0.1:\(port)", "--quiet"]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "ELEVEN_SERVER_HOME": directory.path
+        ]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Ready when the port accepts connections.
+        let deadline = Date().addingTimeInterval(20)
+        while !Self.accepts(port) {
+            guard Date() < deadline, process.isRunning else {
+                stop()
+                throw TestSupportError.system("eleven-server did not start", 0)
+            }
+            usleep(20_000)
+        }
+    }
+
+    private static func accepts(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    /// SIGTERM, then the exit status must be 0 (graceful), within 10 seconds.
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            Issue.record("eleven-server did not stop on SIGTERM")
+        }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
+    deinit { stop() }
+}
