@@ -169,6 +169,7 @@ public struct CommandSpec: Sendable {
             }
             values[name, default: []].append(value)
         }
+        let given = flags.union(values.keys)
         for spec in options where !spec.isFlag && values[spec.name] == nil {
             if let env = spec.environment, let v = environment[env], !v.isEmpty {
                 values[spec.name] = [v]
@@ -185,7 +186,7 @@ public struct CommandSpec: Sendable {
         if !variadic && positional.count > positionals.count {
             throw .usage("unexpected argument '\(positional[positionals.count])'", help: help)
         }
-        return ParsedArguments(values: values, flags: flags, positionals: positional)
+        return ParsedArguments(values: values, flags: flags, positionals: positional, given: given)
     }
 }
 
@@ -194,6 +195,20 @@ public struct ParsedArguments: Sendable {
     public let values: [String: [String]]
     public let flags: Set<String>
     public let positionals: [String]
+    /// The options written on the command line (not filled from the environment or a default).
+    public let given: Set<String>
+
+    public init(
+        values: [String: [String]], flags: Set<String>, positionals: [String], given: Set<String>? = nil
+    ) {
+        self.values = values
+        self.flags = flags
+        self.positionals = positionals
+        self.given = given ?? flags.union(values.keys)
+    }
+
+    /// Whether `--name` was written on the command line.
+    public func wasGiven(_ name: String) -> Bool { given.contains(name) }
 
     public func flag(_ name: String) -> Bool { flags.contains(name) }
     public func value(_ name: String) -> String? { values[name]?.last }

@@ -41,7 +41,8 @@ let sendSpec = CommandSpec(
     summary: "Send a message to a space thread, or a text through Magic Wormhole (--text).",
     options: spaceSendOptions + wormholeSendOptions,
     positionals: [
-        PositionalSpec("TEXT", help: "a message for a thread of a saved space", optional: true, variadic: true)
+        PositionalSpec(
+            "TEXT", help: "a message for a thread of a saved space", optional: true, variadic: true)
     ],
     discussion: """
         With TEXT: sends it, end-to-end encrypted, to a thread of one of your spaces (--space, \
@@ -66,14 +67,15 @@ let wormholeReceiveSpec = CommandSpec(
 let wormholeCommands: [CommandGroup.Entry] = [
     .init(sendSpec) { arguments in
         if arguments.positionals.isEmpty {
-            let spaceOnly = ["space", "thread"].filter { arguments.value($0) != nil }
+            let spaceOnly = ["space", "thread"].filter { arguments.wasGiven($0) }
             if let option = spaceOnly.first {
-                throw CLIError.usage("'--\(option)' goes with a message: eleven send TEXT --\(option) …", help: nil)
+                throw CLIError.usage(
+                    "'--\(option)' goes with a message: eleven send TEXT --\(option) …", help: nil)
             }
             try runWormholeSend(arguments)
         } else {
-            let wormholeOnly = ["text", "code", "verify"].filter {
-                arguments.value($0) != nil || arguments.flag($0)
+            let wormholeOnly = ["text", "code", "code-length", "verify", "relay", "appid", "timeout"].filter {
+                arguments.wasGiven($0)
             }
             if let option = wormholeOnly.first {
                 throw CLIError.usage(

@@ -10,12 +10,14 @@ import Testing
 @Suite(.serialized) struct RendezvousInteropTests {
     static let interop = !TestSupport.interopSkipped
 
-    @Test(.enabled(if: interop)) func joinThroughTheReferenceMailboxServer() throws {
-        let dir = try TestSupport.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let server = try TestSupport.startReferenceMailboxServer(in: dir)
-        defer { server.stop() }
-        try JoinScenarios.runAll(relayURL: "ws://127.0.0.1:\(server.port)/v1")
+    @Test(.enabled(if: interop)) func joinThroughTheReferenceMailboxServer() async throws {
+        try await TestSupport.offPool {
+            let dir = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let server = try TestSupport.startReferenceMailboxServer(in: dir)
+            defer { server.stop() }
+            try JoinScenarios.runAll(relayURL: "ws://127.0.0.1:\(server.port)/v1")
+        }
     }
 
     @Test func unreachableRelayIsAClearError() throws {

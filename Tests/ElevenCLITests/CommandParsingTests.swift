@@ -94,3 +94,19 @@ final class Hits: @unchecked Sendable {
     private(set) var all: [String] = []
     func add(_ s: String) { all.append(s) }
 }
+
+@Suite struct GivenOptionTests {
+    @Test func environmentAndDefaultsDoNotCountAsGiven() throws {
+        let spec = CommandSpec(
+            ["x"], summary: "s",
+            options: [
+                OptionSpec("a", value: "A", help: "a", environment: "X_A"),
+                OptionSpec("b", value: "B", help: "b", default: "1"),
+                OptionSpec("c", help: "c"),
+            ])
+        let p = try spec.parse(["--c"], environment: ["X_A": "env"])
+        #expect(p.value("a") == "env" && p.value("b") == "1")
+        #expect(!p.wasGiven("a") && !p.wasGiven("b") && p.wasGiven("c"))
+        #expect(try spec.parse(["--b", "2"], environment: [:]).wasGiven("b"))
+    }
+}

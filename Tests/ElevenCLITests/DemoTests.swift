@@ -6,21 +6,23 @@ import Testing
 @Suite(.serialized) struct DemoTests {
     static let interop = !TestSupport.interopSkipped
 
-    @Test(.enabled(if: interop)) func demoThroughTheReferenceMailboxServer() throws {
-        let dir = try TestSupport.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let server = try TestSupport.startReferenceMailboxServer(in: dir)
-        defer { server.stop() }
-        let result = try TestSupport.run(
-            TestSupport.productPath("eleven"), ["demo", "--relay", "ws://127.0.0.1:\(server.port)/v1"],
-            timeout: 60)
-        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("Waiting for Paul to let you in…"))
-        #expect(result.stdout.contains("Joined Family"))
-        #expect(result.stdout.contains("That code didn't match. Codes work once: ask for a new one."))
-        #expect(result.stdout.contains("Someone tried a wrong code for your invite; it no longer works."))
-        // The typo Sam made was fixed locally, and said so.
-        #expect(result.stdout.contains("reading '"))
+    @Test(.enabled(if: interop)) func demoThroughTheReferenceMailboxServer() async throws {
+        try await TestSupport.offPool {
+            let dir = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let server = try TestSupport.startReferenceMailboxServer(in: dir)
+            defer { server.stop() }
+            let result = try TestSupport.run(
+                TestSupport.productPath("eleven"), ["demo", "--relay", "ws://127.0.0.1:\(server.port)/v1"],
+                timeout: 60)
+            #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+            #expect(result.stdout.contains("Waiting for Paul to let you in…"))
+            #expect(result.stdout.contains("Joined Family"))
+            #expect(result.stdout.contains("That code didn't match. Codes work once: ask for a new one."))
+            #expect(result.stdout.contains("Someone tried a wrong code for your invite; it no longer works."))
+            // The typo Sam made was fixed locally, and said so.
+            #expect(result.stdout.contains("reading '"))
+        }
     }
 
     @Test func demoHelpAndBadFlags() throws {
