@@ -111,8 +111,14 @@ func address(_ text: String, option: String) throws(CLIError) -> SocketAddress {
     return address
 }
 
+/// Attaches the help text to a usage error from CLISupport's value parsers.
+func withHelp<T>(_ body: () throws(CLIError) -> T) throws(CLIError) -> T {
+    do { return try body() } catch { throw .usage(error.message, help: spec.help) }
+}
+
 func count(_ parsed: ParsedArguments, _ name: String) throws(CLIError) -> Int {
-    guard let value = try parsed.int(name, in: 1...Int(Int32.max)) else {
+    guard let value = try withHelp({ () throws(CLIError) in try parsed.int(name, in: 1...Int(Int32.max)) })
+    else {
         throw .usage("'--\(name)' needs a value", help: spec.help)
     }
     return value
@@ -130,7 +136,8 @@ func rate(_ parsed: ParsedArguments, _ name: String) throws(CLIError) -> RateLim
 }
 
 func duration(_ parsed: ParsedArguments, _ name: String) throws(CLIError) -> Double {
-    guard let value = try parsed.duration(name, max: 30 * 86_400) else {
+    guard let value = try withHelp({ () throws(CLIError) in try parsed.duration(name, max: 30 * 86_400) })
+    else {
         throw .usage("'--\(name)' needs a value", help: spec.help)
     }
     return value

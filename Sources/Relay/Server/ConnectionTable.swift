@@ -14,6 +14,8 @@ final class ConnectionTable: RelayConnectionSink {
         let socket: WebSocket
         /// Arrival times of client frames not yet answered (for the reply-latency histogram).
         var pending: [UInt64] = []
+        /// The last frame sent was an `ack`: an `error` right after it answers the same frame.
+        var afterAck = false
     }
 
     private let entries = Mutex<[ConnectionID: Entry]>([:])
@@ -46,12 +48,18 @@ final class ConnectionTable: RelayConnectionSink {
     // MARK: RelayConnectionSink
 
     func send(text: String, to connection: ConnectionID) {
-        // Every answered client frame gets exactly one `ack` (typed commands) or `error` first.
-        let answers = text.utf8.starts(with: Self.ackPrefix) || text.utf8.starts(with: Self.errorPrefix)
+        // Every answered client frame gets one `ack` (typed commands, possibly followed by an
+        // `error` for the same frame) or, for frames without a type, one `error`.
+        let isAck = text.utf8.starts(with: Self.ackPrefix)
+        let isError = !isAck && text.utf8.starts(with: Self.errorPrefix)
         let (socket, arrived) = entries.withLock { table -> (WebSocket?, UInt64?) in
-            guard let socket = table[connection]?.socket else { return (nil, nil) }
-            guard answers, table[connection]?.pending.isEmpty == false else { return (socket, nil) }
-            return (socket, table[connection]?.pending.removeFirst())
+            guard var entry = table[connection] else { return (nil, nil) }
+            let answers = isAck || (isError && !entry.afterAck)
+            entry.afterAck = isAck
+            var arrived: UInt64?
+            if answers, !entry.pending.isEmpty { arrived = entry.pending.removeFirst() }
+            table[connection] = entry
+            return (entry.socket, arrived)
         }
         guard let socket else { return }
         if let arrived { latency.observe(nanoseconds: Self.monotonicNanos() &- arrived) }
