@@ -141,7 +141,7 @@ import Testing
             let a = try WireClient(relay.url)
             let b = try WireClient(relay.url)
             let c = try WireClient(relay.url)
-            defer { [a, b, c].forEach { $0.close() } }
+            defer { for client in [a, b, c] { client.close() } }
             try a.send(["type": "bind", "appid": Self.app, "side": "side-one"])
             try a.send(["type": "allocate"])
             let nameplate = try #require(try a.next(type: "allocated")["nameplate"] as? String)
