@@ -1,0 +1,121 @@
+import Foundation
+import Net
+import TestSupport
+import Testing
+
+/// The real `eleven-relay` executable on a loopback port with a file database, stopped by
+/// process id.
+final class RelayProcess {
+    let server: ServerProcess
+    let port: UInt16
+    let metricsPort: UInt16?
+    let databasePath: String
+
+    var url: String { "ws://127.0.0.1:\(port)/v1" }
+    var metricsURL: String? { metricsPort.map { "http://127.0.0.1:\($0)" } }
+    var pid: Int32 { server.process.processIdentifier }
+    /// Everything the relay wrote to stdout and stderr so far.
+    var log: String { server.log }
+
+    static var executable: String { TestSupport.productPath("eleven-relay") }
+
+    init(
+        databasePath: String, port: UInt16? = nil, metrics: Bool = false, arguments: [String] = [],
+        environment: [String: String]? = nil
+    ) throws {
+        let port = try port ?? TestSupport.freePort()
+        let metricsPort = metrics ? try TestSupport.freePort() : nil
+        var args = ["--listen", "127.0.0.1:\(port)", "--db", databasePath]
+        if let metricsPort { args += ["--metrics-listen", "127.0.0.1:\(metricsPort)"] }
+        server = try ServerProcess(
+            Self.executable, args + arguments, port: port, environment: environment, timeout: 30)
+        self.port = port
+        self.metricsPort = metricsPort
+        self.databasePath = databasePath
+        // Ready means the line the demo and tests wait for has been printed.
+        let deadline = Date().addingTimeInterval(10)
+        while !server.log.contains("eleven-relay listening on ws://127.0.0.1:\(port)/v1") {
+            guard Date() < deadline else { throw TestSupportError.server("no ready line:\n\(server.log)") }
+            usleep(10_000)
+        }
+    }
+
+    func stop(signal: Int32 = SIGTERM) { server.stop(signal: signal) }
+}
+
+/// A mailbox-protocol client speaking raw JSON over Net's WebSocket client.
+final class WireClient {
+    let socket: WebSocket
+    private(set) var welcome: [String: Any] = [:]
+
+    init(_ url: String) throws {
+        socket = try WebSocketClient.connect(url: url, timeout: .seconds(5))
+        welcome = try next()
+    }
+
+    func send(_ text: String) { socket.send(text: text) }
+    func send(_ object: [String: Any]) throws {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        socket.send(text: String(decoding: data, as: UTF8.self))
+    }
+
+    /// The next frame as a JSON object.
+    func next(timeout: Double = 5) throws -> [String: Any] {
+        let message = try socket.receive(timeout: .milliseconds(Int64(timeout * 1000)))
+        let data: Data
+        switch message {
+        case .text(let text): data = Data(text.utf8)
+        case .binary(let bytes): data = Data(bytes)
+        }
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw TestSupportError.server("not an object: \(message)")
+        }
+        return object
+    }
+
+    /// The next frame of `type`, skipping acks and anything else.
+    func next(type: String, timeout: Double = 5) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { throw TestSupportError.server("no \(type) in time") }
+            let frame = try next(timeout: remaining)
+            if frame["type"] as? String == type { return frame }
+        }
+    }
+
+    /// The next frame that is not an ack.
+    func nextReply(timeout: Double = 5) throws -> [String: Any] {
+        while true {
+            let frame = try next(timeout: timeout)
+            if frame["type"] as? String != "ack" { return frame }
+        }
+    }
+
+    /// Proves the connection is still served: ping → pong.
+    func isAlive(_ value: Int = 7) -> Bool {
+        guard (try? send(["type": "ping", "ping": value])) != nil else { return false }
+        guard let pong = try? next(type: "pong") else { return false }
+        return (pong["pong"] as? Int) == value
+    }
+
+    func close() { socket.close() }
+}
+
+/// A temporary directory removed at the end.
+struct ScratchDirectory {
+    let url: URL
+    init() throws { url = try TestSupport.temporaryDirectory() }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Polls `condition` for up to `timeout` seconds.
+func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}
