@@ -25,6 +25,17 @@ import Testing
         }
     }
 
+    /// The README's first command on its embedded defaults: eleven-relay started by the demo.
+    @Test func demoOnEmbeddedDefaults() async throws {
+        try await TestSupport.offPool {
+            let result = try TestSupport.run(TestSupport.productPath("eleven"), ["demo"], timeout: 60)
+            #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+            #expect(result.stdout.contains("relay     ws://127.0.0.1:"))
+            #expect(result.stdout.contains("Joined Family"))
+            #expect(result.stdout.contains("That code didn't match. Codes work once: ask for a new one."))
+        }
+    }
+
     @Test func demoHelpAndBadFlags() throws {
         let eleven = TestSupport.productPath("eleven")
         let help = try TestSupport.run(eleven, ["demo", "--help"])
