@@ -54,6 +54,21 @@ struct Demo {
         say("Done. Codes are one-time, work once, and the relay never saw the words or the keys.")
     }
 
+    /// The code as Sam might type it: capitalised, spaces for dashes, two letters of the first
+    /// word swapped, chosen among the typos the code reader corrects back to this very code.
+    static func mistype(_ code: Code) -> String? {
+        let rest = code.words.dropFirst().map(\.text).joined(separator: " ")
+        let chars = Array(code.words[0].text)
+        for position in stride(from: chars.count - 2, through: 1, by: -1)
+        where chars[position] != chars[position + 1] {
+            var wrong = chars
+            wrong.swapAt(position, position + 1)
+            let typed = "\(String(wrong).capitalized) \(rest) \(code.nameplate)"
+            if let parsed = try? CodeParser.parse(typed), parsed.code == code { return typed }
+        }
+        return nil
+    }
+
     /// One invite: Paul attends, Sam (or an intruder with a wrong guess) joins.
     private func join(relayURL: String, typo: Bool, wrongGuess: Bool) throws {
         let secret = Code.generate(nameplate: Nameplate(1)!, wordCount: words).words
@@ -102,13 +117,9 @@ struct Demo {
                 + "(\(code.entropyBits) secret bits; one guess per code)")
 
         var typed = code.description
-        if typo {
+        if typo, let mistyped = Self.mistype(code) {
             // Sam says it aloud and mistypes a letter; the code reader fixes it before any traffic.
-            let word = code.words[0].text
-            let chars = Array(word)
-            let mistyped = String(chars[0..<(chars.count - 1)]) + (chars.last == "a" ? "e" : "a")
-            typed =
-                "\(mistyped.capitalized) \(code.words.dropFirst().map(\.text).joined(separator: " ")) \(code.nameplate)"
+            typed = mistyped
         }
         if wrongGuess {
             var other = Code.generate(nameplate: code.nameplate, wordCount: words)
