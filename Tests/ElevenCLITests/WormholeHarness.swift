@@ -12,6 +12,43 @@ protocol WormholeTestRelay: AnyObject {
     func stop()
 }
 
+/// Our `eleven-relay` with its SQLite file in a temporary directory.
+final class ElevenRelayUnderTest: WormholeTestRelay {
+    let directory: URL
+    let port: UInt16
+    private var server: ServerProcess
+
+    init() throws {
+        directory = try TestSupport.temporaryDirectory()
+        port = try TestSupport.freePort()
+        server = try Self.start(port: port, directory: directory)
+    }
+
+    private static func start(port: UInt16, directory: URL) throws -> ServerProcess {
+        try ServerProcess(
+            TestSupport.productPath("eleven-relay"),
+            [
+                "--listen", "127.0.0.1:\(port)", "--db",
+                directory.appendingPathComponent("relay.sqlite").path,
+                "--no-limits",
+            ], port: port)
+    }
+
+    var url: String { "ws://127.0.0.1:\(port)/v1" }
+
+    func restart() throws {
+        server.stop(signal: SIGKILL)
+        server = try Self.start(port: port, directory: directory)
+    }
+
+    func stop() {
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit { stop() }
+}
+
 /// The reference Magic Wormhole mailbox server (PyPI magic-wormhole-mailbox-server) with its
 /// SQLite file in a temporary directory.
 final class ReferenceMailboxRelay: WormholeTestRelay {

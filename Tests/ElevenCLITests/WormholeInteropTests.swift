@@ -220,17 +220,28 @@ struct SplitMix: RandomNumberGenerator {
 @Suite struct WormholeInteropTests {
     static let interop = !TestSupport.interopSkipped
 
-    /// Runs `body` with the reference relay and a fresh Python HOME, stopping both after.
-    func withReferenceRelay(_ body: (WormholeHarness, ReferenceMailboxRelay) throws -> Void) throws {
-        #expect(
-            FileManager.default.isExecutableFile(atPath: WormholeHarness.wormhole),
-            "no wormhole CLI at \(WormholeHarness.wormhole): set ELEVEN_TEST_PYTHON (or ELEVEN_SKIP_INTEROP=1)"
-        )
-        let relay = try ReferenceMailboxRelay()
-        defer { relay.stop() }
-        let home = try TestSupport.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: home) }
-        try body(WormholeHarness(relayURL: relay.url, home: home), relay)
+    /// The relays every scenario runs through: the reference mailbox server and ours.
+    enum RelayKind: String, CaseIterable, Sendable {
+        case reference, eleven
+    }
+
+    /// Runs `body` off the cooperative pool with a relay of `kind` and a fresh Python HOME,
+    /// stopping both after.
+    func withRelay(
+        _ kind: RelayKind, _ body: @escaping @Sendable (WormholeHarness, any WormholeTestRelay) throws -> Void
+    ) async throws {
+        try await TestSupport.offPool {
+            #expect(
+                FileManager.default.isExecutableFile(atPath: WormholeHarness.wormhole),
+                "no wormhole CLI at \(WormholeHarness.wormhole): set ELEVEN_TEST_PYTHON (or ELEVEN_SKIP_INTEROP=1)"
+            )
+            let relay: any WormholeTestRelay =
+                kind == .reference ? try ReferenceMailboxRelay() : try ElevenRelayUnderTest()
+            defer { relay.stop() }
+            let home = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: home) }
+            try body(WormholeHarness(relayURL: relay.url, home: home), relay)
+        }
     }
 
     @Test func theElevenBinaryIsFound() {
@@ -239,44 +250,61 @@ struct SplitMix: RandomNumberGenerator {
         #expect(path.hasSuffix("/debug/eleven") || path.hasSuffix("/release/eleven"), "\(path)")
     }
 
-    @Test(.enabled(if: interop)) func elevenSendsToWormhole() throws {
-        try withReferenceRelay { h, _ in try WormholeScenarios.elevenSendsToWormhole(h) }
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func elevenSendsToWormhole(relay: RelayKind)
+        async throws
+    {
+        try await withRelay(relay) { h, _ in try WormholeScenarios.elevenSendsToWormhole(h) }
     }
 
-    @Test(.enabled(if: interop)) func wormholeSendsToEleven() throws {
-        try withReferenceRelay { h, _ in try WormholeScenarios.wormholeSendsToEleven(h) }
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func wormholeSendsToEleven(relay: RelayKind)
+        async throws
+    {
+        try await withRelay(relay) { h, _ in try WormholeScenarios.wormholeSendsToEleven(h) }
     }
 
-    @Test(.enabled(if: interop)) func wrongCodes() throws {
-        try withReferenceRelay { h, _ in try WormholeScenarios.wrongCodes(h) }
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func wrongCodes(relay: RelayKind) async throws
+    {
+        try await withRelay(relay) { h, _ in try WormholeScenarios.wrongCodes(h) }
     }
 
-    @Test(.enabled(if: interop)) func fileOfferIsRefused() throws {
-        try withReferenceRelay { h, _ in try WormholeScenarios.fileOfferIsRefused(h) }
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func fileOfferIsRefused(relay: RelayKind)
+        async throws
+    {
+        try await withRelay(relay) { h, _ in try WormholeScenarios.fileOfferIsRefused(h) }
     }
 
-    @Test(.enabled(if: interop)) func verifiersMatch() throws {
-        try withReferenceRelay { h, _ in try WormholeScenarios.verifiersMatch(h) }
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func verifiersMatch(relay: RelayKind)
+        async throws
+    {
+        try await withRelay(relay) { h, _ in try WormholeScenarios.verifiersMatch(h) }
     }
 
-    @Test(.enabled(if: interop)) func relayRestartWhileElevenWaits() throws {
-        try withReferenceRelay { h, relay in
-            try WormholeScenarios.relayRestartWhileElevenWaits(h, relay: relay)
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func relayRestartWhileElevenWaits(
+        relay: RelayKind
+    ) async throws {
+        try await withRelay(relay) { h, r in
+            try WormholeScenarios.relayRestartWhileElevenWaits(h, relay: r)
         }
     }
 
-    @Test(.enabled(if: interop)) func relayRestartWhileWormholeWaits() throws {
-        try withReferenceRelay { h, relay in
-            try WormholeScenarios.relayRestartWhileWormholeWaits(h, relay: relay)
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func relayRestartWhileWormholeWaits(
+        relay: RelayKind
+    ) async throws {
+        try await withRelay(relay) { h, r in
+            try WormholeScenarios.relayRestartWhileWormholeWaits(h, relay: r)
         }
     }
 
-    @Test(.enabled(if: interop)) func relayRestartMidTransfer() throws {
-        try withReferenceRelay { h, relay in try WormholeScenarios.relayRestartMidTransfer(h, relay: relay) }
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func relayRestartMidTransfer(relay: RelayKind)
+        async throws
+    {
+        try await withRelay(relay) { h, r in try WormholeScenarios.relayRestartMidTransfer(h, relay: r) }
     }
 
-    @Test(.enabled(if: interop)) func elevenToEleven() throws {
-        try withReferenceRelay { h, _ in try WormholeScenarios.elevenToEleven(h) }
+    @Test(.enabled(if: interop), arguments: RelayKind.allCases) func elevenToEleven(relay: RelayKind)
+        async throws
+    {
+        try await withRelay(relay) { h, _ in try WormholeScenarios.elevenToEleven(h) }
     }
 }
 
