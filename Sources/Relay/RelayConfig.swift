@@ -162,3 +162,45 @@ public struct RelayLimits: Sendable, Equatable {
         maximumErrorsPerConnection: .max, connectionRate: .unlimited, allocationRate: .unlimited,
         claimRate: .unlimited)
 }
+
+extension RelayConfig {
+    /// What is wrong with this configuration, in words an operator can act on (empty when it
+    /// is usable). The executable refuses to start on any problem.
+    public var problems: [String] {
+        var problems: [String] = []
+        let l = limits
+        for (name, value) in [
+            ("maximum message size", l.maximumMessageBytes), ("maximum field size", l.maximumFieldBytes),
+            ("messages per mailbox", l.maximumMailboxMessages), ("bytes per mailbox", l.maximumMailboxBytes),
+            ("maximum connections", l.maximumConnections),
+            ("errors per connection", l.maximumErrorsPerConnection),
+        ] where value < 1 {
+            problems.append("\(name) must be at least 1 (is \(value))")
+        }
+        if l.maximumNameplatesPerAddress < 0 {
+            problems.append("nameplates per address must not be negative")
+        }
+        for (name, rate) in [
+            ("connection rate", l.connectionRate), ("allocation rate", l.allocationRate),
+            ("claim rate", l.claimRate),
+        ] where !(rate.burst >= 1) || !(rate.perSecond >= 0) {
+            problems.append("\(name) needs a burst of at least 1 and a non-negative refill")
+        }
+        if !(expiry.defaultIdleSeconds > 0) { problems.append("the default idle time must be positive") }
+        if !(expiry.checkIntervalSeconds > 0) {
+            problems.append("the expiry check interval must be positive")
+        }
+        for rule in expiry.rules where !(rule.idleSeconds > 0) || rule.appIDPrefix.isEmpty {
+            problems.append(
+                "expiry rule '\(rule.appIDPrefix)' needs a non-empty prefix and a positive idle time")
+        }
+        if case .hashcash(let bits, let resource, let maximumAge) = permission {
+            if !(1...40).contains(bits) { problems.append("hashcash bits must be 1 to 40 (is \(bits))") }
+            if resource.isEmpty || resource.contains(":") {
+                problems.append("the hashcash resource must be non-empty and contain no ':'")
+            }
+            if !(maximumAge > 0) { problems.append("the hashcash stamp age must be positive") }
+        }
+        return problems
+    }
+}

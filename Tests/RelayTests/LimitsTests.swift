@@ -249,3 +249,25 @@ struct ExpiryTests {
         #expect(!restarted.tick(after: 61).writes.isEmpty)
     }
 }
+
+@Suite("Configuration")
+struct ConfigTests {
+    @Test("the defaults and the unlimited preset are valid")
+    func defaults() {
+        #expect(RelayConfig().problems.isEmpty)
+        #expect(RelayConfig(limits: .unlimited).problems.isEmpty)
+        #expect(RelayConfig().allowList == false)
+        #expect(RelayConfig().permission == .none)
+        #expect(RelayConfig().expiry.idleSeconds(for: "elevenmessenger.com/x") == 259_200)
+    }
+
+    @Test("nonsense is reported, one problem each")
+    func problems() {
+        var config = RelayConfig(permission: .hashcash(bits: 0, resource: "a:b"))
+        config.limits.maximumMessageBytes = 0
+        config.limits.claimRate = RateLimit(burst: 0, perSecond: 1)
+        config.expiry.defaultIdleSeconds = -1
+        config.expiry.rules.append(.init(appIDPrefix: "", idleSeconds: 5))
+        #expect(config.problems.count == 6, "\(config.problems)")
+    }
+}
