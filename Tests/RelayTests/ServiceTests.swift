@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Relay
@@ -12,7 +11,7 @@ final class RecordingSink: RelayConnectionSink {
         case storageFailed(RelayStorageError.Code)
     }
 
-    private let events = Mutex<[Event]>([])
+    private let events = Locked<[Event]>([])
 
     func send(text: String, to connection: ConnectionID) {
         events.withLock { $0.append(.frame(connection, text)) }
@@ -37,8 +36,8 @@ final class RecordingSink: RelayConnectionSink {
 
 /// A storage that holds every commit until the test releases it.
 final class GatedStorage: RelayStorage {
-    private let held = Mutex<[(writes: [StorageOp], completion: @Sendable (RelayStorageError?) -> Void)]>([])
-    let committed = Mutex(RelaySnapshot())
+    private let held = Locked<[(writes: [StorageOp], completion: @Sendable (RelayStorageError?) -> Void)]>([])
+    let committed = Locked(RelaySnapshot())
 
     func load() throws(RelayStorageError) -> RelaySnapshot { .empty }
     func enqueue(_ writes: [StorageOp], completion: @escaping @Sendable (RelayStorageError?) -> Void) {
@@ -267,8 +266,8 @@ struct DurabilityTests {
         let relay = try RelayService(config: config, storage: storage, sink: sink)
         let writers = 6
         let perWriter = 40
-        let checked = Mutex(0)
-        let lost = Mutex<[String]>([])
+        let checked = Locked(0)
+        let lost = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: writers + 1) { i in
             if i == writers {
                 for _ in 0..<30 {

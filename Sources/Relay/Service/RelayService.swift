@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What the network glue implements so the relay can talk to connections. Calls arrive in
 /// order from whichever thread is delivering (a caller of ``RelayService`` or the storage
@@ -61,7 +60,7 @@ public final class RelayService: Sendable {
         var failure: RelayStorageError?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let storage: any RelayStorage
     private let sink: any RelayConnectionSink
     private let clock: any RelayClock
@@ -74,7 +73,7 @@ public final class RelayService: Sendable {
     ) throws(RelayStorageError) {
         let snapshot = try storage.load()
         let core = RelayCore(config: config, snapshot: snapshot, now: clock.now(), random: random)
-        self.state = Mutex(State(core: core))
+        self.state = Locked(State(core: core))
         self.storage = storage
         self.sink = sink
         self.clock = clock

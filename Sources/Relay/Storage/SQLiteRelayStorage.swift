@@ -1,6 +1,5 @@
 import CSQLite
 import Dispatch
-import Synchronization
 
 /// The default store: one SQLite file in WAL mode.
 ///
@@ -50,7 +49,7 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     public let path: String
     private let queue: DispatchQueue
-    private let pending = Mutex(Pending())
+    private let pending = Locked(Pending())
     private let confined = Confined()
 
     /// Opens (creating if needed) the database and brings its schema up to date.
