@@ -12,6 +12,8 @@ final class RecordingSink: RelayConnectionSink {
     }
 
     private let events = Locked<[Event]>([])
+    /// Runs when storage fails (on the storage's thread), as a glue's shutdown would.
+    let onStorageFailure = Locked<(@Sendable () -> Void)?>(nil)
 
     func send(text: String, to connection: ConnectionID) {
         events.withLock { $0.append(.frame(connection, text)) }
@@ -19,6 +21,7 @@ final class RecordingSink: RelayConnectionSink {
     func close(_ connection: ConnectionID) { events.withLock { $0.append(.close(connection)) } }
     func storageFailed(_ error: RelayStorageError) {
         events.withLock { $0.append(.storageFailed(error.code)) }
+        onStorageFailure.withLock { $0 }?()
     }
 
     var all: [Event] { events.withLock { $0 } }
@@ -164,6 +167,31 @@ struct ServiceTests {
         relay.connectionOpened(id: ConnectionID(3), remote: Self.address)
         #expect(sink.all.last == .close(ConnectionID(3)))
         #expect(sink.types(3).isEmpty)
+    }
+
+    @Test("shutting down from the storage-failure callback does not deadlock")
+    func shutdownFromFailure() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let storage = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        let sink = RecordingSink()
+        let relay = try RelayService(
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+        let done = DispatchSemaphore(value: 0)
+        sink.onStorageFailure.withLock {
+            $0 = {
+                relay.shutdown()
+                storage.flush()
+                done.signal()
+            }
+        }
+        relay.connectionOpened(id: ConnectionID(1), remote: Self.address)
+        relay.received(text: #"{"type":"bind","appid":"a/b","side":"s1"}"#, from: ConnectionID(1))
+        storage.close()  // the disk goes away
+        relay.received(text: #"{"type":"open","mailbox":"m"}"#, from: ConnectionID(1))
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(relay.failure?.code == .closed)
+        #expect(sink.all.contains(.close(ConnectionID(1))))
     }
 
     @Test("a full exchange through the service on SQLite, and a restart in the middle")

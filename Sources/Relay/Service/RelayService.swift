@@ -11,7 +11,8 @@ public protocol RelayConnectionSink: Sendable {
     /// the closure with ``RelayService/connectionClosed(id:)``.
     func close(_ connection: ConnectionID)
     /// Storage failed: the relay has stopped serving (every connection is being closed) and
-    /// the process should exit so a restart resumes from the last commit.
+    /// the process should exit so a restart resumes from the last commit. Runs on the storage
+    /// thread; calling ``RelayService/shutdown()`` from here is allowed.
     func storageFailed(_ error: RelayStorageError)
 }
 
