@@ -119,6 +119,8 @@ public struct RelayLimits: Sendable, Equatable {
     public var maximumMailboxMessages: Int
     /// Sum of body lengths one mailbox may hold.
     public var maximumMailboxBytes: Int
+    /// Sum of body lengths all mailboxes together may hold (the relay keeps them in memory).
+    public var maximumStoredBytes: Int
     /// Nameplates that connections from one address may have created and not yet released.
     public var maximumNameplatesPerAddress: Int
     /// Connections open at once, all addresses together.
@@ -135,6 +137,7 @@ public struct RelayLimits: Sendable, Equatable {
     public init(
         maximumMessageBytes: Int = 256 * 1024, maximumFieldBytes: Int = 1024,
         maximumMailboxMessages: Int = 256, maximumMailboxBytes: Int = 4 * 1024 * 1024,
+        maximumStoredBytes: Int = 1024 * 1024 * 1024,
         maximumNameplatesPerAddress: Int = 100, maximumConnections: Int = 50_000,
         maximumErrorsPerConnection: Int = 32,
         connectionRate: RateLimit = RateLimit(burst: 120, perSecond: 4),
@@ -146,6 +149,7 @@ public struct RelayLimits: Sendable, Equatable {
         self.maximumFieldBytes = maximumFieldBytes
         self.maximumMailboxMessages = maximumMailboxMessages
         self.maximumMailboxBytes = maximumMailboxBytes
+        self.maximumStoredBytes = maximumStoredBytes
         self.maximumNameplatesPerAddress = maximumNameplatesPerAddress
         self.maximumConnections = maximumConnections
         self.maximumErrorsPerConnection = maximumErrorsPerConnection
@@ -158,7 +162,8 @@ public struct RelayLimits: Sendable, Equatable {
     /// No limits at all (for benchmarks against the reference, which has none).
     public static let unlimited = RelayLimits(
         maximumMessageBytes: .max, maximumFieldBytes: .max, maximumMailboxMessages: .max,
-        maximumMailboxBytes: .max, maximumNameplatesPerAddress: .max, maximumConnections: .max,
+        maximumMailboxBytes: .max, maximumStoredBytes: .max, maximumNameplatesPerAddress: .max,
+        maximumConnections: .max,
         maximumErrorsPerConnection: .max, connectionRate: .unlimited, allocationRate: .unlimited,
         claimRate: .unlimited)
 }
@@ -172,6 +177,7 @@ extension RelayConfig {
         for (name, value) in [
             ("maximum message size", l.maximumMessageBytes), ("maximum field size", l.maximumFieldBytes),
             ("messages per mailbox", l.maximumMailboxMessages), ("bytes per mailbox", l.maximumMailboxBytes),
+            ("bytes stored in all", l.maximumStoredBytes),
             ("maximum connections", l.maximumConnections),
             ("errors per connection", l.maximumErrorsPerConnection),
         ] where value < 1 {
