@@ -179,8 +179,9 @@ public final class RelayService: Sendable {
             }
             return nil
         }
-        if let failed { sink.storageFailed(failed) }
         drain()
+        // After the closes are handed over, so the glue sees them before it stops.
+        if let failed { sink.storageFailed(failed) }
     }
 
     /// Hands ready frames to the sink in order. One thread drains at a time; others leave
