@@ -296,26 +296,31 @@ struct DurabilityTests {
         let perWriter = 40
         let checked = Locked(0)
         let lost = Locked<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: writers + 1) { i in
-            if i == writers {
-                for _ in 0..<30 {
-                    let echoed = (1...writers).flatMap { sink.frames(UInt64($0)) }.filter {
-                        $0["type"] == "message"
-                    }
-                    guard let snapshot = try? observer.load() else { continue }
-                    for frame in echoed {
-                        guard let side = frame["side"]?.stringValue, let body = frame["body"]?.stringValue
-                        else { continue }
-                        let key = MailboxKey(app: "x/y", id: MailboxID("box\(side.dropFirst())"))
-                        if snapshot.mailboxes[key]?.messages.contains(where: { $0.body == body }) != true {
-                            lost.withLock { $0.append(body) }
-                        }
-                        checked.withLock { $0 += 1 }
-                    }
-                    usleep(1000)
+        let writersDone = Locked(0)
+        // The observer runs on its own thread for the whole time the writers run.
+        let observed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var rounds = 0
+            while writersDone.withLock({ $0 }) < writers, rounds < 5000 {
+                rounds += 1
+                let echoed = (1...writers).flatMap { sink.frames(UInt64($0)) }.filter {
+                    $0["type"] == "message"
                 }
-                return
+                guard let snapshot = try? observer.load() else { continue }
+                for frame in echoed {
+                    guard let side = frame["side"]?.stringValue, let body = frame["body"]?.stringValue
+                    else { continue }
+                    let key = MailboxKey(app: "x/y", id: MailboxID("box\(side.dropFirst())"))
+                    if snapshot.mailboxes[key]?.messages.contains(where: { $0.body == body }) != true {
+                        lost.withLock { $0.append(body) }
+                    }
+                    checked.withLock { $0 += 1 }
+                }
+                usleep(500)
             }
+            observed.signal()
+        }
+        DispatchQueue.concurrentPerform(iterations: writers) { i in
             let id = ConnectionID(UInt64(i + 1))
             relay.connectionOpened(id: id, remote: nil)
             relay.received(text: #"{"type":"bind","appid":"x/y","side":"w\#(i)"}"#, from: id)
@@ -324,7 +329,9 @@ struct DurabilityTests {
                 relay.received(text: #"{"type":"add","phase":"\#(n)","body":"\#(i)0\#(n)"}"#, from: id)
                 usleep(200)
             }
+            writersDone.withLock { $0 += 1 }
         }
+        #expect(observed.wait(timeout: .now() + 60) == .success)
         storage.flush()
         let total = (1...writers).flatMap { sink.frames(UInt64($0)) }.filter { $0["type"] == "message" }.count
         #expect(total == writers * perWriter)
