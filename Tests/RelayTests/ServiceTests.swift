@@ -299,7 +299,9 @@ struct DurabilityTests {
         let writersDone = Locked(0)
         // The observer runs on its own thread for the whole time the writers run.
         let observed = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            started.signal()
             var rounds = 0
             while writersDone.withLock({ $0 }) < writers, rounds < 5000 {
                 rounds += 1
@@ -320,6 +322,8 @@ struct DurabilityTests {
             }
             observed.signal()
         }
+        thread.start()
+        started.wait()
         DispatchQueue.concurrentPerform(iterations: writers) { i in
             let id = ConnectionID(UInt64(i + 1))
             relay.connectionOpened(id: id, remote: nil)
