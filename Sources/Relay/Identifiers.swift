@@ -1,3 +1,5 @@
+import Foundation
+
 /// Identifiers of the mailbox protocol. Each is its own type so a nameplate can never be passed
 /// where a mailbox id or a side is expected; all are opaque strings on the wire.
 
@@ -84,8 +86,23 @@ public struct ClientAddress: Hashable, Sendable {
         self.port = port
     }
 
-    /// The key that per-address limits count against: the host, without the port.
-    public var source: SourceAddress { SourceAddress(host) }
+    /// The key that per-address limits count against: the IPv4 host, or the /64 network of an
+    /// IPv6 host (one subscriber usually holds a whole /64), without the port.
+    public var source: SourceAddress {
+        guard family == .ipv6, let prefix = Self.ipv6Prefix64(host) else { return SourceAddress(host) }
+        return SourceAddress(prefix)
+    }
+
+    /// `2001:db8:1:2::/64` for any address in that network; nil when `text` is not IPv6.
+    static func ipv6Prefix64(_ text: String) -> String? {
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: &address) { Array($0.prefix(8)) }
+        let groups = stride(from: 0, to: 8, by: 2).map {
+            String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+        }
+        return groups.joined(separator: ":") + "::/64"
+    }
 }
 
 /// The key of per-address limits (rate limits, open nameplates). Never stored on disk.

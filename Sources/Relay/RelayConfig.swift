@@ -119,6 +119,8 @@ public struct RelayLimits: Sendable, Equatable {
     public var maximumMailboxMessages: Int
     /// Sum of body lengths one mailbox may hold.
     public var maximumMailboxBytes: Int
+    /// Sum of body lengths all mailboxes together may hold (the relay keeps them in memory).
+    public var maximumStoredBytes: Int
     /// Nameplates that connections from one address may have created and not yet released.
     public var maximumNameplatesPerAddress: Int
     /// Connections open at once, all addresses together.
@@ -135,6 +137,7 @@ public struct RelayLimits: Sendable, Equatable {
     public init(
         maximumMessageBytes: Int = 256 * 1024, maximumFieldBytes: Int = 1024,
         maximumMailboxMessages: Int = 256, maximumMailboxBytes: Int = 4 * 1024 * 1024,
+        maximumStoredBytes: Int = 1024 * 1024 * 1024,
         maximumNameplatesPerAddress: Int = 100, maximumConnections: Int = 50_000,
         maximumErrorsPerConnection: Int = 32,
         connectionRate: RateLimit = RateLimit(burst: 120, perSecond: 4),
@@ -146,6 +149,7 @@ public struct RelayLimits: Sendable, Equatable {
         self.maximumFieldBytes = maximumFieldBytes
         self.maximumMailboxMessages = maximumMailboxMessages
         self.maximumMailboxBytes = maximumMailboxBytes
+        self.maximumStoredBytes = maximumStoredBytes
         self.maximumNameplatesPerAddress = maximumNameplatesPerAddress
         self.maximumConnections = maximumConnections
         self.maximumErrorsPerConnection = maximumErrorsPerConnection
@@ -158,7 +162,51 @@ public struct RelayLimits: Sendable, Equatable {
     /// No limits at all (for benchmarks against the reference, which has none).
     public static let unlimited = RelayLimits(
         maximumMessageBytes: .max, maximumFieldBytes: .max, maximumMailboxMessages: .max,
-        maximumMailboxBytes: .max, maximumNameplatesPerAddress: .max, maximumConnections: .max,
+        maximumMailboxBytes: .max, maximumStoredBytes: .max, maximumNameplatesPerAddress: .max,
+        maximumConnections: .max,
         maximumErrorsPerConnection: .max, connectionRate: .unlimited, allocationRate: .unlimited,
         claimRate: .unlimited)
+}
+
+extension RelayConfig {
+    /// What is wrong with this configuration, in words an operator can act on (empty when it
+    /// is usable). The executable refuses to start on any problem.
+    public var problems: [String] {
+        var problems: [String] = []
+        let l = limits
+        for (name, value) in [
+            ("maximum message size", l.maximumMessageBytes), ("maximum field size", l.maximumFieldBytes),
+            ("messages per mailbox", l.maximumMailboxMessages), ("bytes per mailbox", l.maximumMailboxBytes),
+            ("bytes stored in all", l.maximumStoredBytes),
+            ("maximum connections", l.maximumConnections),
+            ("errors per connection", l.maximumErrorsPerConnection),
+        ] where value < 1 {
+            problems.append("\(name) must be at least 1 (is \(value))")
+        }
+        if l.maximumNameplatesPerAddress < 0 {
+            problems.append("nameplates per address must not be negative")
+        }
+        for (name, rate) in [
+            ("connection rate", l.connectionRate), ("allocation rate", l.allocationRate),
+            ("claim rate", l.claimRate),
+        ] where !(rate.burst >= 1) || !(rate.perSecond >= 0) {
+            problems.append("\(name) needs a burst of at least 1 and a non-negative refill")
+        }
+        if !(expiry.defaultIdleSeconds > 0) { problems.append("the default idle time must be positive") }
+        if !(expiry.checkIntervalSeconds > 0) {
+            problems.append("the expiry check interval must be positive")
+        }
+        for rule in expiry.rules where !(rule.idleSeconds > 0) || rule.appIDPrefix.isEmpty {
+            problems.append(
+                "expiry rule '\(rule.appIDPrefix)' needs a non-empty prefix and a positive idle time")
+        }
+        if case .hashcash(let bits, let resource, let maximumAge) = permission {
+            if !(1...40).contains(bits) { problems.append("hashcash bits must be 1 to 40 (is \(bits))") }
+            if resource.isEmpty || resource.contains(":") {
+                problems.append("the hashcash resource must be non-empty and contain no ':'")
+            }
+            if !(maximumAge > 0) { problems.append("the hashcash stamp age must be positive") }
+        }
+        return problems
+    }
 }

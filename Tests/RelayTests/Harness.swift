@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Relay
@@ -19,8 +18,8 @@ struct SeededRandom: RandomNumberGenerator, Sendable {
 
 /// A clock the test moves by hand.
 final class ManualClock: RelayClock {
-    private let seconds: Mutex<Double>
-    init(_ start: Double = 1_700_000_000) { seconds = Mutex(start) }
+    private let seconds: Locked<Double>
+    init(_ start: Double = 1_700_000_000) { seconds = Locked(start) }
     func now() -> RelayInstant { RelayInstant(secondsSince1970: seconds.withLock { $0 }) }
     func advance(_ delta: Double) { seconds.withLock { $0 += delta } }
 }

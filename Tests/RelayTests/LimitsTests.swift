@@ -41,6 +41,37 @@ struct LimitsTests {
         #expect(h.core.metrics.errors == [.mailboxByteLimit: 1, .mailboxMessageLimit: 1])
     }
 
+    @Test("all mailboxes together hold a bounded number of bytes")
+    func storedBytes() {
+        var h = CoreHarness(config: config { $0.maximumStoredBytes = 10 })
+        for c in UInt64(1)...3 {
+            h.bound(c, side: "s\(c)", host: "192.0.2.\(c)")
+            h.send(c, ["type": "open", "mailbox": .string("m\(c)")])
+        }
+        #expect(h.send(1, ["type": "add", "phase": "0", "body": "000000"]).last?.stored != nil)
+        #expect(h.send(2, ["type": "add", "phase": "0", "body": "0000"]).last?.stored != nil)
+        #expect(h.send(3, ["type": "add", "phase": "0", "body": "00"]).last?.errorCode == .storageFull)
+        #expect(h.core.storedBodyBytes == 10)
+        // Closing a mailbox frees its bytes.
+        h.send(1, ["type": "close"])
+        #expect(h.core.storedBodyBytes == 4)
+        #expect(h.send(3, ["type": "add", "phase": "0", "body": "00"]).last?.stored != nil)
+        // A restarted core counts what it loaded.
+        #expect(CoreHarness(snapshot: h.core.state).core.storedBodyBytes == 6)
+    }
+
+    @Test("IPv6 clients are limited per /64, IPv4 per address")
+    func sourceKeys() {
+        let a = ClientAddress(family: .ipv6, host: "2001:db8:1:2::1", port: 1)
+        let b = ClientAddress(family: .ipv6, host: "2001:db8:1:2:ffff:0:0:9", port: 2)
+        let c = ClientAddress(family: .ipv6, host: "2001:db8:1:3::1", port: 1)
+        #expect(a.source == b.source)
+        #expect(a.source != c.source)
+        #expect(a.source.rawValue == "2001:db8:1:2::/64")
+        #expect(ClientAddress(family: .ipv4, host: "192.0.2.7", port: 9).source == "192.0.2.7")
+        #expect(ClientAddress(family: .ipv6, host: "not an address", port: 1).source == "not an address")
+    }
+
     @Test("one address may hold only so many open nameplates")
     func nameplatesPerAddress() {
         var h = CoreHarness(config: config { $0.maximumNameplatesPerAddress = 2 })
@@ -247,5 +278,27 @@ struct ExpiryTests {
         var restarted = CoreHarness(snapshot: stored, now: startTime + 10_000)
         #expect(restarted.tick(after: 600).writes.isEmpty, "old `updated` does not expire it at once")
         #expect(!restarted.tick(after: 61).writes.isEmpty)
+    }
+}
+
+@Suite("Configuration")
+struct ConfigTests {
+    @Test("the defaults and the unlimited preset are valid")
+    func defaults() {
+        #expect(RelayConfig().problems.isEmpty)
+        #expect(RelayConfig(limits: .unlimited).problems.isEmpty)
+        #expect(RelayConfig().allowList == false)
+        #expect(RelayConfig().permission == .none)
+        #expect(RelayConfig().expiry.idleSeconds(for: "elevenmessenger.com/x") == 259_200)
+    }
+
+    @Test("nonsense is reported, one problem each")
+    func problems() {
+        var config = RelayConfig(permission: .hashcash(bits: 0, resource: "a:b"))
+        config.limits.maximumMessageBytes = 0
+        config.limits.claimRate = RateLimit(burst: 0, perSecond: 1)
+        config.expiry.defaultIdleSeconds = -1
+        config.expiry.rules.append(.init(appIDPrefix: "", idleSeconds: 5))
+        #expect(config.problems.count == 6, "\(config.problems)")
     }
 }

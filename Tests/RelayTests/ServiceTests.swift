@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Relay
@@ -12,7 +11,9 @@ final class RecordingSink: RelayConnectionSink {
         case storageFailed(RelayStorageError.Code)
     }
 
-    private let events = Mutex<[Event]>([])
+    private let events = Locked<[Event]>([])
+    /// Runs when storage fails (on the storage's thread), as a glue's shutdown would.
+    let onStorageFailure = Locked<(@Sendable () -> Void)?>(nil)
 
     func send(text: String, to connection: ConnectionID) {
         events.withLock { $0.append(.frame(connection, text)) }
@@ -20,6 +21,7 @@ final class RecordingSink: RelayConnectionSink {
     func close(_ connection: ConnectionID) { events.withLock { $0.append(.close(connection)) } }
     func storageFailed(_ error: RelayStorageError) {
         events.withLock { $0.append(.storageFailed(error.code)) }
+        onStorageFailure.withLock { $0 }?()
     }
 
     var all: [Event] { events.withLock { $0 } }
@@ -37,8 +39,8 @@ final class RecordingSink: RelayConnectionSink {
 
 /// A storage that holds every commit until the test releases it.
 final class GatedStorage: RelayStorage {
-    private let held = Mutex<[(writes: [StorageOp], completion: @Sendable (RelayStorageError?) -> Void)]>([])
-    let committed = Mutex(RelaySnapshot())
+    private let held = Locked<[(writes: [StorageOp], completion: @Sendable (RelayStorageError?) -> Void)]>([])
+    let committed = Locked(RelaySnapshot())
 
     func load() throws(RelayStorageError) -> RelaySnapshot { .empty }
     func enqueue(_ writes: [StorageOp], completion: @escaping @Sendable (RelayStorageError?) -> Void) {
@@ -167,6 +169,31 @@ struct ServiceTests {
         #expect(sink.types(3).isEmpty)
     }
 
+    @Test("shutting down from the storage-failure callback does not deadlock")
+    func shutdownFromFailure() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let storage = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
+        let sink = RecordingSink()
+        let relay = try RelayService(
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+        let done = DispatchSemaphore(value: 0)
+        sink.onStorageFailure.withLock {
+            $0 = {
+                relay.shutdown()
+                storage.flush()
+                done.signal()
+            }
+        }
+        relay.connectionOpened(id: ConnectionID(1), remote: Self.address)
+        relay.received(text: #"{"type":"bind","appid":"a/b","side":"s1"}"#, from: ConnectionID(1))
+        storage.close()  // the disk goes away
+        relay.received(text: #"{"type":"open","mailbox":"m"}"#, from: ConnectionID(1))
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(relay.failure?.code == .closed)
+        #expect(sink.all.contains(.close(ConnectionID(1))))
+    }
+
     @Test("a full exchange through the service on SQLite, and a restart in the middle")
     func sqliteExchange() throws {
         let dir = try TempDir()
@@ -267,28 +294,37 @@ struct DurabilityTests {
         let relay = try RelayService(config: config, storage: storage, sink: sink)
         let writers = 6
         let perWriter = 40
-        let checked = Mutex(0)
-        let lost = Mutex<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: writers + 1) { i in
-            if i == writers {
-                for _ in 0..<30 {
-                    let echoed = (1...writers).flatMap { sink.frames(UInt64($0)) }.filter {
-                        $0["type"] == "message"
-                    }
-                    guard let snapshot = try? observer.load() else { continue }
-                    for frame in echoed {
-                        guard let side = frame["side"]?.stringValue, let body = frame["body"]?.stringValue
-                        else { continue }
-                        let key = MailboxKey(app: "x/y", id: MailboxID("box\(side.dropFirst())"))
-                        if snapshot.mailboxes[key]?.messages.contains(where: { $0.body == body }) != true {
-                            lost.withLock { $0.append(body) }
-                        }
-                        checked.withLock { $0 += 1 }
-                    }
-                    usleep(1000)
+        let checked = Locked(0)
+        let lost = Locked<[String]>([])
+        let writersDone = Locked(0)
+        // The observer runs on its own thread for the whole time the writers run.
+        let observed = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            started.signal()
+            var rounds = 0
+            while writersDone.withLock({ $0 }) < writers, rounds < 5000 {
+                rounds += 1
+                let echoed = (1...writers).flatMap { sink.frames(UInt64($0)) }.filter {
+                    $0["type"] == "message"
                 }
-                return
+                guard let snapshot = try? observer.load() else { continue }
+                for frame in echoed {
+                    guard let side = frame["side"]?.stringValue, let body = frame["body"]?.stringValue
+                    else { continue }
+                    let key = MailboxKey(app: "x/y", id: MailboxID("box\(side.dropFirst())"))
+                    if snapshot.mailboxes[key]?.messages.contains(where: { $0.body == body }) != true {
+                        lost.withLock { $0.append(body) }
+                    }
+                    checked.withLock { $0 += 1 }
+                }
+                usleep(500)
             }
+            observed.signal()
+        }
+        thread.start()
+        started.wait()
+        DispatchQueue.concurrentPerform(iterations: writers) { i in
             let id = ConnectionID(UInt64(i + 1))
             relay.connectionOpened(id: id, remote: nil)
             relay.received(text: #"{"type":"bind","appid":"x/y","side":"w\#(i)"}"#, from: id)
@@ -297,7 +333,9 @@ struct DurabilityTests {
                 relay.received(text: #"{"type":"add","phase":"\#(n)","body":"\#(i)0\#(n)"}"#, from: id)
                 usleep(200)
             }
+            writersDone.withLock { $0 += 1 }
         }
+        #expect(observed.wait(timeout: .now() + 60) == .success)
         storage.flush()
         let total = (1...writers).flatMap { sink.frames(UInt64($0)) }.filter { $0["type"] == "message" }.count
         #expect(total == writers * perWriter)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Relay
@@ -18,7 +17,7 @@ struct TempDir {
 extension SQLiteRelayStorage {
     /// Queues writes and waits for their commit.
     func commit(_ writes: [StorageOp]) -> RelayStorageError? {
-        let result = Mutex<RelayStorageError??>(nil)
+        let result = Locked<RelayStorageError??>(nil)
         enqueue(writes) { error in result.withLock { $0 = .some(error) } }
         flush()
         return result.withLock { $0 } ?? RelayStorageError(.write, "completion did not run")
@@ -211,7 +210,7 @@ struct StorageTests {
         defer { dir.cleanup() }
         let store = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
         let key = MailboxKey(app: "a", id: "m")
-        let done = Mutex(0)
+        let done = Locked(0)
         #expect(
             store.commit([.putMailbox(key, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))])
                 == nil)

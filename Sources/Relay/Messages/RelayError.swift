@@ -40,6 +40,7 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         case messageTooLarge = "message_too_large"
         case mailboxMessageLimit = "mailbox_message_limit"
         case mailboxByteLimit = "mailbox_byte_limit"
+        case storageFull = "storage_full"
         case nameplateLimit = "nameplate_limit"
         case allocationRateLimited = "allocation_rate_limited"
         case claimRateLimited = "claim_rate_limited"
@@ -117,6 +118,7 @@ extension RelayError {
     static func mailboxByteLimit(_ limit: Int) -> RelayError {
         RelayError(.mailboxByteLimit, "mailbox full (limit \(limit) bytes of message bodies)")
     }
+    static let storageFull = RelayError(.storageFull, "the relay is holding too much data, try again later")
     static func nameplateLimit(_ limit: Int) -> RelayError {
         RelayError(.nameplateLimit, "too many open nameplates from your address (limit \(limit))")
     }

@@ -66,6 +66,9 @@ extension RelayCore {
         guard request.body.utf8.count <= limits.maximumMailboxBytes - stored else {
             return .failure(.mailboxByteLimit(limits.maximumMailboxBytes))
         }
+        guard request.body.utf8.count <= limits.maximumStoredBytes - storedBodyBytes else {
+            return .failure(.storageFull)
+        }
         let message = StoredMessage(
             side: side, phase: request.phase, body: request.body, serverRX: now, messageID: messageID)
         write(.appendMessage(key, message))

@@ -26,6 +26,8 @@ public struct RelayCore: Sendable {
     var nameplatesByMailbox: [MailboxKey: Set<Nameplate>] = [:]
     var nameplateOwners: [NameplateKey: SourceAddress] = [:]
     var openNameplatesByAddress: [SourceAddress: Int] = [:]
+    /// Sum of the bodies of every stored message.
+    var storedBodyBytes = 0
 
     // Runtime state (gone after a restart, by design).
     var connections: [ConnectionID: ConnectionState] = [:]
@@ -60,6 +62,9 @@ public struct RelayCore: Sendable {
         self.connectionLimiter = RateLimiter(limit: config.limits.connectionRate)
         self.allocationLimiter = RateLimiter(limit: config.limits.allocationRate)
         self.claimLimiter = RateLimiter(limit: config.limits.claimRate)
+        storedBodyBytes = snapshot.mailboxes.values.reduce(0) { total, mailbox in
+            mailbox.messages.reduce(total) { $0 + $1.body.utf8.count }
+        }
         for (key, record) in snapshot.nameplates {
             namesByApp[key.app, default: []].insert(key.name)
             nameplatesByMailbox[MailboxKey(app: key.app, id: record.mailbox), default: []].insert(key.name)
@@ -230,7 +235,10 @@ public struct RelayCore: Sendable {
             }
         case .deleteMailbox(let key):
             subscribers[key] = nil
-        case .putNameplateSide, .putMailbox, .touchMailbox, .putMailboxSide, .appendMessage:
+            storedBodyBytes -= state.mailboxes[key]?.messages.reduce(0) { $0 + $1.body.utf8.count } ?? 0
+        case .appendMessage(let key, let message):
+            if state.mailboxes[key] != nil { storedBodyBytes += message.body.utf8.count }
+        case .putNameplateSide, .putMailbox, .touchMailbox, .putMailboxSide:
             break
         }
         state.apply(op)

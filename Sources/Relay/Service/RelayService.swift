@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What the network glue implements so the relay can talk to connections. Calls arrive in
 /// order from whichever thread is delivering (a caller of ``RelayService`` or the storage
@@ -12,7 +11,8 @@ public protocol RelayConnectionSink: Sendable {
     /// the closure with ``RelayService/connectionClosed(id:)``.
     func close(_ connection: ConnectionID)
     /// Storage failed: the relay has stopped serving (every connection is being closed) and
-    /// the process should exit so a restart resumes from the last commit.
+    /// the process should exit so a restart resumes from the last commit. Runs on the storage
+    /// thread; calling ``RelayService/shutdown()`` from here is allowed.
     func storageFailed(_ error: RelayStorageError)
 }
 
@@ -61,7 +61,7 @@ public final class RelayService: Sendable {
         var failure: RelayStorageError?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let storage: any RelayStorage
     private let sink: any RelayConnectionSink
     private let clock: any RelayClock
@@ -74,7 +74,7 @@ public final class RelayService: Sendable {
     ) throws(RelayStorageError) {
         let snapshot = try storage.load()
         let core = RelayCore(config: config, snapshot: snapshot, now: clock.now(), random: random)
-        self.state = Mutex(State(core: core))
+        self.state = Locked(State(core: core))
         self.storage = storage
         self.sink = sink
         self.clock = clock
@@ -179,8 +179,9 @@ public final class RelayService: Sendable {
             }
             return nil
         }
-        if let failed { sink.storageFailed(failed) }
         drain()
+        // After the closes are handed over, so the glue sees them before it stops.
+        if let failed { sink.storageFailed(failed) }
     }
 
     /// Hands ready frames to the sink in order. One thread drains at a time; others leave

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// Storage that keeps the snapshot in memory: for unit tests, and for a relay that may lose
 /// its state on restart. Honours the same contract as the SQLite store (completions run later
@@ -12,11 +11,11 @@ public final class InMemoryRelayStorage: RelayStorage {
         var commits = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let queue = DispatchQueue(label: "eleven.relay.memory-store")
 
     public init(snapshot: RelaySnapshot = .empty) {
-        state = Mutex(State(snapshot: snapshot))
+        state = Locked(State(snapshot: snapshot))
     }
 
     public func load() throws(RelayStorageError) -> RelaySnapshot {

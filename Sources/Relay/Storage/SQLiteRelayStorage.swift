@@ -1,6 +1,5 @@
 import CSQLite
 import Dispatch
-import Synchronization
 
 /// The default store: one SQLite file in WAL mode.
 ///
@@ -43,20 +42,22 @@ public final class SQLiteRelayStorage: RelayStorage {
         var statistics = Statistics()
     }
 
-    /// The connection, touched only on `queue`.
+    /// The connection, touched only on `queue`; and the key that tells code it runs there.
     private final class Confined: @unchecked Sendable {
         var database: SQLiteDatabase?
+        let queueKey = DispatchSpecificKey<Void>()
     }
 
     public let path: String
     private let queue: DispatchQueue
-    private let pending = Mutex(Pending())
+    private let pending = Locked(Pending())
     private let confined = Confined()
 
     /// Opens (creating if needed) the database and brings its schema up to date.
     public init(path: String, options: Options = Options()) throws(RelayStorageError) {
         self.path = path
         self.queue = DispatchQueue(label: "eleven.relay.sqlite")
+        queue.setSpecific(key: confined.queueKey, value: ())
         let confined = self.confined
         let result: Result<Void, RelayStorageError> = queue.sync {
             do throws(RelayStorageError) {
@@ -76,8 +77,10 @@ public final class SQLiteRelayStorage: RelayStorage {
     }
 
     deinit {
-        let confined = self.confined
-        queue.sync { confined.database?.close() }
+        // Every block queued on `queue` holds `self`, so none is running now; closing here
+        // (not with `queue.sync`, which would deadlock if the last reference went away on the
+        // queue itself) touches the connection alone.
+        confined.database?.close()
     }
 
     /// The schema version the file is at.
@@ -318,17 +321,28 @@ public final class SQLiteRelayStorage: RelayStorage {
     public func close() {
         pending.withLock { $0.closed = true }
         let confined = self.confined
-        // Runs after any drain already scheduled, so queued writes are committed first.
-        queue.sync {
+        let closeDatabase = {
             confined.database?.close()
             confined.database = nil
         }
+        if isOnQueue {
+            // Called from a completion (e.g. the service stopping after a failed commit):
+            // between transactions already; waiting for the queue would deadlock.
+            closeDatabase()
+        } else {
+            // Runs after any drain already scheduled, so queued writes are committed first.
+            queue.sync(execute: closeDatabase)
+        }
     }
+
+    private var isOnQueue: Bool { DispatchQueue.getSpecific(key: confined.queueKey) != nil }
 
     public var statistics: Statistics { pending.withLock { $0.statistics } }
 
     /// Waits until everything queued so far is committed and its completions have run.
-    public func flush() { queue.sync {} }
+    public func flush() {
+        if !isOnQueue { queue.sync {} }
+    }
 
     /// Copies the WAL into the main file and truncates the WAL.
     public func checkpoint() throws(RelayStorageError) {
