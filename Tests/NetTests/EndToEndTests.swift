@@ -103,6 +103,39 @@ struct EndToEndTests {
         #expect(received.last == .closed(.normal, ""))
     }
 
+    /// Fully async on both sides (a blocking wait here could starve the server's task of the
+    /// small cooperative pool while other tests block their threads).
+    @Test(.timeLimit(.minutes(1))) func serverSideAsyncStream() async throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let closes = Mutex_Box<[WebSocketCloseCode]>([])
+        server.webSocket(path: "/stream") { socket, _ in
+            let events = socket.messages
+            Task {
+                for await event in events {
+                    switch event {
+                    case .message(.text(let text)): socket.send(text: text.uppercased())
+                    case .message(.binary): socket.close(code: .unsupportedData, reason: "text only")
+                    case .closed(let code, _): closes.set(closes.get() + [code])
+                    }
+                }
+            }
+        }
+        let ws = try await WebSocketClient.open(url: "ws://127.0.0.1:\(server.port)/stream")
+        let events = ws.messages
+        for word in ["a", "b", "c"] { ws.send(text: word) }
+        ws.send(binary: [1])
+        var received: [WebSocketEvent] = []
+        for await event in events { received.append(event) }
+        #expect(
+            received == [
+                .message(.text("A")), .message(.text("B")), .message(.text("C")),
+                .closed(.unsupportedData, "text only"),
+            ])
+        for _ in 0..<500 where closes.get().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(closes.get() == [.unsupportedData])
+    }
+
     @Test func connectErrorsAreValues() throws {
         let port = try TestSupportPort.closed()
         #expect(throws: NetError.self) {
