@@ -56,6 +56,9 @@ import Foundation
 /// (`SO_REUSEPORT`). A connection stays on its loop. Blocking client calls (`HTTPClient.send`,
 /// `WebSocketClient.connect(url:)`, `WebSocket.receive`) must not run on a loop thread; the first
 /// two refuse with `invalidState`. ``Server/shutdown(timeout:)`` must not be called from a loop.
+/// `async` routes and ``WebSocket/messages`` consumers run on Swift's cooperative pool (one
+/// thread per core): code that blocks those threads (e.g. blocking `receive` in a test) can
+/// starve them.
 ///
 /// ## Limits, errors, statistics
 /// ``ServerLimits`` bounds request lines, headers, bodies, frames, messages, buffered output,
