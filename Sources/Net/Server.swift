@@ -565,6 +565,9 @@ final class ServerConnection: Connection, @unchecked Sendable {
     }
 
     private func finish(_ response: HTTPResponse, _ request: HTTPRequest, _ keepAlive: Bool) {
+        var response = response
+        // HTTP/1.0 closes by default; say so when we keep it open.
+        if keepAlive && request.minorVersion == 0 { response.headers.set("Connection", "keep-alive") }
         write(response.serialized(keepAlive: keepAlive, includeBody: request.method != .head))
         if keepAlive {
             deadline = monotonicNanos() &+ core.configuration.limits.idleTimeout.nanoseconds

@@ -335,6 +335,21 @@ struct HTTPServerDetailTests {
         #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
     }
 
+    @Test func http10KeepAlive() throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let head = client.readHead()
+        #expect(head.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(head.contains("Connection: keep-alive"))
+        let plain = try RawClient(port: server.port)
+        plain.send("GET /hello HTTP/1.0\r\n\r\n")
+        let (bytes, eof) = plain.read(timeout: 3)
+        #expect(String(decoding: bytes, as: UTF8.self).contains("Connection: close"))
+        #expect(eof)
+    }
+
     @Test func chunkedBodyAndOversizedBody() throws {
         let server = try makeEchoServer { $0.limits.http.maxBodyBytes = 1000 }
         defer { server.shutdown() }
