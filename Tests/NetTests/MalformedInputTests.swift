@@ -177,6 +177,18 @@ struct MalformedInputTests {
         try Self.assertStillServing(server)
     }
 
+    @Test func idleKeepAliveIsClosed() throws {
+        let server = try makeEchoServer { $0.limits.idleTimeout = .milliseconds(300) }
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readHead().hasPrefix("HTTP/1.1 200 OK"))
+        let start = Date()
+        #expect(client.read(timeout: 4).eof)
+        #expect(Date().timeIntervalSince(start) < 3)
+        #expect(eventually { server.statistics.timeouts == 1 })
+    }
+
     @Test func connectionLimits() throws {
         let server = try makeEchoServer { config in
             config.limits.maxConnectionsPerAddress = 3
