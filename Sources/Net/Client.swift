@@ -361,6 +361,17 @@ public enum HTTPClient {
         }
     }
 
+    /// Sends a JSON body (`Content-Type: application/json`) and awaits the response.
+    public static func request<T: Encodable>(
+        _ method: HTTPMethod, url: String, json: T, headers: HTTPHeaders = HTTPHeaders(),
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(30)
+    ) async throws -> HTTPResponse {
+        var fields = headers
+        fields.set("Content-Type", "application/json")
+        let body = Array(try JSONEncoder().encode(json))
+        return try await request(method, url: url, headers: fields, body: body, tls: tls, timeout: timeout)
+    }
+
     /// Sends a JSON body (`Content-Type: application/json`) and waits (blocking).
     public static func send<T: Encodable>(
         _ method: HTTPMethod, url: String, json: T, headers: HTTPHeaders = HTTPHeaders(),

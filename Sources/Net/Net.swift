@@ -42,7 +42,7 @@ import Foundation
 /// let response = try HTTPClient.send(.get, url: "http://127.0.0.1:8080/healthz")   // blocking
 /// let response = try await HTTPClient.request(.post, url: url, json: body)         // async
 /// let ws = try WebSocketClient.connect(url: "wss://relay.example/v1", timeout: .seconds(5))
-/// try ws.send(text: "{}")
+/// ws.send(text: "{}")                                      // never blocks; from any thread
 /// let message = try ws.receive(timeout: .seconds(5))        // or: for await m in ws.messages
 /// ws.close()
 /// ```

@@ -88,6 +88,9 @@ struct EndToEndTests {
         let server = try makeEchoServer(router: router)
         defer { server.shutdown() }
         let slow = try await HTTPClient.request(.get, url: "http://127.0.0.1:\(server.port)/slow")
+        let posted = try await HTTPClient.request(
+            .post, url: "http://127.0.0.1:\(server.port)/echo-json", json: ["k": "v"])
+        #expect(posted.bodyText == #"{"k":"v"}"#)
         #expect(slow.bodyText == "done")
         let blocking = try await HTTPClient.request(.get, url: "http://127.0.0.1:\(server.port)/blocking")
         #expect(blocking.bodyText == "worked")
