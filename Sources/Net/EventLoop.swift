@@ -102,6 +102,8 @@ public final class EventLoop: @unchecked Sendable {
 
     deinit {
         readBuffer.deallocate()
+        Glibc.close(epfd)
+        Glibc.close(wakeFD)
     }
 
     /// Whether the caller runs on this loop's thread.
