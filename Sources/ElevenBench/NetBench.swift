@@ -139,6 +139,24 @@ func runNetBench(_ arguments: [String]) -> Int32 {
         }
     }
     if worst.isFinite { print(String(format: "echo: worst ratio over the three levels %.1fx", worst)) }
+
+    // For context: the same idle measurement against the Python reference server.
+    if let reference {
+        let pid = String(reference.process.processIdentifier)
+        let before = residentBytes(of: pid)
+        let url = "ws://127.0.0.1:\(reference.port)/"
+        if let idle = runChild(["--load", "--idle", url, String(idleCount)], waitFor: "READY") {
+            usleep(300_000)
+            let after = residentBytes(of: pid)
+            idle.finish()
+            let per = Double(after - before) / Double(idleCount)
+            print(
+                String(
+                    format:
+                        "idle (reference): python websockets %.1f MiB -> %.1f MiB, %.2f KiB per connection",
+                    Double(before) / 1_048_576, Double(after) / 1_048_576, per / 1024))
+        }
+    }
     return 0
 }
 
@@ -161,8 +179,8 @@ private func defaultPython() -> String {
     return "/usr/bin/python3"
 }
 
-private func residentBytes() -> Int {
-    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+private func residentBytes(of pid: String = "self") -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -213,7 +231,7 @@ final class Child {
     }
 }
 
-func spawn(_ executable: String, _ arguments: [String]) -> Child? {
+func spawn(_ executable: String, _ arguments: [String], quiet: Bool = false) -> Child? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -221,7 +239,7 @@ func spawn(_ executable: String, _ arguments: [String]) -> Child? {
     let output = Pipe()
     process.standardInput = input
     process.standardOutput = output
-    process.standardError = FileHandle.standardError
+    process.standardError = quiet ? FileHandle.nullDevice : FileHandle.standardError
     do { try process.run() } catch { return nil }
     return Child(process: process, input: input, output: output.fileHandleForReading)
 }
@@ -249,7 +267,8 @@ private func startPythonEcho(_ python: String) -> Child? {
                 await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
         asyncio.run(main())
         """
-    guard let child = spawn(python, ["-c", script]), let line = child.line(startingWith: "PORT ") else {
+    guard let child = spawn(python, ["-c", script], quiet: true), let line = child.line(startingWith: "PORT ")
+    else {
         return nil
     }
     child.port = UInt16(line.dropFirst(5)) ?? 0

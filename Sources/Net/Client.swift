@@ -76,7 +76,7 @@ public struct NetURL: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Client TLS contexts are costly to build (the CA store); share one per configuration.
-private let clientContexts = Mutex<[String: TLSContext]>([:])
+private let clientContexts = Locked<[String: TLSContext]>([:])
 
 private func clientContext(_ config: TLSClientConfiguration) throws(NetError) -> TLSContext {
     let key = "\(config.caFile ?? "<system>")|\(config.verifyPeer)"
@@ -283,7 +283,7 @@ private func waitFor<T: Sendable>(_ start: (@escaping @Sendable (Result<T, NetEr
         throw NetError(
             .invalidState, "Blocking network call on an event loop thread; use the callback or async API")
     }
-    let box = Mutex<Result<T, NetError>?>(nil)
+    let box = Locked<Result<T, NetError>?>(nil)
     let semaphore = DispatchSemaphore(value: 0)
     start { result in
         box.withLock { $0 = result }
@@ -359,6 +359,17 @@ public enum HTTPClient {
                 continuation.resume(with: result)
             }
         }
+    }
+
+    /// Sends a JSON body (`Content-Type: application/json`) and awaits the response.
+    public static func request<T: Encodable>(
+        _ method: HTTPMethod, url: String, json: T, headers: HTTPHeaders = HTTPHeaders(),
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(30)
+    ) async throws -> HTTPResponse {
+        var fields = headers
+        fields.set("Content-Type", "application/json")
+        let body = Array(try JSONEncoder().encode(json))
+        return try await request(method, url: url, headers: fields, body: body, tls: tls, timeout: timeout)
     }
 
     /// Sends a JSON body (`Content-Type: application/json`) and waits (blocking).

@@ -36,7 +36,7 @@ public final class LoopTimer: Sendable {
 public final class EventLoop: @unchecked Sendable {
     private let epfd: Int32
     private let wakeFD: Int32
-    private let queue = Mutex<[@Sendable () -> Void]>([])
+    private let queue = Locked<[@Sendable () -> Void]>([])
     private let running = Atomic<Bool>(true)
     private let threadToken = Atomic<UInt>(0)
     private let finished = NSCondition()
@@ -102,6 +102,8 @@ public final class EventLoop: @unchecked Sendable {
 
     deinit {
         readBuffer.deallocate()
+        Glibc.close(epfd)
+        Glibc.close(wakeFD)
     }
 
     /// Whether the caller runs on this loop's thread.
@@ -277,7 +279,7 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 /// Threads that run an event loop (to refuse blocking calls there instead of deadlocking).
-private let loopThreads = Mutex<Set<UInt>>([])
+private let loopThreads = Locked<Set<UInt>>([])
 
 extension EventLoop {
     /// Whether the calling thread runs any event loop.

@@ -32,7 +32,7 @@ public final class HTTPRouter: Sendable {
         let handler: Handler
     }
 
-    private let routes = Mutex<[Route]>([])
+    private let routes = Locked<[Route]>([])
 
     public init() {}
 

@@ -42,7 +42,7 @@ import Foundation
 /// let response = try HTTPClient.send(.get, url: "http://127.0.0.1:8080/healthz")   // blocking
 /// let response = try await HTTPClient.request(.post, url: url, json: body)         // async
 /// let ws = try WebSocketClient.connect(url: "wss://relay.example/v1", timeout: .seconds(5))
-/// try ws.send(text: "{}")
+/// ws.send(text: "{}")                                      // never blocks; from any thread
 /// let message = try ws.receive(timeout: .seconds(5))        // or: for await m in ws.messages
 /// ws.close()
 /// ```
@@ -56,6 +56,9 @@ import Foundation
 /// (`SO_REUSEPORT`). A connection stays on its loop. Blocking client calls (`HTTPClient.send`,
 /// `WebSocketClient.connect(url:)`, `WebSocket.receive`) must not run on a loop thread; the first
 /// two refuse with `invalidState`. ``Server/shutdown(timeout:)`` must not be called from a loop.
+/// `async` routes and ``WebSocket/messages`` consumers run on Swift's cooperative pool (one
+/// thread per core): code that blocks those threads (e.g. blocking `receive` in a test) can
+/// starve them.
 ///
 /// ## Limits, errors, statistics
 /// ``ServerLimits`` bounds request lines, headers, bodies, frames, messages, buffered output,

@@ -166,11 +166,11 @@ final class ServerShard: @unchecked Sendable {
 final class ServerCore: @unchecked Sendable {
     let configuration: ServerConfiguration
     let router: HTTPRouter
-    let webSocketRoutes = Mutex<[String: WebSocketRoute]>([:])
-    let boundAddresses = Mutex<[SocketAddress]>([])
+    let webSocketRoutes = Locked<[String: WebSocketRoute]>([:])
+    let boundAddresses = Locked<[SocketAddress]>([])
     let totalConnections = Atomic<Int>(0)
-    let perAddress = Mutex<[IPAddress: Int]>([:])
-    let tlsContext = Mutex<TLSContext?>(nil)
+    let perAddress = Locked<[IPAddress: Int]>([:])
+    let tlsContext = Locked<TLSContext?>(nil)
     let draining = Atomic<Bool>(false)
     let counters = ServerCounters()
     private let started = Atomic<Bool>(false)
@@ -565,6 +565,9 @@ final class ServerConnection: Connection, @unchecked Sendable {
     }
 
     private func finish(_ response: HTTPResponse, _ request: HTTPRequest, _ keepAlive: Bool) {
+        var response = response
+        // HTTP/1.0 closes by default; say so when we keep it open.
+        if keepAlive && request.minorVersion == 0 { response.headers.set("Connection", "keep-alive") }
         write(response.serialized(keepAlive: keepAlive, includeBody: request.method != .head))
         if keepAlive {
             deadline = monotonicNanos() &+ core.configuration.limits.idleTimeout.nanoseconds

@@ -35,7 +35,7 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
         var waiter: NSCondition?
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
 
     init(loop: EventLoop, path: String, remoteAddress: SocketAddress?, clientAddress: IPAddress?) {
         id = nextWebSocketID.add(1, ordering: .relaxed).oldValue

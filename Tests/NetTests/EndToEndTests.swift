@@ -88,6 +88,9 @@ struct EndToEndTests {
         let server = try makeEchoServer(router: router)
         defer { server.shutdown() }
         let slow = try await HTTPClient.request(.get, url: "http://127.0.0.1:\(server.port)/slow")
+        let posted = try await HTTPClient.request(
+            .post, url: "http://127.0.0.1:\(server.port)/echo-json", json: ["k": "v"])
+        #expect(posted.bodyText == #"{"k":"v"}"#)
         #expect(slow.bodyText == "done")
         let blocking = try await HTTPClient.request(.get, url: "http://127.0.0.1:\(server.port)/blocking")
         #expect(blocking.bodyText == "worked")
@@ -101,6 +104,39 @@ struct EndToEndTests {
         }
         #expect(received.prefix(10) == (0..<10).map { .message(.text("m\($0)")) }[...])
         #expect(received.last == .closed(.normal, ""))
+    }
+
+    /// Fully async on both sides (a blocking wait here could starve the server's task of the
+    /// small cooperative pool while other tests block their threads).
+    @Test(.timeLimit(.minutes(1))) func serverSideAsyncStream() async throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let closes = Mutex_Box<[WebSocketCloseCode]>([])
+        server.webSocket(path: "/stream") { socket, _ in
+            let events = socket.messages
+            Task {
+                for await event in events {
+                    switch event {
+                    case .message(.text(let text)): socket.send(text: text.uppercased())
+                    case .message(.binary): socket.close(code: .unsupportedData, reason: "text only")
+                    case .closed(let code, _): closes.set(closes.get() + [code])
+                    }
+                }
+            }
+        }
+        let ws = try await WebSocketClient.open(url: "ws://127.0.0.1:\(server.port)/stream")
+        let events = ws.messages
+        for word in ["a", "b", "c"] { ws.send(text: word) }
+        ws.send(binary: [1])
+        var received: [WebSocketEvent] = []
+        for await event in events { received.append(event) }
+        #expect(
+            received == [
+                .message(.text("A")), .message(.text("B")), .message(.text("C")),
+                .closed(.unsupportedData, "text only"),
+            ])
+        for _ in 0..<500 where closes.get().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(closes.get() == [.unsupportedData])
     }
 
     @Test func connectErrorsAreValues() throws {

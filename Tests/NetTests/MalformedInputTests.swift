@@ -177,6 +177,18 @@ struct MalformedInputTests {
         try Self.assertStillServing(server)
     }
 
+    @Test func idleKeepAliveIsClosed() throws {
+        let server = try makeEchoServer { $0.limits.idleTimeout = .milliseconds(300) }
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readHead().hasPrefix("HTTP/1.1 200 OK"))
+        let start = Date()
+        #expect(client.read(timeout: 4).eof)
+        #expect(Date().timeIntervalSince(start) < 3)
+        #expect(eventually { server.statistics.timeouts == 1 })
+    }
+
     @Test func connectionLimits() throws {
         let server = try makeEchoServer { config in
             config.limits.maxConnectionsPerAddress = 3
@@ -333,6 +345,21 @@ struct HTTPServerDetailTests {
         client.send("{\"a\":1}")
         let (bytes, _) = client.read(until: { String(decoding: $0, as: UTF8.self).hasSuffix("{\"a\":1}") })
         #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+    }
+
+    @Test func http10KeepAlive() throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let head = client.readHead()
+        #expect(head.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(head.contains("Connection: keep-alive"))
+        let plain = try RawClient(port: server.port)
+        plain.send("GET /hello HTTP/1.0\r\n\r\n")
+        let (bytes, eof) = plain.read(timeout: 3)
+        #expect(String(decoding: bytes, as: UTF8.self).contains("Connection: close"))
+        #expect(eof)
     }
 
     @Test func chunkedBodyAndOversizedBody() throws {
