@@ -10,6 +10,7 @@ let usage = """
       pake     SPAKE2 exchanges per second per suite, and the ratio to the bare libsodium floor
       codes    wordlist entropy and single-typo correction rates over a large sample
       net      WebSocket echo round trips and idle-connection memory, against Python websockets
+      relay    mailbox pairs/s, latency and idle-connection memory, against the reference mailbox server
 
     Run `eleven-bench <command> --help` for a command's options.
     """
@@ -24,6 +25,7 @@ switch command {
 case "pake": exit(runPakeBench(rest))
 case "codes": exit(runCodesBench(rest))
 case "net": exit(runNetBench(rest))
+case "relay": exit(runRelayBench(rest))
 default:
     FileHandle.standardError.write(Data("eleven-bench: unknown command '\(command)'\n\n\(usage)\n".utf8))
     exit(2)
