@@ -48,8 +48,8 @@ final class WireClient {
     let socket: WebSocket
     private(set) var welcome: [String: Any] = [:]
 
-    init(_ url: String) throws {
-        socket = try WebSocketClient.connect(url: url, timeout: .seconds(5))
+    init(_ url: String, headers: HTTPHeaders = HTTPHeaders()) throws {
+        socket = try WebSocketClient.connect(url: url, headers: headers, timeout: .seconds(5))
         welcome = try next()
     }
 
