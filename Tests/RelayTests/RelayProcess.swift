@@ -34,7 +34,9 @@ final class RelayProcess {
         self.databasePath = databasePath
         // Ready means the line the demo and tests wait for has been printed.
         let deadline = Date().addingTimeInterval(10)
-        while !server.log.contains("eleven-relay listening on ws://127.0.0.1:\(port)/v1") {
+        while !server.log.contains("eleven-relay listening on ws://127.0.0.1:\(port)/v1")
+            && !server.log.contains("eleven-relay listening on wss://127.0.0.1:\(port)/v1")
+        {
             guard Date() < deadline else { throw TestSupportError.server("no ready line:\n\(server.log)") }
             usleep(10_000)
         }
@@ -48,8 +50,11 @@ final class WireClient {
     let socket: WebSocket
     private(set) var welcome: [String: Any] = [:]
 
-    init(_ url: String) throws {
-        socket = try WebSocketClient.connect(url: url, timeout: .seconds(5))
+    init(
+        _ url: String, headers: HTTPHeaders = HTTPHeaders(),
+        tls: TLSClientConfiguration = TLSClientConfiguration()
+    ) throws {
+        socket = try WebSocketClient.connect(url: url, headers: headers, tls: tls, timeout: .seconds(5))
         welcome = try next()
     }
 

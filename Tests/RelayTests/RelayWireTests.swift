@@ -201,6 +201,38 @@ import Testing
         }
     }
 
+    /// Per-address limits count the address a trusted proxy names, and only a trusted one.
+    @Test func trustedProxyHeadersNameTheClient() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let trusting = try RelayProcess(
+            databasePath: dir.path("trusting.sqlite"),
+            arguments: ["--trusted-proxy", "127.0.0.0/8", "--max-nameplates-per-address", "1"])
+        defer { trusting.stop() }
+        let untrusting = try RelayProcess(
+            databasePath: dir.path("untrusting.sqlite"), arguments: ["--max-nameplates-per-address", "1"])
+        defer { untrusting.stop() }
+        func address(_ relay: RelayProcess, forwardedFor: String) throws -> String? {
+            let client = try WireClient(relay.url, headers: ["X-Forwarded-For": forwardedFor])
+            defer { client.close() }
+            let welcome = client.welcome["welcome"] as? [String: Any]
+            return (welcome?["your-address"] as? [String: Any])?["ipv4"] as? String
+        }
+        #expect(try address(trusting, forwardedFor: "203.0.113.5") == "203.0.113.5")
+        #expect(try address(untrusting, forwardedFor: "203.0.113.5") == "127.0.0.1")
+
+        func allocate(_ relay: RelayProcess, forwardedFor: String) throws -> [String: Any] {
+            let client = try WireClient(relay.url, headers: ["X-Forwarded-For": forwardedFor])
+            try client.send(["type": "bind", "appid": Self.app, "side": "s-\(UUID().uuidString.prefix(6))"])
+            try client.send(["type": "allocate"])
+            return try client.nextReply()
+        }
+        #expect(try allocate(trusting, forwardedFor: "203.0.113.5")["type"] as? String == "allocated")
+        let second = try allocate(trusting, forwardedFor: "203.0.113.5")
+        #expect((second["error"] as? String ?? "").contains("too many open nameplates from your address"))
+        #expect(try allocate(trusting, forwardedFor: "198.51.100.9")["type"] as? String == "allocated")
+    }
+
     @Test func metricsAndHealth() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }

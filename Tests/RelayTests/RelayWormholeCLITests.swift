@@ -78,9 +78,10 @@ import Testing
         #expect(sender.finish() == 0)
     }
 
-    /// `kill -9` after the sender printed its code (its nameplate, mailbox and PAKE message
-    /// are acknowledged, so they must have been committed); the receiver starts while the relay
-    /// is down; the relay restarts on the same port and file; both clients reconnect and finish.
+    /// Both clients are mid-exchange when the relay dies: the sender (`--verify`) has the key
+    /// and waits at its verifier prompt, the receiver waits for the text. Both PAKE messages are
+    /// durable (seen in the database file) before `kill -9`; the relay restarts on the same port
+    /// and file; the sender is told "yes"; both clients reconnect and finish.
     @Test(.enabled(if: interop)) func bothClientsResumeAcrossAKillAndRestart() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }
@@ -89,21 +90,29 @@ import Testing
         let port = first.port
         let url = first.url
         let message = Self.text("restart")
-        let sender = try Wormhole(home: dir.path(""), relayURL: url, ["send", "--text", message])
+        let sender = try Wormhole(home: dir.path(""), relayURL: url, ["send", "--verify", "--text", message])
         let code = try sender.code()
+        let receiver = try Wormhole(home: dir.path(""), relayURL: url, ["receive", code])
+        // Both sides' PAKE messages are committed.
+        func pakeMessages() -> Int {
+            guard let storage = try? SQLiteRelayStorage(path: database), let snapshot = try? storage.load()
+            else {
+                return 0
+            }
+            storage.close()
+            return snapshot.mailboxes.values.map {
+                Set($0.messages.filter { $0.phase.rawValue == "pake" }.map(\.side)).count
+            }
+            .max() ?? 0
+        }
+        #expect(eventually(timeout: 30) { pakeMessages() == 2 })
+        usleep(300_000)
         first.stop(signal: SIGKILL)
         #expect(first.server.process.terminationReason == .uncaughtSignal)
-        // The allocation was answered, so it is on disk: the restart resumes it rather than the
-        // clients recreating it.
-        let storage = try SQLiteRelayStorage(path: database)
-        let snapshot = try storage.load()
-        storage.close()
-        let nameplate = String(code.split(separator: "-").first ?? "")
-        #expect(snapshot.nameplates.keys.contains { $0.name.rawValue == nameplate })
-        let receiver = try Wormhole(home: dir.path(""), relayURL: url, ["receive", code])
-        usleep(500_000)
+        #expect(pakeMessages() == 2, "acknowledged messages survive kill -9")
         let second = try RelayProcess(databasePath: database, port: port)
         defer { second.stop() }
+        try sender.process.send("yes")
         _ = try receiver.waitForLine(timeout: 90) { $0 == message }
         #expect(receiver.finish() == 0)
         #expect(sender.finish() == 0)
