@@ -60,6 +60,6 @@ let package = Package(
         .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "TestSupport"]),
         .testTarget(
             name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "Net", "TestSupport"]),
-        .testTarget(name: "ElevenCLITests", dependencies: ["CLISupport", "TestSupport"]),
+        .testTarget(name: "ElevenCLITests", dependencies: ["CLISupport", "Net", "TestSupport"]),
     ]
 )

@@ -210,14 +210,14 @@ final class ElevenServerProcess {
     let url: String
     private var stopped = false
 
-    init() throws {
+    init(arguments extra: [String] = [], scheme: String = "http") throws {
         let port = try TestSupport.freePort()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "eleven-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        url = "http://127.0.0.1:\(port)"
+        url = "\(scheme)://127.0.0.1:\(port)"
         process.executableURL = URL(fileURLWithPath: elevenServer)
-        process.arguments = ["--listen", "127.0.0.1:\(port)", "--quiet"]
+        process.arguments = ["--listen", "127.0.0.1:\(port)", "--quiet"] + extra
         process.environment = ProcessInfo.processInfo.environment.merging([
             "ELEVEN_SERVER_HOME": directory.path
         ]) { $1 }
@@ -226,27 +226,12 @@ final class ElevenServerProcess {
         try process.run()
         // Ready when the port accepts connections.
         let deadline = Date().addingTimeInterval(20)
-        while !Self.accepts(port) {
+        while !ServerProcess.accepts(port: port) {
             guard Date() < deadline, process.isRunning else {
                 stop()
                 throw TestSupportError.system("eleven-server did not start", 0)
             }
             usleep(20_000)
-        }
-    }
-
-    private static func accepts(_ port: UInt16) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
         }
     }
 

@@ -5,30 +5,9 @@ import Testing
 
 /// `wss://` served directly, and certificates reloaded on SIGHUP without dropping connections.
 @Suite(.serialized) struct RelayTLSTests {
-    /// A throw-away CA and a leaf for 127.0.0.1 signed by it, made with the `openssl` CLI.
+    /// A throw-away CA and a leaf for 127.0.0.1 signed by it (TestSupport).
     static func makeChain(_ dir: ScratchDirectory, _ name: String) throws {
-        func openssl(_ args: [String]) throws {
-            let result = try TestSupport.run("/usr/bin/openssl", args, timeout: 30)
-            #expect(result.status == 0, "openssl \(args.first ?? ""): \(result.stderr)")
-        }
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try openssl(
-            ["req", "-x509"] + ec + [
-                "-keyout", dir.path("\(name)-ca-key.pem"), "-out", dir.path("\(name)-ca.pem"), "-days", "2",
-                "-subj", "/CN=\(name) test CA",
-            ])
-        try openssl(
-            ["req"] + ec + [
-                "-keyout", dir.path("\(name)-key.pem"), "-out", dir.path("\(name).csr"), "-subj",
-                "/CN=\(name)",
-            ])
-        try "subjectAltName=IP:127.0.0.1\n".write(
-            toFile: dir.path("\(name).ext"), atomically: true, encoding: .utf8)
-        try openssl([
-            "x509", "-req", "-in", dir.path("\(name).csr"), "-CA", dir.path("\(name)-ca.pem"), "-CAkey",
-            dir.path("\(name)-ca-key.pem"), "-CAcreateserial", "-out", dir.path("\(name).pem"), "-days", "2",
-            "-extfile", dir.path("\(name).ext"),
-        ])
+        try TestSupport.makeCertificateChain(in: dir.url, name: name)
     }
 
     static func install(_ dir: ScratchDirectory, _ name: String) throws {
