@@ -170,19 +170,21 @@ extension SpaceService {
         var spaceName = row.spaceName ?? ""
         var avatar: String?
         var inviterName: String?
+        var head: EventHead?
         if row.shape != .setup, let space = try store.space(row.space) {
             spaceName = space.name
             avatar = space.avatarType == nil ? nil : "/api/server-avatar?space=\(space.id)"
-            if let inviter = row.inviter {
-                inviterName = try roster(space.id).everMember(inviter)?.name
-            }
+            let roster = try roster(space.id)
+            if let inviter = row.inviter { inviterName = roster.everMember(inviter)?.name }
+            head = EventHead(sequence: roster.nextSequence - 1, hash: roster.head.description)
         }
         return .json(
             KeyInviteWire.Invite(
                 id: row.id, space: row.space, shape: row.shape, sealed: Base64URL.encode(row.sealed),
                 spaceName: spaceName, avatar: avatar, sealedBranding: row.sealedBranding.map(Base64URL.encode),
                 inviter: row.inviter, inviterName: inviterName, inviteMember: row.inviteMember,
-                personName: row.personName, rights: row.rights, expiresAt: row.expiresAt, usesLeft: row.usesLeft))
+                personName: row.personName, rights: row.rights, expiresAt: row.expiresAt, usesLeft: row.usesLeft,
+                head: head))
     }
 
     // MARK: Claim

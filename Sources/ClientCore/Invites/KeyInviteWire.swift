@@ -88,12 +88,17 @@ public enum KeyInviteWire {
         public let rights: MemberRights
         public let expiresAt: Int64
         public let usesLeft: Int
+        /// The head of the space's membership chain (absent for setup invites), so a joiner can
+        /// sign the events that add them.
+        public let head: SpaceWire.EventHead?
 
         public init(
             id: KeyInviteID, space: SpaceID, shape: InviteShape, sealed: String, spaceName: String,
             avatar: String?, sealedBranding: String?, inviter: MemberID?, inviterName: String?,
-            inviteMember: MemberID?, personName: String?, rights: MemberRights, expiresAt: Int64, usesLeft: Int
+            inviteMember: MemberID?, personName: String?, rights: MemberRights, expiresAt: Int64, usesLeft: Int,
+            head: SpaceWire.EventHead?
         ) {
+            self.head = head
             self.id = id
             self.space = space
             self.shape = shape

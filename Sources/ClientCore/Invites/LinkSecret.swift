@@ -42,6 +42,9 @@ public struct LinkSecret: Sendable, Equatable, CustomStringConvertible, CustomDe
         self.secret = secret
     }
 
+    /// The 16 secret bytes (still redacted when printed).
+    public var secretBytes: SecretBytes { secret }
+
     private var base58Length: Int {
         secret.withUnsafeBytes { Base58.encode($0).utf8.count }
     }
