@@ -39,7 +39,8 @@ extension SpaceService {
     private func keyInviteRow(_ text: Substring) throws -> KeyInviteRow {
         guard let id = try? KeyInviteID(base64URL: String(text)), let row = try store.keyInvite(id) else {
             throw APIError.notFound(
-                "unknown_invite", "There is no such invite on this server. Check the link, or ask for a new one.")
+                "unknown_invite",
+                "There is no such invite on this server. Check the link, or ask for a new one.")
         }
         return row
     }
@@ -50,7 +51,9 @@ extension SpaceService {
             throw APIError(410, "invite_expired", "This invite has expired. Ask for a new one.")
         }
         guard row.usesLeft > 0 else {
-            throw APIError(410, "invite_used", "This invite has already been used. Invites work once: ask for a new one.")
+            throw APIError(
+                410, "invite_used", "This invite has already been used. Invites work once: ask for a new one."
+            )
         }
     }
 
@@ -60,7 +63,8 @@ extension SpaceService {
         let body = try decode(KeyInviteWire.MintRequest.self, from: request)
         let sealed = try bytes(body.sealed, field: "sealed")
         guard sealed.count >= 40, sealed.count <= Self.maximumSealedInviteBytes else {
-            throw APIError.badRequest("invalid_field", "Field sealed must be 40 to \(Self.maximumSealedInviteBytes) bytes.")
+            throw APIError.badRequest(
+                "invalid_field", "Field sealed must be 40 to \(Self.maximumSealedInviteBytes) bytes.")
         }
         let verifier = try bytes(body.verifier, field: "verifier")
         guard verifier.count == 32 else {
@@ -68,7 +72,8 @@ extension SpaceService {
         }
         guard body.expiresIn >= 60, body.expiresIn <= Self.maximumInviteLifetime else {
             throw APIError.badRequest(
-                "invalid_field", "Field expiresIn must be between 60 and \(Self.maximumInviteLifetime) seconds.")
+                "invalid_field",
+                "Field expiresIn must be between 60 and \(Self.maximumInviteLifetime) seconds.")
         }
         let singleUse = body.shape == .setup || body.shape == .device || body.shape == .dm
         guard body.uses >= 1, body.uses <= (singleUse ? 1 : Self.maximumInviteUses) else {
@@ -110,10 +115,12 @@ extension SpaceService {
             let roster = try roster(space.id)
             let held = roster.rights(of: member.id)
             guard held.contains(.invite) || held.contains(.admin) else {
-                throw APIError.forbidden("not_authorised", "Only members with the invite right may invite people.")
+                throw APIError.forbidden(
+                    "not_authorised", "Only members with the invite right may invite people.")
             }
             guard held.contains(.admin) || held.isSuperset(of: rights) else {
-                throw APIError.forbidden("not_authorised", "An invite may not grant rights its inviter lacks.")
+                throw APIError.forbidden(
+                    "not_authorised", "An invite may not grant rights its inviter lacks.")
             }
             // The invite's signer: added now by the inviter, with the invite right and the rights
             // it will grant, so that whoever claims it can add themselves without the inviter online.
@@ -149,7 +156,8 @@ extension SpaceService {
         }
         let current = try roster(space)
         let updated = try check { () throws(KeyModelError) in try current.applying(event) }
-        try store.insertEvent(space: space, sequence: event.sequence, hash: updated.head, json: try encodeEvent(event))
+        try store.insertEvent(
+            space: space, sequence: event.sequence, hash: updated.head, json: try encodeEvent(event))
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space, sequence: event.sequence)
@@ -181,9 +189,11 @@ extension SpaceService {
         return .json(
             KeyInviteWire.Invite(
                 id: row.id, space: row.space, shape: row.shape, sealed: Base64URL.encode(row.sealed),
-                spaceName: spaceName, avatar: avatar, sealedBranding: row.sealedBranding.map(Base64URL.encode),
+                spaceName: spaceName, avatar: avatar,
+                sealedBranding: row.sealedBranding.map(Base64URL.encode),
                 inviter: row.inviter, inviterName: inviterName, inviteMember: row.inviteMember,
-                personName: row.personName, rights: row.rights, expiresAt: row.expiresAt, usesLeft: row.usesLeft,
+                personName: row.personName, rights: row.rights, expiresAt: row.expiresAt,
+                usesLeft: row.usesLeft,
                 head: head))
     }
 
@@ -197,7 +207,8 @@ extension SpaceService {
         guard secret.count == 32, verifier.count == row.verifier.count,
             sodium_memcmp(verifier, row.verifier, verifier.count) == 0
         else {
-            throw APIError.forbidden("claim_invalid", "That is not the secret of this invite. Check the link.")
+            throw APIError.forbidden(
+                "claim_invalid", "That is not the secret of this invite. Check the link.")
         }
         try checkUsable(row)
         let claimed: KeyInviteWire.Claimed
@@ -220,10 +231,13 @@ extension SpaceService {
             guard let member = row.inviter, let record = try store.member(space: row.space, id: member),
                 record.removedSequence == nil
             else {
-                throw APIError.forbidden("not_member", "The member this device would join is no longer in the space.")
+                throw APIError.forbidden(
+                    "not_member", "The member this device would join is no longer in the space.")
             }
-            let token = try issueToken(space: row.space, member: member, label: body.deviceLabel, expiresIn: nil)
-            claimed = KeyInviteWire.Claimed(space: row.space, member: member, shape: .device, deviceToken: token)
+            let token = try issueToken(
+                space: row.space, member: member, label: body.deviceLabel, expiresIn: nil)
+            claimed = KeyInviteWire.Claimed(
+                space: row.space, member: member, shape: .device, deviceToken: token)
         }
         try store.useKeyInvite(row.id)
         return .json(claimed, status: 201)
@@ -250,13 +264,15 @@ extension SpaceService {
             record.rights == row.rights
         else {
             throw APIError.badRequest(
-                "invalid_event", "The first event must add you, signed by the invite, with the invite's rights.")
+                "invalid_event",
+                "The first event must add you, signed by the invite, with the invite's rights.")
         }
         if lastUse {
             guard case .memberRemoved(let removed) = events[1].change, removed == inviteMember,
                 events[1].signer == inviteMember
             else {
-                throw APIError.badRequest("invalid_event", "The second event must retire the invite's signer.")
+                throw APIError.badRequest(
+                    "invalid_event", "The second event must retire the invite's signer.")
             }
         }
         for event in events { try appendVerifiedEvent(event, space: row.space) }
@@ -267,7 +283,8 @@ extension SpaceService {
         let roster = try roster(row.space)
         for wrap in wraps {
             guard wrap.recipient == record.id, wrap.signer == record.keys.signing else {
-                throw APIError.forbidden("signer_mismatch", "A claim may only carry wraps from you to yourself.")
+                throw APIError.forbidden(
+                    "signer_mismatch", "A claim may only carry wraps from you to yourself.")
             }
             guard try store.thread(wrap.thread, space: row.space) != nil else {
                 throw APIError.notFound("unknown_thread", "A wrap names a thread that is not in this space.")
@@ -279,7 +296,9 @@ extension SpaceService {
             try store.insertWrap(wrap, now: now)
             pendingChanges.append(.wraps(space: row.space, thread: wrap.thread))
         }
-        let token = try issueToken(space: row.space, member: record.id, label: body.deviceLabel, expiresIn: nil)
-        return KeyInviteWire.Claimed(space: row.space, member: record.id, shape: row.shape, deviceToken: token)
+        let token = try issueToken(
+            space: row.space, member: record.id, label: body.deviceLabel, expiresIn: nil)
+        return KeyInviteWire.Claimed(
+            space: row.space, member: record.id, shape: row.shape, deviceToken: token)
     }
 }

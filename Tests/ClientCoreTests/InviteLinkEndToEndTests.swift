@@ -19,7 +19,10 @@ import Testing
             let port = try TestSupport.freePort()
             process = try ServerProcess(
                 TestSupport.productPath("eleven-server"),
-                ["--listen", "127.0.0.1:\(port)", "--db", directory.appendingPathComponent("space.sqlite").path],
+                [
+                    "--listen", "127.0.0.1:\(port)", "--db",
+                    directory.appendingPathComponent("space.sqlite").path,
+                ],
                 port: port)
         }
 
@@ -157,7 +160,8 @@ import Testing
         let session = try SpaceSession(saved: phone.saved, identity: phone.identity)
         let opened = try session.open(thread: nil)
         try session.send("from my phone", to: opened.thread.id, keys: opened.keys)
-        let read = try paul.read(opened.thread.id, roster: opened.roster, keys: try paul.threadKeys(roster: opened.roster))
+        let read = try paul.read(
+            opened.thread.id, roster: opened.roster, keys: try paul.threadKeys(roster: opened.roster))
         #expect(read.messages.last?.authorName == "Paul")
         #expect(Self.code { _ = try link.claim() } == "invite_used")
     }
@@ -189,7 +193,8 @@ import Testing
         let server = try RunningServer()
         let paul = try server.paulsSpace()
         for round in 0..<3 {
-            let link = try InviteLink.mint(.member, from: paul, options: InviteOptions(personName: "P\(round)"))
+            let link = try InviteLink.mint(
+                .member, from: paul, options: InviteOptions(personName: "P\(round)"))
             let results = Results()
             let group = DispatchGroup()
             let start = DispatchSemaphore(value: 0)
@@ -221,7 +226,8 @@ import Testing
         // A claim with the wrong secret for a real id is refused and changes nothing.
         let keys = link.secret.derive()
         let client = try SpaceClient(server: server.url)
-        let wrong = KeyInviteWire.ClaimRequest(claimSecret: Base64URL.encode([UInt8](repeating: 7, count: 32)))
+        let wrong = KeyInviteWire.ClaimRequest(
+            claimSecret: Base64URL.encode([UInt8](repeating: 7, count: 32)))
         #expect(Self.code { _ = try client.claimKeyInvite(keys.id, wrong) } == "claim_invalid")
         #expect(try link.inspect().usesLeft == 1)
         // A member without the invite right cannot mint.
@@ -252,7 +258,8 @@ import Testing
         let server = try RunningServer()
         let paul = try server.paulsSpace()
         var links = [
-            try InviteLink.mint(.member, from: paul, options: InviteOptions(personName: "Sam", sealedBranding: true)),
+            try InviteLink.mint(
+                .member, from: paul, options: InviteOptions(personName: "Sam", sealedBranding: true)),
             try InviteLink.mint(.dm, from: paul, options: InviteOptions(personName: "Lee")),
             try InviteLink.mint(.device, from: paul),
             try InviteLink.mintSetup(server: server.url, spaceName: "Club"),
@@ -280,7 +287,10 @@ import Testing
             if let brandingKey = link.brandingKey {
                 secrets.append(("branding key \(index)", brandingKey.secret.unredactedBytes()))
                 secrets.append(
-                    ("branding key \(index) base58", Array(Base58.encode(brandingKey.secret.unredactedBytes()).utf8)))
+                    (
+                        "branding key \(index) base58",
+                        Array(Base58.encode(brandingKey.secret.unredactedBytes()).utf8)
+                    ))
             }
         }
         for (label, secret) in secrets {

@@ -17,10 +17,14 @@ import Testing
         #expect(Base58.encode([0]) == "1")
         #expect(Base58.encode([0, 0, 0x28, 0x7F, 0xB4, 0xCD]) == "11233QC4")
         #expect(Base58.encode(Array("Hello World!".utf8)) == "2NEpo7TZRRrLZSi2U")
-        #expect(Base58.encode(Array("The quick brown fox jumps over the lazy dog.".utf8))
-            == "USm3fpXnKG5EUBx2ndxBDMPVciP5hGey2Jh4NDv6gmeo1LkMeiKrLJUUBk6Z")
-        #expect(Base58.encode([0x00, 0xEB, 0x15, 0x23, 0x1D, 0xFC, 0xEB, 0x60, 0x92, 0x58, 0x86, 0xB6, 0x7D,
-            0x06, 0x52, 0x99, 0x92, 0x59, 0x15, 0xAE, 0xB1, 0x72, 0xC0, 0x66, 0x47]) == "1NS17iag9jJgTHD1VXjvLCEnZuQ3rJDE9L")
+        #expect(
+            Base58.encode(Array("The quick brown fox jumps over the lazy dog.".utf8))
+                == "USm3fpXnKG5EUBx2ndxBDMPVciP5hGey2Jh4NDv6gmeo1LkMeiKrLJUUBk6Z")
+        #expect(
+            Base58.encode([
+                0x00, 0xEB, 0x15, 0x23, 0x1D, 0xFC, 0xEB, 0x60, 0x92, 0x58, 0x86, 0xB6, 0x7D,
+                0x06, 0x52, 0x99, 0x92, 0x59, 0x15, 0xAE, 0xB1, 0x72, 0xC0, 0x66, 0x47,
+            ]) == "1NS17iag9jJgTHD1VXjvLCEnZuQ3rJDE9L")
         #expect(try Base58.decode("2NEpo7TZRRrLZSi2U") == Array("Hello World!".utf8))
         #expect(try Base58.decode("11233QC4") == [0, 0, 0x28, 0x7F, 0xB4, 0xCD])
         #expect(try Base58.decode("") == [])
@@ -41,7 +45,9 @@ import Testing
 
     @Test(arguments: ["0", "O", "I", "l", "+", "/", " ", "é", "\u{0}"])
     func base58RefusesOutsideAlphabet(_ bad: String) {
-        #expect(throws: Base58.DecodeError.invalidCharacter(offset: 3)) { try Base58.decode("abc" + bad + "def") }
+        #expect(throws: Base58.DecodeError.invalidCharacter(offset: 3)) {
+            try Base58.decode("abc" + bad + "def")
+        }
     }
 
     @Test func base58RefusesHugeInput() {
@@ -140,7 +146,8 @@ import Testing
     }
 
     @Test func descriptionsRedact() throws {
-        let link = try InviteLink(parsing: "https://space.example/invite#Paul/\(Self.secretText)/\(Self.brandingText)")
+        let link = try InviteLink(
+            parsing: "https://space.example/invite#Paul/\(Self.secretText)/\(Self.brandingText)")
         for text in ["\(link)", String(reflecting: link), "\(link.secret)", "\(link.secret.derive())"] {
             #expect(!text.contains(Self.secretText))
             #expect(!text.contains(Self.brandingText))
@@ -198,13 +205,17 @@ import Testing
         Bad(text: "https://s/invite#%FF%FE/\(t)", code: .invalidName, part: .name),
         Bad(text: "https://s/invite#a%0Ab/\(t)", code: .invalidName, part: .name),
         Bad(text: "https://s/invite#a%00/\(t)", code: .invalidName, part: .name),
-        Bad(text: "https://s/invite#\(String(repeating: "n", count: 129))/\(t)", code: .invalidName, part: .name),
+        Bad(
+            text: "https://s/invite#\(String(repeating: "n", count: 129))/\(t)", code: .invalidName,
+            part: .name),
         Bad(text: "https://s/invite#a/\(t.dropLast())0", code: .invalidBase58, part: .secret),
         Bad(text: "https://s/invite#a/\(t.dropLast())l", code: .invalidBase58, part: .secret),
         Bad(text: "https://s/invite#a/\(t.dropLast(2))", code: .invalidSecret, part: .secret),
         Bad(text: "https://s/invite#a/\(t)zz", code: .invalidSecret, part: .secret),
         Bad(text: "https://s/invite#a/1111111111111111111111", code: .invalidSecret, part: .secret),
-        Bad(text: "https://s/invite#a/\(String(repeating: "z", count: 500))", code: .invalidBase58, part: .secret),
+        Bad(
+            text: "https://s/invite#a/\(String(repeating: "z", count: 500))", code: .invalidBase58,
+            part: .secret),
         Bad(text: "https://s/invite#a/\(t)/\(bk.dropLast(3))", code: .invalidBrandingKey, part: .brandingKey),
         Bad(text: "https://s/invite#a/\(t)/\(bk.dropLast())O", code: .invalidBase58, part: .brandingKey),
         Bad(text: "https://s/join/join#e1.\(t)", code: .missingSlot, part: .name),
@@ -218,7 +229,9 @@ import Testing
         Bad(text: "https://s/join/join#\(t)~a", code: .invalidBase58, part: .secret),
         Bad(text: "https://s/join/join#abc", code: .invalidSecret, part: .secret),
         Bad(text: "https://s/invite#" + String(repeating: "a/", count: 5000), code: .tooLong, part: .link),
-        Bad(text: "https://s/invite#" + String(repeating: "%", count: 1000) + "/\(t)", code: .invalidPercentEncoding, part: .name),
+        Bad(
+            text: "https://s/invite#" + String(repeating: "%", count: 1000) + "/\(t)",
+            code: .invalidPercentEncoding, part: .name),
     ]
 
     @Test(arguments: hostile)
@@ -232,8 +245,10 @@ import Testing
 
     @Test func randomGarbageNeverCrashes() {
         var random = SeededRandom(seed: 9)
-        let pieces = ["https://", "http://", "s.example", ":80", "/invite", "#", "/", "~", "e1.", "%", "%2F", "-",
-            "coral", "piano", "42", Self.t, "0", "é", "\u{0}", " ", Self.bk, "1", "zz"]
+        let pieces = [
+            "https://", "http://", "s.example", ":80", "/invite", "#", "/", "~", "e1.", "%", "%2F", "-",
+            "coral", "piano", "42", Self.t, "0", "é", "\u{0}", " ", Self.bk, "1", "zz",
+        ]
         for _ in 0..<400 {
             let count = Int(random.bytes(count: 1)[0] % 12)
             let text = (0..<count).map { _ in pieces[Int(random.bytes(count: 1)[0]) % pieces.count] }.joined()

@@ -13,7 +13,10 @@ import Testing
         var keys: LinkKeys { secret.derive() }
         var path: String { "/api/key-invite/\(keys.id)" }
         var claimBody: [String: Any] {
-            ["claimSecret": keys.claimSecret.withUnsafeBytes { Base64URL.encode($0) }, "deviceLabel": "phone"]
+            [
+                "claimSecret": keys.claimSecret.withUnsafeBytes { Base64URL.encode($0) },
+                "deviceLabel": "phone",
+            ]
         }
     }
 
@@ -23,7 +26,8 @@ import Testing
     ) -> KeyInviteWire.MintRequest {
         let keys = secret.derive()
         return KeyInviteWire.MintRequest(
-            id: keys.id, space: space, shape: shape, sealed: Base64URL.encode([UInt8](repeating: 9, count: sealedCount)),
+            id: keys.id, space: space, shape: shape,
+            sealed: Base64URL.encode([UInt8](repeating: 9, count: sealedCount)),
             verifier: Base64URL.encode(keys.verifier), expiresIn: expiresIn, uses: uses, spaceName: spaceName)
     }
 
@@ -31,7 +35,8 @@ import Testing
         let secret = LinkSecret.random()
         let reply = try space.harness.send(
             "POST", "/api/key-invite", token: member.token,
-            body: Array(try JSONEncoder().encode(mintRequest(secret, space: space.space, expiresIn: expiresIn))))
+            body: Array(
+                try JSONEncoder().encode(mintRequest(secret, space: space.space, expiresIn: expiresIn))))
         #expect(reply.status == 201, "\(reply.json)")
         return Filed(secret: secret)
     }
@@ -88,7 +93,8 @@ import Testing
         let sam = try space.add("Sam")
         let secret = LinkSecret.random()
         func send(_ request: KeyInviteWire.MintRequest, token: String?) throws -> Reply {
-            try harness.send("POST", "/api/key-invite", token: token, body: Array(try JSONEncoder().encode(request)))
+            try harness.send(
+                "POST", "/api/key-invite", token: token, body: Array(try JSONEncoder().encode(request)))
         }
         // A member invite without the invite right, without a token, with the admin token.
         let member = Self.mintRequest(secret, space: space.space, shape: .member)
@@ -102,7 +108,8 @@ import Testing
         #expect(try send(setup, token: nil).error == "space_exists")
         // A device invite for yourself is fine for any member; its id is then taken.
         #expect(try send(Self.mintRequest(secret, space: space.space), token: sam.token).status == 201)
-        #expect(try send(Self.mintRequest(secret, space: space.space), token: sam.token).error == "invite_exists")
+        #expect(
+            try send(Self.mintRequest(secret, space: space.space), token: sam.token).error == "invite_exists")
     }
 
     @Test func setupMintingHonoursTheCreationToken() throws {
@@ -134,35 +141,70 @@ import Testing
             ("wrong method", "DELETE", invite.path, [], nil, 405, "method_not_allowed"),
             ("unknown sub-route", "POST", invite.path + "/burn", [], nil, 404, "unknown_route"),
             ("no body", "POST", "/api/key-invite", [], owner, 400, "invalid_json"),
-            ("short verifier", "POST", "/api/key-invite", try mutated { $0["verifier"] = "AAAA" }, owner, 400,
-             "invalid_field"),
-            ("tiny payload", "POST", "/api/key-invite", try mutated { $0["sealed"] = "AAAA" }, owner, 400,
-             "invalid_field"),
-            ("huge payload", "POST", "/api/key-invite",
-             try mutated { $0["sealed"] = Base64URL.encode([UInt8](repeating: 1, count: 20_000)) }, owner, 400,
-             "invalid_field"),
-            ("too long", "POST", "/api/key-invite", try mutated { $0["expiresIn"] = 999_999_999 }, owner, 400,
-             "invalid_field"),
-            ("too short", "POST", "/api/key-invite", try mutated { $0["expiresIn"] = 1 }, owner, 400, "invalid_field"),
-            ("device uses", "POST", "/api/key-invite", try mutated { $0["uses"] = 2 }, owner, 400, "invalid_field"),
-            ("zero uses", "POST", "/api/key-invite", try mutated { $0["uses"] = 0 }, owner, 400, "invalid_field"),
-            ("bad shape", "POST", "/api/key-invite", try mutated { $0["shape"] = "admin" }, owner, 400,
-             "invalid_field"),
-            ("control name", "POST", "/api/key-invite", try mutated { $0["personName"] = "a\u{7}" }, owner, 400,
-             "invalid_field"),
-            ("unknown space", "POST", "/api/key-invite", try mutated { $0["space"] = SpaceID.random().base64URL },
-             owner, 404, "unknown_space"),
+            (
+                "short verifier", "POST", "/api/key-invite", try mutated { $0["verifier"] = "AAAA" }, owner,
+                400,
+                "invalid_field"
+            ),
+            (
+                "tiny payload", "POST", "/api/key-invite", try mutated { $0["sealed"] = "AAAA" }, owner, 400,
+                "invalid_field"
+            ),
+            (
+                "huge payload", "POST", "/api/key-invite",
+                try mutated { $0["sealed"] = Base64URL.encode([UInt8](repeating: 1, count: 20_000)) }, owner,
+                400,
+                "invalid_field"
+            ),
+            (
+                "too long", "POST", "/api/key-invite", try mutated { $0["expiresIn"] = 999_999_999 }, owner,
+                400,
+                "invalid_field"
+            ),
+            (
+                "too short", "POST", "/api/key-invite", try mutated { $0["expiresIn"] = 1 }, owner, 400,
+                "invalid_field"
+            ),
+            (
+                "device uses", "POST", "/api/key-invite", try mutated { $0["uses"] = 2 }, owner, 400,
+                "invalid_field"
+            ),
+            (
+                "zero uses", "POST", "/api/key-invite", try mutated { $0["uses"] = 0 }, owner, 400,
+                "invalid_field"
+            ),
+            (
+                "bad shape", "POST", "/api/key-invite", try mutated { $0["shape"] = "admin" }, owner, 400,
+                "invalid_field"
+            ),
+            (
+                "control name", "POST", "/api/key-invite", try mutated { $0["personName"] = "a\u{7}" }, owner,
+                400,
+                "invalid_field"
+            ),
+            (
+                "unknown space", "POST", "/api/key-invite",
+                try mutated { $0["space"] = SpaceID.random().base64URL },
+                owner, 404, "unknown_space"
+            ),
             ("claim without body", "POST", invite.path + "/claim", [], nil, 400, "invalid_json"),
-            ("claim bad secret encoding", "POST", invite.path + "/claim", Array(#"{"claimSecret":"%%"}"#.utf8), nil,
-             400, "invalid_field"),
-            ("claim short secret", "POST", invite.path + "/claim", Array(#"{"claimSecret":"AAAA"}"#.utf8), nil,
-             403, "claim_invalid"),
+            (
+                "claim bad secret encoding", "POST", invite.path + "/claim",
+                Array(#"{"claimSecret":"%%"}"#.utf8), nil,
+                400, "invalid_field"
+            ),
+            (
+                "claim short secret", "POST", invite.path + "/claim", Array(#"{"claimSecret":"AAAA"}"#.utf8),
+                nil,
+                403, "claim_invalid"
+            ),
         ]
         let before = try harness.dump()
         for (name, method, target, body, token, status, code) in cases {
             var headers: [String: String] = [:]
             if let token { headers["Authorization"] = "Bearer \(token)" }
-            let response = harness.api.handle(APIRequest(method: method, target: target, headers: headers, body: body))
+            let response = harness.api.handle(
+                APIRequest(method: method, target: target, headers: headers, body: body))
             let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
             #expect(response.status == status, "\(name): \(String(decoding: response.body, as: UTF8.self))")
             #expect(object?["error"] as? String == code, "\(name)")
@@ -180,10 +222,13 @@ import Testing
         let secret = LinkSecret.random()
         let keys = secret.derive()
         let request = KeyInviteWire.MintRequest(
-            id: keys.id, space: space.space, shape: .member, sealed: Base64URL.encode([UInt8](repeating: 3, count: 64)),
-            verifier: Base64URL.encode(keys.verifier), expiresIn: 3600, uses: 1, rights: [], inviteEvent: event)
+            id: keys.id, space: space.space, shape: .member,
+            sealed: Base64URL.encode([UInt8](repeating: 3, count: 64)),
+            verifier: Base64URL.encode(keys.verifier), expiresIn: 3600, uses: 1, rights: [],
+            inviteEvent: event)
         let minted = try harness.send(
-            "POST", "/api/key-invite", token: space.owner.token, body: Array(try JSONEncoder().encode(request)))
+            "POST", "/api/key-invite", token: space.owner.token,
+            body: Array(try JSONEncoder().encode(request)))
         #expect(minted.status == 201, "\(minted.json)")
         try space.roster.apply(event)
         let challenge = try harness.send("POST", "\(space.base)/sign-in/challenge")

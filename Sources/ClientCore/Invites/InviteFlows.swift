@@ -70,7 +70,8 @@ extension InviteLink {
     ) throws(SpaceClientError) -> InviteLink {
         guard shape != .setup else {
             throw SpaceClientError(
-                .rejected, code: "invalid_shape", message: "A setup invite is minted with mintSetup(server:…).")
+                .rejected, code: "invalid_shape",
+                message: "A setup invite is minted with mintSetup(server:…).")
         }
         let saved = session.saved
         let roster = try session.roster()
@@ -96,7 +97,8 @@ extension InviteLink {
                 let thread = ThreadID.random()
                 let key = ThreadKey.random()
                 guard let me = roster.members[saved.member] else {
-                    throw SpaceClientError(.refused, code: "not_member", message: "You are not a member of \(saved.name).")
+                    throw SpaceClientError(
+                        .refused, code: "not_member", message: "You are not a member of \(saved.name).")
                 }
                 let title = options.personName.map { "\(SpaceSession.label(me)) & \($0)" } ?? "direct"
                 let sealedName = session.identity.encrypt(
@@ -104,7 +106,8 @@ extension InviteLink {
                 let metadata = (try? JSONEncoder().encode(sealedName)).map { Array($0) }
                 try session.client.createThread(
                     saved.space, thread: thread,
-                    wraps: [session.identity.wrap(key, for: me, in: saved.space, thread: thread)], metadata: metadata)
+                    wraps: [session.identity.wrap(key, for: me, in: saved.space, thread: thread)],
+                    metadata: metadata)
                 payload.threads = [(thread, key)]
             } else {
                 payload.threads = try session.threadKeys(roster: roster).sorted { $0.key < $1.key }
@@ -113,7 +116,8 @@ extension InviteLink {
             // The invite's signer: admitted now, it admits whoever claims the link.
             let signer = DeviceIdentity.generate()
             let record = MemberRecord(
-                id: .random(), keys: signer.publicKeys, rights: options.rights.union(.invite), name: "(invite)")
+                id: .random(), keys: signer.publicKeys, rights: options.rights.union(.invite),
+                name: "(invite)")
             do throws(KeyModelError) {
                 inviteEvent = try roster.nextEvent(.memberAdded(record), signedBy: session.identity)
             } catch {
@@ -135,7 +139,9 @@ extension InviteLink {
                 verifier: Base64URL.encode(keys.verifier), expiresIn: options.expiresIn,
                 uses: shape == .member ? options.uses : 1, personName: options.personName,
                 rights: shape == .device ? nil : options.rights, inviteEvent: inviteEvent,
-                sealedBranding: brandingKey.map { Base64URL.encode(SealedBranding.seal(saved.name, key: $0, id: keys.id)) }))
+                sealedBranding: brandingKey.map {
+                    Base64URL.encode(SealedBranding.seal(saved.name, key: $0, id: keys.id))
+                }))
         return InviteLink(
             server: session.client.server, name: options.personName ?? saved.name, secret: secret,
             brandingKey: brandingKey)
@@ -144,7 +150,8 @@ extension InviteLink {
     /// Mints a setup invite: whoever claims it first creates the space named `spaceName` on
     /// `server` as its owner. Needs the server's creation token when it has one.
     public static func mintSetup(
-        server: String, spaceName: String, creationToken: String? = nil, options: InviteOptions = InviteOptions()
+        server: String, spaceName: String, creationToken: String? = nil,
+        options: InviteOptions = InviteOptions()
     ) throws(SpaceClientError) -> InviteLink {
         let client = try SpaceClient(server: server, token: creationToken)
         let secret = LinkSecret.random()
@@ -177,21 +184,29 @@ extension InviteLink {
         }
         return InviteCard(
             server: server, space: invite.space, spaceName: spaceName, avatar: invite.avatar,
-            suggestedName: invite.personName ?? name, inviter: invite.inviter, inviterName: invite.inviterName,
+            suggestedName: invite.personName ?? name, inviter: invite.inviter,
+            inviterName: invite.inviterName,
             shape: invite.shape, expiresAt: invite.expiresAt, usesLeft: invite.usesLeft, isSealed: sealed)
     }
 
     /// The invite, checked to open with this link's key.
     private func fetch(_ keys: LinkKeys) throws(SpaceClientError) -> KeyInviteWire.Invite {
         let invite = try SpaceClient(server: server).keyInvite(keys.id)
-        guard invite.id == keys.id else { throw InvitePayload.unreadable("the server answered for another invite") }
+        guard invite.id == keys.id else {
+            throw InvitePayload.unreadable("the server answered for another invite")
+        }
         _ = try payload(of: invite, keys)
         return invite
     }
 
-    private func payload(of invite: KeyInviteWire.Invite, _ keys: LinkKeys) throws(SpaceClientError) -> InvitePayload {
-        guard let sealed = Base64URL.decode(invite.sealed) else { throw InvitePayload.unreadable("it is not base64url") }
-        return try InvitePayload.open(sealed, id: keys.id, shape: invite.shape, space: invite.space, wrapKey: keys.wrapKey)
+    private func payload(of invite: KeyInviteWire.Invite, _ keys: LinkKeys) throws(SpaceClientError)
+        -> InvitePayload
+    {
+        guard let sealed = Base64URL.decode(invite.sealed) else {
+            throw InvitePayload.unreadable("it is not base64url")
+        }
+        return try InvitePayload.open(
+            sealed, id: keys.id, shape: invite.shape, space: invite.space, wrapKey: keys.wrapKey)
     }
 
     // MARK: Claim
@@ -213,10 +228,12 @@ extension InviteLink {
             let invite = try client.keyInvite(keys.id)
             let payload = try payload(of: invite, keys)
             do throws(SpaceClientError) {
-                return try claim(invite, payload, keys, client, identity: identity, name: name, deviceLabel: deviceLabel)
+                return try claim(
+                    invite, payload, keys, client, identity: identity, name: name, deviceLabel: deviceLabel)
             } catch {
                 // Another claim of a multi-use invite moved the roster on: build on the new head.
-                guard attempt < 4, error.code == "event_out_of_order" || error.code == "event_chain_broken" else {
+                guard attempt < 4, error.code == "event_out_of_order" || error.code == "event_chain_broken"
+                else {
                     throw error
                 }
             }
@@ -232,10 +249,13 @@ extension InviteLink {
         case .setup:
             let genesis = identity.createSpace(invite.space, as: .random(), ownerName: name ?? "")
             let claimed = try client.claimKeyInvite(
-                keys.id, KeyInviteWire.ClaimRequest(claimSecret: claimSecret, genesis: genesis, deviceLabel: deviceLabel))
+                keys.id,
+                KeyInviteWire.ClaimRequest(
+                    claimSecret: claimSecret, genesis: genesis, deviceLabel: deviceLabel))
             let saved = SavedSpace(
                 space: claimed.space, name: invite.spaceName, server: server, member: claimed.member,
-                ownerSigningKey: identity.publicKeys.signing.description, deviceToken: claimed.deviceToken.token,
+                ownerSigningKey: identity.publicKeys.signing.description,
+                deviceToken: claimed.deviceToken.token,
                 adminToken: claimed.adminToken)
             let thread = try SpaceSession(saved: saved, identity: identity).createThread(
                 named: SpaceSession.defaultThreadName)
@@ -249,7 +269,8 @@ extension InviteLink {
                 id: .random(), keys: identity.publicKeys, rights: invite.rights,
                 name: name ?? invite.personName ?? self.name ?? "")
             let added = MembershipEvent.make(
-                space: invite.space, sequence: head.sequence + 1, previous: previous, change: .memberAdded(record),
+                space: invite.space, sequence: head.sequence + 1, previous: previous,
+                change: .memberAdded(record),
                 signer: signerID, identity: signer)
             var events = [added]
             if invite.usesLeft == 1 {
@@ -265,8 +286,10 @@ extension InviteLink {
                 keys.id,
                 KeyInviteWire.ClaimRequest(
                     claimSecret: claimSecret, events: events, wraps: wraps, deviceLabel: deviceLabel))
-            let saved = try verifiedSave(invite, payload, member: record.id, identity: identity, claimed: claimed)
-            return ClaimedInvite(saved: saved, identity: identity, shape: invite.shape, thread: payload.threads.first?.0)
+            let saved = try verifiedSave(
+                invite, payload, member: record.id, identity: identity, claimed: claimed)
+            return ClaimedInvite(
+                saved: saved, identity: identity, shape: invite.shape, thread: payload.threads.first?.0)
         case .device:
             guard let adopted = payload.identity, let member = payload.member else {
                 throw InvitePayload.unreadable("it lacks the identity to adopt")
@@ -284,9 +307,11 @@ extension InviteLink {
         _ invite: KeyInviteWire.Invite, _ payload: InvitePayload, member: MemberID, identity: DeviceIdentity,
         claimed: KeyInviteWire.Claimed
     ) throws(SpaceClientError) -> SavedSpace {
-        guard claimed.space == invite.space, claimed.member == member, let ownerKey = payload.ownerSigningKey else {
+        guard claimed.space == invite.space, claimed.member == member, let ownerKey = payload.ownerSigningKey
+        else {
             throw SpaceClientError(
-                .verification, code: "invalid_response", message: "\(server) answered the claim for someone else.")
+                .verification, code: "invalid_response",
+                message: "\(server) answered the claim for someone else.")
         }
         let saved = SavedSpace(
             space: invite.space, name: invite.spaceName, server: server, member: member,

@@ -142,7 +142,8 @@ public enum InviteReference: Sendable, Equatable {
     }
 
     private static let notALink = InviteLinkError(
-        .notALink, part: .link, "That is not an invite link: it should start with https:// and contain \"#\".")
+        .notALink, part: .link, "That is not an invite link: it should start with https:// and contain \"#\"."
+    )
 
     /// `scheme://host[:port]` from the part before `#` (the path is not used).
     private static func server(_ base: String) throws(InviteLinkError) -> String {
@@ -163,24 +164,30 @@ public enum InviteReference: Sendable, Equatable {
         var host = Substring(authority)
         if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
             let port = authority[authority.index(after: colon)...]
-            guard port.allSatisfy({ ("0"..."9").contains($0) }), let number = Int(port), (1...65535).contains(number)
+            guard port.allSatisfy({ ("0"..."9").contains($0) }), let number = Int(port),
+                (1...65535).contains(number)
             else {
-                throw InviteLinkError(.invalidHost, part: .host, "The port in that link is not a number from 1 to 65535.")
+                throw InviteLinkError(
+                    .invalidHost, part: .host, "The port in that link is not a number from 1 to 65535.")
             }
             host = authority[..<colon]
         }
         let allowed = host.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII
-                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || ".-[]:".unicodeScalars.contains(scalar))
+                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                    || ".-[]:".unicodeScalars.contains(scalar))
         }
         guard !host.isEmpty, allowed, !host.contains("@") else {
             throw InviteLinkError(
-                .invalidHost, part: .host, "The server name in that link has characters a host name cannot have.")
+                .invalidHost, part: .host,
+                "The server name in that link has characters a host name cannot have.")
         }
         return scheme + "://" + authority.lowercased()
     }
 
-    private static func current(server: String, fragment: Substring) throws(InviteLinkError) -> InviteReference {
+    private static func current(server: String, fragment: Substring) throws(InviteLinkError)
+        -> InviteReference
+    {
         let slots = fragment.split(separator: "/", omittingEmptySubsequences: false)
         guard slots.count <= 3 else {
             throw InviteLinkError(
@@ -233,10 +240,12 @@ public enum InviteReference: Sendable, Equatable {
         let secret = try secret(slots[0], ordinal: "")
         let name = try decodeName(slots[1])
         let brandingKey = slots.count == 3 ? try brandingKey(slots[2]) : nil
-        return InviteLink(server: server, name: name, secret: secret, brandingKey: brandingKey, format: .legacyE1)
+        return InviteLink(
+            server: server, name: name, secret: secret, brandingKey: brandingKey, format: .legacyE1)
     }
 
-    private static func base58(_ text: Substring, part: InviteLinkError.Part, noun: String) throws(InviteLinkError)
+    private static func base58(_ text: Substring, part: InviteLinkError.Part, noun: String)
+        throws(InviteLinkError)
         -> [UInt8]
     {
         do throws(Base58.DecodeError) {
@@ -245,7 +254,8 @@ public enum InviteReference: Sendable, Equatable {
             switch error {
             case .tooLong(let length):
                 throw InviteLinkError(
-                    .invalidBase58, part: part, "The \(noun) in that link is \(length) characters long, far too long.")
+                    .invalidBase58, part: part,
+                    "The \(noun) in that link is \(length) characters long, far too long.")
             case .invalidCharacter(let offset):
                 throw InviteLinkError(
                     .invalidBase58, part: part,
@@ -305,7 +315,8 @@ public enum InviteReference: Sendable, Equatable {
             throw InviteLinkError(.invalidName, part: .name, "The name in that link is not valid UTF-8 text.")
         }
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw InviteLinkError(.invalidName, part: .name, "The name in that link contains control characters.")
+            throw InviteLinkError(
+                .invalidName, part: .name, "The name in that link contains control characters.")
         }
         guard bytes.count <= MemberRecord.maximumNameByteCount else {
             throw InviteLinkError(
@@ -334,10 +345,15 @@ public enum InviteReference: Sendable, Equatable {
         var output = ""
         for byte in text.utf8 {
             let scalar = Unicode.Scalar(byte)
-            if scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-._~".unicodeScalars.contains(scalar)) {
+            if scalar.isASCII
+                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                    || "-._~".unicodeScalars.contains(scalar))
+            {
                 output.unicodeScalars.append(scalar)
             } else {
-                output += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+                output +=
+                    "%" + String(byte >> 4, radix: 16, uppercase: true)
+                    + String(byte & 0xF, radix: 16, uppercase: true)
             }
         }
         return output

@@ -35,7 +35,9 @@ public struct InviteLinkError: Error, Sendable, Equatable, CustomStringConvertib
 
     /// The part of the link that is wrong.
     public enum Part: String, Sendable, Equatable {
-        case link, host, fragment, name, secret, brandingKey = "branding_key", shortCode = "short_code"
+        case link, host, fragment, name, secret
+        case brandingKey = "branding_key"
+        case shortCode = "short_code"
     }
 
     public let code: Code

@@ -49,7 +49,8 @@ struct InvitePayload: Sendable {
         plain.withUnsafeBytes { p in
             wrapKey.withUnsafeBytes { k in
                 _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    &ciphertext, &produced, p.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(p.count),
+                    &ciphertext, &produced, p.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    UInt64(p.count),
                     aad, UInt64(aad.count), nil, nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
@@ -61,7 +62,8 @@ struct InvitePayload: Sendable {
             var offset = 0
             func put(_ bytes: some ReadableBytes) {
                 bytes.withReadableBytes { source in
-                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<offset + source.count]).copyMemory(from: source)
+                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<offset + source.count]).copyMemory(
+                        from: source)
                     offset += source.count
                 }
             }
@@ -81,7 +83,9 @@ struct InvitePayload: Sendable {
     }
 
     /// Opens and parses a sealed payload; any tampering or mismatch is an error, never a guess.
-    static func open(_ sealed: [UInt8], id: KeyInviteID, shape: InviteShape, space: SpaceID, wrapKey: SecretBytes)
+    static func open(
+        _ sealed: [UInt8], id: KeyInviteID, shape: InviteShape, space: SpaceID, wrapKey: SecretBytes
+    )
         throws(SpaceClientError) -> InvitePayload
     {
         Sodium.ensureInitialized()
@@ -103,7 +107,8 @@ struct InvitePayload: Sendable {
         return try parse(plain, shape: shape, space: space)
     }
 
-    private static func parse(_ plain: SecretBytes, shape: InviteShape, space: SpaceID) throws(SpaceClientError)
+    private static func parse(_ plain: SecretBytes, shape: InviteShape, space: SpaceID)
+        throws(SpaceClientError)
         -> InvitePayload
     {
         let header: [UInt8] = plain.withUnsafeBytes { Array($0.prefix(18)) }

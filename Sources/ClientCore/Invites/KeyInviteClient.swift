@@ -3,7 +3,9 @@ import PAKE
 
 extension SpaceClient {
     /// `POST /api/key-invite`: files a full-length invite.
-    public func mintKeyInvite(_ request: KeyInviteWire.MintRequest) throws(SpaceClientError) -> KeyInviteWire.Minted {
+    public func mintKeyInvite(_ request: KeyInviteWire.MintRequest) throws(SpaceClientError)
+        -> KeyInviteWire.Minted
+    {
         try call(.post, "/api/key-invite", body: request)
     }
 
@@ -13,7 +15,8 @@ extension SpaceClient {
     }
 
     /// `POST /api/key-invite/{id}/claim`.
-    public func claimKeyInvite(_ id: KeyInviteID, _ request: KeyInviteWire.ClaimRequest) throws(SpaceClientError)
+    public func claimKeyInvite(_ id: KeyInviteID, _ request: KeyInviteWire.ClaimRequest)
+        throws(SpaceClientError)
         -> KeyInviteWire.Claimed
     {
         try call(.post, "/api/key-invite/\(id.base64URL)/claim", body: request)

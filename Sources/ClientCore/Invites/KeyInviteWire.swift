@@ -95,7 +95,8 @@ public enum KeyInviteWire {
         public init(
             id: KeyInviteID, space: SpaceID, shape: InviteShape, sealed: String, spaceName: String,
             avatar: String?, sealedBranding: String?, inviter: MemberID?, inviterName: String?,
-            inviteMember: MemberID?, personName: String?, rights: MemberRights, expiresAt: Int64, usesLeft: Int,
+            inviteMember: MemberID?, personName: String?, rights: MemberRights, expiresAt: Int64,
+            usesLeft: Int,
             head: SpaceWire.EventHead?
         ) {
             self.head = head
