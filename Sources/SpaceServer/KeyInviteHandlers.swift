@@ -45,6 +45,16 @@ extension SpaceService {
         return row
     }
 
+    /// An invite whose inviter has left or was removed is void: what they sealed is no longer
+    /// theirs to give.
+    private func checkInviter(_ row: KeyInviteRow) throws {
+        guard row.shape != .setup, let inviter = row.inviter else { return }
+        guard try roster(row.space).members[inviter] != nil else {
+            throw APIError(
+                410, "inviter_removed", "The person who made this invite is no longer in the space.")
+        }
+    }
+
     /// Expired and used-up invites are refused with distinct codes (410).
     private func checkUsable(_ row: KeyInviteRow) throws(APIError) {
         guard now < row.expiresAt else {
@@ -175,6 +185,7 @@ extension SpaceService {
 
     func showKeyInvite(_ row: KeyInviteRow) throws -> APIResponse {
         try checkUsable(row)
+        try checkInviter(row)
         var spaceName = row.spaceName ?? ""
         var avatar: String?
         var inviterName: String?
@@ -211,6 +222,7 @@ extension SpaceService {
                 "claim_invalid", "That is not the secret of this invite. Check the link.")
         }
         try checkUsable(row)
+        try checkInviter(row)
         let claimed: KeyInviteWire.Claimed
         switch row.shape {
         case .setup:

@@ -238,6 +238,21 @@ import Testing
         _ = try InviteLink.mint(.device, from: samSession).claim()
     }
 
+    @Test func invitesDieWithTheirInvitersMembership() throws {
+        let server = try RunningServer()
+        let paul = try server.paulsSpace()
+        let leeIdentity = DeviceIdentity.generate()
+        let lee = try paul.addMember(keys: leeIdentity.publicKeys, name: "Lee", rights: .invite)
+        let leeSaved = try SpaceSession.join(
+            server: server.url, space: paul.saved.space, member: lee.id, identity: leeIdentity)
+        let leeSession = try SpaceSession(saved: leeSaved, identity: leeIdentity)
+        let link = try InviteLink.mint(.member, from: leeSession, options: InviteOptions(personName: "Sam"))
+        #expect(try link.inspect().inviterName == "Lee")
+        try paul.removeMember(lee.id)
+        #expect(Self.code { _ = try link.inspect() } == "inviter_removed")
+        #expect(Self.code { _ = try link.claim() } == "inviter_removed")
+    }
+
     @Test func sealedBrandingNeedsTheLinkKey() throws {
         let server = try RunningServer()
         let paul = try server.paulsSpace()

@@ -243,6 +243,37 @@ import Testing
         #expect(error.map { !$0.message.contains(Self.t) && !$0.message.contains(Self.t.prefix(12)) } == true)
     }
 
+    @Test func mutatedLinksParseExactlyOrFailPrecisely() {
+        var random = SeededRandom(seed: 11)
+        let valid = "https://s.example/invite#Zo%C3%AB/\(Self.t)/\(Self.bk)"
+        let original = try? InviteLink(parsing: valid)
+        #expect(original != nil)
+        let alphabet = Array("/~.%#-0Il1zA é:".unicodeScalars)
+        for _ in 0..<400 {
+            var scalars = Array(valid.unicodeScalars)
+            let roll = random.bytes(count: 3)
+            let position = Int(roll[0]) % scalars.count
+            switch roll[1] % 3 {
+            case 0: scalars[position] = alphabet[Int(roll[2]) % alphabet.count]
+            case 1: scalars.remove(at: position)
+            default: scalars.insert(alphabet[Int(roll[2]) % alphabet.count], at: position)
+            }
+            var text = ""
+            text.unicodeScalars.append(contentsOf: scalars)
+            do {
+                let parsed = try InviteReference(parsing: text)
+                // Whatever still parses is a well-formed reference, never a silent guess at the old secret
+                // from a changed secret slot.
+                if case .link(let link) = parsed, link.secret == original?.secret {
+                    #expect(text.contains(Self.t), "\(text)")
+                }
+            } catch {
+                #expect(!error.message.isEmpty)
+                #expect(!error.message.contains(Self.t))
+            }
+        }
+    }
+
     @Test func randomGarbageNeverCrashes() {
         var random = SeededRandom(seed: 9)
         let pieces = [
