@@ -103,6 +103,12 @@ import Testing
         let paulRead = try paul.read(paulOpened.thread.id, roster: paulOpened.roster, keys: paulOpened.keys)
         #expect(paulRead.messages.map(\.authorName) == ["Paul", "Sam Smith"])
 
+        // The card tells a device that already saved the space.
+        var saved = SavedSpaces()
+        #expect(card.alreadySaved(in: saved) == nil)
+        saved.save(sam.saved)
+        #expect(card.alreadySaved(in: saved) == sam.saved)
+
         // Used: a second claim and a second look are refused with their own code.
         #expect(Self.code { _ = try link.claim() } == "invite_used")
         #expect(Self.code { _ = try link.inspect() } == "invite_used")

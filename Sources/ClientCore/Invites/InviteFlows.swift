@@ -47,6 +47,14 @@ public struct InviteCard: Sendable, Equatable {
     public let isSealed: Bool
 }
 
+extension InviteCard {
+    /// The saved space this invite leads to, if this device has it already: joining again would
+    /// change nothing, so say so instead of claiming.
+    public func alreadySaved(in spaces: SavedSpaces) -> SavedSpace? {
+        spaces.spaces.first { $0.space == space }
+    }
+}
+
 /// What claiming an invite gave this device.
 public struct ClaimedInvite: Sendable {
     /// What to save in the spaces list.
