@@ -12,6 +12,15 @@ enum ExpectedEvent {
 // Spaces, branding, members, events, tokens.
 extension SpaceService {
     func createSpace(_ request: APIRequest) throws -> APIResponse {
+        try checkCreationToken(request)
+        let body = try decode(CreateSpaceBody.self, from: request)
+        return .json(
+            try bootstrapSpace(name: body.name, genesis: body.genesis, deviceLabel: body.deviceLabel),
+            status: 201)
+    }
+
+    /// When the server is configured with a creation token, the request must carry it.
+    func checkCreationToken(_ request: APIRequest) throws {
         if let required = configuration.spaceCreationToken {
             let given = request.header("Authorization").map { String($0.dropFirst("Bearer ".count)) } ?? ""
             let a = Array(given.utf8)
@@ -21,35 +30,36 @@ extension SpaceService {
                     "token_invalid", "Creating a space on this server needs its creation token.")
             }
         }
-        let body = try decode(CreateSpaceBody.self, from: request)
-        try checkName(body.name, field: "name", allowEmpty: false)
-        let roster = try check { () throws(KeyModelError) in try Roster(genesis: body.genesis) }
+    }
+
+    /// Creates a space from its owner's self-signed first event (a `POST /api/spaces`, or the
+    /// claim of a setup invite): the space, its owner, the event, an admin token and the owner's
+    /// first device token.
+    func bootstrapSpace(name: String, genesis: MembershipEvent, deviceLabel: String?) throws -> CreatedSpace {
+        try checkName(name, field: "name", allowEmpty: false)
+        let roster = try check { () throws(KeyModelError) in try Roster(genesis: genesis) }
         guard try store.space(roster.space) == nil else {
             throw APIError.conflict("space_exists", "A space with that id already exists.")
         }
-        guard case .spaceCreated(let owner) = body.genesis.change else {
+        guard case .spaceCreated(let owner) = genesis.change else {
             throw APIError.badRequest("invalid_event", "The first event must create the space.")
         }
         var adminRaw = Self.randomBytes(32)
         defer { sodium_memzero(&adminRaw, adminRaw.count) }
         try store.insertSpace(
-            roster.space, name: body.name, owner: owner, adminTokenHash: Self.hashToken(adminRaw), now: now)
+            roster.space, name: name, owner: owner, adminTokenHash: Self.hashToken(adminRaw), now: now)
         try store.insertMember(roster.members[owner.id] ?? owner, space: roster.space, sequence: 0)
         try store.insertEvent(
-            space: roster.space, sequence: 0, hash: roster.head, json: try encodeEvent(body.genesis))
-        let token = try issueToken(
-            space: roster.space, member: owner.id, label: body.deviceLabel, expiresIn: nil)
+            space: roster.space, sequence: 0, hash: roster.head, json: try encodeEvent(genesis))
+        let token = try issueToken(space: roster.space, member: owner.id, label: deviceLabel, expiresIn: nil)
         pendingRosters[roster.space] = roster
         pendingChanges.append(.membership(space: roster.space, sequence: 0))
-        return .json(
-            CreatedSpace(
-                space: roster.space, adminToken: Base64URL.encode(adminRaw), owner: owner.id,
-                deviceToken: token,
-                head: EventHead(sequence: 0, hash: roster.head.description)),
-            status: 201)
+        return CreatedSpace(
+            space: roster.space, adminToken: Base64URL.encode(adminRaw), owner: owner.id, deviceToken: token,
+            head: EventHead(sequence: 0, hash: roster.head.description))
     }
 
-    private func encodeEvent(_ event: MembershipEvent) throws -> String {
+    func encodeEvent(_ event: MembershipEvent) throws -> String {
         String(decoding: try APIResponse.encoder.encode(event), as: UTF8.self)
     }
 
@@ -288,6 +298,10 @@ extension SpaceService {
         guard let member = try store.member(space: space.id, id: proof.member), member.removedSequence == nil
         else {
             throw APIError.forbidden("not_member", "That member is not a member of this space.")
+        }
+        // An invite's signer exists only to admit the people who claim the invite.
+        guard try !store.isInviteMember(space: space.id, member: proof.member) else {
+            throw APIError.forbidden("not_member", "That member is an invite, which cannot sign in.")
         }
         try check { () throws(KeyModelError) in try proof.verify(signingKey: member.record.keys.signing) }
         return .json(

@@ -21,6 +21,7 @@ extension SpaceService {
         default:
             break
         }
+        if rest[0] == "key-invite" { return try routeKeyInvite(request, rest, method: method) }
         guard rest.count >= 2, rest[0] == "spaces" else { throw Self.unknownRoute }
         let tail = Array(rest.dropFirst(2))
         // Check the shape of the route before touching the store, so unknown routes are 404s

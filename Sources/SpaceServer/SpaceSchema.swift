@@ -99,11 +99,32 @@ enum SpaceSchema {
             expires_at INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 3: full-length invite links. The id is derived from the link's secret; the payload is
+        // sealed under a key the server never sees; `verifier` is a hash of the claim secret.
+        """
+        CREATE TABLE key_invites (
+            id BLOB PRIMARY KEY,
+            space_id BLOB NOT NULL,
+            shape TEXT NOT NULL,
+            sealed BLOB NOT NULL,
+            verifier BLOB NOT NULL,
+            inviter BLOB,
+            invite_member BLOB,
+            rights INTEGER NOT NULL,
+            person_name TEXT,
+            space_name TEXT,
+            sealed_branding BLOB,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            uses_left INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX key_invites_member ON key_invites(space_id, invite_member);
+        """,
     ]
 
     /// Every table, for dumps.
     static let tables = [
         "spaces", "members", "device_tokens", "events", "threads", "wraps", "messages", "inbox",
-        "sign_in_challenges",
+        "sign_in_challenges", "key_invites",
     ]
 }

@@ -5,7 +5,7 @@
 /// (``init(genesis:)``) on a server that then checks each new event with ``apply(_:)``.
 /// Rules: only the owner, admins and members with the invite right add members, granting at most
 /// their own rights (the owner and admins may grant any); only the owner and admins remove
-/// members; nobody removes the owner.
+/// members, except that a member may remove themselves (leave); nobody removes the owner.
 public struct Roster: Sendable, Equatable {
     public let space: SpaceID
     public let owner: MemberID
@@ -103,7 +103,8 @@ public struct Roster: Sendable, Equatable {
             }
             members[record.id] = record
         case .memberRemoved(let id):
-            guard signerRights.contains(.admin) else {
+            // Admins remove anyone; any member may leave (how an invite's signer retires itself).
+            guard signerRights.contains(.admin) || id == signer.id else {
                 throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not remove members.")
             }
             guard id != owner else {

@@ -181,13 +181,13 @@ public struct SpaceClient: Sendable {
 
     private struct NoBody: Encodable {}
 
-    private func call<Answer: Decodable>(_ method: HTTPMethod, _ target: String) throws(SpaceClientError)
+    func call<Answer: Decodable>(_ method: HTTPMethod, _ target: String) throws(SpaceClientError)
         -> Answer
     {
         try call(method, target, body: NoBody?.none)
     }
 
-    private func call<Answer: Decodable, Body: Encodable>(
+    func call<Answer: Decodable, Body: Encodable>(
         _ method: HTTPMethod, _ target: String, body: Body?
     ) throws(SpaceClientError) -> Answer {
         var headers = HTTPHeaders()

@@ -1,0 +1,335 @@
+import Foundation
+import PAKE
+
+/// How an invite is minted.
+public struct InviteOptions: Sendable {
+    /// The invited person's name: it fills the link's name slot and is suggested when they join.
+    public var personName: String?
+    /// How many people may claim a member invite (other shapes are single-use).
+    public var uses = 1
+    /// Seconds until the invite expires.
+    public var expiresIn: Int64 = 7 * 24 * 3600
+    /// Rights the joiner gets (at most the inviter's own, unless the inviter is an admin).
+    public var rights: MemberRights = []
+    /// Seal the space's branding: the link gets a third slot with the key that reveals the name.
+    public var sealedBranding = false
+
+    public init(
+        personName: String? = nil, uses: Int = 1, expiresIn: Int64 = 7 * 24 * 3600, rights: MemberRights = [],
+        sealedBranding: Bool = false
+    ) {
+        self.personName = personName
+        self.uses = uses
+        self.expiresIn = expiresIn
+        self.rights = rights
+        self.sealedBranding = sealedBranding
+    }
+}
+
+/// The welcome card of an invite, read without consuming anything: what the person is invited
+/// to, by whom, and until when. Names come from the server (or, for sealed spaces, from the
+/// link's branding key); they are checked against the signed roster only once joined.
+public struct InviteCard: Sendable, Equatable {
+    public let server: String
+    public let space: SpaceID
+    public let spaceName: String
+    /// The avatar's path on ``server``, if the space has one.
+    public let avatar: String?
+    /// The name suggested for the joiner (the link's name slot, or the inviter's choice).
+    public let suggestedName: String?
+    public let inviter: MemberID?
+    public let inviterName: String?
+    public let shape: InviteShape
+    /// Unix time in seconds.
+    public let expiresAt: Int64
+    public let usesLeft: Int
+    /// Whether the name came from the link's branding key (a sealed space).
+    public let isSealed: Bool
+}
+
+extension InviteCard {
+    /// The saved space this invite leads to, if this device has it already: joining again would
+    /// change nothing, so say so instead of claiming.
+    public func alreadySaved(in spaces: SavedSpaces) -> SavedSpace? {
+        spaces.spaces.first { $0.space == space }
+    }
+}
+
+/// What claiming an invite gave this device.
+public struct ClaimedInvite: Sendable {
+    /// What to save in the spaces list.
+    public let saved: SavedSpace
+    /// The identity that acts in the space: the joiner's own (setup, member, DM) or the adopted
+    /// one (device). Store it; without it the space cannot be read.
+    public let identity: DeviceIdentity
+    public let shape: InviteShape
+    /// Where the joiner lands: the DM thread, or the space's first thread.
+    public let thread: ThreadID?
+}
+
+extension InviteLink {
+    // MARK: Mint
+
+    /// Mints a member, DM or add-device invite in the space of `session` and returns the link to
+    /// share. A member or DM invite needs the invite right; a DM invite makes a new thread with the
+    /// inviter; a device invite carries this device's identity.
+    public static func mint(
+        _ shape: InviteShape, from session: SpaceSession, options: InviteOptions = InviteOptions()
+    ) throws(SpaceClientError) -> InviteLink {
+        guard shape != .setup else {
+            throw SpaceClientError(
+                .rejected, code: "invalid_shape",
+                message: "A setup invite is minted with mintSetup(server:…).")
+        }
+        let saved = session.saved
+        let roster = try session.roster()
+        let secret = LinkSecret.random()
+        let keys = secret.derive()
+        let ownerKey: SigningPublicKey
+        do throws(LocalStateError) {
+            ownerKey = try saved.ownerKey()
+        } catch {
+            throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
+        }
+        var payload = InvitePayload(shape: shape, space: saved.space, ownerSigningKey: ownerKey)
+        var inviteEvent: MembershipEvent?
+        switch shape {
+        case .member, .dm:
+            let held = roster.rights(of: saved.member)
+            guard held.contains(.invite) || held.contains(.admin) else {
+                throw SpaceClientError(
+                    .refused, code: "not_authorised",
+                    message: "You may not invite people to \(saved.name): ask an admin for the invite right.")
+            }
+            if shape == .dm {
+                let thread = ThreadID.random()
+                let key = ThreadKey.random()
+                guard let me = roster.members[saved.member] else {
+                    throw SpaceClientError(
+                        .refused, code: "not_member", message: "You are not a member of \(saved.name).")
+                }
+                let title = options.personName.map { "\(SpaceSession.label(me)) & \($0)" } ?? "direct"
+                let sealedName = session.identity.encrypt(
+                    Array(title.utf8), with: key, in: saved.space, thread: thread, as: saved.member)
+                let metadata = (try? JSONEncoder().encode(sealedName)).map { Array($0) }
+                try session.client.createThread(
+                    saved.space, thread: thread,
+                    wraps: [session.identity.wrap(key, for: me, in: saved.space, thread: thread)],
+                    metadata: metadata)
+                payload.threads = [(thread, key)]
+            } else {
+                payload.threads = try session.threadKeys(roster: roster).sorted { $0.key < $1.key }
+                    .prefix(InvitePayload.maximumThreads).map { ($0.key, $0.value) }
+            }
+            // The invite's signer: admitted now, it admits whoever claims the link.
+            let signer = DeviceIdentity.generate()
+            let record = MemberRecord(
+                id: .random(), keys: signer.publicKeys, rights: options.rights.union(.invite),
+                name: "(invite)")
+            do throws(KeyModelError) {
+                inviteEvent = try roster.nextEvent(.memberAdded(record), signedBy: session.identity)
+            } catch {
+                throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
+            }
+            payload.member = record.id
+            payload.identity = signer
+        case .device:
+            payload.member = saved.member
+            payload.identity = session.identity
+        case .setup:
+            break
+        }
+        let brandingKey = options.sealedBranding ? BrandingKey.random() : nil
+        _ = try session.client.mintKeyInvite(
+            KeyInviteWire.MintRequest(
+                id: keys.id, space: saved.space, shape: shape,
+                sealed: Base64URL.encode(payload.seal(id: keys.id, wrapKey: keys.wrapKey)),
+                verifier: Base64URL.encode(keys.verifier), expiresIn: options.expiresIn,
+                uses: shape == .member ? options.uses : 1, personName: options.personName,
+                rights: shape == .device ? nil : options.rights, inviteEvent: inviteEvent,
+                sealedBranding: brandingKey.map {
+                    Base64URL.encode(SealedBranding.seal(saved.name, key: $0, id: keys.id))
+                }))
+        return InviteLink(
+            server: session.client.server, name: options.personName ?? saved.name, secret: secret,
+            brandingKey: brandingKey)
+    }
+
+    /// Mints a setup invite: whoever claims it first creates the space named `spaceName` on
+    /// `server` as its owner. Needs the server's creation token when it has one.
+    public static func mintSetup(
+        server: String, spaceName: String, creationToken: String? = nil,
+        options: InviteOptions = InviteOptions()
+    ) throws(SpaceClientError) -> InviteLink {
+        let client = try SpaceClient(server: server, token: creationToken)
+        let secret = LinkSecret.random()
+        let keys = secret.derive()
+        let space = SpaceID.random()
+        let payload = InvitePayload(shape: .setup, space: space)
+        _ = try client.mintKeyInvite(
+            KeyInviteWire.MintRequest(
+                id: keys.id, space: space, shape: .setup,
+                sealed: Base64URL.encode(payload.seal(id: keys.id, wrapKey: keys.wrapKey)),
+                verifier: Base64URL.encode(keys.verifier), expiresIn: options.expiresIn, uses: 1,
+                personName: options.personName, spaceName: spaceName))
+        return InviteLink(server: client.server, name: options.personName ?? spaceName, secret: secret)
+    }
+
+    // MARK: Inspect
+
+    /// Reads the invite's card from its server without consuming it. Fails when the link does not
+    /// open the invite (a changed link), or with the server's `invite_expired` / `invite_used`.
+    public func inspect() throws(SpaceClientError) -> InviteCard {
+        let keys = secret.derive()
+        let invite = try fetch(keys)
+        var spaceName = invite.spaceName
+        var sealed = false
+        if let brandingKey, let text = invite.sealedBranding, let bytes = Base64URL.decode(text),
+            let name = SealedBranding.open(bytes, key: brandingKey, id: keys.id)
+        {
+            spaceName = name
+            sealed = true
+        }
+        return InviteCard(
+            server: server, space: invite.space, spaceName: spaceName, avatar: invite.avatar,
+            suggestedName: invite.personName ?? name, inviter: invite.inviter,
+            inviterName: invite.inviterName,
+            shape: invite.shape, expiresAt: invite.expiresAt, usesLeft: invite.usesLeft, isSealed: sealed)
+    }
+
+    /// The invite, checked to open with this link's key.
+    private func fetch(_ keys: LinkKeys) throws(SpaceClientError) -> KeyInviteWire.Invite {
+        let invite = try SpaceClient(server: server).keyInvite(keys.id)
+        guard invite.id == keys.id else {
+            throw InvitePayload.unreadable("the server answered for another invite")
+        }
+        _ = try payload(of: invite, keys)
+        return invite
+    }
+
+    private func payload(of invite: KeyInviteWire.Invite, _ keys: LinkKeys) throws(SpaceClientError)
+        -> InvitePayload
+    {
+        guard let sealed = Base64URL.decode(invite.sealed) else {
+            throw InvitePayload.unreadable("it is not base64url")
+        }
+        return try InvitePayload.open(
+            sealed, id: keys.id, shape: invite.shape, space: invite.space, wrapKey: keys.wrapKey)
+    }
+
+    // MARK: Claim
+
+    /// Claims the invite: the deferred, explicit step after ``inspect()``.
+    /// - setup: creates the space with `identity` as owner and makes its first thread;
+    /// - member / DM: adds `identity` as a new member named `name` (default: the suggested name),
+    ///   wrapping the invite's thread keys to itself;
+    /// - device: adopts the member identity in the invite (`identity` is not used).
+    /// Everything the server answers is verified against the signed roster before returning.
+    public func claim(
+        identity: DeviceIdentity = .generate(), name: String? = nil, deviceLabel: String? = nil
+    ) throws(SpaceClientError) -> ClaimedInvite {
+        let keys = secret.derive()
+        let client = try SpaceClient(server: server)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let invite = try client.keyInvite(keys.id)
+            let payload = try payload(of: invite, keys)
+            do throws(SpaceClientError) {
+                return try claim(
+                    invite, payload, keys, client, identity: identity, name: name, deviceLabel: deviceLabel)
+            } catch {
+                // Another claim of a multi-use invite moved the roster on: build on the new head.
+                guard attempt < 4, error.code == "event_out_of_order" || error.code == "event_chain_broken"
+                else {
+                    throw error
+                }
+            }
+        }
+    }
+
+    private func claim(
+        _ invite: KeyInviteWire.Invite, _ payload: InvitePayload, _ keys: LinkKeys, _ client: SpaceClient,
+        identity: DeviceIdentity, name: String?, deviceLabel: String?
+    ) throws(SpaceClientError) -> ClaimedInvite {
+        let claimSecret = keys.claimSecret.withUnsafeBytes { Base64URL.encode($0) }
+        switch invite.shape {
+        case .setup:
+            let genesis = identity.createSpace(invite.space, as: .random(), ownerName: name ?? "")
+            let claimed = try client.claimKeyInvite(
+                keys.id,
+                KeyInviteWire.ClaimRequest(
+                    claimSecret: claimSecret, genesis: genesis, deviceLabel: deviceLabel))
+            let saved = SavedSpace(
+                space: claimed.space, name: invite.spaceName, server: server, member: claimed.member,
+                ownerSigningKey: identity.publicKeys.signing.description,
+                deviceToken: claimed.deviceToken.token,
+                adminToken: claimed.adminToken)
+            let thread = try SpaceSession(saved: saved, identity: identity).createThread(
+                named: SpaceSession.defaultThreadName)
+            return ClaimedInvite(saved: saved, identity: identity, shape: .setup, thread: thread)
+        case .member, .dm:
+            guard let signer = payload.identity, let signerID = payload.member, let head = invite.head,
+                let hashBytes = Base64URL.decode(head.hash), let previous = try? EventHash(bytes: hashBytes),
+                head.sequence < UInt64.max - 2
+            else { throw InvitePayload.unreadable("it lacks the invite's signer or the space's state") }
+            let record = MemberRecord(
+                id: .random(), keys: identity.publicKeys, rights: invite.rights,
+                name: name ?? invite.personName ?? self.name ?? "")
+            let added = MembershipEvent.make(
+                space: invite.space, sequence: head.sequence + 1, previous: previous,
+                change: .memberAdded(record),
+                signer: signerID, identity: signer)
+            var events = [added]
+            if invite.usesLeft == 1 {
+                events.append(
+                    MembershipEvent.make(
+                        space: invite.space, sequence: head.sequence + 2, previous: added.hash,
+                        change: .memberRemoved(signerID), signer: signerID, identity: signer))
+            }
+            let wraps = payload.threads.map { thread, key in
+                identity.wrap(key, for: record, in: invite.space, thread: thread)
+            }
+            let claimed = try client.claimKeyInvite(
+                keys.id,
+                KeyInviteWire.ClaimRequest(
+                    claimSecret: claimSecret, events: events, wraps: wraps, deviceLabel: deviceLabel))
+            let saved = try verifiedSave(
+                invite, payload, member: record.id, identity: identity, claimed: claimed)
+            return ClaimedInvite(
+                saved: saved, identity: identity, shape: invite.shape, thread: payload.threads.first?.0)
+        case .device:
+            guard let adopted = payload.identity, let member = payload.member else {
+                throw InvitePayload.unreadable("it lacks the identity to adopt")
+            }
+            let claimed = try client.claimKeyInvite(
+                keys.id, KeyInviteWire.ClaimRequest(claimSecret: claimSecret, deviceLabel: deviceLabel))
+            let saved = try verifiedSave(invite, payload, member: member, identity: adopted, claimed: claimed)
+            return ClaimedInvite(saved: saved, identity: adopted, shape: .device, thread: nil)
+        }
+    }
+
+    /// The space to save, once the roster (verified from the owner key the inviter sealed into the
+    /// payload) lists `member` with `identity`'s keys.
+    private func verifiedSave(
+        _ invite: KeyInviteWire.Invite, _ payload: InvitePayload, member: MemberID, identity: DeviceIdentity,
+        claimed: KeyInviteWire.Claimed
+    ) throws(SpaceClientError) -> SavedSpace {
+        guard claimed.space == invite.space, claimed.member == member, let ownerKey = payload.ownerSigningKey
+        else {
+            throw SpaceClientError(
+                .verification, code: "invalid_response",
+                message: "\(server) answered the claim for someone else.")
+        }
+        let saved = SavedSpace(
+            space: invite.space, name: invite.spaceName, server: server, member: member,
+            ownerSigningKey: ownerKey.description, deviceToken: claimed.deviceToken.token)
+        let roster = try SpaceSession(saved: saved, identity: identity).roster()
+        guard roster.members[member]?.keys == identity.publicKeys else {
+            throw SpaceClientError(
+                .verification, code: "not_member",
+                message: "The member list of \(invite.spaceName) does not list this device after joining.")
+        }
+        return saved
+    }
+}

@@ -1,0 +1,316 @@
+import CSodium
+import ClientCore
+import Foundation
+
+// Full-length invite links (`/api/key-invite…`, see API.md). The server files each invite under an
+// id derived from the link's secret, holds its payload sealed under a key it never sees, and checks
+// claims against a hash of the claim secret. The link's secret itself never reaches the server.
+extension SpaceService {
+    /// Largest sealed payload accepted, in bytes.
+    static let maximumSealedInviteBytes = 16 * 1024
+    /// Longest and default invite lifetime, in seconds.
+    static let maximumInviteLifetime: Int64 = 90 * 24 * 3600
+    /// Most uses of one invite.
+    static let maximumInviteUses = 1000
+
+    /// `/api/key-invite`, `/api/key-invite/{id}`, `/api/key-invite/{id}/claim`.
+    func routeKeyInvite(_ request: APIRequest, _ rest: [Substring], method: String) throws -> APIResponse {
+        switch rest.count {
+        case 1:
+            try allowKeyInvite(method, "POST")
+            return try mintKeyInvite(request)
+        case 2:
+            try allowKeyInvite(method, "GET")
+            return try showKeyInvite(try keyInviteRow(rest[1]))
+        case 3 where rest[2] == "claim":
+            try allowKeyInvite(method, "POST")
+            return try claimKeyInvite(request, try keyInviteRow(rest[1]))
+        default:
+            throw Self.unknownRoute
+        }
+    }
+
+    private func allowKeyInvite(_ method: String, _ allowed: String) throws(APIError) {
+        guard method == allowed else {
+            throw APIError(405, "method_not_allowed", "Use \(allowed) for this endpoint.")
+        }
+    }
+
+    private func keyInviteRow(_ text: Substring) throws -> KeyInviteRow {
+        guard let id = try? KeyInviteID(base64URL: String(text)), let row = try store.keyInvite(id) else {
+            throw APIError.notFound(
+                "unknown_invite",
+                "There is no such invite on this server. Check the link, or ask for a new one.")
+        }
+        return row
+    }
+
+    /// An invite whose inviter has left or was removed is void: what they sealed is no longer
+    /// theirs to give.
+    private func checkInviter(_ row: KeyInviteRow) throws {
+        guard row.shape != .setup, let inviter = row.inviter else { return }
+        guard try roster(row.space).members[inviter] != nil else {
+            throw APIError(
+                410, "inviter_removed", "The person who made this invite is no longer in the space.")
+        }
+    }
+
+    /// Expired and used-up invites are refused with distinct codes (410).
+    private func checkUsable(_ row: KeyInviteRow) throws(APIError) {
+        guard now < row.expiresAt else {
+            throw APIError(410, "invite_expired", "This invite has expired. Ask for a new one.")
+        }
+        guard row.usesLeft > 0 else {
+            throw APIError(
+                410, "invite_used", "This invite has already been used. Invites work once: ask for a new one."
+            )
+        }
+    }
+
+    // MARK: Mint
+
+    func mintKeyInvite(_ request: APIRequest) throws -> APIResponse {
+        let body = try decode(KeyInviteWire.MintRequest.self, from: request)
+        let sealed = try bytes(body.sealed, field: "sealed")
+        guard sealed.count >= 40, sealed.count <= Self.maximumSealedInviteBytes else {
+            throw APIError.badRequest(
+                "invalid_field", "Field sealed must be 40 to \(Self.maximumSealedInviteBytes) bytes.")
+        }
+        let verifier = try bytes(body.verifier, field: "verifier")
+        guard verifier.count == 32 else {
+            throw APIError.badRequest("invalid_field", "Field verifier must be 32 bytes.")
+        }
+        guard body.expiresIn >= 60, body.expiresIn <= Self.maximumInviteLifetime else {
+            throw APIError.badRequest(
+                "invalid_field",
+                "Field expiresIn must be between 60 and \(Self.maximumInviteLifetime) seconds.")
+        }
+        let singleUse = body.shape == .setup || body.shape == .device || body.shape == .dm
+        guard body.uses >= 1, body.uses <= (singleUse ? 1 : Self.maximumInviteUses) else {
+            throw APIError.badRequest(
+                "invalid_field",
+                singleUse
+                    ? "Field uses must be 1 for a \(body.shape.rawValue) invite."
+                    : "Field uses must be between 1 and \(Self.maximumInviteUses).")
+        }
+        if let name = body.personName { try checkName(name, field: "personName", allowEmpty: false) }
+        let branding = try body.sealedBranding.map { text throws(APIError) in
+            let data = try bytes(text, field: "sealedBranding")
+            guard data.count <= 4096 else {
+                throw APIError.badRequest("invalid_field", "Field sealedBranding is larger than 4096 bytes.")
+            }
+            return data
+        }
+        guard try store.keyInvite(body.id) == nil else {
+            throw APIError.conflict("invite_exists", "An invite with that id already exists.")
+        }
+        var inviter: MemberID?
+        var inviteMember: MemberID?
+        var spaceName: String?
+        let rights = body.rights ?? []
+        switch body.shape {
+        case .setup:
+            try checkCreationToken(request)
+            guard let name = body.spaceName else {
+                throw APIError.badRequest("missing_field", "Field spaceName is missing.")
+            }
+            try checkName(name, field: "spaceName", allowEmpty: false)
+            guard try store.space(body.space) == nil else {
+                throw APIError.conflict("space_exists", "A space with that id already exists.")
+            }
+            spaceName = name
+        case .member, .dm:
+            let space = try existingSpace(Substring(body.space.base64URL))
+            let member = try requireMember(try authenticate(request, space: space.id))
+            let roster = try roster(space.id)
+            let held = roster.rights(of: member.id)
+            guard held.contains(.invite) || held.contains(.admin) else {
+                throw APIError.forbidden(
+                    "not_authorised", "Only members with the invite right may invite people.")
+            }
+            guard held.contains(.admin) || held.isSuperset(of: rights) else {
+                throw APIError.forbidden(
+                    "not_authorised", "An invite may not grant rights its inviter lacks.")
+            }
+            // The invite's signer: added now by the inviter, with the invite right and the rights
+            // it will grant, so that whoever claims it can add themselves without the inviter online.
+            guard let event = body.inviteEvent, case .memberAdded(let record) = event.change,
+                event.signer == member.id, record.rights == rights.union(.invite)
+            else {
+                throw APIError.badRequest(
+                    "invalid_event",
+                    "Field inviteEvent must add the invite's signer with the invite right and the granted rights, "
+                        + "signed by you.")
+            }
+            try appendVerifiedEvent(event, space: space.id)
+            inviter = member.id
+            inviteMember = record.id
+        case .device:
+            let space = try existingSpace(Substring(body.space.base64URL))
+            inviter = try requireMember(try authenticate(request, space: space.id)).id
+        }
+        let expiresAt = now + body.expiresIn
+        try store.insertKeyInvite(
+            KeyInviteRow(
+                id: body.id, space: body.space, shape: body.shape, sealed: sealed, verifier: verifier,
+                inviter: inviter, inviteMember: inviteMember, rights: rights, personName: body.personName,
+                spaceName: spaceName, sealedBranding: branding, createdAt: now, expiresAt: expiresAt,
+                usesLeft: body.uses))
+        return .json(KeyInviteWire.Minted(id: body.id, expiresAt: expiresAt), status: 201)
+    }
+
+    /// Verifies a membership event against the roster, stores and applies it (no device token).
+    private func appendVerifiedEvent(_ event: MembershipEvent, space: SpaceID) throws {
+        guard event.space == space else {
+            throw APIError.badRequest("wrong_context", "The event belongs to another space.")
+        }
+        let current = try roster(space)
+        let updated = try check { () throws(KeyModelError) in try current.applying(event) }
+        try store.insertEvent(
+            space: space, sequence: event.sequence, hash: updated.head, json: try encodeEvent(event))
+        switch event.change {
+        case .memberAdded(let record):
+            try store.insertMember(record, space: space, sequence: event.sequence)
+        case .memberRemoved(let id):
+            try store.markRemoved(id, space: space, sequence: event.sequence)
+            try store.revokeTokens(space: space, member: id, now: now)
+        case .spaceCreated:
+            throw APIError.badRequest("invalid_event", "A space is created only once.")
+        }
+        pendingRosters[space] = updated
+        pendingChanges.append(.membership(space: space, sequence: event.sequence))
+    }
+
+    // MARK: Inspect
+
+    func showKeyInvite(_ row: KeyInviteRow) throws -> APIResponse {
+        try checkUsable(row)
+        try checkInviter(row)
+        var spaceName = row.spaceName ?? ""
+        var avatar: String?
+        var inviterName: String?
+        var head: EventHead?
+        if row.shape != .setup, let space = try store.space(row.space) {
+            spaceName = space.name
+            avatar = space.avatarType == nil ? nil : "/api/server-avatar?space=\(space.id)"
+            let roster = try roster(space.id)
+            if let inviter = row.inviter { inviterName = roster.everMember(inviter)?.name }
+            head = EventHead(sequence: roster.nextSequence - 1, hash: roster.head.description)
+        }
+        return .json(
+            KeyInviteWire.Invite(
+                id: row.id, space: row.space, shape: row.shape, sealed: Base64URL.encode(row.sealed),
+                spaceName: spaceName, avatar: avatar,
+                sealedBranding: row.sealedBranding.map(Base64URL.encode),
+                inviter: row.inviter, inviterName: inviterName, inviteMember: row.inviteMember,
+                personName: row.personName, rights: row.rights, expiresAt: row.expiresAt,
+                usesLeft: row.usesLeft,
+                head: head))
+    }
+
+    // MARK: Claim
+
+    func claimKeyInvite(_ request: APIRequest, _ row: KeyInviteRow) throws -> APIResponse {
+        let body = try decode(KeyInviteWire.ClaimRequest.self, from: request)
+        var secret = try bytes(body.claimSecret, field: "claimSecret")
+        defer { sodium_memzero(&secret, secret.count) }
+        let verifier = LinkKeys.verifier(of: secret)
+        guard secret.count == 32, verifier.count == row.verifier.count,
+            sodium_memcmp(verifier, row.verifier, verifier.count) == 0
+        else {
+            throw APIError.forbidden(
+                "claim_invalid", "That is not the secret of this invite. Check the link.")
+        }
+        try checkUsable(row)
+        try checkInviter(row)
+        let claimed: KeyInviteWire.Claimed
+        switch row.shape {
+        case .setup:
+            guard let genesis = body.genesis else {
+                throw APIError.badRequest("missing_field", "Field genesis is missing.")
+            }
+            guard genesis.space == row.space else {
+                throw APIError.badRequest("wrong_context", "This invite sets up a different space.")
+            }
+            let created = try bootstrapSpace(
+                name: row.spaceName ?? "", genesis: genesis, deviceLabel: body.deviceLabel)
+            claimed = KeyInviteWire.Claimed(
+                space: created.space, member: created.owner, shape: .setup, deviceToken: created.deviceToken,
+                adminToken: created.adminToken)
+        case .member, .dm:
+            claimed = try claimMembership(body, row)
+        case .device:
+            guard let member = row.inviter, let record = try store.member(space: row.space, id: member),
+                record.removedSequence == nil
+            else {
+                throw APIError.forbidden(
+                    "not_member", "The member this device would join is no longer in the space.")
+            }
+            let token = try issueToken(
+                space: row.space, member: member, label: body.deviceLabel, expiresIn: nil)
+            claimed = KeyInviteWire.Claimed(
+                space: row.space, member: member, shape: .device, deviceToken: token)
+        }
+        try store.useKeyInvite(row.id)
+        return .json(claimed, status: 201)
+    }
+
+    /// A member or DM claim: the invite's signer adds the claimer (and, on the last use, removes
+    /// itself); the claimer's own wraps of the invite's thread keys are stored.
+    private func claimMembership(_ body: KeyInviteWire.ClaimRequest, _ row: KeyInviteRow) throws
+        -> KeyInviteWire.Claimed
+    {
+        guard let inviteMember = row.inviteMember, try store.space(row.space) != nil else {
+            throw APIError(500, "internal", "This invite is damaged.")
+        }
+        let events = body.events ?? []
+        let lastUse = row.usesLeft == 1
+        guard events.count == (lastUse ? 2 : 1) else {
+            throw APIError.badRequest(
+                "invalid_event",
+                lastUse
+                    ? "The last claim of an invite carries two events: adding you, then retiring the invite."
+                    : "A claim carries one event: adding you.")
+        }
+        guard case .memberAdded(let record) = events[0].change, events[0].signer == inviteMember,
+            record.rights == row.rights
+        else {
+            throw APIError.badRequest(
+                "invalid_event",
+                "The first event must add you, signed by the invite, with the invite's rights.")
+        }
+        if lastUse {
+            guard case .memberRemoved(let removed) = events[1].change, removed == inviteMember,
+                events[1].signer == inviteMember
+            else {
+                throw APIError.badRequest(
+                    "invalid_event", "The second event must retire the invite's signer.")
+            }
+        }
+        for event in events { try appendVerifiedEvent(event, space: row.space) }
+        let wraps = body.wraps ?? []
+        guard wraps.count <= configuration.maximumWrapsPerRequest else {
+            throw APIError.badRequest("invalid_field", "Too many wraps in one request.")
+        }
+        let roster = try roster(row.space)
+        for wrap in wraps {
+            guard wrap.recipient == record.id, wrap.signer == record.keys.signing else {
+                throw APIError.forbidden(
+                    "signer_mismatch", "A claim may only carry wraps from you to yourself.")
+            }
+            guard try store.thread(wrap.thread, space: row.space) != nil else {
+                throw APIError.notFound("unknown_thread", "A wrap names a thread that is not in this space.")
+            }
+            try check { () throws(KeyModelError) in try wrap.verify(against: roster) }
+            guard try !store.hasWrap(space: row.space, thread: wrap.thread, recipient: record.id) else {
+                throw APIError.conflict("wrap_exists", "Two wraps for the same thread.")
+            }
+            try store.insertWrap(wrap, now: now)
+            pendingChanges.append(.wraps(space: row.space, thread: wrap.thread))
+        }
+        let token = try issueToken(
+            space: row.space, member: record.id, label: body.deviceLabel, expiresIn: nil)
+        return KeyInviteWire.Claimed(
+            space: row.space, member: record.id, shape: row.shape, deviceToken: token)
+    }
+}
