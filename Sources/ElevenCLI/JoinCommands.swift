@@ -189,7 +189,15 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         var attendant = Attendant(
             session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
         let deadline = ContinuousClock.now + .seconds(min(wait, Double(max(1, invite.expiresAt - now))))
-        var remove = true
+        // Saved after every step, so a process killed at any point resumes where it was.
+        func persist(_ invite: PendingInvite, keep: Bool) throws {
+            try withSpaceErrors {
+                var all = try store.load()
+                all.removeAll { $0.id == invite.id }
+                if keep { all.append(invite) }
+                try store.save(all)
+            }
+        }
         while true {
             let connection = try joinErrors { () throws(JoinRunError) in
                 try InviteAttendance.resume(relayURL: invite.relay, machine: invite.machine)
@@ -204,16 +212,19 @@ private func runApprove(_ arguments: ParsedArguments) throws {
             } catch let error as CLIError where error.code == "timed_out" {
                 // Nobody came: the invite stays pending with the relay state as it is now.
                 invite.machine = connection.machine
-                remove = false
+                try persist(invite, keep: true)
                 report(
                     json, ["event": "waiting", "code": invite.code], "Nobody has used \(invite.code) yet.")
                 break
+            } catch {
+                try persist(invite, keep: false)
+                throw error
             }
-            if case .burned = outcome {
-                burned = true
+            if case .burned = outcome { burned = true }
+            guard !burned, invite.usesLeft > 0 else {
+                try persist(invite, keep: false)
                 break
             }
-            guard invite.usesLeft > 0 else { break }
             // Another use: the same nameplate, a fresh mailbox with the next use's first message.
             invite.use += 1
             invite.usesLeft -= 1
@@ -227,12 +238,7 @@ private func runApprove(_ arguments: ParsedArguments) throws {
             }
             invite.machine = next.machine
             next.disconnect()
-        }
-        try withSpaceErrors {
-            var all = try store.load()
-            all.removeAll { $0.id == invite.id }
-            if !remove { all.append(invite) }
-            try store.save(all)
+            try persist(invite, keep: true)
         }
     }
     if burned { throw burnedError() }

@@ -145,11 +145,16 @@ public enum InviteAttendance {
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }
         } catch {
-            if keepOpenOnTimeout, case .timedOut = error, !receivedAny {
-                connection.disconnect()
-            } else {
+            guard keepOpenOnTimeout, case .timedOut = error else {
                 connection.close(mood: .lonely, timeout: .seconds(1))
+                throw .relay(error)
             }
+            guard !receivedAny else {
+                // Half a handshake cannot be resumed: the invite ends here.
+                connection.close(mood: .lonely, timeout: .seconds(1))
+                throw .failed(.protocolError("the joiner stopped answering"))
+            }
+            connection.disconnect()
             throw .relay(error)
         }
     }
