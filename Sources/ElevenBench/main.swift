@@ -11,6 +11,7 @@ let usage = """
       codes    wordlist entropy and single-typo correction rates over a large sample
       net      WebSocket echo round trips and idle-connection memory, against Python websockets
       spaces   messages appended and read per second through eleven-server, server memory
+      join     short-code join latency end to end, against `wormhole receive` through the same relay
 
     Run `eleven-bench <command> --help` for a command's options.
     """
@@ -26,6 +27,7 @@ case "pake": exit(runPakeBench(rest))
 case "codes": exit(runCodesBench(rest))
 case "net": exit(runNetBench(rest))
 case "spaces": exit(runSpacesBench(rest))
+case "join": exit(runJoinBench(rest))
 default:
     FileHandle.standardError.write(Data("eleven-bench: unknown command '\(command)'\n\n\(usage)\n".utf8))
     exit(2)
