@@ -143,9 +143,18 @@ private func runInvite(_ arguments: ParsedArguments) throws {
                 try InviteAttendance.reclaim(relayURL: relay, nameplate: nameplate)
             }
         }
-        let outcome = try attendant.attend(
-            on: current, words: words, binding: binding, seed: seed, use: use, published: false,
-            expiresAt: expiresAt, deadline: deadline, keepOpen: false)
+        let outcome: InviteAttendance.Outcome
+        do {
+            outcome = try attendant.attend(
+                on: current, words: words, binding: binding, seed: seed, use: use, published: false,
+                expiresAt: expiresAt, deadline: deadline, keepOpen: false)
+        } catch let error as CLIError where error.code == "timed_out" {
+            throw CLIError(
+                code: "invite_expired",
+                message:
+                    "The invite expired after \(use) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
+                status: .timedOut)
+        }
         if case .burned = outcome { throw burnedError() }
     }
 }

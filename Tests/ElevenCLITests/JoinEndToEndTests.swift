@@ -161,6 +161,10 @@ enum JoinScenariosCLI {
         #expect(noTerminal.status == 2)
         let notShort = try w.run(w.paul, ["invite", "--json"])
         #expect(notShort.status == 2)
+        // An invite nobody uses expires (exit 7) and says so.
+        let expired = try w.run(w.paul, ["invite", "--short", "--expires", "1s", "--json"])
+        #expect(expired.status == 7)
+        #expect(try errorCode(expired) == "invite_expired")
         #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
     }
 }
