@@ -414,7 +414,8 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     do {
         grant = try JoinGrant(decoding: grantBytes)
         result = try grant.accept(
-            identity: identity, state: state, deviceLabel: label, now: Int64(Date().timeIntervalSince1970))
+            identity: identity, state: state, deviceLabel: label, now: Int64(Date().timeIntervalSince1970),
+            nameplate: parsed.code.nameplate.description)
     } catch let error as JoinGrantError {
         throw CLIError(code: error.code, message: error.message, status: .failure)
     } catch let error as SpaceClientError {

@@ -78,6 +78,9 @@ import Testing
 
     @Test func aForgedOrExpiredInviteIsRefused() throws {
         let s = try Scenario()
+        // Recorded for another nameplate than the one joined on; the right one passes.
+        #expect(code { try s.grant().verify(identity: s.sam, now: 1_500, nameplate: "43") } == "grant_forged")
+        #expect(code { try s.grant().verify(identity: s.sam, now: 1_500, nameplate: "42") } == nil)
         // Expired.
         #expect(code { try s.grant().verify(identity: s.sam, now: 2_001) } == "grant_forged")
         // Signed by a stranger but naming Paul as inviter.

@@ -187,10 +187,16 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     /// Checks everything on this device, without any I/O: the roster chain from the owner's key,
     /// this device's membership under `memberID` with exactly its keys, the inviter's signed
     /// record (signature, a current member with the right to add, the one who added us, not
-    /// expired at `now`), and every thread-key wrap (signed by a member, addressed to us, opens).
+    /// expired at `now`, for the nameplate we joined on when `nameplate` is given), and every
+    /// thread-key wrap (signed by a member, addressed to us, opens).
     @discardableResult
-    public func verify(identity: DeviceIdentity, now: Int64) throws(JoinGrantError) -> Verified {
+    public func verify(identity: DeviceIdentity, now: Int64, nameplate: String? = nil) throws(JoinGrantError)
+        -> Verified
+    {
         guard v == Self.currentVersion else { throw .invalid("grant version \(v) is not supported") }
+        if let nameplate, nameplate != invite.nameplate {
+            throw .forged("the invite record is for another code")
+        }
         guard let ownerBytes = Base64URL.decode(ownerSigningKey),
             let ownerKey = try? SigningPublicKey(bytes: ownerBytes)
         else { throw .invalid("the owner's key is malformed") }
@@ -240,9 +246,10 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     /// came with the grant), checks that the server's member list from the owner's key lists this
     /// device, and only then saves the space atomically in `state`. Returns what was saved.
     public func accept(
-        identity: DeviceIdentity, state: LocalState, deviceLabel: String?, now: Int64
+        identity: DeviceIdentity, state: LocalState, deviceLabel: String?, now: Int64,
+        nameplate: String? = nil
     ) throws -> (saved: SavedSpace, verified: Verified) {
-        let verified = try verify(identity: identity, now: now)
+        let verified = try verify(identity: identity, now: now, nameplate: nameplate)
         var client = try SpaceClient(server: space.server)
         if let deviceToken {
             client.token = deviceToken
