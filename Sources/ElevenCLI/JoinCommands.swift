@@ -67,7 +67,8 @@ let joinCommands: [CommandGroup.Entry] = [
             discussion: """
                 Asks for the code when it is not given (so it need not sit in your shell history). \
                 Exit status 3: the code did not match (codes work once), or nobody is attending it \
-                (mistyped, used, burned or expired); 4: the relay cannot be reached.
+                (mistyped, used, burned or expired) or it is crowded; 4: the relay cannot be reached; \
+                6: the inviter declined; 7: the inviter did not answer in time.
                 """)
     ) { arguments in
         try runJoin(arguments)
@@ -317,7 +318,9 @@ private struct Attendant {
                 json, ["event": "joined", "name": request.displayName],
                 "\(nameOf(request)) joined \(session.saved.name).")
         case .refused(let request):
-            if let admitFailure { throw admitFailure }
+            if let admitFailure {
+                throw (admitFailure as? SpaceClientError).map { cliError($0) } ?? admitFailure
+            }
             report(
                 json, ["event": "declined", "name": request.displayName],
                 "\(nameOf(request)) was not let in.")
