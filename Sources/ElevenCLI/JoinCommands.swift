@@ -387,7 +387,10 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     do {
         grantBytes = try JoinRunner.join(
             relayURL: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
-            words: parsed.code.secretWords, request: request, timeout: .seconds(wait)
+            words: parsed.code.secretWords, request: request, timeout: .seconds(wait),
+            // An attendant leaves its first message before anyone joins: without it, nobody
+            // attends the code.
+            firstAnswer: .seconds(min(wait, 15))
         ) { progress in
             switch progress {
             case .connecting:

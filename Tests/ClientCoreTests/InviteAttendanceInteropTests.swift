@@ -131,5 +131,18 @@ enum InviteAttendanceScenarios {
         ) { _, _ in .approve(grant: grant) }
         #expect(outcome4 == .admitted(request("Zed")))
         #expect(try zed.take()?.get() == grant)
+
+        // A code nobody attends fails after `firstAnswer`, long before the overall timeout.
+        let start = ContinuousClock.now
+        do {
+            _ = try JoinRunner.join(
+                relayURL: relayURL, nameplate: Rendezvous.Nameplate("98765"), words: words,
+                request: request("Sam"), timeout: .seconds(60), firstAnswer: .seconds(1)
+            ) { _ in }
+            Issue.record("nobody attends that nameplate")
+        } catch {
+            #expect(error.code == "timed_out")
+        }
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 }
