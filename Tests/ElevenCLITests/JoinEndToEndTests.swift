@@ -161,6 +161,27 @@ enum JoinScenariosCLI {
         #expect(noTerminal.status == 2)
         let notShort = try w.run(w.paul, ["invite", "--json"])
         #expect(notShort.status == 2)
+        // A third person on a code while Sam waits on it: the relay says crowded (exit 3). The
+        // reference relay records the third side before refusing it, so the invite is lost: the
+        // inviter's `eleven approve` says so too and drops it.
+        let detached = try w.run(w.paul, ["invite", "--short", "--detach"])
+        let code =
+            detached.stdout.split(separator: "\n").first { $0.hasPrefix("Invite code: ") }
+            .map { String($0.dropFirst("Invite code: ".count)) } ?? ""
+        let waiting = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "20s"])
+        _ = try waiting.value(afterPrefix: "Connecting")
+        usleep(300_000)
+        let eve = try ElevenHome("eve")
+        let crowded = try w.run(eve, ["join", code, "--name", "Eve", "--json"])
+        #expect(crowded.status == 3, "\(crowded.stdout) \(crowded.stderr)")
+        #expect(try errorCode(crowded) == "crowded")
+        let approve = try w.run(w.paul, ["approve", "--yes", "--timeout", "2s", "--json"])
+        #expect(approve.status == 3)
+        #expect(try errorCode(approve) == "crowded")
+        #expect(!FileManager.default.fileExists(atPath: w.paul.path + "/invites.sealed"))
+        kill(waiting.process.processIdentifier, SIGTERM)
+        _ = waiting.finish(timeout: 10)
+        #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
         // An invite nobody uses expires (exit 7) and says so.
         let expired = try w.run(w.paul, ["invite", "--short", "--expires", "1s", "--json"])
         #expect(expired.status == 7)
