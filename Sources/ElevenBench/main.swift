@@ -12,6 +12,7 @@ let usage = """
       net      WebSocket echo round trips and idle-connection memory, against Python websockets
       spaces   messages appended and read per second through eleven-server, server memory
       relay    mailbox pairs/s, latency and idle-connection memory, against the reference mailbox server
+      join     short-code join latency end to end, against `wormhole receive` through the same relay
 
     Run `eleven-bench <command> --help` for a command's options.
     """
@@ -28,6 +29,7 @@ case "codes": exit(runCodesBench(rest))
 case "net": exit(runNetBench(rest))
 case "spaces": exit(runSpacesBench(rest))
 case "relay": exit(runRelayBench(rest))
+case "join": exit(runJoinBench(rest))
 default:
     FileHandle.standardError.write(Data("eleven-bench: unknown command '\(command)'\n\n\(usage)\n".utf8))
     exit(2)

@@ -40,10 +40,13 @@ public enum JoinDecision: Sendable {
 /// Runs the join sessions over a real relay connection (blocking; for the CLI and the bot).
 public enum JoinRunner {
     /// The joiner: claim the nameplate, prove the code, send the request, wait for the answer.
-    /// Returns the grant object.
+    /// Returns the grant object. `firstAnswer` bounds the wait for the attendant's first message,
+    /// which an attendant (online or detached) leaves in the mailbox before anyone joins: when it
+    /// does not come, nobody attends that code, and the join fails early with `.timedOut`.
     public static func join(
         relayURL: String, nameplate: Rendezvous.Nameplate, words: String, intent: JoinIntent = .join,
-        request: JoinRequest, timeout: Duration, progress: @escaping (JoinProgress) -> Void
+        request: JoinRequest, timeout: Duration, firstAnswer: Duration? = nil,
+        progress: @escaping (JoinProgress) -> Void
     ) throws(JoinRunError) -> [UInt8] {
         var random = SystemRandom()
         var generator = SystemRandomNumberGenerator()
@@ -59,6 +62,8 @@ public enum JoinRunner {
             try connection.start()
             var outputs = session.start
             let deadline = ContinuousClock.now + timeout
+            let firstDeadline = firstAnswer.map { ContinuousClock.now + $0 } ?? deadline
+            var answered = false
             while true {
                 for output in outputs {
                     switch output {
@@ -81,11 +86,12 @@ public enum JoinRunner {
                         throw JoinRunError.failed(failure)
                     }
                 }
-                guard case .received(let phase, let body) = try connection.next(timeout: deadline - .now)
-                else {
+                let limit = answered ? deadline : min(deadline, firstDeadline)
+                guard case .received(let phase, let body) = try connection.next(timeout: limit - .now) else {
                     outputs = []
                     continue
                 }
+                answered = true
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }
         } catch let error as JoinRunError {

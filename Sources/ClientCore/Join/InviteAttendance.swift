@@ -1,0 +1,192 @@
+import PAKE
+
+/// Randomness for the attendant's key agreement derived from a stored seed, so an attendant
+/// that saved its invite (`eleven invite --detach`) computes the same SPAKE2 message after a
+/// restart as the one already waiting in the mailbox. Block `i` of use `u` is
+/// `HKDF-SHA256(seed, info = "eleven/invite/spake2/v1" ‖ u ‖ i)`. Each use gets its own stream.
+public struct DerivedRandom: RandomByteSource {
+    private let seed: SecretBytes
+    private let use: UInt64
+    private var block: UInt64 = 0
+
+    public init(seed: SecretBytes, use: Int) {
+        self.seed = seed
+        self.use = UInt64(max(0, use))
+    }
+
+    public mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard buffer.count > 0 else { return }
+        var info = Array("eleven/invite/spake2/v1".utf8)
+        info += withUnsafeBytes(of: use.littleEndian) { Array($0) }
+        info += withUnsafeBytes(of: block.littleEndian) { Array($0) }
+        block &+= 1
+        let bytes = HKDFSHA256.deriveKey(from: seed, info: info, byteCount: buffer.count)
+        bytes.withUnsafeBytes { source in buffer.copyMemory(from: source) }
+    }
+}
+
+/// The attendant's side of a short-code invite over a real relay, one use at a time, with a
+/// connection whose state can be saved and resumed (blocking; for the CLI and the bot).
+public enum InviteAttendance {
+    /// How one use of an invite ended.
+    public enum Outcome: Equatable, Sendable {
+        /// The joiner proved the code and was let in.
+        case admitted(JoinRequest)
+        /// The joiner proved the code and was turned away.
+        case refused(JoinRequest)
+        /// A wrong code or a protocol violation: the invite is burned.
+        case burned(JoinFailure)
+    }
+
+    /// Connects, allocates a nameplate and returns the connection (mailbox open).
+    public static func allocate(relayURL: String, intent: JoinIntent = .join, timeout: Duration)
+        throws(JoinRunError) -> (connection: RendezvousConnection, nameplate: Rendezvous.Nameplate)
+    {
+        var generator = SystemRandomNumberGenerator()
+        let connection = RendezvousConnection(
+            url: relayURL,
+            machine: RendezvousMachine(
+                appID: intent.appID, side: .random(using: &generator), start: .allocate))
+        let deadline = ContinuousClock.now + timeout
+        do {
+            try connection.start()
+            while true {
+                if case .allocated(let nameplate) = try connection.next(timeout: deadline - .now) {
+                    return (connection, nameplate)
+                }
+            }
+        } catch {
+            connection.close(mood: .lonely, timeout: .seconds(1))
+            throw .relay(error)
+        }
+    }
+
+    /// Puts the attendant's first message in the mailbox and waits until the relay stored it,
+    /// so the connection can be dropped and resumed later.
+    public static func publish(
+        on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
+        timeout: Duration
+    ) throws(JoinRunError) {
+        var derived = DerivedRandom(seed: seed, use: use)
+        let session = AttendantSession(
+            words: words, binding: binding, inviterName: nil, announceWaiting: false, using: &derived)
+        do {
+            for case .send(let phase, let body) in session.start {
+                try connection.send(phase: phase, body: body)
+            }
+            try connection.waitUntilEchoed(timeout: timeout)
+        } catch {
+            throw .relay(error)
+        }
+    }
+
+    /// Attends one use on `connection` until a joiner is answered, the code is burned, or
+    /// `deadline` passes. `published` says whether this use's first message is already in the
+    /// mailbox (``publish(on:words:binding:seed:use:timeout:)`` or a resumed connection).
+    /// `decide` is called once the code is proven; an approval's grant is sent and echoed before
+    /// the mailbox is closed. The connection is closed when this returns or throws, except that
+    /// with `keepOpenOnTimeout` a deadline that passes before any joiner proved the code only
+    /// drops the connection when no joiner message arrived yet (the invite stays pending; save
+    /// `connection.machine`).
+    public static func attendOne(
+        on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
+        published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
+        keepOpenOnTimeout: Bool = false,
+        onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
+        decide: (JoinRequest, [UInt8]) -> JoinDecision
+    ) throws(JoinRunError) -> Outcome {
+        var random = SystemRandom()
+        var derived = DerivedRandom(seed: seed, use: use)
+        var session = AttendantSession(
+            words: words, binding: binding, inviterName: inviterName, announceWaiting: true, using: &derived)
+        var outputs = published ? [] : session.start
+        // A resumed connection does not deliver a peer message twice, so the invite can stay
+        // pending only while no joiner message arrived.
+        var receivedAny = false
+        do {
+            while true {
+                for output in outputs {
+                    switch output {
+                    case .send(let phase, let body):
+                        try connection.send(phase: phase, body: body)
+                    case .burned(let failure):
+                        // Let the abort reach the joiner, then close scary.
+                        try? connection.waitUntilEchoed(timeout: .seconds(2))
+                        connection.close(mood: failure.mood)
+                        return .burned(failure)
+                    case .requestReceived(let request, let verifier):
+                        // The status ("waiting for approval") goes out before a person decides.
+                        try connection.waitUntilEchoed(timeout: deadline - .now)
+                        onCodeProven(request, verifier)
+                        let answer: [AttendantSession.Output]
+                        let approved: Bool
+                        switch decide(request, verifier) {
+                        case .approve(let grant):
+                            answer = session.approve(grant: grant, using: &random)
+                            approved = true
+                        case .refuse(let reason, let message):
+                            answer = session.refuse(reason: reason, message: message, using: &random)
+                            approved = false
+                        }
+                        for case .send(let phase, let body) in answer {
+                            try connection.send(phase: phase, body: body)
+                        }
+                        try connection.waitUntilEchoed(timeout: deadline - .now)
+                        connection.close(mood: .happy)
+                        return approved ? .admitted(request) : .refused(request)
+                    }
+                }
+                guard case .received(let phase, let body) = try connection.next(timeout: deadline - .now)
+                else {
+                    outputs = []
+                    continue
+                }
+                receivedAny = true
+                outputs = session.handle(phase: phase, body: body, using: &random)
+            }
+        } catch {
+            guard keepOpenOnTimeout, case .timedOut = error else {
+                connection.close(mood: .lonely, timeout: .seconds(1))
+                throw .relay(error)
+            }
+            guard !receivedAny else {
+                // Half a handshake cannot be resumed: the invite ends here.
+                connection.close(mood: .lonely, timeout: .seconds(1))
+                throw .failed(.protocolError("the joiner stopped answering"))
+            }
+            connection.disconnect()
+            throw .relay(error)
+        }
+    }
+
+    /// A connection for a further use of the same invite: claims the same nameplate again (the
+    /// relay frees it once both sides of the previous use released it).
+    public static func reclaim(
+        relayURL: String, nameplate: Rendezvous.Nameplate, intent: JoinIntent = .join
+    ) throws(JoinRunError) -> RendezvousConnection {
+        var generator = SystemRandomNumberGenerator()
+        let connection = RendezvousConnection(
+            url: relayURL,
+            machine: RendezvousMachine(
+                appID: intent.appID, side: .random(using: &generator), start: .claim(nameplate)))
+        do {
+            try connection.start()
+        } catch {
+            throw .relay(error)
+        }
+        return connection
+    }
+
+    /// A connection resumed from a saved machine (after `eleven invite --detach`).
+    public static func resume(relayURL: String, machine: RendezvousMachine) throws(JoinRunError)
+        -> RendezvousConnection
+    {
+        let connection = RendezvousConnection(url: relayURL, machine: machine)
+        do {
+            try connection.start()
+        } catch {
+            throw .relay(error)
+        }
+        return connection
+    }
+}

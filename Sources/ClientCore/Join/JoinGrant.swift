@@ -1,0 +1,309 @@
+import Foundation
+import PAKE
+
+extension Domain {
+    static let invite = "eleven/invite/v1"
+}
+
+/// Why a grant could not be used. Nothing was saved when this is thrown.
+public struct JoinGrantError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Stable machine-readable code (`grant_invalid`, `grant_forged`, …).
+    public let code: String
+    public let message: String
+
+    public init(code: String, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    static func invalid(_ why: String) -> JoinGrantError {
+        JoinGrantError(code: "grant_invalid", "The invitation could not be checked: \(why)")
+    }
+
+    static func forged(_ why: String) -> JoinGrantError {
+        JoinGrantError(code: "grant_forged", "The invitation did not verify: \(why)")
+    }
+}
+
+/// The inviter's signed record of an invite: who invited, into which space, for how long and
+/// how many uses. Signed with the inviter's Ed25519 key over a domain-separated encoding.
+public struct SignedInvite: Codable, Sendable, Equatable {
+    public static let currentVersion = 1
+
+    public let v: Int
+    public let space: SpaceID
+    public let inviter: MemberID
+    /// The inviter's signing key, base64url; must belong to a current member with the right to add.
+    public let inviterKey: String
+    /// The relay nameplate the code was attended on.
+    public let nameplate: String
+    /// Seconds since 1970.
+    public let createdAt: Int64
+    public let expiresAt: Int64
+    public let uses: Int
+    public let signature: String
+
+    enum CodingKeys: String, CodingKey {
+        case v, space, inviter, nameplate, uses, signature
+        case inviterKey = "inviter_key"
+        case createdAt = "created_at"
+        case expiresAt = "expires_at"
+    }
+
+    static func signedBytes(
+        space: SpaceID, inviter: MemberID, inviterKey: String, nameplate: String, createdAt: Int64,
+        expiresAt: Int64, uses: Int
+    ) -> [UInt8] {
+        var encoder = CanonicalEncoder(domain: Domain.invite)
+        encoder.append(space.bytes)
+        encoder.append(inviter.bytes)
+        encoder.append(inviterKey)
+        encoder.append(nameplate)
+        encoder.append(UInt64(bitPattern: createdAt))
+        encoder.append(UInt64(bitPattern: expiresAt))
+        encoder.append(UInt64(max(0, uses)))
+        return encoder.bytes
+    }
+
+    /// Checks the signature; returns the inviter's key.
+    public func verifySignature() throws(JoinGrantError) -> SigningPublicKey {
+        guard v == Self.currentVersion else { throw .invalid("invite record version \(v) is not supported") }
+        guard let keyBytes = Base64URL.decode(inviterKey), let key = try? SigningPublicKey(bytes: keyBytes)
+        else { throw .invalid("the inviter's key is malformed") }
+        guard let sigBytes = Base64URL.decode(signature), let sig = try? Signature(bytes: sigBytes) else {
+            throw .invalid("the invite signature is malformed")
+        }
+        let signed = Self.signedBytes(
+            space: space, inviter: inviter, inviterKey: inviterKey, nameplate: nameplate,
+            createdAt: createdAt, expiresAt: expiresAt, uses: uses)
+        guard key.isValidSignature(sig, for: signed) else {
+            throw .forged("the invite record is not signed by the inviter")
+        }
+        return key
+    }
+}
+
+extension DeviceIdentity {
+    /// Signs an invite record as member `inviter` of `space`.
+    public func signInvite(
+        space: SpaceID, inviter: MemberID, nameplate: String, createdAt: Int64, expiresAt: Int64, uses: Int
+    ) -> SignedInvite {
+        let key = Base64URL.encode(publicKeys.signing.bytes)
+        let signed = SignedInvite.signedBytes(
+            space: space, inviter: inviter, inviterKey: key, nameplate: nameplate, createdAt: createdAt,
+            expiresAt: expiresAt, uses: uses)
+        return SignedInvite(
+            v: SignedInvite.currentVersion, space: space, inviter: inviter, inviterKey: key,
+            nameplate: nameplate, createdAt: createdAt, expiresAt: expiresAt, uses: uses,
+            signature: Base64URL.encode(sign(signed).bytes))
+    }
+}
+
+/// The grant of a join (`docs/join-protocol.md`, phase `grant`): everything the joiner needs to
+/// open the space, verified on the joiner's device before anything is saved.
+///
+/// The joiner does not receive a bearer token unless the attendant chose to send one: by default
+/// (`device_token` null) it signs in to the space server with its own device key.
+public struct JoinGrant: Codable, Sendable, Equatable {
+    public static let currentVersion = 1
+
+    public struct Space: Codable, Sendable, Equatable {
+        public let server: String
+        public let id: SpaceID
+        public let name: String
+    }
+
+    public struct HistoryHint: Codable, Sendable, Equatable {
+        public let threads: Int
+        public let messages: Int
+    }
+
+    public let v: Int
+    public let space: Space
+    /// The owner's signing key (base64url); the roster is verified from it.
+    public let ownerSigningKey: String
+    public let memberID: MemberID
+    public let deviceToken: String?
+    public let wraps: [KeyWrap]
+    public let invite: SignedInvite
+    public let roster: [MembershipEvent]
+    public let historyHint: HistoryHint
+
+    enum CodingKeys: String, CodingKey {
+        case v, space, wraps, invite, roster
+        case ownerSigningKey = "owner_signing_key"
+        case memberID = "member_id"
+        case deviceToken = "device_token"
+        case historyHint = "history_hint"
+    }
+
+    public init(
+        space: Space, ownerSigningKey: String, memberID: MemberID, deviceToken: String?, wraps: [KeyWrap],
+        invite: SignedInvite, roster: [MembershipEvent], historyHint: HistoryHint
+    ) {
+        v = Self.currentVersion
+        self.space = space
+        self.ownerSigningKey = ownerSigningKey
+        self.memberID = memberID
+        self.deviceToken = deviceToken
+        self.wraps = wraps
+        self.invite = invite
+        self.roster = roster
+        self.historyHint = historyHint
+    }
+
+    /// The JSON object's UTF-8 bytes, as `JoinMessage.grant` carries them.
+    public func encoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { Array($0) } ?? []
+    }
+
+    /// Parses a grant object; any structural problem is a clear error.
+    public init(decoding bytes: [UInt8]) throws(JoinGrantError) {
+        struct Version: Decodable { let v: Int }
+        guard let version = try? JSONDecoder().decode(Version.self, from: Data(bytes)) else {
+            throw .invalid("it is not a grant object")
+        }
+        guard version.v == Self.currentVersion else {
+            throw .invalid("grant version \(version.v) is not supported; update eleven")
+        }
+        do {
+            self = try JSONDecoder().decode(JoinGrant.self, from: Data(bytes))
+        } catch {
+            throw .invalid("a field is missing or malformed")
+        }
+    }
+
+    /// What a verified grant proves.
+    public struct Verified: Sendable {
+        public let roster: Roster
+        public let inviter: MemberRecord
+        public let threadKeys: [ThreadID: ThreadKey]
+    }
+
+    /// Checks everything on this device, without any I/O: the roster chain from the owner's key,
+    /// this device's membership under `memberID` with exactly its keys, the inviter's signed
+    /// record (signature, a current member with the right to add, the one who added us, not
+    /// expired at `now`, for the nameplate we joined on when `nameplate` is given), and every
+    /// thread-key wrap (signed by a member, addressed to us, opens).
+    @discardableResult
+    public func verify(identity: DeviceIdentity, now: Int64, nameplate: String? = nil) throws(JoinGrantError)
+        -> Verified
+    {
+        guard v == Self.currentVersion else { throw .invalid("grant version \(v) is not supported") }
+        if let nameplate, nameplate != invite.nameplate {
+            throw .forged("the invite record is for another code")
+        }
+        guard let ownerBytes = Base64URL.decode(ownerSigningKey),
+            let ownerKey = try? SigningPublicKey(bytes: ownerBytes)
+        else { throw .invalid("the owner's key is malformed") }
+        let roster: Roster
+        do throws(KeyModelError) {
+            roster = try Roster.verify(events: self.roster, ownerKey: ownerKey)
+        } catch {
+            throw .forged("the member list does not verify (\(error.message))")
+        }
+        guard roster.space == space.id, invite.space == space.id else {
+            throw .forged("the member list or invite belongs to another space")
+        }
+        guard let me = roster.members[memberID], me.keys == identity.publicKeys else {
+            throw .forged("the member list does not list this device")
+        }
+        let inviterKey = try invite.verifySignature()
+        guard let inviter = roster.currentMember(signingKey: inviterKey), inviter.id == invite.inviter else {
+            throw .forged("the inviter is not a current member")
+        }
+        let rights = roster.rights(of: inviter.id)
+        guard rights.contains(.admin) || rights.contains(.invite) else {
+            throw .forged("\(inviter.name.isEmpty ? "the inviter" : inviter.name) may not add members")
+        }
+        let added = self.roster.first {
+            if case .memberAdded(let record) = $0.change { return record.id == memberID }
+            return false
+        }
+        guard let added, added.signer == inviter.id else {
+            throw .forged("this device was not added by the inviter")
+        }
+        guard now <= invite.expiresAt else { throw .forged("the invite had expired") }
+        var keys: [ThreadID: ThreadKey] = [:]
+        for wrap in wraps {
+            guard wrap.recipient == memberID, wrap.space == space.id else {
+                throw .forged("a thread key is addressed to someone else")
+            }
+            do throws(KeyModelError) {
+                keys[wrap.thread] = try wrap.open(with: identity, verifyingAgainst: roster)
+            } catch {
+                throw .forged("a thread key does not verify (\(error.message))")
+            }
+        }
+        return Verified(roster: roster, inviter: inviter, threadKeys: keys)
+    }
+
+    /// Verifies the grant, signs in to the space server with this device's key (unless a token
+    /// came with the grant), checks that the server's member list from the owner's key lists this
+    /// device, and only then saves the space atomically in `state`. Returns what was saved.
+    public func accept(
+        identity: DeviceIdentity, state: LocalState, deviceLabel: String?, now: Int64,
+        nameplate: String? = nil
+    ) throws -> (saved: SavedSpace, verified: Verified) {
+        let verified = try verify(identity: identity, now: now, nameplate: nameplate)
+        var client = try SpaceClient(server: space.server)
+        if let deviceToken {
+            client.token = deviceToken
+        } else {
+            client.token = try client.signIn(space.id, as: memberID, identity: identity, label: deviceLabel)
+                .token
+        }
+        let ownerKey = try SigningPublicKey(bytes: Base64URL.decode(ownerSigningKey) ?? [])
+        let serverRoster = try client.roster(space.id, ownerKey: ownerKey)
+        guard serverRoster.members[memberID]?.keys == identity.publicKeys else {
+            throw JoinGrantError.forged("the space server does not list this device as a member")
+        }
+        let saved = SavedSpace(
+            space: space.id, name: space.name, server: client.server, member: memberID,
+            ownerSigningKey: ownerSigningKey, deviceToken: client.token ?? "")
+        var spaces = try state.spaces()
+        spaces.save(saved)
+        try state.save(spaces)
+        return (saved, verified)
+    }
+}
+
+extension SpaceSession {
+    /// The attendant's side of a grant: registers the joiner on the space server with the keys
+    /// from `request` (a signed membership event by this device), wraps every thread key this
+    /// device holds to them, and assembles the grant. `invite` is this device's signed record.
+    public func admit(request: JoinRequest, invite: SignedInvite) throws(SpaceClientError)
+        -> (grant: JoinGrant, member: MemberRecord)
+    {
+        let keys: MemberPublicKeys
+        do throws(KeyModelError) {
+            keys = try MemberPublicKeys(text: request.publicKeys)
+        } catch {
+            throw SpaceClientError(
+                .rejected, code: "invalid_request",
+                message: "The joiner sent unusable keys (\(error.message)).")
+        }
+        let record = try addMember(keys: keys, name: request.displayName)
+        let roster = try roster()
+        let events = try client.events(saved.space)
+        let threadKeys = try threadKeys(roster: roster)
+        var wraps: [KeyWrap] = []
+        var messages = 0
+        for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
+            wraps.append(identity.wrap(key, for: record, in: saved.space, thread: thread))
+            if let read = try? read(thread, roster: roster, keys: threadKeys) {
+                messages += read.messages.count
+            }
+        }
+        let grant = JoinGrant(
+            space: .init(server: saved.server, id: saved.space, name: saved.name),
+            ownerSigningKey: saved.ownerSigningKey, memberID: record.id, deviceToken: nil, wraps: wraps,
+            invite: invite, roster: events,
+            historyHint: .init(threads: threadKeys.count, messages: messages))
+        return (grant, record)
+    }
+}

@@ -1,0 +1,547 @@
+import CLISupport
+import ClientCore
+import Foundation
+import PAKE
+import WordCodes
+
+// `eleven invite --short`, `eleven approve`, `eleven join`: short-code joins through a relay
+// (docs/join-protocol.md). The inviter's own device attends: it proves the code with SPAKE2,
+// asks its person, registers the joiner on the space server and sends the grant.
+
+/// The join relay used when neither `--relay` nor `ELEVEN_RELAY` names one.
+let joinDefaultRelay = "ws://127.0.0.1:4000/v1"
+
+private let relayOption = OptionSpec(
+    "relay", value: "URL", help: "the join relay (default \(joinDefaultRelay), a local eleven-relay)",
+    environment: "ELEVEN_RELAY")
+
+let joinCommands: [CommandGroup.Entry] = [
+    .init(
+        CommandSpec(
+            ["eleven", "invite"], summary: "Invite someone into a space with a short code.",
+            options: [
+                OptionSpec("short", help: "a short code such as coral-piano-42 (the only kind so far)"),
+                CommonOptions.space,
+                OptionSpec("uses", value: "N", help: "how many people may join with it", default: "1"),
+                OptionSpec("expires", value: "DURATION", help: "how long the code works", default: "1h"),
+                OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
+                OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
+                OptionSpec("yes", help: "let in whoever proves the code, without asking (scripts)"),
+                relayOption, CommonOptions.json,
+            ],
+            discussion: """
+                Prints the code and a link, then waits here until someone joins with it, asking \
+                "Let Sam join Family?" first. A wrong code burns the invite at once. With --detach \
+                the invite waits in the relay and `eleven approve` attends it later.
+                """)
+    ) { arguments in
+        try runInvite(arguments)
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "approve"], summary: "Attend invites left pending with `eleven invite --detach`.",
+            options: [
+                CommonOptions.space,
+                OptionSpec("yes", help: "let in whoever proves the code, without asking (scripts)"),
+                OptionSpec(
+                    "timeout", value: "DURATION", help: "how long to wait for joiners", default: "10m"),
+                CommonOptions.json,
+            ])
+    ) { arguments in
+        try runApprove(arguments)
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "join"], summary: "Join a space with a short code or invite link.",
+            options: [
+                OptionSpec("name", value: "NAME", help: "your name in the space (default: your login name)"),
+                OptionSpec("verify", help: "show verification words to compare with the inviter"),
+                OptionSpec(
+                    "timeout", value: "DURATION", help: "how long to wait for the inviter", default: "5m"),
+                relayOption, CommonOptions.json,
+            ],
+            positionals: [
+                PositionalSpec(
+                    "CODE_OR_LINK", help: "coral-piano-42 or https://host/invite#Family/…", optional: true)
+            ],
+            discussion: """
+                Asks for the code when it is not given (so it need not sit in your shell history). \
+                Exit status 3: the code did not match (codes work once), or nobody is attending it \
+                (mistyped, used, burned or expired) or it is crowded; 4: the relay cannot be reached; \
+                6: the inviter declined; 7: the inviter did not answer in time.
+                """)
+    ) { arguments in
+        try runJoin(arguments)
+    },
+]
+
+// MARK: eleven invite --short
+
+private func runInvite(_ arguments: ParsedArguments) throws {
+    guard arguments.flag("short") else {
+        throw CLIError.usage(
+            "only short-code invites exist so far: `eleven invite --short`", help: nil)
+    }
+    let json = arguments.flag("json")
+    let uses = try arguments.int("uses", in: 1...100) ?? 1
+    let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
+    let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
+    let relay = try relayURL(arguments)
+    let session = try openSpace(arguments)
+
+    let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
+    var random = SystemRandom()
+    let seed = SecretBytes(randomCount: 32, using: &random)
+    let now = Int64(Date().timeIntervalSince1970)
+    let expiresAt = now + Int64(lifetime)
+    let deadline = ContinuousClock.now + .seconds(lifetime)
+    let (connection, nameplate) = try joinErrors { () throws(JoinRunError) in
+        try InviteAttendance.allocate(relayURL: relay, timeout: .seconds(20))
+    }
+    let code = "\(words)-\(nameplate.value)"
+    let link = inviteLink(server: session.saved.server, space: session.saved.name, code: code)
+    let binding = JoinBinding(intent: .join, nameplate: nameplate)
+
+    if arguments.flag("detach") {
+        try joinErrors { () throws(JoinRunError) in
+            try InviteAttendance.publish(
+                on: connection, words: words, binding: binding, seed: seed, use: 0, timeout: .seconds(20))
+        }
+        let pending = PendingInvite(
+            id: Base64URL.encode(random.bytes(count: 9)), space: session.saved.space,
+            spaceName: session.saved.name, relay: relay, nameplate: nameplate.value,
+            secret: InviteSecret(words: words, seed: seed), machine: connection.machine, use: 0,
+            usesLeft: uses - 1, createdAt: now, expiresAt: expiresAt)
+        connection.disconnect()
+        try withSpaceErrors {
+            let store = PendingInviteStore(directory: localState().directory)
+            try store.save(try store.load() + [pending])
+        }
+        if json {
+            Terminal.json([
+                "event": "code", "code": code, "link": link, "pending": true, "expiresAt": expiresAt,
+            ])
+        } else {
+            Terminal.out("Invite code: \(code)")
+            Terminal.out("Link: \(link)")
+            Terminal.out("The invite is pending; run `eleven approve` to let people in.")
+        }
+        return
+    }
+
+    if json {
+        Terminal.json(["event": "code", "code": code, "link": link, "expiresAt": expiresAt])
+    } else {
+        Terminal.out("Invite code: \(code)")
+        Terminal.out("Link: \(link)")
+        Terminal.out("Waiting for someone to join \(session.saved.name) with it…")
+    }
+    var attendant = Attendant(session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
+    var current = connection
+    for use in 0..<uses {
+        if use > 0 {
+            current = try joinErrors { () throws(JoinRunError) in
+                try InviteAttendance.reclaim(relayURL: relay, nameplate: nameplate)
+            }
+        }
+        let outcome: InviteAttendance.Outcome
+        do {
+            outcome = try attendant.attend(
+                on: current, words: words, binding: binding, seed: seed, use: use, published: false,
+                expiresAt: expiresAt, deadline: deadline, keepOpen: false)
+        } catch let error as CLIError where error.code == "timed_out" {
+            throw CLIError(
+                code: "invite_expired",
+                message:
+                    "The invite expired after \(use) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
+                status: .timedOut)
+        }
+        if case .burned = outcome { throw burnedError() }
+    }
+}
+
+// MARK: eleven approve
+
+private func runApprove(_ arguments: ParsedArguments) throws {
+    let json = arguments.flag("json")
+    let wait = try arguments.duration("timeout", max: 30 * 86_400) ?? 600
+    let state = localState()
+    let store = PendingInviteStore(directory: state.directory)
+    var pending = try withSpaceErrors { try store.load() }
+    let saved = try withSpaceErrors { try state.spaces() }
+    let wanted: SpaceID? =
+        arguments.value("space") != nil ? try chooseSpace(arguments.value("space"), in: saved).space : nil
+    let now = Int64(Date().timeIntervalSince1970)
+    // Expired invites are dropped (their mailboxes closed).
+    for invite in pending where invite.expiresAt < now {
+        if let connection = try? InviteAttendance.resume(relayURL: invite.relay, machine: invite.machine) {
+            connection.close(mood: .lonely, timeout: .seconds(2))
+        }
+        report(
+            json, ["event": "expired", "code": "invite_expired"], "An invite for \(invite.spaceName) expired."
+        )
+    }
+    pending.removeAll { $0.expiresAt < now }
+    try withSpaceErrors { try store.save(pending) }
+    let mine = pending.filter { wanted == nil || $0.space == wanted }
+    guard !mine.isEmpty else {
+        report(json, ["event": "none"], "No pending invites.")
+        return
+    }
+    let (identity, _) = try withSpaceErrors { try state.identity(create: false) }
+    var burned = false
+    for original in mine {
+        var invite = original
+        guard let space = saved.spaces.first(where: { $0.space == invite.space }) else { continue }
+        let session = try withSpaceErrors { try SpaceSession(saved: space, identity: identity) }
+        let nameplate = Rendezvous.Nameplate(invite.nameplate)
+        let binding = JoinBinding(intent: .join, nameplate: nameplate)
+        var attendant = Attendant(
+            session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
+        let deadline = ContinuousClock.now + .seconds(min(wait, Double(max(1, invite.expiresAt - now))))
+        // Saved after every step, so a process killed at any point resumes where it was.
+        func persist(_ invite: PendingInvite, keep: Bool) throws {
+            try withSpaceErrors {
+                var all = try store.load()
+                all.removeAll { $0.id == invite.id }
+                if keep { all.append(invite) }
+                try store.save(all)
+            }
+        }
+        while true {
+            let connection = try joinErrors { () throws(JoinRunError) in
+                try InviteAttendance.resume(relayURL: invite.relay, machine: invite.machine)
+            }
+            let outcome: InviteAttendance.Outcome
+            do {
+                outcome = try attendant.attend(
+                    on: connection, words: invite.secret.words, binding: binding,
+                    seed: invite.secret.seedBytes,
+                    use: invite.use, published: true, expiresAt: invite.expiresAt, deadline: deadline,
+                    keepOpen: true)
+            } catch let error as CLIError where error.code == "timed_out" {
+                // Nobody came: the invite stays pending with the relay state as it is now.
+                invite.machine = connection.machine
+                try persist(invite, keep: true)
+                report(
+                    json, ["event": "waiting", "code": invite.code], "Nobody has used \(invite.code) yet.")
+                break
+            } catch {
+                try persist(invite, keep: false)
+                throw error
+            }
+            if case .burned = outcome { burned = true }
+            guard !burned, invite.usesLeft > 0 else {
+                try persist(invite, keep: false)
+                break
+            }
+            // Another use: the same nameplate, a fresh mailbox with the next use's first message.
+            invite.use += 1
+            invite.usesLeft -= 1
+            let next = try joinErrors { () throws(JoinRunError) in
+                try InviteAttendance.reclaim(relayURL: invite.relay, nameplate: nameplate)
+            }
+            try joinErrors { () throws(JoinRunError) in
+                try InviteAttendance.publish(
+                    on: next, words: invite.secret.words, binding: binding, seed: invite.secret.seedBytes,
+                    use: invite.use, timeout: .seconds(20))
+            }
+            invite.machine = next.machine
+            next.disconnect()
+            try persist(invite, keep: true)
+        }
+    }
+    if burned { throw burnedError() }
+}
+
+// MARK: The attendant's person
+
+/// Asks (or, with --yes, does not ask), admits the joiner on the space server, and reports.
+private struct Attendant {
+    let session: SpaceSession
+    let yes: Bool
+    let json: Bool
+    let nameplate: Rendezvous.Nameplate
+
+    mutating func attend(
+        on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
+        published: Bool, expiresAt: Int64, deadline: ContinuousClock.Instant, keepOpen: Bool
+    ) throws -> InviteAttendance.Outcome {
+        let session = self.session
+        let yes = self.yes
+        let json = self.json
+        let nameplate = self.nameplate
+        var admitted: MemberRecord?
+        var admitFailure: Error?
+        let inviterName =
+            (try? session.roster().members[session.saved.member]?.name).flatMap { $0.isEmpty ? nil : $0 }
+        let outcome: InviteAttendance.Outcome
+        do {
+            outcome = try InviteAttendance.attendOne(
+                on: connection, words: words, binding: binding, seed: seed, use: use, published: published,
+                inviterName: inviterName, deadline: deadline, keepOpenOnTimeout: keepOpen,
+                onCodeProven: { request, verifier in
+                    let check = VerificationWords.words(for: verifier).joined(separator: " ")
+                    report(
+                        json, ["event": "code_proven", "name": request.displayName, "verification": check],
+                        "\(nameOf(request)) proved the code (verification words: \(check)).")
+                },
+                decide: { request, _ in
+                    if !yes {
+                        guard askYesNo("Let \(nameOf(request)) join \(session.saved.name)? [y/N] ") else {
+                            return .refuse(reason: "declined", message: "The inviter declined.")
+                        }
+                    }
+                    let now = Int64(Date().timeIntervalSince1970)
+                    let invite = session.identity.signInvite(
+                        space: session.saved.space, inviter: session.saved.member, nameplate: nameplate.value,
+                        createdAt: now, expiresAt: expiresAt, uses: 1)
+                    do {
+                        let (grant, record) = try session.admit(request: request, invite: invite)
+                        admitted = record
+                        return .approve(grant: grant.encoded())
+                    } catch {
+                        admitFailure = error
+                        return .refuse(
+                            reason: "unavailable",
+                            message: "The inviter's device could not add you to the space: \(error)")
+                    }
+                })
+        } catch {
+            // Nothing half-joined: a member added whose grant never reached them is removed.
+            if let admitted { try? session.removeMember(admitted.id) }
+            throw joinCLIError(error, codeAccepted: true)
+        }
+        switch outcome {
+        case .admitted(let request):
+            report(
+                json, ["event": "joined", "name": request.displayName],
+                "\(nameOf(request)) joined \(session.saved.name).")
+        case .refused(let request):
+            if let admitFailure {
+                throw (admitFailure as? SpaceClientError).map { cliError($0) } ?? admitFailure
+            }
+            report(
+                json, ["event": "declined", "name": request.displayName],
+                "\(nameOf(request)) was not let in.")
+        case .burned:
+            report(
+                json, ["event": "burned", "code": "invite_burned"],
+                "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
+        }
+        return outcome
+    }
+}
+
+private func nameOf(_ request: JoinRequest) -> String {
+    request.displayName.isEmpty ? "Someone" : request.displayName
+}
+
+private func burnedError() -> CLIError {
+    CLIError(
+        code: "invite_burned", message: "The invite was burned by a wrong code; make a new one.",
+        status: .codeRejected)
+}
+
+// MARK: eleven join
+
+private func runJoin(_ arguments: ParsedArguments) throws {
+    let json = arguments.flag("json")
+    let relay = try relayURL(arguments)
+    let wait = try arguments.duration("timeout", max: 7 * 86_400) ?? 300
+    let typed: String
+    if let given = arguments.positional(0) {
+        typed = given
+    } else {
+        guard isatty(0) == 1 else {
+            throw CLIError.usage(
+                "give the code as an argument (eleven join coral-piano-42): standard input is not a terminal "
+                    + "to ask for it", help: nil)
+        }
+        writeStderr("Enter the invite code: ")
+        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+            throw CLIError.usage("no code was entered", help: nil)
+        }
+        typed = line
+    }
+    let parsed: ParsedCode
+    do {
+        parsed = try CodeParser.parse(typed)
+    } catch {
+        throw CLIError(code: error.code, message: error.message, status: .codeRejected)
+    }
+    if !json {
+        for correction in parsed.corrections where correction.changesWord { Terminal.out(correction.message) }
+    }
+    let state = localState()
+    let (identity, _) = try withSpaceErrors { try state.identity(create: true) }
+    let name =
+        arguments.value("name") ?? ProcessInfo.processInfo.environment["USER"].map { $0.capitalized } ?? ""
+    let label = ProcessInfo.processInfo.hostName
+    let request = JoinRequest(
+        displayName: String(name.prefix(64)), deviceLabel: String(label.prefix(64)),
+        publicKeys: identity.publicKeys.text)
+    let verify = arguments.flag("verify")
+    let accepted = Flag()
+    let grantBytes: [UInt8]
+    do {
+        grantBytes = try JoinRunner.join(
+            relayURL: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
+            words: parsed.code.secretWords, request: request, timeout: .seconds(wait),
+            // An attendant leaves its first message before anyone joins: without it, nobody
+            // attends the code.
+            firstAnswer: .seconds(min(wait, 15))
+        ) { progress in
+            switch progress {
+            case .connecting:
+                report(json, nil, "Connecting…")
+            case .codeAccepted(let verifier):
+                accepted.set()
+                let check = VerificationWords.words(for: verifier).joined(separator: " ")
+                if verify {
+                    report(
+                        json, ["event": "code_accepted", "verification": check],
+                        "Code accepted. Verification words: \(check) (the inviter should see the same).")
+                } else {
+                    report(json, ["event": "code_accepted"], "Code accepted")
+                }
+            case .waitingForApproval(let inviter):
+                report(
+                    json, ["event": "waiting"], "Waiting for \(inviter ?? "the inviter") to let you in…")
+            case .reconnecting:
+                report(json, nil, "Reconnecting…")
+            }
+        }
+    } catch {
+        throw joinCLIError(error, codeAccepted: accepted.isSet)
+    }
+    let result: (saved: SavedSpace, verified: JoinGrant.Verified)
+    let grant: JoinGrant
+    do {
+        grant = try JoinGrant(decoding: grantBytes)
+        result = try grant.accept(
+            identity: identity, state: state, deviceLabel: label, now: Int64(Date().timeIntervalSince1970),
+            nameplate: parsed.code.nameplate.description)
+    } catch let error as JoinGrantError {
+        throw CLIError(code: error.code, message: error.message, status: .failure)
+    } catch let error as SpaceClientError {
+        throw cliError(error)
+    } catch let error as LocalStateError {
+        throw cliError(error)
+    }
+    let threads = grant.historyHint.threads
+    let messages = grant.historyHint.messages
+    if json {
+        Terminal.json([
+            "event": "joined", "space": result.saved.space.base64URL, "name": result.saved.name,
+            "member": result.saved.member.base64URL, "threads": threads, "messages": messages,
+        ])
+    } else {
+        Terminal.out(
+            "Joined \(result.saved.name): \(threads) thread\(threads == 1 ? "" : "s"), "
+                + "\(messages) message\(messages == 1 ? "" : "s"). Run `eleven read` to read them.")
+    }
+}
+
+// MARK: Helpers
+
+private func relayURL(_ arguments: ParsedArguments) throws -> String {
+    let relay = arguments.value("relay") ?? joinDefaultRelay
+    guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
+        throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
+    }
+    return relay
+}
+
+/// `https://<space-host>/invite#<Name>/<code>`.
+func inviteLink(server: String, space: String, code: String) -> String {
+    let host = URL(string: server)?.host ?? "elevenmessenger.com"
+    var allowed = CharacterSet.alphanumerics
+    allowed.insert(charactersIn: "-._~")
+    let name = space.addingPercentEncoding(withAllowedCharacters: allowed) ?? "space"
+    return "https://\(host)/invite#\(name)/\(code)"
+}
+
+private func joinErrors<T>(_ body: () throws(JoinRunError) -> T) throws -> T {
+    do {
+        return try body()
+    } catch {
+        throw joinCLIError(error, codeAccepted: false)
+    }
+}
+
+/// Distinct codes and exit statuses for everything a join can end with.
+private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
+    guard let error = error as? JoinRunError else { return error }
+    switch error {
+    case .failed(.codeMismatch):
+        return CLIError(
+            code: "code_mismatch", message: "That code didn't match. Codes work once: ask for a new one.",
+            status: .codeRejected)
+    case .failed(.protocolError):
+        return CLIError(code: "protocol_error", message: error.description, status: .failure)
+    case .refused(let reason, let message):
+        return CLIError(
+            code: "refused_\(reason)", message: message,
+            status: reason == "declined" || reason == "unavailable" ? .refused : .codeRejected)
+    case .relay(.unreachable):
+        return CLIError(
+            code: "relay_unreachable",
+            message:
+                "\(error.description). Check the relay address (--relay or ELEVEN_RELAY) and your network.",
+            status: .unavailable)
+    case .relay(.rendezvous(.crowded)):
+        return CLIError(
+            code: "crowded",
+            message: "Someone else is already using that code, so it cannot be used now. Ask for a new one.",
+            status: .codeRejected)
+    case .relay(.timedOut):
+        if codeAccepted {
+            return CLIError(
+                code: "timed_out", message: "The inviter did not answer in time.", status: .timedOut)
+        }
+        return CLIError(
+            code: "unknown_code",
+            message: "Nobody is attending that code: it may be mistyped, already used, burned or expired, "
+                + "or the inviter's device is offline.",
+            status: .codeRejected)
+    case .relay:
+        return CLIError(code: error.code, message: error.description, status: .unavailable)
+    }
+}
+
+/// A progress line: text for people, or a JSON line (nil: nothing in JSON mode).
+private func report(_ json: Bool, _ object: [String: Any]?, _ text: String) {
+    if json {
+        if let object { Terminal.json(object) }
+    } else {
+        Terminal.out(text)
+    }
+}
+
+private func writeStderr(_ text: String) {
+    var bytes = Array(text.utf8)
+    _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+}
+
+private func askYesNo(_ question: String) -> Bool {
+    writeStderr(question)
+    let answer = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces).lowercased()
+    return answer == "y" || answer == "yes"
+}
+
+/// A flag set from a callback.
+private final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() {
+        lock.lock()
+        value = true
+        lock.unlock()
+    }
+    var isSet: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
+}

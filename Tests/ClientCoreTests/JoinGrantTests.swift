@@ -1,0 +1,183 @@
+import Foundation
+import PAKE
+import Testing
+
+@testable import ClientCore
+
+/// The grant of a join, checked on the joiner's device without any I/O.
+@Suite struct JoinGrantTests {
+    /// A space where Paul (owner) invites Sam; returns a grant as the attendant would build it.
+    struct Scenario {
+        var fixture: SpaceFixture
+        let sam: DeviceIdentity
+        let samRecord: MemberRecord
+        let threads: [(ThreadID, ThreadKey)]
+        let invite: SignedInvite
+
+        init(expiresAt: Int64 = 2_000) throws {
+            fixture = try SpaceFixture()
+            let sam = DeviceIdentity.generate()
+            let record = MemberRecord(id: .random(), keys: sam.publicKeys, name: "Sam")
+            try fixture.append(fixture.roster.nextEvent(.memberAdded(record), signedBy: fixture.owner))
+            self.sam = sam
+            samRecord = record
+            threads = (0..<3).map { _ in (ThreadID.random(), ThreadKey.random()) }
+            invite = fixture.owner.signInvite(
+                space: fixture.space, inviter: fixture.ownerID, nameplate: "42", createdAt: 1_000,
+                expiresAt: expiresAt, uses: 1)
+        }
+
+        func grant(
+            wraps: [KeyWrap]? = nil, invite: SignedInvite? = nil, events: [MembershipEvent]? = nil,
+            member: MemberID? = nil
+        ) -> JoinGrant {
+            let wraps =
+                wraps
+                ?? threads.map { fixture.owner.wrap($0.1, for: samRecord, in: fixture.space, thread: $0.0) }
+            return JoinGrant(
+                space: .init(server: "http://127.0.0.1:1", id: fixture.space, name: "Family"),
+                ownerSigningKey: Base64URL.encode(fixture.owner.publicKeys.signing.bytes),
+                memberID: member ?? samRecord.id, deviceToken: nil, wraps: wraps,
+                invite: invite ?? self.invite, roster: events ?? fixture.events,
+                historyHint: .init(threads: 3, messages: 7))
+        }
+    }
+
+    @Test func anHonestGrantVerifiesAndRoundTripsThroughJSON() throws {
+        let s = try Scenario()
+        let grant = s.grant()
+        let bytes = grant.encoded()
+        // Through the encrypted message layer and back.
+        let message = JoinMessage.grant(object: bytes).encoded()
+        guard case .grant(let object) = try JoinMessage(decoding: message, allowed: ["grant"]) else {
+            Issue.record("not a grant")
+            return
+        }
+        let decoded = try JoinGrant(decoding: object)
+        #expect(decoded == grant)
+        let verified = try decoded.verify(identity: s.sam, now: 1_500)
+        #expect(verified.threadKeys.count == 3)
+        #expect(verified.inviter.id == s.fixture.ownerID)
+        for (thread, key) in s.threads {
+            #expect(verified.threadKeys[thread]?.secret.unredactedBytes() == key.secret.unredactedBytes())
+        }
+        let json = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        #expect(
+            Set(json?.keys.map { $0 } ?? []) == [
+                // No device token: the joiner signs in with its own key.
+                "v", "space", "owner_signing_key", "member_id", "wraps", "invite", "roster", "history_hint",
+            ])
+    }
+
+    @Test func anotherDeviceCannotUseTheGrant() throws {
+        let s = try Scenario()
+        #expect(throws: JoinGrantError.self) {
+            try s.grant().verify(identity: DeviceIdentity.generate(), now: 1_500)
+        }
+    }
+
+    @Test func aForgedOrExpiredInviteIsRefused() throws {
+        let s = try Scenario()
+        // Recorded for another nameplate than the one joined on; the right one passes.
+        #expect(code { try s.grant().verify(identity: s.sam, now: 1_500, nameplate: "43") } == "grant_forged")
+        #expect(code { try s.grant().verify(identity: s.sam, now: 1_500, nameplate: "42") } == nil)
+        // Expired.
+        #expect(code { try s.grant().verify(identity: s.sam, now: 2_001) } == "grant_forged")
+        // Signed by a stranger but naming Paul as inviter.
+        let stranger = DeviceIdentity.generate()
+        var forged = stranger.signInvite(
+            space: s.fixture.space, inviter: s.fixture.ownerID, nameplate: "42", createdAt: 1_000,
+            expiresAt: 2_000, uses: 1)
+        #expect(code { try s.grant(invite: forged).verify(identity: s.sam, now: 1_500) } == "grant_forged")
+        // Paul's record with a field changed after signing.
+        let i = s.invite
+        forged = SignedInvite(
+            v: 1, space: i.space, inviter: i.inviter, inviterKey: i.inviterKey, nameplate: i.nameplate,
+            createdAt: i.createdAt, expiresAt: 9_999_999, uses: i.uses, signature: i.signature)
+        #expect(code { try s.grant(invite: forged).verify(identity: s.sam, now: 1_500) } == "grant_forged")
+        // Malformed signature text and an unknown version.
+        forged = SignedInvite(
+            v: 1, space: i.space, inviter: i.inviter, inviterKey: i.inviterKey, nameplate: i.nameplate,
+            createdAt: i.createdAt, expiresAt: i.expiresAt, uses: i.uses, signature: "!!")
+        #expect(code { try s.grant(invite: forged).verify(identity: s.sam, now: 1_500) } == "grant_invalid")
+        forged = SignedInvite(
+            v: 2, space: i.space, inviter: i.inviter, inviterKey: i.inviterKey, nameplate: i.nameplate,
+            createdAt: i.createdAt, expiresAt: i.expiresAt, uses: i.uses, signature: i.signature)
+        #expect(code { try s.grant(invite: forged).verify(identity: s.sam, now: 1_500) } == "grant_invalid")
+    }
+
+    @Test func anInviterWithoutTheRightOrWhoDidNotAddUsIsRefused() throws {
+        var s = try Scenario()
+        // Eve is a plain member (no invite right) and signs an invite record.
+        let (eve, eveRecord) = try s.fixture.addMember(name: "Eve")
+        let eveInvite = eve.signInvite(
+            space: s.fixture.space, inviter: eveRecord.id, nameplate: "42", createdAt: 1_000,
+            expiresAt: 2_000,
+            uses: 1)
+        #expect(
+            code {
+                try s.grant(invite: eveInvite, events: s.fixture.events).verify(identity: s.sam, now: 1_500)
+            }
+                == "grant_forged")
+        // Ann may invite, signs the record, but Paul added Sam: the record does not match the event.
+        let (ann, annRecord) = try s.fixture.addMember(name: "Ann", rights: .invite)
+        let annInvite = ann.signInvite(
+            space: s.fixture.space, inviter: annRecord.id, nameplate: "42", createdAt: 1_000,
+            expiresAt: 2_000,
+            uses: 1)
+        #expect(
+            code {
+                try s.grant(invite: annInvite, events: s.fixture.events).verify(identity: s.sam, now: 1_500)
+            }
+                == "grant_forged")
+    }
+
+    @Test func wrapsMustBeSignedByAMemberAndAddressedToUs() throws {
+        var s = try Scenario()
+        let (thread, key) = s.threads[0]
+        // Signed by someone outside the roster.
+        let outsider = DeviceIdentity.generate()
+        var wraps = [outsider.wrap(key, for: s.samRecord, in: s.fixture.space, thread: thread)]
+        #expect(code { try s.grant(wraps: wraps).verify(identity: s.sam, now: 1_500) } == "grant_forged")
+        // Addressed to another member.
+        let (_, other) = try s.fixture.addMember(name: "Ann")
+        wraps = [s.fixture.owner.wrap(key, for: other, in: s.fixture.space, thread: thread)]
+        #expect(
+            code { try s.grant(wraps: wraps, events: s.fixture.events).verify(identity: s.sam, now: 1_500) }
+                == "grant_forged")
+        // For another space.
+        wraps = [s.fixture.owner.wrap(key, for: s.samRecord, in: SpaceID.random(), thread: thread)]
+        #expect(code { try s.grant(wraps: wraps).verify(identity: s.sam, now: 1_500) } == "grant_forged")
+    }
+
+    @Test func aTamperedRosterIsRefused() throws {
+        let s = try Scenario()
+        // Drop the event that added Sam, or reorder: the chain no longer lists this device.
+        #expect(
+            code {
+                try s.grant(events: Array(s.fixture.events.dropLast())).verify(identity: s.sam, now: 1_500)
+            }
+                == "grant_forged")
+        #expect(
+            code { try s.grant(events: s.fixture.events.reversed()).verify(identity: s.sam, now: 1_500) }
+                == "grant_forged")
+    }
+
+    @Test(arguments: [
+        "", "[]", "{}", #"{"v":2}"#, #"{"v":1}"#, #"{"v":1,"space":7}"#, "not json",
+    ])
+    func badGrantObjectsGetAClearError(text: String) {
+        #expect(throws: JoinGrantError.self) { try JoinGrant(decoding: Array(text.utf8)) }
+    }
+
+    private func code(_ body: () throws -> Void) -> String? {
+        do {
+            try body()
+            return nil
+        } catch let error as JoinGrantError {
+            return error.code
+        } catch {
+            return "other: \(error)"
+        }
+    }
+}
