@@ -16,10 +16,12 @@ let demoCommands: [CommandGroup.Entry] = [
                 OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
             ],
             discussion: """
-                Paul invites with a short code, Sam types it (with a typo the code reader fixes),
-                the two clients agree on a key through the relay with SPAKE2, Paul lets Sam in,
-                and Sam receives the welcome over the encrypted channel. Then someone tries a
-                wrong code: it fails, and the code is burned. Nothing leaves this machine.
+                Starts eleven-relay and eleven-server on free loopback ports. Paul creates the
+                space Family and writes in it, then invites with a short code; Sam types the code
+                (with a typo the code reader fixes before any traffic), the two clients agree on a
+                key through the relay with SPAKE2, Paul lets Sam in, and Sam reads the history.
+                Then Eve guesses a code: it fails, and the code is burned. Nothing leaves this
+                machine; the state lives in a temporary directory removed at the end.
                 """)
     ) { arguments in
         try Demo(words: try arguments.int("words", in: Code.wordCountRange) ?? 2).run(
@@ -27,31 +29,97 @@ let demoCommands: [CommandGroup.Entry] = [
     }
 ]
 
-/// The demo's script. The relay runs as its own process; Paul and Sam are two clients in this
-/// process, each with its own connection to the relay.
+/// The demo's script: the real programs, as people would run them. `eleven-relay` and
+/// `eleven-server` run on free loopback ports; Paul, Sam and Eve are `eleven` processes, each
+/// with a state directory of their own, and their output is shown as it comes.
 struct Demo {
     let words: Int
 
     func run(relay: String?) throws {
         say("Eleven demo: a short-code join, end to end, on this machine.")
-        let relayProcess: RelayChild?
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "eleven-demo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let relayProcess: ServiceChild?
         let relayURL: String
         if let relay {
             relayURL = relay
             relayProcess = nil
         } else {
-            let child = try RelayChild.start()
+            let child = try ServiceChild.start(
+                "eleven-relay",
+                ["--listen", "127.0.0.1:0", "--db", directory.appendingPathComponent("relay.sqlite").path],
+                scheme: "ws://")
             relayURL = child.url
             relayProcess = child
         }
         defer { relayProcess?.stop() }
-        say("  relay     \(relayURL)  (forwards messages it cannot read)")
+        let server = try ServiceChild.start(
+            "eleven-server",
+            ["--listen", "127.0.0.1:0", "--db", directory.appendingPathComponent("server.sqlite").path],
+            scheme: "http://")
+        defer { server.stop() }
+        say("  relay     \(relayURL)   (eleven-relay: forwards what it cannot read)")
+        say("  server    \(server.url)   (eleven-server: stores only ciphertext)")
+        say("")
 
-        try join(relayURL: relayURL, typo: true, wrongGuess: false)
+        let paul = Person(name: "Paul", home: directory.appendingPathComponent("paul"), relay: relayURL)
+        let sam = Person(name: "Sam", home: directory.appendingPathComponent("sam"), relay: relayURL)
+        let eve = Person(name: "Eve", home: directory.appendingPathComponent("eve"), relay: relayURL)
+        try paul.runShown(["space", "create", "Family", "--server", server.url, "--as", "Paul"])
+        try paul.runShown(["send", "Welcome to the family space!"])
+        try paul.runShown(["send", "Dinner on Sunday at seven?"])
         say("")
-        try join(relayURL: relayURL, typo: false, wrongGuess: true)
+
+        // Paul invites; Sam types the code with a typo the code reader fixes before any traffic.
+        let invite = try paul.start(
+            ["invite", "--short", "--words", String(words)], answer: ("Let Sam join", "y"))
+        guard let text = invite.value(afterPrefix: "Invite code: "),
+            let code = try? CodeParser.parse(text).code
+        else {
+            invite.stop()
+            throw Self.failure(of: invite, "Paul's invite did not start")
+        }
+        let typed = Self.mistype(code) ?? code.description
+        say("  Sam       (types the code Paul read out: \"\(typed)\")")
+        try sam.runShown(["join", typed, "--name", "Sam", "--verify"])
+        guard invite.finish() == 0 else {
+            throw CLIError(code: "demo_failed", message: "Paul's invite did not end well", status: .failure)
+        }
+        try sam.runShown(["read"])
         say("")
-        say("Done. Codes are one-time, work once, and the relay never saw the words or the keys.")
+
+        // Eve guesses: one guess, and the code is burned.
+        let second = try paul.start(["invite", "--short", "--words", String(words)], answer: nil)
+        guard let text2 = second.value(afterPrefix: "Invite code: "),
+            let code2 = try? CodeParser.parse(text2).code
+        else {
+            second.stop()
+            throw Self.failure(of: second, "Paul's second invite did not start")
+        }
+        var guess = Code.generate(nameplate: code2.nameplate, wordCount: words)
+        while guess.words == code2.words {
+            guess = Code.generate(nameplate: code2.nameplate, wordCount: words)
+        }
+        say("  Eve       (guesses \"\(guess)\" for Paul's new code)")
+        let eveStatus = try eve.runShown(["join", guess.description, "--name", "Eve"], allowFailure: true)
+        _ = second.finish()
+        guard eveStatus == ExitStatus.codeRejected.rawValue else {
+            throw CLIError(
+                code: "demo_failed", message: "Eve's wrong guess was not refused", status: .failure)
+        }
+        say("")
+        say("Done. The code worked once, the relay never saw the words or the keys, and Sam read the")
+        say("history end-to-end encrypted. Try it yourself: eleven --help")
+    }
+
+    /// A step that failed, with the exit status the program itself gave (its message is shown).
+    static func failure(of child: ShownProcess, _ what: String) -> CLIError {
+        let status = ExitStatus(rawValue: child.finish()) ?? .failure
+        return CLIError(
+            code: "demo_failed", message: "\(what) (see its message above)",
+            status: status == .success ? .failure : status)
     }
 
     /// The code as Sam might type it: capitalised, spaces for dashes, two letters of the first
@@ -68,105 +136,144 @@ struct Demo {
         }
         return nil
     }
+}
 
-    /// One invite: Paul attends, Sam (or an intruder with a wrong guess) joins.
-    private func join(relayURL: String, typo: Bool, wrongGuess: Bool) throws {
-        let secret = Code.generate(nameplate: Nameplate(1)!, wordCount: words).words
-        let codeBox = Mailbox<Code?>()
-        let paul = Mailbox<Result<JoinRequest, JoinRunError>>()
-        Thread.detachNewThread {
-            do {
-                let request = try JoinRunner.attend(
-                    relayURL: relayURL, words: secret.map(\.text).joined(separator: "-"),
-                    inviterName: "Paul", announceWaiting: true, timeout: .seconds(60),
-                    onNameplate: { nameplate in
-                        guard let np = Int(nameplate.value).flatMap(Nameplate.init),
-                            let code = Code(nameplate: np, words: secret)
-                        else { return }
-                        codeBox.put(code)
-                    },
-                    decide: { request, verifier in
-                        // A person takes a moment to answer; the joiner meanwhile sees "Waiting".
-                        Thread.sleep(forTimeInterval: 0.5)
-                        let check = VerificationWords.words(for: verifier).joined(separator: " ")
-                        say("  Paul      \(request.displayName)'s code matched (Paul sees: \(check))")
-                        say(
-                            "  Paul      Let \(request.displayName) (\(request.deviceLabel)) join Family? yes"
-                        )
-                        return .approve(grant: Array(#"{"space":"Family","threads":3,"messages":42}"#.utf8))
-                    })
-                paul.put(.success(request))
-            } catch let error as JoinRunError {
-                paul.put(.failure(error))
-                codeBox.put(nil)
-            } catch {
-                paul.put(.failure(.failed(.protocolError("\(error)"))))
-                codeBox.put(nil)
-            }
-        }
-        guard let code = codeBox.take(timeout: 20) ?? nil else {
-            if case .failure(let error)? = paul.take(timeout: 1) {
-                throw CLIError(code: error.code, message: error.description, status: .unavailable)
-            }
+/// One person of the demo: `eleven` with its own `ELEVEN_HOME`, output shown with their name.
+struct Person {
+    let name: String
+    let home: URL
+    let relay: String
+
+    var label: String { name.padding(toLength: 10, withPad: " ", startingAt: 0) }
+
+    /// Runs a command to the end, showing what it prints; a failure stops the demo.
+    @discardableResult
+    func runShown(_ arguments: [String], allowFailure: Bool = false) throws -> Int32 {
+        let child = try start(arguments, answer: nil)
+        let status = child.finish()
+        if status != 0 && !allowFailure {
             throw CLIError(
-                code: "relay_timeout", message: "the relay did not allocate a code", status: .unavailable)
+                code: "demo_failed",
+                message: "`eleven \(arguments.joined(separator: " "))` failed for \(name)",
+                status: .failure)
         }
-        let person = wrongGuess ? "Eve" : "Sam"
-        say(
-            "  Paul      invites with the code  \(code)   "
-                + "(\(code.entropyBits) secret bits; one guess per code)")
+        return status
+    }
 
-        var typed = code.description
-        if typo, let mistyped = Self.mistype(code) {
-            // Sam says it aloud and mistypes a letter; the code reader fixes it before any traffic.
-            typed = mistyped
-        }
-        if wrongGuess {
-            var other = Code.generate(nameplate: code.nameplate, wordCount: words)
-            while other.words == code.words {
-                other = Code.generate(nameplate: code.nameplate, wordCount: words)
-            }
-            typed = other.description
-        }
-        say("  \(person)       types  \"\(typed)\"")
-        let parsed: ParsedCode
-        do {
-            parsed = try CodeParser.parse(typed)
-        } catch {
-            throw CLIError(code: error.code, message: error.message, status: .codeRejected)
-        }
-        for correction in parsed.corrections where correction.changesWord {
-            say("  \(person)       \(correction.message)")
-        }
-        let request = JoinRequest(displayName: person, deviceLabel: "laptop", publicKeys: "")
-        do {
-            let grant = try JoinRunner.join(
-                relayURL: relayURL, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
-                words: parsed.code.secretWords, request: request, timeout: .seconds(60)
-            ) { progress in
-                switch progress {
-                case .connecting: say("  \(person)       Connecting…")
-                case .codeAccepted(let verifier):
-                    let check = VerificationWords.words(for: verifier).joined(separator: " ")
-                    say("  \(person)       Code accepted (\(person) sees: \(check))")
-                case .waitingForApproval(let inviter):
-                    say("  \(person)       Waiting for \(inviter ?? "the inviter") to let you in…")
-                case .reconnecting: say("  \(person)       Reconnecting…")
+    /// Starts a command; `answer` replies to a prompt that starts with the given text.
+    func start(_ arguments: [String], answer: (prompt: String, reply: String)?) throws -> ShownProcess {
+        try ShownProcess(
+            elevenBinary(), arguments, label: label,
+            environment: ["ELEVEN_HOME": home.path, "ELEVEN_RELAY": relay, "ELEVEN_SPACE": ""], answer: answer
+        )
+    }
+}
+
+/// The path of a program installed next to this `eleven`.
+func siblingBinary(_ name: String) throws -> String {
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent(name)
+    guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+        throw CLIError(
+            code: "program_missing",
+            message:
+                "\(name) is not next to eleven (\(binary.path)); build it with `swift build --product \(name)`",
+            status: .localState)
+    }
+    return binary.path
+}
+
+func elevenBinary() throws -> String {
+    URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+}
+
+/// A child whose output lines are shown as they come, prefixed with a label; it can answer one
+/// prompt, and hands over the value of a line with a given prefix.
+final class ShownProcess: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private let finished = DispatchGroup()
+
+    init(
+        _ executable: String, _ arguments: [String], label: String, environment: [String: String],
+        answer: (prompt: String, reply: String)?
+    ) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        let input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        for pipe in [out, err] {
+            finished.enter()
+            Thread.detachNewThread { [self] in
+                var pending = Data()
+                var answered = false
+                while true {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    pending.append(chunk)
+                    while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                        pending = Data(pending[(newline + 1)...])
+                        show(label, line)
+                    }
+                    // A prompt has no newline: answer it like a person would, after a moment.
+                    let partial = String(decoding: pending, as: UTF8.self)
+                    if let answer, !answered, partial.hasPrefix(answer.prompt) {
+                        answered = true
+                        Thread.sleep(forTimeInterval: 0.6)
+                        show(label, partial + answer.reply)
+                        pending.removeAll()
+                        input.fileHandleForWriting.write(Data((answer.reply + "\n").utf8))
+                    }
                 }
-            }
-            let summary = (try? JSONSerialization.jsonObject(with: Data(grant))) as? [String: Any]
-            let space = summary?["space"] as? String ?? "the space"
-            say("  \(person)       Joined \(space) (the invitation arrived end-to-end encrypted)")
-            _ = paul.take(timeout: 10)
-        } catch {
-            say("  \(person)       \(error.description)")
-            if case .failure(let burned)? = paul.take(timeout: 10), burned == .failed(.codeMismatch) {
-                say("  Paul      Someone tried a wrong code for your invite; it no longer works.")
-            }
-            if !wrongGuess {
-                throw CLIError(code: error.code, message: error.description, status: .codeRejected)
+                if !pending.isEmpty { show(label, String(decoding: pending, as: UTF8.self)) }
+                finished.leave()
             }
         }
+    }
+
+    private func show(_ label: String, _ line: String) {
+        // JSON log lines and blank lines are for machines; the demo shows what people read.
+        guard !line.isEmpty else { return }
+        lock.lock()
+        lines.append(line)
+        lock.unlock()
+        say("  \(label)\(line)")
+    }
+
+    /// Waits (up to `timeout` seconds) for a line starting with `prefix`; returns the rest.
+    func value(afterPrefix prefix: String, timeout: TimeInterval = 30) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            lock.lock()
+            let found = lines.first { $0.hasPrefix(prefix) }
+            lock.unlock()
+            if let found { return String(found.dropFirst(prefix.count)) }
+            if !process.isRunning && finished.wait(timeout: .now()) == .success { return nil }
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    /// Waits for the process and its output; returns its exit status.
+    func finish(timeout: TimeInterval = 120) -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { stop() }
+        process.waitUntilExit()
+        _ = finished.wait(timeout: .now() + 5)
+        return process.terminationStatus
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
     }
 }
 
@@ -195,30 +302,16 @@ final class Mailbox<T>: @unchecked Sendable {
     }
 }
 
-/// `eleven-relay` started from the same directory as this `eleven`, on a free loopback port
-/// with its database in a temporary directory, and stopped by process id.
-struct RelayChild {
+/// `eleven-relay` or `eleven-server` started from the same directory as this `eleven`, on a
+/// free loopback port with its database in the demo's directory, and stopped by process id.
+struct ServiceChild {
     let process: Process
     let url: String
-    let directory: URL
 
-    static func start() throws -> RelayChild {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("eleven-relay")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw CLIError(
-                code: "relay_missing",
-                message: "eleven-relay is not next to eleven (\(binary.path)); build it with "
-                    + "`swift build --product eleven-relay`, or pass --relay URL", status: .localState)
-        }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "eleven-demo-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    static func start(_ name: String, _ arguments: [String], scheme: String) throws -> ServiceChild {
         let process = Process()
-        process.executableURL = binary
-        process.arguments = [
-            "--listen", "127.0.0.1:0", "--db", directory.appendingPathComponent("relay.sqlite").path,
-        ]
+        process.executableURL = URL(fileURLWithPath: try siblingBinary(name))
+        process.arguments = arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -231,23 +324,22 @@ struct RelayChild {
                 if chunk.isEmpty { return ready.put("") }
                 buffer.append(chunk)
                 let text = String(decoding: buffer, as: UTF8.self)
-                if let range = text.range(of: "ws://"),
-                    let end = text[range.lowerBound...].firstIndex(of: "\n")
+                if let range = text.range(of: "listening on \(scheme)"),
+                    let end = text[range.upperBound...].firstIndex(of: "\n")
                 {
-                    return ready.put(String(text[range.lowerBound..<end]))
+                    return ready.put(scheme + String(text[range.upperBound..<end]))
                 }
             }
         }
         guard let url = ready.take(timeout: 20), !url.isEmpty else {
             kill(process.processIdentifier, SIGKILL)
-            throw CLIError(code: "relay_failed", message: "eleven-relay did not start", status: .unavailable)
+            throw CLIError(code: "service_failed", message: "\(name) did not start", status: .unavailable)
         }
-        return RelayChild(process: process, url: url, directory: directory)
+        return ServiceChild(process: process, url: url)
     }
 
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         process.waitUntilExit()
-        try? FileManager.default.removeItem(at: directory)
     }
 }

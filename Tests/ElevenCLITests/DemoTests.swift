@@ -33,6 +33,14 @@ import Testing
             #expect(result.stdout.contains("relay     ws://127.0.0.1:"))
             #expect(result.stdout.contains("Joined Family"))
             #expect(result.stdout.contains("That code didn't match. Codes work once: ask for a new one."))
+            #expect(result.stdout.contains("Sam       Paul: Welcome to the family space!"))
+            // Both sides show the same verification words.
+            let words = result.stdout.split(separator: "\n").compactMap { line -> String? in
+                guard let r = line.range(of: "erification words: ") else { return nil }
+                return String(line[r.upperBound...].prefix { $0.isLetter || $0 == " " })
+                    .trimmingCharacters(in: .whitespaces)
+            }
+            #expect(words.count == 2 && words[0] == words[1], "\(words)")
         }
     }
 
@@ -47,6 +55,6 @@ import Testing
         let unreachable = try TestSupport.run(
             eleven, ["demo", "--relay", "ws://127.0.0.1:\(try TestSupport.freePort())/v1"])
         #expect(unreachable.status == 4)
-        #expect(unreachable.stderr.contains("can't reach the relay"))
+        #expect(unreachable.stdout.contains("can't reach the relay"))
     }
 }

@@ -34,7 +34,8 @@ enum JoinScenariosCLI {
     ) throws -> World {
         let paul = try ElevenHome("paul")
         let w = World(
-            relayURL: relayURL, server: server, paul: paul, crowdingSpoilsTheMailbox: crowdingSpoilsTheMailbox)
+            relayURL: relayURL, server: server, paul: paul, crowdingSpoilsTheMailbox: crowdingSpoilsTheMailbox
+        )
         #expect(
             try w.run(paul, ["space", "create", "Family", "--server", server.url, "--as", "Paul"]).status == 0
         )
