@@ -122,17 +122,39 @@ struct Demo {
             status: status == .success ? .failure : status)
     }
 
-    /// The code as Sam might type it: capitalised, spaces for dashes, two letters of the first
-    /// word swapped, chosen among the typos the code reader corrects back to this very code.
+    /// The code as Sam might type it: capitalised, spaces for dashes, and one slip (two letters
+    /// swapped, or a vowel wrong) chosen among the slips the code reader reads back to this very
+    /// code. `nil` when no such slip exists.
     static func mistype(_ code: Code) -> String? {
-        let rest = code.words.dropFirst().map(\.text).joined(separator: " ")
-        let chars = Array(code.words[0].text)
-        for position in stride(from: chars.count - 2, through: 1, by: -1)
-        where chars[position] != chars[position + 1] {
-            var wrong = chars
-            wrong.swapAt(position, position + 1)
-            let typed = "\(String(wrong).capitalized) \(rest) \(code.nameplate)"
-            if let parsed = try? CodeParser.parse(typed), parsed.code == code { return typed }
+        let texts = code.words.map(\.text)
+        func typed(_ words: [String]) -> String {
+            // As said aloud and typed on a phone: a capital first letter, spaces between.
+            let joined = words.joined(separator: " ")
+            return joined.prefix(1).uppercased() + joined.dropFirst() + " \(code.nameplate)"
+        }
+        for (index, word) in texts.enumerated() {
+            let chars = Array(word)
+            var slips: [[Character]] = []
+            for position in stride(from: chars.count - 2, through: 1, by: -1)
+            where chars[position] != chars[position + 1] {
+                var wrong = chars
+                wrong.swapAt(position, position + 1)
+                slips.append(wrong)
+            }
+            for position in stride(from: chars.count - 1, through: 1, by: -1)
+            where "aeiou".contains(chars[position]) {
+                for vowel in "aeiou" where vowel != chars[position] {
+                    var wrong = chars
+                    wrong[position] = vowel
+                    slips.append(wrong)
+                }
+            }
+            for slip in slips {
+                var words = texts
+                words[index] = String(slip)
+                let text = typed(words)
+                if let parsed = try? CodeParser.parse(text), parsed.code == code { return text }
+            }
         }
         return nil
     }
