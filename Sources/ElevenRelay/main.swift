@@ -8,7 +8,7 @@ import Relay
 
 let spec = CommandSpec(
     ["eleven-relay"],
-    summary: "The blind public relay: a Magic Wormhole mailbox server (protocol v1) on SQLite.",
+    summary: "The blind public relay: a Magic Wormhole mailbox server (protocol v1) on SQLite or PostgreSQL.",
     options: [
         OptionSpec(
             "listen", value: "HOST:PORT",
@@ -17,6 +17,15 @@ let spec = CommandSpec(
         OptionSpec(
             "db", value: "PATH", help: "SQLite database file (WAL; created if missing)",
             environment: "ELEVEN_RELAY_DB", default: "./eleven-relay.sqlite"),
+        OptionSpec(
+            "postgres", value: "URL",
+            help:
+                "PostgreSQL instead of SQLite: a libpq URI postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...] "
+                + "or key=value string (the password is never logged)",
+            environment: "ELEVEN_RELAY_POSTGRES"),
+        OptionSpec(
+            "postgres-pool", value: "N", help: "PostgreSQL connections this node may open",
+            environment: "ELEVEN_RELAY_POSTGRES_POOL", default: "4"),
         OptionSpec(
             "sync", value: "full|normal",
             help: "fsync policy: full survives power loss, normal survives a crash of the process",
@@ -228,9 +237,23 @@ func configuration(_ parsed: ParsedArguments) throws(CLIError) -> RelayServerCon
 runProgram(name: "eleven-relay", json: false) {
     let parsed = try spec.parse(Array(CommandLine.arguments.dropFirst()))
     let config = try configuration(parsed)
+    var storage: (any RelayStorage)?
+    if let text = parsed.value("postgres"), !text.isEmpty {
+        let url = PostgresURL(text)
+        guard url.isPlausible else {
+            throw CLIError.usage(
+                "'--postgres' must be a postgres:// URI or a key=value connection string", help: spec.help)
+        }
+        let pool = try count(parsed, "postgres-pool")
+        do {
+            storage = try PostgresRelayStorage(url: url, options: .init(maximumConnections: pool))
+        } catch {
+            throw CLIError(code: "storage", message: "cannot open \(url): \(error)", status: .unavailable)
+        }
+    }
     let server: RelayServer
     do {
-        server = try RelayServer(configuration: config)
+        server = try RelayServer(configuration: config, storage: storage)
         try server.start()
     } catch let error as RelayServerError {
         throw CLIError(code: error.code.rawValue, message: error.message, status: .unavailable)
