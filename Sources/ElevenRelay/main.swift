@@ -27,6 +27,9 @@ let spec = CommandSpec(
             "postgres-pool", value: "N", help: "PostgreSQL connections this node may open",
             environment: "ELEVEN_RELAY_POSTGRES_POOL", default: "4"),
         OptionSpec(
+            "postgres-standby",
+            help: "if another relay serves from the --postgres database, wait and take over when it is gone"),
+        OptionSpec(
             "sync", value: "full|normal",
             help: "fsync policy: full survives power loss, normal survives a crash of the process",
             environment: "ELEVEN_RELAY_SYNC", default: "full"),
@@ -238,6 +241,7 @@ runProgram(name: "eleven-relay", json: false) {
     let parsed = try spec.parse(Array(CommandLine.arguments.dropFirst()))
     let config = try configuration(parsed)
     var storage: (any RelayStorage)?
+    var postgres: PostgresRelayStorage?
     if let text = parsed.value("postgres"), !text.isEmpty {
         let url = PostgresURL(text)
         guard url.isPlausible else {
@@ -246,7 +250,14 @@ runProgram(name: "eleven-relay", json: false) {
         }
         let pool = try count(parsed, "postgres-pool")
         do {
-            storage = try PostgresRelayStorage(url: url, options: .init(maximumConnections: pool))
+            let exclusivity: PostgresRelayStorage.Options.Exclusivity =
+                parsed.flag("postgres-standby") ? .wait : .refuse
+            if exclusivity == .wait {
+                Terminal.err("eleven-relay standby: waiting for the database's node lock")
+            }
+            postgres = try PostgresRelayStorage(
+                url: url, options: .init(maximumConnections: pool, exclusivity: exclusivity))
+            storage = postgres
         } catch {
             throw CLIError(code: "storage", message: "cannot open \(url): \(error)", status: .unavailable)
         }
@@ -261,6 +272,14 @@ runProgram(name: "eleven-relay", json: false) {
     // A failed commit: stop so a restart resumes from the last durable state.
     server.onStorageFailure { _ in
         Thread.detachNewThread {
+            server.shutdown(timeout: .seconds(2))
+            exit(ExitStatus.failure.rawValue)
+        }
+    }
+    // Without the node lock a standby may be serving from the same database: stop at once.
+    postgres?.watchNodeLock { error in
+        Thread.detachNewThread {
+            Terminal.err("eleven-relay: \(error)")
             server.shutdown(timeout: .seconds(2))
             exit(ExitStatus.failure.rawValue)
         }

@@ -36,6 +36,9 @@ enum PostgresRelaySchema {
     /// Serialises migrations of relays starting at the same time on one database
     /// (`pg_advisory_xact_lock` key: "eleven-r" in ASCII).
     static let migrationLockKey = "7308604897068015218"
+
+    /// Held (session-level) by the one node serving from the database: "eleven-s".
+    static let nodeLockKey = "7308604897068015219"
 }
 
 /// A store in PostgreSQL, for relays that share one database.
@@ -52,9 +55,22 @@ public final class PostgresRelayStorage: RelayStorage {
         /// How long a borrower waits for a free connection before failing.
         public var checkoutTimeoutSeconds: Double
 
-        public init(maximumConnections: Int = 4, checkoutTimeoutSeconds: Double = 10) {
+        /// What to do when another relay already serves from the database.
+        public enum Exclusivity: Sendable, Equatable {
+            /// Refuse to start (the default).
+            case refuse
+            /// Wait in `init` until the other relay is gone, then take over (a standby).
+            case wait
+        }
+        public var exclusivity: Exclusivity
+
+        public init(
+            maximumConnections: Int = 4, checkoutTimeoutSeconds: Double = 10,
+            exclusivity: Exclusivity = .refuse
+        ) {
             self.maximumConnections = maximumConnections
             self.checkoutTimeoutSeconds = checkoutTimeoutSeconds
+            self.exclusivity = exclusivity
         }
     }
 
@@ -68,8 +84,17 @@ public final class PostgresRelayStorage: RelayStorage {
         var statistics = Statistics()
     }
 
+    /// The connection holding the node lock, touched only on `lockQueue`.
+    private final class LockHolder: @unchecked Sendable {
+        var connection: PostgresConnection?
+        var watch: DispatchSourceTimer?
+    }
+
     public let url: PostgresURL
     private let pool: PostgresPool
+    private let lockQueue = DispatchQueue(label: "eleven.relay.postgres-lock")
+    private let lockHolder = LockHolder()
+    private let lockQueueKey = DispatchSpecificKey<Void>()
     private let queue = DispatchQueue(label: "eleven.relay.postgres")
     private let queueKey = DispatchSpecificKey<Void>()
     private let pending = Locked(Pending())
@@ -80,7 +105,65 @@ public final class PostgresRelayStorage: RelayStorage {
         self.pool = PostgresPool(
             url: url, maximum: options.maximumConnections, checkoutTimeout: options.checkoutTimeoutSeconds)
         queue.setSpecific(key: queueKey, value: ())
+        lockQueue.setSpecific(key: lockQueueKey, value: ())
         try pool.withConnection { connection throws(RelayStorageError) in try Self.migrate(connection) }
+        lockHolder.connection = try Self.takeNodeLock(url: url, exclusivity: options.exclusivity)
+    }
+
+    /// One relay serves from a database at a time: each keeps its state in memory and would
+    /// not see another's writes. A session-level advisory lock on a dedicated connection marks
+    /// the serving relay; it goes away with that relay's connection (process killed, host
+    /// gone once TCP notices), which lets a standby take over.
+    private static func takeNodeLock(url: PostgresURL, exclusivity: Options.Exclusivity)
+        throws(RelayStorageError) -> PostgresConnection
+    {
+        let connection = try PostgresConnection(url)
+        switch exclusivity {
+        case .refuse:
+            let result = try connection.execute(
+                "SELECT pg_try_advisory_lock(\(PostgresRelaySchema.nodeLockKey))", code: .open)
+            guard result.text(0, 0) == "t" else {
+                connection.close()
+                throw RelayStorageError(
+                    .locked,
+                    "another eleven-relay already serves from this database (one node at a time; "
+                        + "start a standby with --postgres-standby)")
+            }
+        case .wait:
+            try connection.execute("SELECT pg_advisory_lock(\(PostgresRelaySchema.nodeLockKey))", code: .open)
+        }
+        return connection
+    }
+
+    /// Checks every `interval` that the connection holding the node lock is alive; if it is
+    /// not (the database restarted, the network dropped), the lock may already belong to a
+    /// standby, so `lost` runs once (on the lock's own queue): stop serving at once.
+    public func watchNodeLock(
+        every interval: Duration = .seconds(1), lost: @escaping @Sendable (RelayStorageError) -> Void
+    ) {
+        let holder = lockHolder
+        let timer = DispatchSource.makeTimerSource(queue: lockQueue)
+        let milliseconds = Int(
+            interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
+        timer.schedule(deadline: .now() + .milliseconds(milliseconds), repeating: .milliseconds(milliseconds))
+        timer.setEventHandler {
+            guard let connection = holder.connection else { return }
+            do throws(RelayStorageError) {
+                try connection.execute("SELECT 1", code: .locked)
+            } catch {
+                holder.watch?.cancel()
+                holder.watch = nil
+                connection.close()
+                holder.connection = nil
+                lost(
+                    RelayStorageError(.locked, "lost the connection holding the node lock: \(error.message)"))
+            }
+        }
+        lockQueue.sync {
+            holder.watch?.cancel()
+            holder.watch = timer
+        }
+        timer.resume()
     }
 
     public static var currentSchemaVersion: Int { PostgresRelaySchema.currentVersion }
@@ -359,6 +442,19 @@ public final class PostgresRelayStorage: RelayStorage {
             queue.sync {}
         }
         pool.close()
+        let holder = lockHolder
+        let release = {
+            holder.watch?.cancel()
+            holder.watch = nil
+            // Closing the session releases the node lock for a standby.
+            holder.connection?.close()
+            holder.connection = nil
+        }
+        if DispatchQueue.getSpecific(key: lockQueueKey) == nil {
+            lockQueue.sync(execute: release)
+        } else {
+            release()
+        }
     }
 
     public var statistics: Statistics { pending.withLock { $0.statistics } }

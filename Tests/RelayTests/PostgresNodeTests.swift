@@ -1,0 +1,196 @@
+import Foundation
+import Net
+import TestSupport
+import Testing
+
+@testable import Relay
+
+/// An `eleven-relay` started without waiting for it to listen (a standby waits for the
+/// database's node lock first). Stopped by process id.
+final class PendingRelay {
+    let process = Process()
+    let port: UInt16
+    let logURL: URL
+
+    init(arguments: [String]) throws {
+        port = try TestSupport.freePort()
+        logURL = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "relay-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        let log = try FileHandle(forWritingTo: logURL)
+        process.executableURL = URL(fileURLWithPath: RelayProcess.executable)
+        process.arguments = ["--listen", "127.0.0.1:\(port)", "--expiry-check", "1s"] + arguments
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var url: String { "ws://127.0.0.1:\(port)/v1" }
+    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+    var isListening: Bool { log.contains("eleven-relay listening on ws://127.0.0.1:\(port)/v1") }
+
+    func stop(signal: Int32 = SIGTERM) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: logURL)
+    }
+}
+
+/// `eleven-relay --postgres`: one serving node per database (a node lock), a standby that takes
+/// over when the serving node dies, and the database going away.
+@Suite(
+    "eleven-relay on PostgreSQL", .serialized,
+    .enabled(if: !PostgresCluster.skipped, "ELEVEN_SKIP_POSTGRES=1"))
+struct PostgresNodeTests {
+    static let app = "example.com/postgres-node-test"
+
+    @Test("a second store on the same database is refused; a standby takes over when the first closes")
+    func nodeLock() throws {
+        let cluster = try PostgresCluster()
+        let url = PostgresURL(cluster.url)
+        let first = try PostgresRelayStorage(url: url)
+        do {
+            _ = try PostgresRelayStorage(url: url)
+            Issue.record("two stores served one database")
+        } catch {
+            #expect(error.code == .locked)
+            #expect(error.message.contains("--postgres-standby"))
+        }
+        let key = MailboxKey(app: "a", id: "m")
+        #expect(
+            first.commit([.putMailbox(key, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))])
+                == nil)
+        let standby = Locked<Result<PostgresRelayStorage, RelayStorageError>?>(nil)
+        Thread.detachNewThread {
+            do throws(RelayStorageError) {
+                let store = try PostgresRelayStorage(url: url, options: .init(exclusivity: .wait))
+                standby.withLock { $0 = .success(store) }
+            } catch {
+                standby.withLock { $0 = .failure(error) }
+            }
+        }
+        usleep(500_000)
+        #expect(standby.withLock { $0 } == nil, "the standby waits while the first store serves")
+        first.close()
+        #expect(eventually(timeout: 10) { standby.withLock { $0 } != nil })
+        let second = try #require(try standby.withLock { $0 }?.get())
+        #expect(try second.load().mailboxes[key] != nil, "the standby loads what the first committed")
+        second.close()
+    }
+
+    @Test("kill -9 the serving relay mid-exchange: the standby takes over and the clients finish there")
+    func failover() throws {
+        let cluster = try PostgresCluster()
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let postgres = ["--postgres", cluster.url]
+        let active = try RelayProcess(databasePath: dir.path("unused.sqlite"), arguments: postgres)
+        defer { active.stop() }
+        // A full exchange on the PostgreSQL store.
+        _ = try RelayWireTests.exchange(active.url, bodies: ("0a0a", "0b0b"))
+
+        // Half an exchange: A allocates, claims, opens and adds; B claims and reads it.
+        let a = try WireClient(active.url)
+        try a.send(["type": "bind", "appid": Self.app, "side": "aaaaaaaaaa"])
+        try a.send(["type": "allocate"])
+        let nameplate = try #require(try a.next(type: "allocated")["nameplate"] as? String)
+        try a.send(["type": "claim", "nameplate": nameplate])
+        let mailbox = try #require(try a.next(type: "claimed")["mailbox"] as? String)
+        try a.send(["type": "open", "mailbox": mailbox])
+        try a.send(["type": "add", "phase": "pake", "body": "a1a1"])
+        #expect(try a.next(type: "message")["body"] as? String == "a1a1", "acknowledged: committed")
+        let b = try WireClient(active.url)
+        try b.send(["type": "bind", "appid": Self.app, "side": "bbbbbbbbbb"])
+        try b.send(["type": "claim", "nameplate": nameplate])
+        #expect(try b.next(type: "claimed")["mailbox"] as? String == mailbox)
+
+        // A second serving node is refused; a standby waits.
+        let refused = try TestSupport.run(
+            RelayProcess.executable,
+            ["--listen", "127.0.0.1:\(try TestSupport.freePort())", "--db", dir.path("x.sqlite")] + postgres,
+            timeout: 20)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("already serves from this database"), "\(refused.stderr)")
+        let standby = try PendingRelay(
+            arguments: ["--db", dir.path("standby.sqlite"), "--postgres-standby"] + postgres)
+        defer { standby.stop() }
+        usleep(500_000)
+        #expect(standby.process.isRunning && !standby.isListening, "\(standby.log)")
+
+        active.stop(signal: SIGKILL)
+        a.close()
+        b.close()
+        #expect(eventually(timeout: 15) { standby.isListening }, "\(standby.log)")
+
+        // Both sides reconnect to the standby and finish.
+        let b2 = try WireClient(standby.url)
+        defer { b2.close() }
+        try b2.send(["type": "bind", "appid": Self.app, "side": "bbbbbbbbbb"])
+        try b2.send(["type": "claim", "nameplate": nameplate])
+        #expect(try b2.next(type: "claimed")["mailbox"] as? String == mailbox, "the claim survived")
+        try b2.send(["type": "open", "mailbox": mailbox])
+        #expect(
+            try b2.next(type: "message")["body"] as? String == "a1a1", "the acknowledged message survived")
+        let a2 = try WireClient(standby.url)
+        defer { a2.close() }
+        try a2.send(["type": "bind", "appid": Self.app, "side": "aaaaaaaaaa"])
+        try a2.send(["type": "open", "mailbox": mailbox])
+        #expect(try a2.next(type: "message")["body"] as? String == "a1a1")
+        try b2.send(["type": "add", "phase": "pake", "body": "b2b2"])
+        #expect(try a2.next(type: "message")["body"] as? String == "b2b2")
+        #expect(try b2.next(type: "message")["body"] as? String == "b2b2")
+    }
+
+    @Test(
+        "PostgreSQL stopping stops the relay (connections closed, exit 1); a restart resumes once it is back")
+    func databaseOutage() throws {
+        let cluster = try PostgresCluster()
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let postgres = ["--postgres", cluster.url]
+        let relay = try RelayProcess(
+            databasePath: dir.path("unused.sqlite"), metrics: true, arguments: postgres)
+        defer { relay.stop() }
+        let a = try WireClient(relay.url)
+        defer { a.close() }
+        try a.send(["type": "bind", "appid": Self.app, "side": "aaaaaaaaaa"])
+        try a.send(["type": "claim", "nameplate": "7"])
+        let mailbox = try #require(try a.next(type: "claimed")["mailbox"] as? String)
+        try a.send(["type": "open", "mailbox": mailbox])
+        try a.send(["type": "add", "phase": "pake", "body": "a1a1"])
+        #expect(try a.next(type: "message")["body"] as? String == "a1a1")
+
+        cluster.stop()
+        #expect(eventually(timeout: 10) { !relay.server.process.isRunning }, "\(relay.log)")
+        #expect(relay.server.process.terminationStatus == 1)
+        #expect(!a.isAlive(), "the connection was closed")
+        // While the database is down the relay cannot start (a supervisor keeps retrying).
+        let down = try TestSupport.run(
+            RelayProcess.executable,
+            ["--listen", "127.0.0.1:\(try TestSupport.freePort())", "--db", dir.path("x.sqlite")] + postgres,
+            timeout: 20)
+        #expect(down.status != 0)
+        #expect(down.stderr.contains("cannot connect"), "\(down.stderr)")
+        #expect(!down.stderr.contains("password"))
+
+        try cluster.start()
+        let again = try RelayProcess(databasePath: dir.path("unused.sqlite"), arguments: postgres)
+        defer { again.stop() }
+        let b = try WireClient(again.url)
+        defer { b.close() }
+        try b.send(["type": "bind", "appid": Self.app, "side": "bbbbbbbbbb"])
+        try b.send(["type": "claim", "nameplate": "7"])
+        #expect(try b.next(type: "claimed")["mailbox"] as? String == mailbox)
+        try b.send(["type": "open", "mailbox": mailbox])
+        #expect(try b.next(type: "message")["body"] as? String == "a1a1")
+    }
+}
