@@ -12,14 +12,14 @@ final class PendingRelay {
     let port: UInt16
     let logURL: URL
 
-    init(arguments: [String]) throws {
-        port = try TestSupport.freePort()
+    init(arguments: [String], port: UInt16? = nil) throws {
+        self.port = try port ?? TestSupport.freePort()
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent(
             "relay-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
         process.executableURL = URL(fileURLWithPath: RelayProcess.executable)
-        process.arguments = ["--listen", "127.0.0.1:\(port)", "--expiry-check", "1s"] + arguments
+        process.arguments = ["--listen", "127.0.0.1:\(self.port)", "--expiry-check", "1s"] + arguments
         process.standardOutput = log
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
@@ -192,5 +192,35 @@ struct PostgresNodeTests {
         #expect(try b.next(type: "claimed")["mailbox"] as? String == mailbox)
         try b.send(["type": "open", "mailbox": mailbox])
         #expect(try b.next(type: "message")["body"] as? String == "a1a1")
+    }
+
+    /// The real `wormhole` CLI: the sender gets its code from the serving node, which is then
+    /// killed; the standby takes over on the same address (what a load balancer gives clients)
+    /// and the receiver and the reconnecting sender finish there.
+    @Test(
+        "wormhole send/receive across a kill -9 of the serving node and a standby takeover",
+        .enabled(if: RelayWormholeCLITests.interop))
+    func wormholeAcrossFailover() throws {
+        let cluster = try PostgresCluster()
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let postgres = ["--postgres", cluster.url]
+        let active = try RelayProcess(databasePath: dir.path("a.sqlite"), arguments: postgres)
+        defer { active.stop() }
+        let standby = try PendingRelay(
+            arguments: ["--db", dir.path("b.sqlite"), "--postgres-standby"] + postgres, port: active.port)
+        defer { standby.stop() }
+        let message = RelayWormholeCLITests.text("failover")
+        let sender = try RelayWormholeCLITests.Wormhole(
+            home: dir.path(""), relayURL: active.url, ["send", "--text", message])
+        let code = try sender.code()
+        #expect(!standby.isListening)
+        active.stop(signal: SIGKILL)
+        #expect(eventually(timeout: 15) { standby.isListening }, "\(standby.log)")
+        let receiver = try RelayWormholeCLITests.Wormhole(
+            home: dir.path(""), relayURL: active.url, ["receive", code])
+        _ = try receiver.waitForLine(timeout: 90) { $0 == message }
+        #expect(receiver.finish() == 0)
+        #expect(sender.finish() == 0)
     }
 }
