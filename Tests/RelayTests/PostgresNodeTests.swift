@@ -87,6 +87,59 @@ struct PostgresNodeTests {
         second.close()
     }
 
+    @Test(
+        "fencing: once a standby took over, the replaced store's commits fail; what it committed before is kept"
+    )
+    func fencing() throws {
+        let cluster = try PostgresCluster()
+        let url = PostgresURL(cluster.url)
+        let first = try PostgresRelayStorage(url: url)
+        defer { first.close() }
+        let kept = MailboxKey(app: "a", id: "kept")
+        let late = MailboxKey(app: "a", id: "late")
+        #expect(
+            first.commit([.putMailbox(kept, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))])
+                == nil)
+
+        // The operators' query from docs/deployment.md finds the serving session.
+        let admin = try PostgresConnection(url)
+        defer { admin.close() }
+        let serving = try admin.execute(
+            """
+            SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+            WHERE l.locktype = 'advisory' AND l.granted
+              AND (l.classid::bigint << 32 | l.objid::bigint) = 7308604897068015219
+            """)
+        #expect(serving.rowCount == 1)
+        #expect(serving.text(0, 0) == first.nodeLockBackendPID)
+
+        let standby = Locked<Result<PostgresRelayStorage, RelayStorageError>?>(nil)
+        Thread.detachNewThread {
+            do throws(RelayStorageError) {
+                let store = try PostgresRelayStorage(url: url, options: .init(exclusivity: .wait))
+                standby.withLock { $0 = .success(store) }
+            } catch {
+                standby.withLock { $0 = .failure(error) }
+            }
+        }
+        // The first relay's lock session vanishes (as when its host drops off the network),
+        // while its pool still reaches the database.
+        try admin.execute("SELECT pg_terminate_backend($1)", [first.nodeLockBackendPID])
+        #expect(eventually(timeout: 10) { standby.withLock { $0 } != nil })
+        let second = try #require(try standby.withLock { $0 }?.get())
+        defer { second.close() }
+        let refused = first.commit([
+            .putMailbox(late, forNameplate: false, updated: RelayInstant(secondsSince1970: 2))
+        ])
+        #expect(refused?.code == .locked)
+        let loaded = try second.load()
+        #expect(loaded.mailboxes[kept] != nil)
+        #expect(loaded.mailboxes[late] == nil)
+        #expect(
+            second.commit([.putMailbox(late, forNameplate: false, updated: RelayInstant(secondsSince1970: 3))]
+            ) == nil)
+    }
+
     @Test("kill -9 the serving relay mid-exchange: the standby takes over and the clients finish there")
     func failover() throws {
         let cluster = try PostgresCluster()

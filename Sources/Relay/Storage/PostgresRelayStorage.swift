@@ -39,6 +39,10 @@ enum PostgresRelaySchema {
 
     /// Held (session-level) by the one node serving from the database: "eleven-s".
     static let nodeLockKey = "7308604897068015219"
+
+    /// Write fence ("eleven-t"): every commit holds it shared; a node taking over holds it
+    /// exclusively for a moment, so the commits of the node it replaces are over before it loads.
+    static let fenceKey = "7308604897068015220"
 }
 
 /// A store in PostgreSQL, for relays that share one database.
@@ -95,27 +99,43 @@ public final class PostgresRelayStorage: RelayStorage {
     private let lockQueue = DispatchQueue(label: "eleven.relay.postgres-lock")
     private let lockHolder = LockHolder()
     private let lockQueueKey = DispatchSpecificKey<Void>()
+    /// The server process id of the session holding the node lock; every commit checks that
+    /// this session still holds it.
+    private let lockBackend: String
     private let queue = DispatchQueue(label: "eleven.relay.postgres")
     private let queueKey = DispatchSpecificKey<Void>()
     private let pending = Locked(Pending())
 
     /// Connects, and brings the schema up to date.
     public init(url: PostgresURL, options: Options = Options()) throws(RelayStorageError) {
-        self.url = url
-        self.pool = PostgresPool(
+        let pool = PostgresPool(
             url: url, maximum: options.maximumConnections, checkoutTimeout: options.checkoutTimeoutSeconds)
+        try pool.withConnection { connection throws(RelayStorageError) in try Self.migrate(connection) }
+        let (connection, backend) = try Self.takeNodeLock(url: url, exclusivity: options.exclusivity)
+        self.url = url
+        self.pool = pool
+        self.lockBackend = backend
+        lockHolder.connection = connection
         queue.setSpecific(key: queueKey, value: ())
         lockQueue.setSpecific(key: lockQueueKey, value: ())
-        try pool.withConnection { connection throws(RelayStorageError) in try Self.migrate(connection) }
-        lockHolder.connection = try Self.takeNodeLock(url: url, exclusivity: options.exclusivity)
     }
+
+    /// The server process id of the session holding this relay's node lock (for tests and
+    /// operators: `pg_terminate_backend` on it makes a standby take over).
+    public var nodeLockBackendPID: String { lockBackend }
 
     /// One relay serves from a database at a time: each keeps its state in memory and would
     /// not see another's writes. A session-level advisory lock on a dedicated connection marks
     /// the serving relay; it goes away with that relay's connection (process killed, host
     /// gone once TCP notices), which lets a standby take over.
+    ///
+    /// Fencing: each commit holds the write fence shared and checks, in the same transaction,
+    /// that its node's lock session still holds the node lock. A node taking over waits for
+    /// the fence exclusively once, after getting the node lock and before loading: commits of
+    /// the replaced node still in flight finish first (and are loaded), later ones fail.
+    /// Returns the lock's connection and its server process id.
     private static func takeNodeLock(url: PostgresURL, exclusivity: Options.Exclusivity)
-        throws(RelayStorageError) -> PostgresConnection
+        throws(RelayStorageError) -> (PostgresConnection, String)
     {
         let connection = try PostgresConnection(url)
         switch exclusivity {
@@ -132,7 +152,10 @@ public final class PostgresRelayStorage: RelayStorage {
         case .wait:
             try connection.execute("SELECT pg_advisory_lock(\(PostgresRelaySchema.nodeLockKey))", code: .open)
         }
-        return connection
+        try connection.execute("SELECT pg_advisory_lock(\(PostgresRelaySchema.fenceKey))", code: .open)
+        try connection.execute("SELECT pg_advisory_unlock(\(PostgresRelaySchema.fenceKey))", code: .open)
+        let backend = try connection.execute("SELECT pg_backend_pid()", code: .open).text(0, 0) ?? ""
+        return (connection, backend)
     }
 
     /// Checks every `interval` that the connection holding the node lock is alive; if it is
@@ -337,6 +360,17 @@ public final class PostgresRelayStorage: RelayStorage {
             try pool.withConnection { connection throws(RelayStorageError) in
                 try connection.execute("BEGIN")
                 do throws(RelayStorageError) {
+                    try connection.execute(
+                        "SELECT pg_advisory_xact_lock_shared(\(PostgresRelaySchema.fenceKey))")
+                    let held = try connection.execute(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1 "
+                            + "AND (classid::bigint << 32 | objid::bigint) = \(PostgresRelaySchema.nodeLockKey)",
+                        [lockBackend])
+                    guard held.text(0, 0) == "1" else {
+                        throw RelayStorageError(
+                            .locked,
+                            "this relay no longer holds the database's node lock (another node took over)")
+                    }
                     for item in items {
                         for op in item.writes { try Self.apply(op, to: connection) }
                     }
