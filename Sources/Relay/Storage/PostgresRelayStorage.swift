@@ -480,7 +480,9 @@ public final class PostgresRelayStorage: RelayStorage {
         let release = {
             holder.watch?.cancel()
             holder.watch = nil
-            // Closing the session releases the node lock for a standby.
+            // Released explicitly: the server ends a closed session asynchronously, and a relay
+            // started right after this one closed must find the lock free.
+            _ = try? holder.connection?.execute("SELECT pg_advisory_unlock_all()")
             holder.connection?.close()
             holder.connection = nil
         }
