@@ -227,6 +227,27 @@ struct PostgresStorageTests {
         again.close()
     }
 
+    @Test("connections time out instead of hanging unless the connection string says otherwise")
+    func connectionDefaults() throws {
+        let cluster = try PostgresCluster()
+        let plain = try PostgresConnection(
+            PostgresURL("postgresql://eleven@127.0.0.1:\(cluster.port)/postgres"))
+        #expect(plain.option("connect_timeout") == "5")
+        #expect(plain.option("keepalives_idle") == "10")
+        #expect(plain.option("tcp_user_timeout") == "15000")
+        #expect(plain.option("port") == "\(cluster.port)")
+        plain.close()
+        let custom = try PostgresConnection(PostgresURL(cluster.url + "&keepalives_idle=30"))
+        #expect(custom.option("connect_timeout") == "3")
+        #expect(custom.option("keepalives_idle") == "30")
+        custom.close()
+        let keywords = try PostgresConnection(
+            PostgresURL("host=127.0.0.1 port=\(cluster.port) user=eleven dbname=postgres connect_timeout=2"))
+        #expect(keywords.option("connect_timeout") == "2")
+        #expect(keywords.option("dbname") == "postgres")
+        keywords.close()
+    }
+
     @Test("an unreachable database is a clear error, and the password never shows")
     func unreachable() throws {
         let port = try TestSupport.freePort()

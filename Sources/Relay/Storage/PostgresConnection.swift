@@ -47,8 +47,28 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 final class PostgresConnection {
     private var handle: OpaquePointer?
 
+    /// Defaults that keep a dead or unreachable database from hanging the storage thread:
+    /// give up connecting after 5 s, and notice a silent peer through TCP keepalives (about
+    /// 25 s) and unacknowledged sends (`tcp_user_timeout`, 15 s). The connection string may set
+    /// any of them differently.
+    static let defaults: [(String, String)] = [
+        ("connect_timeout", "5"), ("keepalives", "1"), ("keepalives_idle", "10"),
+        ("keepalives_interval", "5"), ("keepalives_count", "3"), ("tcp_user_timeout", "15000"),
+        ("application_name", "eleven-relay"),
+    ]
+
     init(_ url: PostgresURL) throws(RelayStorageError) {
-        let conn = PQconnectdb(url.connectionString)
+        // Keywords are applied in order and the expanded `dbname` (the whole connection
+        // string) comes last, so what the operator wrote overrides the defaults.
+        let pairs = Self.defaults + [("dbname", url.connectionString)]
+        let keys = pairs.map { strdup($0.0) }
+        let values = pairs.map { strdup($0.1) }
+        defer { for pointer in keys + values { free(pointer) } }
+        let conn: OpaquePointer? = (keys.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { k in
+            (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { v in
+                PQconnectdbParams(k.baseAddress, v.baseAddress, 1)
+            }
+        }
         guard let conn, PQstatus(conn) == CONNECTION_OK else {
             let message = conn.map { Self.message(PQerrorMessage($0)) } ?? "out of memory"
             PQfinish(conn)
@@ -65,6 +85,18 @@ final class PostgresConnection {
     func close() {
         if let handle { PQfinish(handle) }
         handle = nil
+    }
+
+    /// The value of one connection option in effect (for tests).
+    func option(_ keyword: String) -> String? {
+        guard let handle, let options = PQconninfo(handle) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let key = option.pointee.keyword {
+            if String(cString: key) == keyword { return option.pointee.val.map { String(cString: $0) } }
+            option += 1
+        }
+        return nil
     }
 
     /// Whether the connection is still usable (libpq notices a broken socket on the next call).
