@@ -239,7 +239,7 @@ func configuration(_ parsed: ParsedArguments) throws(CLIError) -> RelayServerCon
 
 runProgram(name: "eleven-relay", json: false) {
     let parsed = try spec.parse(Array(CommandLine.arguments.dropFirst()))
-    let config = try configuration(parsed)
+    var configured = try configuration(parsed)
     var storage: (any RelayStorage)?
     var postgres: PostgresRelayStorage?
     if let text = parsed.value("postgres"), !text.isEmpty {
@@ -258,10 +258,13 @@ runProgram(name: "eleven-relay", json: false) {
             postgres = try PostgresRelayStorage(
                 url: url, options: .init(maximumConnections: pool, exclusivity: exclusivity))
             storage = postgres
+            // What the start-up log names as the database (password redacted).
+            configured.databasePath = "postgresql: \(url)"
         } catch {
             throw CLIError(code: "storage", message: "cannot open \(url): \(error)", status: .unavailable)
         }
     }
+    let config = configured
     let server: RelayServer
     do {
         server = try RelayServer(configuration: config, storage: storage)

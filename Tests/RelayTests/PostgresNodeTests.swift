@@ -148,6 +148,8 @@ struct PostgresNodeTests {
         let postgres = ["--postgres", cluster.url]
         let active = try RelayProcess(databasePath: dir.path("unused.sqlite"), arguments: postgres)
         defer { active.stop() }
+        #expect(active.log.contains("postgresql: "), "the log names the database, not the unused file")
+        #expect(!active.log.contains("unused.sqlite"))
         // A full exchange on the PostgreSQL store.
         _ = try RelayWireTests.exchange(active.url, bodies: ("0a0a", "0b0b"))
 
