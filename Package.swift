@@ -25,6 +25,7 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Linux declarations Glibc does not import (epoll, accept4, eventfd, timerfd).
         .systemLibrary(name: "CNet"),
 
@@ -32,7 +33,7 @@ let package = Package(
         .target(name: "PAKE", dependencies: ["CSodium", "COpenSSL"]),
         .target(name: "WordCodes", exclude: ["README.md"]),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["Net", "CSQLite", "COpenSSL"]),
+        .target(name: "Relay", dependencies: ["Net", "CSQLite", "CPostgres", "COpenSSL"]),
         .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium"]),
         .target(
             name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "CSQLite", "CSodium"],

@@ -8,7 +8,7 @@ import Relay
 
 let spec = CommandSpec(
     ["eleven-relay"],
-    summary: "The blind public relay: a Magic Wormhole mailbox server (protocol v1) on SQLite.",
+    summary: "The blind public relay: a Magic Wormhole mailbox server (protocol v1) on SQLite or PostgreSQL.",
     options: [
         OptionSpec(
             "listen", value: "HOST:PORT",
@@ -17,6 +17,18 @@ let spec = CommandSpec(
         OptionSpec(
             "db", value: "PATH", help: "SQLite database file (WAL; created if missing)",
             environment: "ELEVEN_RELAY_DB", default: "./eleven-relay.sqlite"),
+        OptionSpec(
+            "postgres", value: "URL",
+            help:
+                "PostgreSQL instead of SQLite: a libpq URI postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...] "
+                + "or key=value string (the password is never logged)",
+            environment: "ELEVEN_RELAY_POSTGRES"),
+        OptionSpec(
+            "postgres-pool", value: "N", help: "PostgreSQL connections this node may open",
+            environment: "ELEVEN_RELAY_POSTGRES_POOL", default: "4"),
+        OptionSpec(
+            "postgres-standby",
+            help: "if another relay serves from the --postgres database, wait and take over when it is gone"),
         OptionSpec(
             "sync", value: "full|normal",
             help: "fsync policy: full survives power loss, normal survives a crash of the process",
@@ -227,10 +239,35 @@ func configuration(_ parsed: ParsedArguments) throws(CLIError) -> RelayServerCon
 
 runProgram(name: "eleven-relay", json: false) {
     let parsed = try spec.parse(Array(CommandLine.arguments.dropFirst()))
-    let config = try configuration(parsed)
+    var configured = try configuration(parsed)
+    var storage: (any RelayStorage)?
+    var postgres: PostgresRelayStorage?
+    if let text = parsed.value("postgres"), !text.isEmpty {
+        let url = PostgresURL(text)
+        guard url.isPlausible else {
+            throw CLIError.usage(
+                "'--postgres' must be a postgres:// URI or a key=value connection string", help: spec.help)
+        }
+        let pool = try count(parsed, "postgres-pool")
+        do {
+            let exclusivity: PostgresRelayStorage.Options.Exclusivity =
+                parsed.flag("postgres-standby") ? .wait : .refuse
+            if exclusivity == .wait {
+                Terminal.err("eleven-relay standby: waiting for the database's node lock")
+            }
+            postgres = try PostgresRelayStorage(
+                url: url, options: .init(maximumConnections: pool, exclusivity: exclusivity))
+            storage = postgres
+            // What the start-up log names as the database (password redacted).
+            configured.databasePath = "postgresql: \(url)"
+        } catch {
+            throw CLIError(code: "storage", message: "cannot open \(url): \(error)", status: .unavailable)
+        }
+    }
+    let config = configured
     let server: RelayServer
     do {
-        server = try RelayServer(configuration: config)
+        server = try RelayServer(configuration: config, storage: storage)
         try server.start()
     } catch let error as RelayServerError {
         throw CLIError(code: error.code.rawValue, message: error.message, status: .unavailable)
@@ -238,6 +275,14 @@ runProgram(name: "eleven-relay", json: false) {
     // A failed commit: stop so a restart resumes from the last durable state.
     server.onStorageFailure { _ in
         Thread.detachNewThread {
+            server.shutdown(timeout: .seconds(2))
+            exit(ExitStatus.failure.rawValue)
+        }
+    }
+    // Without the node lock a standby may be serving from the same database: stop at once.
+    postgres?.watchNodeLock { error in
+        Thread.detachNewThread {
+            Terminal.err("eleven-relay: \(error)")
             server.shutdown(timeout: .seconds(2))
             exit(ExitStatus.failure.rawValue)
         }

@@ -288,7 +288,8 @@ public final class RelayServer: Sendable {
     /// The Prometheus text for `/metrics`.
     public func renderMetrics() -> String {
         var out = MetricsExposition.render(
-            metrics: relay.metrics, gauges: relay.gauges, storage: sqlite?.statistics)
+            metrics: relay.metrics, gauges: relay.gauges,
+            storage: sqlite?.statistics ?? (storage as? PostgresRelayStorage)?.statistics)
         out += table.latency.render(
             name: "eleven_relay_reply_latency_seconds",
             help: "Seconds from a client frame's arrival to the relay's answer (ack or error).")

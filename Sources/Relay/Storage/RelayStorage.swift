@@ -27,6 +27,8 @@ public struct RelayStorageError: Error, Sendable, Equatable, CustomStringConvert
         case read
         case write
         case closed
+        /// Another relay holds the database (PostgreSQL: one serving node at a time).
+        case locked
     }
 
     public let code: Code
