@@ -58,13 +58,26 @@ public final class RendezvousConnection {
     /// Opens the first connection. An unreachable relay is an error here; later losses are
     /// retried by `next(timeout:)`.
     public func start() throws(RelayConnectionError) {
-        do {
-            socket = try WebSocketClient.connect(url: url, timeout: connectTimeout)
-        } catch {
-            throw .unreachable(url: url, reason: Self.reason(error))
+        // A flaky network can drop the very first handshake: try a few times, briefly, before
+        // telling the person the relay cannot be reached. A malformed URL fails at once.
+        var delay = backoff.first
+        for attempt in 1...Self.firstConnectAttempts {
+            do {
+                socket = try WebSocketClient.connect(url: url, timeout: connectTimeout)
+                break
+            } catch {
+                guard attempt < Self.firstConnectAttempts, error.code != .invalidURL else {
+                    throw .unreachable(url: url, reason: Self.reason(error))
+                }
+                Thread.sleep(forTimeInterval: delay)
+                delay *= backoff.factor
+            }
         }
         try perform(machine.connected())
     }
+
+    /// How many times the first connection is tried.
+    static let firstConnectAttempts = 3
 
     /// Queues a message for the peer (sent now, or after the next reconnect).
     public func send(phase: Rendezvous.Phase, body: [UInt8]) throws(RelayConnectionError) {
