@@ -25,6 +25,7 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Linux declarations Glibc does not import (epoll, accept4, eventfd, timerfd).
         .systemLibrary(name: "CNet"),
@@ -40,7 +41,7 @@ let package = Package(
             exclude: ["API.md"]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
-        .target(name: "CLISupport"),
+        .target(name: "CLISupport", dependencies: ["CQRencode"]),
 
         // Thin executables.
         .executableTarget(

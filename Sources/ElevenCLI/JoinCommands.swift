@@ -124,6 +124,7 @@ private func runInvite(_ arguments: ParsedArguments) throws {
         } else {
             Terminal.out("Invite code: \(code)")
             Terminal.out("Link: \(link)")
+            printQR(link)
             Terminal.out("The invite is pending; run `eleven approve` to let people in.")
         }
         return
@@ -134,6 +135,7 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     } else {
         Terminal.out("Invite code: \(code)")
         Terminal.out("Link: \(link)")
+        printQR(link)
         Terminal.out("Waiting for someone to join \(session.saved.name) with it…")
     }
     var attendant = Attendant(session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
@@ -331,6 +333,12 @@ private struct Attendant {
         }
         return outcome
     }
+}
+
+/// The invite link as a QR code, when a person is looking at a terminal.
+private func printQR(_ link: String) {
+    guard Terminal.isInteractive, let lines = TerminalQR.render(link) else { return }
+    for line in lines { Terminal.out(line) }
 }
 
 private func nameOf(_ request: JoinRequest) -> String {
