@@ -99,7 +99,11 @@ private func runInvite(_ arguments: ParsedArguments) throws {
         try InviteAttendance.allocate(relayURL: relay, timeout: .seconds(20))
     }
     let code = "\(words)-\(nameplate.value)"
-    let link = inviteLink(server: session.saved.server, space: session.saved.name, code: code)
+    // The name slot carries the inviter's name ("Paul invited you"), else the space's.
+    let inviter = (try? session.roster().members[session.saved.member]?.name).flatMap {
+        $0.isEmpty ? nil : $0
+    }
+    let link = inviteLink(server: session.saved.server, name: inviter ?? session.saved.name, code: code)
     let binding = JoinBinding(intent: .join, nameplate: nameplate)
 
     if arguments.flag("detach") {
@@ -461,8 +465,8 @@ private func relayURL(_ arguments: ParsedArguments) throws -> String {
     return relay
 }
 
-/// `https://<space-host>/invite#<Name>/<code>`.
-func inviteLink(server: String, space: String, code: String) -> String {
+/// `https://<space-host>/invite#<Name>/<code>`, the name percent-encoded so `/` stays ours.
+func inviteLink(server: String, name space: String, code: String) -> String {
     let host = URL(string: server)?.host ?? "elevenmessenger.com"
     var allowed = CharacterSet.alphanumerics
     allowed.insert(charactersIn: "-._~")

@@ -51,7 +51,7 @@ enum JoinScenariosCLI {
         let invite = try w.background(w.paul, ["invite", "--short", "--yes"])
         let code = try invite.value(afterPrefix: "Invite code:")
         let link = try invite.value(afterPrefix: "Link:")
-        #expect(link.hasPrefix("https://127.0.0.1/invite#Family/") && link.hasSuffix(code))
+        #expect(link.hasPrefix("https://127.0.0.1/invite#Paul/") && link.hasSuffix(code))
         let sam = try ElevenHome("sam")
         let joined = try w.run(sam, ["join", code, "--name", "Sam", "--verify"])
         #expect(joined.status == 0, "\(joined.stderr)")
