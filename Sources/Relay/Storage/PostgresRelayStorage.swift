@@ -78,15 +78,8 @@ public final class PostgresRelayStorage: RelayStorage {
         }
     }
 
-    /// Commit counters, for tests and metrics (same meaning as SQLite's).
-    public typealias Statistics = SQLiteRelayStorage.Statistics
-
-    private struct Pending {
-        var items: [(writes: [StorageOp], completion: @Sendable (RelayStorageError?) -> Void)] = []
-        var drainScheduled = false
-        var closed = false
-        var statistics = Statistics()
-    }
+    /// Commit counters, for tests and metrics.
+    public typealias Statistics = RelayStorageStatistics
 
     /// The connection holding the node lock, touched only on `lockQueue`.
     private final class LockHolder: @unchecked Sendable {
@@ -104,7 +97,7 @@ public final class PostgresRelayStorage: RelayStorage {
     private let lockBackend: String
     private let queue = DispatchQueue(label: "eleven.relay.postgres")
     private let queueKey = DispatchSpecificKey<Void>()
-    private let pending = Locked(Pending())
+    private let commits: GroupCommit
 
     /// Connects, and brings the schema up to date.
     public init(url: PostgresURL, options: Options = Options()) throws(RelayStorageError) {
@@ -117,6 +110,7 @@ public final class PostgresRelayStorage: RelayStorage {
         self.lockBackend = backend
         lockHolder.connection = connection
         queue.setSpecific(key: queueKey, value: ())
+        commits = GroupCommit(queue: queue)
         lockQueue.setSpecific(key: lockQueueKey, value: ())
     }
 
@@ -332,31 +326,15 @@ public final class PostgresRelayStorage: RelayStorage {
     // MARK: - Writing
 
     public func enqueue(_ writes: [StorageOp], completion: @escaping @Sendable (RelayStorageError?) -> Void) {
-        let accepted: Bool = pending.withLock { p in
-            guard !p.closed else { return false }
-            p.items.append((writes, completion))
-            if !p.drainScheduled {
-                p.drainScheduled = true
-                queue.async { [self] in drain() }
-            }
-            return true
-        }
-        if !accepted {
-            queue.async { completion(RelayStorageError(.closed, "the store is closed")) }
-        }
+        commits.enqueue(writes, completion: completion) { [self] in drain() }
     }
 
-    /// Commits everything queued so far in one transaction, then runs the completions.
+    /// Commits everything queued so far in one transaction (fenced by the node lock), then runs
+    /// the completions.
     private func drain() {
-        let items = pending.withLock { p in
-            let items = p.items
-            p.items = []
-            p.drainScheduled = false
-            return items
-        }
-        guard !items.isEmpty else { return }
-        var failure: RelayStorageError?
-        do throws(RelayStorageError) {
+        let pool = self.pool
+        let lockBackend = self.lockBackend
+        commits.commitPending { writes throws(RelayStorageError) in
             try pool.withConnection { connection throws(RelayStorageError) in
                 try connection.execute("BEGIN")
                 do throws(RelayStorageError) {
@@ -371,27 +349,14 @@ public final class PostgresRelayStorage: RelayStorage {
                             .locked,
                             "this relay no longer holds the database's node lock (another node took over)")
                     }
-                    for item in items {
-                        for op in item.writes { try Self.apply(op, to: connection) }
-                    }
+                    for op in writes { try Self.apply(op, to: connection) }
                     try connection.execute("COMMIT")
                 } catch {
                     _ = try? connection.execute("ROLLBACK")
                     throw error
                 }
             }
-        } catch {
-            failure = error
         }
-        if failure == nil {
-            let writes = items.reduce(0) { $0 + $1.writes.count }
-            pending.withLock { p in
-                p.statistics.transactions += 1
-                p.statistics.batches += items.count
-                p.statistics.writes += writes
-            }
-        }
-        for item in items { item.completion(failure) }
     }
 
     private static func apply(_ op: StorageOp, to connection: PostgresConnection) throws(RelayStorageError) {
@@ -470,7 +435,7 @@ public final class PostgresRelayStorage: RelayStorage {
     // MARK: - Lifecycle
 
     public func close() {
-        pending.withLock { $0.closed = true }
+        commits.close()
         if DispatchQueue.getSpecific(key: queueKey) == nil {
             // Runs after any drain already scheduled, so queued writes are committed first.
             queue.sync {}
@@ -493,7 +458,7 @@ public final class PostgresRelayStorage: RelayStorage {
         }
     }
 
-    public var statistics: Statistics { pending.withLock { $0.statistics } }
+    public var statistics: Statistics { commits.statistics }
 
     /// Waits until everything queued so far is committed and its completions have run.
     public func flush() {

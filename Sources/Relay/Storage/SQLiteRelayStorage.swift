@@ -27,20 +27,7 @@ public final class SQLiteRelayStorage: RelayStorage {
     }
 
     /// Commit counters, for tests and metrics.
-    public struct Statistics: Sendable, Equatable {
-        /// Transactions committed.
-        public var transactions = 0
-        /// `enqueue` calls whose writes were committed.
-        public var batches = 0
-        public var writes = 0
-    }
-
-    private struct Pending {
-        var items: [(writes: [StorageOp], completion: @Sendable (RelayStorageError?) -> Void)] = []
-        var drainScheduled = false
-        var closed = false
-        var statistics = Statistics()
-    }
+    public typealias Statistics = RelayStorageStatistics
 
     /// The connection, touched only on `queue`; and the key that tells code it runs there.
     private final class Confined: @unchecked Sendable {
@@ -50,13 +37,14 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     public let path: String
     private let queue: DispatchQueue
-    private let pending = Locked(Pending())
+    private let commits: GroupCommit
     private let confined = Confined()
 
     /// Opens (creating if needed) the database and brings its schema up to date.
     public init(path: String, options: Options = Options()) throws(RelayStorageError) {
         self.path = path
         self.queue = DispatchQueue(label: "eleven.relay.sqlite")
+        commits = GroupCommit(queue: queue)
         queue.setSpecific(key: confined.queueKey, value: ())
         let confined = self.confined
         let result: Result<Void, RelayStorageError> = queue.sync {
@@ -180,57 +168,23 @@ public final class SQLiteRelayStorage: RelayStorage {
     // MARK: - Writing
 
     public func enqueue(_ writes: [StorageOp], completion: @escaping @Sendable (RelayStorageError?) -> Void) {
-        let accepted: Bool = pending.withLock { p in
-            guard !p.closed else { return false }
-            p.items.append((writes, completion))
-            if !p.drainScheduled {
-                p.drainScheduled = true
-                queue.async { [self] in drain() }
-            }
-            return true
-        }
-        if !accepted {
-            queue.async { completion(RelayStorageError(.closed, "the store is closed")) }
-        }
+        commits.enqueue(writes, completion: completion) { [self] in drain() }
     }
 
     /// Commits everything queued so far in one transaction, then runs the completions.
     private func drain() {
-        let items = pending.withLock { p in
-            let items = p.items
-            p.items = []
-            p.drainScheduled = false
-            return items
-        }
-        guard !items.isEmpty else { return }
-        var failure: RelayStorageError?
-        if let db = confined.database {
+        let database = confined.database
+        commits.commitPending { writes throws(RelayStorageError) in
+            guard let db = database else { throw RelayStorageError(.closed, "the store is closed") }
+            try db.execute("BEGIN IMMEDIATE")
             do throws(RelayStorageError) {
-                try db.execute("BEGIN IMMEDIATE")
-                do throws(RelayStorageError) {
-                    for item in items {
-                        for op in item.writes { try Self.apply(op, to: db) }
-                    }
-                    try db.execute("COMMIT")
-                } catch {
-                    try? db.execute("ROLLBACK")
-                    throw error
-                }
+                for op in writes { try Self.apply(op, to: db) }
+                try db.execute("COMMIT")
             } catch {
-                failure = error
-            }
-        } else {
-            failure = RelayStorageError(.closed, "the store is closed")
-        }
-        if failure == nil {
-            let writes = items.reduce(0) { $0 + $1.writes.count }
-            pending.withLock { p in
-                p.statistics.transactions += 1
-                p.statistics.batches += items.count
-                p.statistics.writes += writes
+                try? db.execute("ROLLBACK")
+                throw error
             }
         }
-        for item in items { item.completion(failure) }
     }
 
     private static func apply(_ op: StorageOp, to db: SQLiteDatabase) throws(RelayStorageError) {
@@ -319,7 +273,7 @@ public final class SQLiteRelayStorage: RelayStorage {
     // MARK: - Lifecycle
 
     public func close() {
-        pending.withLock { $0.closed = true }
+        commits.close()
         let confined = self.confined
         let closeDatabase = {
             confined.database?.close()
@@ -337,7 +291,7 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     private var isOnQueue: Bool { DispatchQueue.getSpecific(key: confined.queueKey) != nil }
 
-    public var statistics: Statistics { pending.withLock { $0.statistics } }
+    public var statistics: Statistics { commits.statistics }
 
     /// Waits until everything queued so far is committed and its completions have run.
     public func flush() {
