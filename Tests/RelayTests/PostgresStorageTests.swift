@@ -4,16 +4,6 @@ import Testing
 
 @testable import Relay
 
-extension PostgresRelayStorage {
-    /// Queues writes and waits for their commit.
-    func commit(_ writes: [StorageOp]) -> RelayStorageError? {
-        let result = Locked<RelayStorageError??>(nil)
-        enqueue(writes) { error in result.withLock { $0 = .some(error) } }
-        flush()
-        return result.withLock { $0 } ?? RelayStorageError(.write, "completion did not run")
-    }
-}
-
 /// Runs SQL on the cluster directly (outside the store under test).
 func postgresExecute(_ url: String, _ sql: String) throws {
     let connection = try PostgresConnection(PostgresURL(url))
@@ -111,30 +101,7 @@ struct PostgresStorageTests {
     func restartAndResume() throws {
         let cluster = try PostgresCluster()
         let url = PostgresURL(cluster.url)
-        var store = try PostgresRelayStorage(url: url)
-        var h = CoreHarness()
-        h.bound(1, side: "aaaa")
-        #expect(store.commit(h.last.writes) == nil)
-        let mailbox = h.claim(1, "42")
-        #expect(store.commit(h.last.writes) == nil)
-        h.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
-        #expect(store.commit(h.last.writes) == nil)
-        h.send(1, ["type": "add", "phase": "pake", "body": "a1a1", "id": "0001"])
-        #expect(store.commit(h.last.writes) == nil)
-        let pake = try #require(h.sent(to: 1).last?.stored)
-        store.close()
-
-        store = try PostgresRelayStorage(url: url)
-        let loaded = try store.load()
-        #expect(loaded == h.core.state)
-        var resumed = CoreHarness(snapshot: loaded, now: h.now + 60)
-        resumed.bound(2, side: "bbbb")
-        #expect(resumed.claim(2, "42") == mailbox, "the nameplate survived")
-        #expect(
-            resumed.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
-                .ack(id: .null), .message(pake),
-            ])
-        store.close()
+        try StorageScenarios.restartAndResume { try PostgresRelayStorage(url: url) }
     }
 
     @Test("group commit: writes queued while the store is busy share one transaction")

@@ -14,13 +14,54 @@ struct TempDir {
     func cleanup() { try? FileManager.default.removeItem(at: url) }
 }
 
-extension SQLiteRelayStorage {
+/// The storage back-ends under test: both can wait for their queued commits.
+protocol FlushableStorage: RelayStorage {
+    func flush()
+}
+
+extension SQLiteRelayStorage: FlushableStorage {}
+extension PostgresRelayStorage: FlushableStorage {}
+
+extension FlushableStorage {
     /// Queues writes and waits for their commit.
     func commit(_ writes: [StorageOp]) -> RelayStorageError? {
         let result = Locked<RelayStorageError??>(nil)
         enqueue(writes) { error in result.withLock { $0 = .some(error) } }
         flush()
         return result.withLock { $0 } ?? RelayStorageError(.write, "completion did not run")
+    }
+}
+
+/// Scenarios every storage back-end must pass, given a way to open the same store again.
+enum StorageScenarios {
+    /// A restarted relay resumes nameplates, mailboxes and queued messages.
+    static func restartAndResume(open: () throws -> any FlushableStorage) throws {
+        var store = try open()
+        var h = CoreHarness()
+        h.bound(1, side: "aaaa")
+        #expect(store.commit(h.last.writes) == nil)
+        let mailbox = h.claim(1, "42")
+        #expect(store.commit(h.last.writes) == nil)
+        h.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        #expect(store.commit(h.last.writes) == nil)
+        h.send(1, ["type": "add", "phase": "pake", "body": "a1a1", "id": "0001"])
+        #expect(store.commit(h.last.writes) == nil)
+        let pake = try #require(h.sent(to: 1).last?.stored)
+        store.close()
+
+        store = try open()
+        let loaded = try store.load()
+        #expect(loaded == h.core.state)
+        var resumed = CoreHarness(snapshot: loaded, now: h.now + 60)
+        resumed.bound(2, side: "bbbb")
+        #expect(resumed.claim(2, "42") == mailbox, "the nameplate survived")
+        #expect(
+            resumed.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
+                .ack(id: .null), .message(pake),
+            ])
+        resumed.bound(3, side: "aaaa")
+        #expect(resumed.claim(3, "42") == mailbox, "the first side reclaims idempotently")
+        store.close()
     }
 }
 
@@ -145,32 +186,7 @@ struct StorageTests {
         let dir = try TempDir()
         defer { dir.cleanup() }
         let path = dir.path("relay.sqlite")
-        var store = try SQLiteRelayStorage(path: path)
-        var h = CoreHarness()
-        h.bound(1, side: "aaaa")
-        #expect(store.commit(h.last.writes) == nil)
-        let mailbox = h.claim(1, "42")
-        #expect(store.commit(h.last.writes) == nil)
-        h.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
-        #expect(store.commit(h.last.writes) == nil)
-        h.send(1, ["type": "add", "phase": "pake", "body": "a1a1", "id": "0001"])
-        #expect(store.commit(h.last.writes) == nil)
-        let pake = try #require(h.sent(to: 1).last?.stored)
-        store.close()
-
-        store = try SQLiteRelayStorage(path: path)
-        let loaded = try store.load()
-        #expect(loaded == h.core.state)
-        var resumed = CoreHarness(snapshot: loaded, now: h.now + 60)
-        resumed.bound(2, side: "bbbb")
-        #expect(resumed.claim(2, "42") == mailbox, "the nameplate survived")
-        #expect(
-            resumed.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
-                .ack(id: .null), .message(pake),
-            ])
-        resumed.bound(3, side: "aaaa")
-        #expect(resumed.claim(3, "42") == mailbox, "the first side reclaims idempotently")
-        store.close()
+        try StorageScenarios.restartAndResume { try SQLiteRelayStorage(path: path) }
     }
 
     @Test("kill safety: committed writes are in the files even if the store is never closed")
