@@ -57,8 +57,8 @@ public enum JoinRunner {
                 appID: binding.appID, side: .random(using: &generator), start: .claim(nameplate)))
         connection.onReconnect = { _ in progress(.reconnecting) }
         progress(.connecting)
-        var session = JoinerSession(words: words, binding: binding, request: request, using: &random)
-        do {
+        return try mappingErrors(closing: connection) {
+            var session = JoinerSession(words: words, binding: binding, request: request, using: &random)
             try connection.start()
             var outputs = session.start
             let deadline = ContinuousClock.now + timeout
@@ -94,13 +94,6 @@ public enum JoinRunner {
                 answered = true
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }
-        } catch let error as JoinRunError {
-            throw error
-        } catch let error as RelayConnectionError {
-            connection.close(mood: .lonely, timeout: .seconds(1))
-            throw .relay(error)
-        } catch {
-            throw .relay(.rendezvous(.misuse("\(error)")))
         }
     }
 
@@ -117,7 +110,7 @@ public enum JoinRunner {
             url: relayURL,
             machine: RendezvousMachine(
                 appID: intent.appID, side: .random(using: &generator), start: .allocate))
-        do {
+        return try mappingErrors(closing: connection) {
             try connection.start()
             let deadline = ContinuousClock.now + timeout
             var nameplate: Rendezvous.Nameplate?
@@ -162,6 +155,16 @@ public enum JoinRunner {
                 }
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }
+        }
+    }
+
+    /// Runs a join step, turning every error into a `JoinRunError`; a relay failure closes the
+    /// mailbox (mood lonely) first.
+    private static func mappingErrors<T>(
+        closing connection: RendezvousConnection, _ body: () throws -> T
+    ) throws(JoinRunError) -> T {
+        do {
+            return try body()
         } catch let error as JoinRunError {
             throw error
         } catch let error as RelayConnectionError {
