@@ -303,27 +303,6 @@ private func say(_ line: String) {
     Terminal.out(line)
 }
 
-/// A value handed from one thread to another once.
-final class Mailbox<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T?
-    private let ready = DispatchSemaphore(value: 0)
-
-    func put(_ v: T) {
-        lock.lock()
-        value = v
-        lock.unlock()
-        ready.signal()
-    }
-
-    func take(timeout: TimeInterval) -> T? {
-        guard ready.wait(timeout: .now() + timeout) == .success else { return nil }
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
-}
-
 /// `eleven-relay` or `eleven-server` started from the same directory as this `eleven`, on a
 /// free loopback port with its database in the demo's directory, and stopped by process id.
 struct ServiceChild {
@@ -338,7 +317,7 @@ struct ServiceChild {
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let ready = Mailbox<String>()
+        let ready = Handoff<String>()
         Thread.detachNewThread {
             var buffer = Data()
             while true {

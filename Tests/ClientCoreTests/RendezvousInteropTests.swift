@@ -39,23 +39,7 @@ import Testing
 enum JoinScenarios {
     static let request = JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys-of-sam")
 
-    final class Box<T>: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: T?
-        private let ready = DispatchSemaphore(value: 0)
-        func put(_ v: T) {
-            lock.lock()
-            value = v
-            lock.unlock()
-            ready.signal()
-        }
-        func take(timeout: TimeInterval = 30) -> T? {
-            guard ready.wait(timeout: .now() + timeout) == .success else { return nil }
-            lock.lock()
-            defer { lock.unlock() }
-            return value
-        }
-    }
+    typealias Box = Handoff
 
     /// Starts an attendant on another thread; returns the nameplate and a box for its outcome.
     static func startAttendant(
