@@ -6,7 +6,7 @@ import PackageDescription
 let mainPackage = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .lastPathComponent
 
-// libFuzzer targets for the Net parsers. Kept out of the main package: a main-less
+// libFuzzer targets for every parser of untrusted input. Kept out of the main package: a main-less
 // executable built with `--sanitize=fuzzer` takes libFuzzer's `main` and would break a normal
 // `swift build` there. See README.md.
 let package = Package(
@@ -21,6 +21,29 @@ let package = Package(
         .executableTarget(
             name: "FuzzWebSocketFrames",
             dependencies: [.product(name: "Net", package: mainPackage)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "FuzzRelayCore",
+            dependencies: [.product(name: "Relay", package: mainPackage)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "FuzzCodeParser",
+            dependencies: [.product(name: "WordCodes", package: mainPackage)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "FuzzInviteLinks",
+            dependencies: [.product(name: "ClientCore", package: mainPackage)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "FuzzPeerMessages",
+            dependencies: [
+                .product(name: "ClientCore", package: mainPackage),
+                .product(name: "PAKE", package: mainPackage),
+            ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
     ]

@@ -101,6 +101,8 @@ struct LetterTable: Sendable {
     /// The index stored for `key`, or nil. Packed letters are never 0, the empty-slot mark.
     subscript(key: PackedLetters) -> Int16? {
         get {
+            // One deletion from a one-letter input packs to 0, which must not match an empty slot.
+            guard key.bits != 0 else { return nil }
             var i = slot(key.bits)
             while true {
                 let stored = keys[i]

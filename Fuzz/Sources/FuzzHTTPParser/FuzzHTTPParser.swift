@@ -17,7 +17,8 @@ public func fuzzHTTPParser(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt
         precondition(request.body.count <= limits.maxBodyBytes, "body over the limit")
         precondition(request.headers.fields.count <= limits.maxHeaderCount, "too many headers")
         // Re-parsing exactly the consumed bytes gives the same request.
-        let again = try? HTTPRequestParser.parse(UnsafeRawBufferPointer(rebasing: bytes[0..<consumed]), limits: limits)
+        let again = try? HTTPRequestParser.parse(
+            UnsafeRawBufferPointer(rebasing: bytes[0..<consumed]), limits: limits)
         precondition(again?.consumed == consumed, "not stable under truncation")
         _ = request.queryParameters
         _ = request.keepAlive

@@ -27,7 +27,9 @@ public func fuzzWebSocketFrames(_ start: UnsafePointer<UInt8>?, _ count: Int) ->
             do {
                 for action in try session.receive(frame) {
                     if case .deliver(.text(let text)) = action {
-                        precondition(String(validating: Array(text.utf8), as: UTF8.self) != nil, "invalid text delivered")
+                        precondition(
+                            String(validating: Array(text.utf8), as: UTF8.self) != nil,
+                            "invalid text delivered")
                     }
                 }
             } catch {

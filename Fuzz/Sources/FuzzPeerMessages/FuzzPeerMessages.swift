@@ -1,0 +1,79 @@
+import ClientCore
+import Foundation
+import PAKE
+
+/// Every decoder of data that comes from a peer or a server, picked by the first byte, plus an
+/// attacker without the code talking to each side of a join. Must never crash; the attacker must
+/// never get a side to accept the code, and the decoders must never accept what they cannot
+/// re-encode.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzPeerMessages(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    guard let start, count > 0 else { return 0 }
+    let selector = start[0]
+    let body = Array(UnsafeBufferPointer(start: start + 1, count: count - 1))
+    let decoder = JSONDecoder()
+    switch selector % 8 {
+    case 0:
+        _ = try? JoinMessage(decoding: body, allowed: ["request", "status", "grant", "refusal"])
+    case 1:
+        if let grant = try? JoinGrant(decoding: body) {
+            precondition((try? JoinGrant(decoding: grant.encoded())) == grant, "a grant did not round-trip")
+        }
+    case 2:
+        _ = try? decoder.decode(MembershipEvent.self, from: Data(body))
+    case 3:
+        _ = try? decoder.decode(InboxNote.self, from: Data(body))
+    case 4:
+        _ = try? ServerMessage(json: String(decoding: body, as: UTF8.self))
+    case 5:
+        _ = try? decoder.decode(KeyInviteWire.Invite.self, from: Data(body))
+    case 6:
+        attackJoiner(body)
+    default:
+        attackAttendant(body)
+    }
+    return 0
+}
+
+private let binding = JoinBinding(intent: .join, nameplate: Rendezvous.Nameplate("42"))
+
+/// The attacker's bytes as the attendant's key-agreement and confirmation messages.
+private func attackJoiner(_ bytes: [UInt8]) {
+    var random = SeededRandom(seed: 7)
+    var joiner = JoinerSession(
+        words: "coral-piano", binding: binding,
+        request: JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys"), using: &random)
+    for (phase, body) in split(bytes) {
+        for output in joiner.handle(phase: phase, body: body, using: &random) {
+            switch output {
+            case .codeAccepted, .granted, .status, .refused:
+                preconditionFailure("the joiner accepted an attacker who does not know the code")
+            case .send, .failed: break
+            }
+        }
+    }
+}
+
+/// The attacker's bytes as the joiner's key-agreement, confirmation and request messages.
+private func attackAttendant(_ bytes: [UInt8]) {
+    var random = SeededRandom(seed: 11)
+    var attendant = AttendantSession(
+        words: "coral-piano", binding: binding, inviterName: "Paul", announceWaiting: true, using: &random)
+    for (phase, body) in split(bytes) {
+        for output in attendant.handle(phase: phase, body: body, using: &random) {
+            if case .requestReceived = output {
+                preconditionFailure("the attendant accepted an attacker who does not know the code")
+            }
+        }
+    }
+}
+
+/// Splits the input at 0xFF bytes into messages; the first byte of each picks the phase.
+private func split(_ bytes: [UInt8]) -> [(Rendezvous.Phase, [UInt8])] {
+    let phases: [Rendezvous.Phase] = [
+        .pake, .confirm, .request, .grant, .refusal, .abort, Rendezvous.Phase("status-1"),
+    ]
+    return bytes.split(separator: 0xFF, omittingEmptySubsequences: true).map { part in
+        (phases[Int(part[part.startIndex]) % phases.count], Array(part.dropFirst()))
+    }
+}
