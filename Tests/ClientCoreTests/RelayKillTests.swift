@@ -17,12 +17,14 @@ import Testing
             defer { try? FileManager.default.removeItem(at: dir) }
             let database = dir.appendingPathComponent("relay.sqlite").path
             let port = try TestSupport.freePort()
-            let relay = RestartingRelay(port: port, database: database)
+            let relay = RestartingServer(
+                TestSupport.productPath("eleven-relay"), ["--listen", "127.0.0.1:\(port)", "--db", database],
+                port: port)
             try relay.start()
             defer { relay.stop() }
             let url = "ws://127.0.0.1:\(port)/v1"
 
-            let killer = Killer(relay: relay, seed: 5, every: 100...400, maxKills: 8)
+            let killer = RandomKiller(server: relay, seed: 5, every: 100...400, maxKills: 8)
             Thread.detachNewThread { killer.run() }
             // Four workers run joins one after another until the killer is done (at most 15 each).
             let workers = 4
@@ -59,6 +61,7 @@ import Testing
             print(
                 "relay kill -9: \(completed + failed.count) joins, \(killer.kills) kills, \(completed) completed, "
                     + "\(failed.count) failed cleanly \(failed)")
+            #expect(killer.restartFailure == nil, "the relay restarts: \(killer.restartFailure ?? "")")
             #expect(killer.kills >= 4, "the relay was killed while joins ran")
             #expect(completed >= 8 && failed.count <= killer.kills, "honest joins finish across restarts")
             relay.stop()
@@ -96,81 +99,4 @@ import Testing
             return .failure(error)
         }
     }
-}
-
-/// `eleven-relay` on a fixed port and database, restartable after a kill.
-final class RestartingRelay: @unchecked Sendable {
-    let port: UInt16
-    let database: String
-    private let lock = NSLock()
-    private var current: ServerProcess?
-
-    init(port: UInt16, database: String) {
-        self.port = port
-        self.database = database
-    }
-
-    func start() throws {
-        let process = try ServerProcess(
-            TestSupport.productPath("eleven-relay"), ["--listen", "127.0.0.1:\(port)", "--db", database],
-            port: port)
-        lock.withLock { current = process }
-    }
-
-    /// SIGKILL, then start again on the same port and database.
-    func killAndRestart() throws {
-        let victim = lock.withLock { current }
-        victim?.stop(signal: SIGKILL)
-        try start()
-    }
-
-    func stop() {
-        let process = lock.withLock { () -> ServerProcess? in
-            defer { current = nil }
-            return current
-        }
-        process?.stop()
-    }
-}
-
-/// Kills the relay at random intervals, at most `maxKills` times.
-final class Killer: @unchecked Sendable {
-    private let relay: RestartingRelay
-    private let every: ClosedRange<Int>
-    private let maxKills: Int
-    private let lock = NSLock()
-    private var random: SeededRandom
-    private var stopped = false
-    private(set) var kills = 0
-
-    init(relay: RestartingRelay, seed: UInt64, every: ClosedRange<Int>, maxKills: Int) {
-        self.relay = relay
-        self.every = every
-        self.maxKills = maxKills
-        random = SeededRandom(seed: seed)
-    }
-
-    func run() {
-        while true {
-            let wait: Int = lock.withLock {
-                let span = UInt32(every.upperBound - every.lowerBound + 1)
-                let r = random.bytes(count: 4).withUnsafeBytes { $0.load(as: UInt32.self) }
-                return every.lowerBound + Int(r % span)
-            }
-            usleep(UInt32(wait) * 1000)
-            guard lock.withLock({ !stopped && kills < maxKills }) else { return }
-            do {
-                try relay.killAndRestart()
-                lock.withLock { kills += 1 }
-            } catch {
-                Issue.record("the relay did not restart: \(error)")
-                return
-            }
-        }
-    }
-
-    func stop() { lock.withLock { stopped = true } }
-
-    /// Stopped, or every kill done.
-    var isDone: Bool { lock.withLock { stopped || kills >= maxKills } }
 }

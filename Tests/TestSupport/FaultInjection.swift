@@ -1,0 +1,91 @@
+import Foundation
+
+/// A server on a fixed port that a fault-injection test kills with SIGKILL and starts again on
+/// the same port and files (`ServerProcess` does the starting and the stopping by process id).
+public final class RestartingServer: @unchecked Sendable {
+    public let port: UInt16
+    private let executable: String
+    private let arguments: [String]
+    private let lock = NSLock()
+    private var current: ServerProcess?
+
+    public init(_ executable: String, _ arguments: [String], port: UInt16) {
+        self.executable = executable
+        self.arguments = arguments
+        self.port = port
+    }
+
+    public func start() throws {
+        let process = try ServerProcess(executable, arguments, port: port)
+        lock.withLock { current = process }
+    }
+
+    /// SIGKILL, then start again.
+    public func killAndRestart() throws {
+        let victim = lock.withLock { current }
+        victim?.stop(signal: SIGKILL)
+        try start()
+    }
+
+    /// Stops the server by process id (SIGTERM).
+    public func stop() {
+        let process = lock.withLock { () -> ServerProcess? in
+            defer { current = nil }
+            return current
+        }
+        process?.stop()
+    }
+}
+
+/// Kills a ``RestartingServer`` at random intervals (uniform in `every` milliseconds, from a
+/// seeded generator), at most `maxKills` times; run it on its own thread.
+public final class RandomKiller: @unchecked Sendable {
+    private let server: RestartingServer
+    private let every: ClosedRange<Int>
+    private let maxKills: Int
+    private let lock = NSLock()
+    private var state: UInt64
+    private var stopped = false
+    private var killCount = 0
+    private var failure: String?
+
+    public init(server: RestartingServer, seed: UInt64, every: ClosedRange<Int>, maxKills: Int) {
+        self.server = server
+        self.every = every
+        self.maxKills = maxKills
+        state = seed
+    }
+
+    public func run() {
+        while true {
+            let wait: Int = lock.withLock {
+                // SplitMix64 step.
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return every.lowerBound + Int((z ^ (z >> 31)) % UInt64(every.count))
+            }
+            usleep(UInt32(wait) * 1000)
+            guard !isDone else { return }
+            do {
+                try server.killAndRestart()
+                lock.withLock { killCount += 1 }
+            } catch {
+                lock.withLock {
+                    failure = "\(error)"
+                    stopped = true
+                }
+                return
+            }
+        }
+    }
+
+    public func stop() { lock.withLock { stopped = true } }
+
+    /// Stopped, failed, or every kill done.
+    public var isDone: Bool { lock.withLock { stopped || killCount >= maxKills } }
+    public var kills: Int { lock.withLock { killCount } }
+    /// Why a restart failed, if one did.
+    public var restartFailure: String? { lock.withLock { failure } }
+}
