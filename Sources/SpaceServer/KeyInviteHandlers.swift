@@ -205,7 +205,10 @@ extension SpaceService {
                 inviter: row.inviter, inviterName: inviterName, inviteMember: row.inviteMember,
                 personName: row.personName, rights: row.rights, expiresAt: row.expiresAt,
                 usesLeft: row.usesLeft,
-                head: head))
+                head: head,
+                signerWraps: try row.inviteMember.map {
+                    try store.wraps(space: row.space, recipient: $0, thread: nil)
+                }))
     }
 
     // MARK: Claim

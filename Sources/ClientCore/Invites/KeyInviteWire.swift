@@ -91,15 +91,20 @@ public enum KeyInviteWire {
         /// The head of the space's membership chain (absent for setup invites), so a joiner can
         /// sign the events that add them.
         public let head: SpaceWire.EventHead?
+        /// Member and DM invites: the key wraps addressed to the invite's signer, made for threads
+        /// created after the invite was minted (the signer is a member, so every new thread is
+        /// wrapped to it). Sealed to the signer's key, which only the link opens.
+        public let signerWraps: [KeyWrap]?
 
         public init(
             id: KeyInviteID, space: SpaceID, shape: InviteShape, sealed: String, spaceName: String,
             avatar: String?, sealedBranding: String?, inviter: MemberID?, inviterName: String?,
             inviteMember: MemberID?, personName: String?, rights: MemberRights, expiresAt: Int64,
             usesLeft: Int,
-            head: SpaceWire.EventHead?
+            head: SpaceWire.EventHead?, signerWraps: [KeyWrap]? = nil
         ) {
             self.head = head
+            self.signerWraps = signerWraps
             self.id = id
             self.space = space
             self.shape = shape
