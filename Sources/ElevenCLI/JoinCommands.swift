@@ -18,7 +18,8 @@ private let relayOption = OptionSpec(
 let joinCommands: [CommandGroup.Entry] = [
     .init(
         CommandSpec(
-            ["eleven", "invite"], summary: "Invite someone into a space with a link, or a short code (--short).",
+            ["eleven", "invite"],
+            summary: "Invite someone into a space with a link, or a short code (--short).",
             options: [
                 OptionSpec(
                     "short", help: "a short code such as coral-piano-42; without it, a full-length link"),
