@@ -145,6 +145,8 @@ func runLinkInvite(_ arguments: ParsedArguments) throws {
     } else {
         let session = try openSpace(arguments)
         link = try linkErrors { try InviteLink.mint(shape, from: session, options: options) }
+        // Tidy up after invites that expired unused (an admin's device retires their signers).
+        _ = try? session.retireStaleInviteSigners()
         spaceName = session.saved.name
     }
     let text = link.text()

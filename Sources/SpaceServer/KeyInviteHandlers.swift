@@ -25,6 +25,9 @@ extension SpaceService {
         case 3 where rest[2] == "claim":
             try allowKeyInvite(method, "POST")
             return try claimKeyInvite(request, try keyInviteRow(rest[1]))
+        case 3 where rest[1] == "stale":
+            try allowKeyInvite(method, "GET")
+            return try staleInviteSigners(request, rest[2])
         default:
             throw Self.unknownRoute
         }
@@ -65,6 +68,23 @@ extension SpaceService {
                 410, "invite_used", "This invite has already been used. Invites work once: ask for a new one."
             )
         }
+    }
+
+    /// `GET /api/key-invite/stale/{space}` (members only): the signers of this space's member and
+    /// DM invites that are still in the roster although their invite can no longer be claimed
+    /// (expired, used up, or its inviter gone). Such a signer cannot act (it cannot sign in and its
+    /// invite refuses claims), but only a signed removal takes it out of the roster: an admin's
+    /// client retires them (`SpaceSession.retireStaleInviteSigners`).
+    func staleInviteSigners(_ request: APIRequest, _ spaceText: Substring) throws -> APIResponse {
+        let space = try existingSpace(spaceText)
+        _ = try requireMember(try authenticate(request, space: space.id))
+        let roster = try roster(space.id)
+        let stale = try store.inviteSigners(space: space.id).filter { invite in
+            guard roster.members[invite.signer] != nil else { return false }
+            let inviterGone = invite.inviter.map { roster.members[$0] == nil } ?? false
+            return now >= invite.expiresAt || invite.usesLeft <= 0 || inviterGone
+        }
+        return .json(KeyInviteWire.StaleSigners(members: stale.map(\.signer)))
     }
 
     // MARK: Mint

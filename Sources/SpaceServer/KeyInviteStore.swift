@@ -63,6 +63,24 @@ extension SpaceStore {
             """, [.blob(id.bytes)])
     }
 
+    /// The member and DM invites of a space whose signer may still be in the roster: their
+    /// signer, inviter, expiry and uses left.
+    func inviteSigners(space: SpaceID) throws -> [(
+        signer: MemberID, inviter: MemberID?, expiresAt: Int64, usesLeft: Int
+    )] {
+        try db.query(
+            """
+            SELECT invite_member, inviter, expires_at, uses_left FROM key_invites
+            WHERE space_id = ? AND invite_member IS NOT NULL ORDER BY created_at
+            """, [.blob(space.bytes)]
+        ).map { row in
+            (
+                try MemberID(bytes: row[0].blob ?? []), try row[1].blob.map { try MemberID(bytes: $0) },
+                row[2].integer ?? 0, Int(row[3].integer ?? 0)
+            )
+        }
+    }
+
     /// Whether `member` is the signer of a full-length invite (it cannot sign in).
     func isInviteMember(space: SpaceID, member: MemberID) throws -> Bool {
         try !db.query(

@@ -41,6 +41,17 @@ import Testing
             process = try Self.start(port: port, database: database)
         }
 
+        /// Makes an invite expired: the server's clock cannot be moved, so the stored invite is aged
+        /// in its database (the server stopped meanwhile) with Python's sqlite3.
+        func expire(_ id: KeyInviteID) throws {
+            try restart {
+                let sql = "UPDATE key_invites SET expires_at = 1 WHERE id = X'\(id.bytes.hex)'"
+                let edit = try TestSupport.run(
+                    "/usr/bin/env", ["python3", "-c", LinkEndToEndTests.sqlite, database, sql])
+                #expect(edit.status == 0, "\(edit.stderr)")
+            }
+        }
+
         deinit {
             process.stop()
             try? FileManager.default.removeItem(at: directory)
@@ -286,13 +297,7 @@ import Testing
             let sam = try ElevenHome("sam")
             let expiring = try Self.mint(paul, ["--expires", "1m"])
             let id = try InviteLink(parsing: expiring).secret.derive().id
-            // The server's clock cannot be moved: age the stored invite instead.
-            try server.restart {
-                let sql = "UPDATE key_invites SET expires_at = 1 WHERE id = X'\(id.bytes.hex)'"
-                let edit = try TestSupport.run(
-                    "/usr/bin/env", ["python3", "-c", Self.sqlite, server.database, sql])
-                #expect(edit.status == 0, "\(edit.stderr)")
-            }
+            try server.expire(id)
             for command in [["join", expiring, "--yes", "--json"], ["invite", "show", expiring, "--json"]] {
                 let expired = try sam.run(command)
                 #expect(expired.status == 3)
@@ -334,6 +339,29 @@ import Testing
             // Only one of the refused people ended up anywhere: Sam, once.
             let spaces = try sam.json(["spaces", "--json"])["spaces"] as? [[String: Any]] ?? []
             #expect(spaces.count == 1)
+        }
+    }
+
+    /// A link that expires unused leaves its signer in the roster; the owner's next `eleven invite`
+    /// retires it with a signed removal, and the new link still works.
+    @Test func expiredLinkSignersAreRetired() async throws {
+        try await withServer { server in
+            let paul = try Self.paul(server)
+            let expiring = try Self.mint(paul, ["--expires", "1m"])
+            func signers(_ list: String) throws -> Int {
+                let members = try paul.json(["members", "--json"])[list] as? [[String: Any]] ?? []
+                return members.filter { $0["name"] as? String == "(invite)" }.count
+            }
+            #expect(try signers("members") == 1)
+            let id = try InviteLink(parsing: expiring).secret.derive().id
+            try server.expire(id)
+            let fresh = try Self.mint(paul, ["--name", "Sam"])
+            #expect(try signers("members") == 1)
+            #expect(try signers("formerMembers") == 1)
+            let sam = try ElevenHome("sam")
+            #expect(try Self.join(sam, fresh, ["--yes"]).status == 0)
+            #expect(try signers("members") == 0)
+            #expect(try errorCode(try Self.join(sam, expiring, ["--yes", "--json"])) == "invite_expired")
         }
     }
 

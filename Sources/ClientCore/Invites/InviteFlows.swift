@@ -125,7 +125,7 @@ extension InviteLink {
             let signer = DeviceIdentity.generate()
             let record = MemberRecord(
                 id: .random(), keys: signer.publicKeys, rights: options.rights.union(.invite),
-                name: "(invite)")
+                name: SpaceSession.inviteSignerName)
             do throws(KeyModelError) {
                 inviteEvent = try roster.nextEvent(.memberAdded(record), signedBy: session.identity)
             } catch {
@@ -370,5 +370,31 @@ extension InviteLink {
                 message: "A thread key of \(invite.spaceName) was wrapped by someone who was never a member.")
         }
         return saved
+    }
+}
+
+extension SpaceSession {
+    /// The roster name of a member or DM invite's signer.
+    public static let inviteSignerName = "(invite)"
+
+    /// Retires the signers of this space's member and DM invites that can no longer be claimed
+    /// (expired, or void because their inviter left). The last claim of an invite retires its
+    /// signer itself; an invite that expires unused leaves it in the roster, where the server keeps
+    /// it inert, until an admin's device removes it with a signed event: this does that. Only a
+    /// member the server names whose record is an invite signer's is removed, so a lying server can
+    /// at worst void invites early. Returns who was retired (nothing unless this device is an admin).
+    @discardableResult
+    public func retireStaleInviteSigners() throws(SpaceClientError) -> [MemberID] {
+        let roster = try roster()
+        guard roster.rights(of: saved.member).contains(.admin) else { return [] }
+        var retired: [MemberID] = []
+        for id in try client.staleInviteSigners(saved.space) {
+            guard let record = roster.members[id], record.name == Self.inviteSignerName, id != roster.owner,
+                id != saved.member
+            else { continue }
+            try removeMember(id)
+            retired.append(id)
+        }
+        return retired
     }
 }

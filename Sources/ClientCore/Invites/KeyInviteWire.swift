@@ -143,6 +143,13 @@ public enum KeyInviteWire {
         }
     }
 
+    /// `GET /api/key-invite/stale/{space}`: invite signers still in the roster whose invites can
+    /// no longer be claimed.
+    public struct StaleSigners: Codable, Sendable {
+        public let members: [MemberID]
+        public init(members: [MemberID]) { self.members = members }
+    }
+
     /// The answer to a claim: the member the claimer now acts as and its device token (and the
     /// admin token for a setup claim).
     public struct Claimed: Codable, Sendable {
