@@ -50,8 +50,8 @@ let linkCommands: [CommandGroup.Entry] = [
         let text = arguments.positional(0) ?? ""
         guard let link = try fullLengthLink(text) else {
             throw CLIError(
-                code: "short_code_link",
-                message: "That is a short code, not a full-length link: join with `eleven join \(text)`.",
+                code: "not_a_link",
+                message: "That is not a full-length invite link (a short code is joined with `eleven join`).",
                 status: .usage)
         }
         let card = try linkErrors { try link.inspect() }

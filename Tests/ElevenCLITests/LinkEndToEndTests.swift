@@ -46,9 +46,8 @@ import Testing
         func expire(_ id: KeyInviteID) throws {
             try restart {
                 let sql = "UPDATE key_invites SET expires_at = 1 WHERE id = X'\(id.bytes.hex)'"
-                let edit = try TestSupport.run(
-                    "/usr/bin/env", ["python3", "-c", LinkEndToEndTests.sqlite, database, sql])
-                #expect(edit.status == 0, "\(edit.stderr)")
+                let changed = try TestSupport.runSQL(database: database, sql)
+                #expect(changed == 1)
             }
         }
 
@@ -446,13 +445,6 @@ import Testing
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         !needle.isEmpty && Data(haystack).range(of: Data(needle)) != nil
     }
-
-    /// Runs one SQL statement on a database file: `python3 -c sqlite FILE SQL`.
-    static let sqlite = """
-        import sqlite3, sys
-        c = sqlite3.connect(sys.argv[1]); n = c.execute(sys.argv[2]).rowcount; c.commit()
-        sys.exit(0 if n == 1 else 1)
-        """
 }
 
 /// A fresh link secret's text, for links no server knows.
