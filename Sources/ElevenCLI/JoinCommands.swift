@@ -193,12 +193,13 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         report(json, ["event": "none"], "No pending invites.")
         return
     }
-    let (identity, _) = try withSpaceErrors { try state.identity(create: false) }
     var burned = false
     for original in mine {
         var invite = original
         guard let space = saved.spaces.first(where: { $0.space == invite.space }) else { continue }
-        let session = try withSpaceErrors { try SpaceSession(saved: space, identity: identity) }
+        let session = try withSpaceErrors {
+            try SpaceSession(saved: space, identity: state.identity(for: space.space))
+        }
         let nameplate = Rendezvous.Nameplate(invite.nameplate)
         let binding = JoinBinding(intent: .join, nameplate: nameplate)
         var attendant = Attendant(
