@@ -238,13 +238,11 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
         }
     }
     let label = String(ProcessInfo.processInfo.hostName.prefix(64))
-    let claimed = try linkErrors { () throws -> ClaimedInvite in
-        guard card.shape != .device else { return try link.claim(deviceLabel: label) }
-        let (identity, _) = try state.identity(create: true)
-        return try link.claim(identity: identity, name: name, deviceLabel: label)
-    }
+    // A device link adopts the member's identity; every other shape makes a new key pair for this
+    // space, so a person's spaces cannot be linked by key.
+    let claimed = try linkErrors { try link.claim(name: name, deviceLabel: label) }
     try withSpaceErrors {
-        if claimed.shape == .device { try state.adopt(claimed.identity, for: claimed.saved.space) }
+        try state.saveIdentity(claimed.identity, for: claimed.saved.space)
         var spaces = try state.spaces()
         var joined = claimed.saved
         joined.joinedWith = link.secret.derive().id

@@ -190,10 +190,16 @@ import Testing
             let paul = try Self.paul(server)
             let link = try Self.mint(paul, ["--dm", "--name", "Lee"])
             let lee = try ElevenHome("lee")
+            #expect(try lee.run(["whoami"]).status == 0)
             #expect(try lee.json(["invite", "show", link, "--json"])["shape"] as? String == "dm")
             let joined = try Self.join(lee, link, ["--json"], answer: "yes\n")
             #expect(joined.status == 0, "\(joined.stderr)")
             let thread = try #require(try Self.lastJSON(joined)["thread"] as? String)
+            // Joining by link makes a key pair for this space: not the device's own key.
+            let deviceKey = try lee.run(["whoami"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let members = try paul.json(["members", "--json"])["members"] as? [[String: Any]] ?? []
+            let leeKey = members.first { $0["name"] as? String == "Lee" }?["key"] as? String
+            #expect(leeKey != nil && leeKey != deviceKey)
             #expect(try lee.run(["send", "--thread", thread, "hi Paul"]).status == 0)
             #expect(try paul.run(["read", "--thread", "Paul & Lee"]).stdout == "Lee: hi Paul\n")
             let threads = try lee.json(["threads", "--json"])["threads"] as? [[String: Any]] ?? []
