@@ -107,7 +107,7 @@ func runLinkInvite(_ arguments: ParsedArguments) throws {
     for shortOnly in ["words", "detach"] where arguments.given.contains(shortOnly) {
         throw CLIError.usage("--\(shortOnly) is for short codes: add --short", help: nil)
     }
-    let setupName = arguments.value("setup")
+    let setupName = try checkedName(arguments.value("setup"), option: "setup")
     let chosen = [arguments.flag("dm"), arguments.flag("device"), setupName != nil].filter { $0 }.count
     guard chosen <= 1 else { throw CLIError.usage("choose one of --dm, --device and --setup", help: nil) }
     let shape: InviteShape =
@@ -122,7 +122,7 @@ func runLinkInvite(_ arguments: ParsedArguments) throws {
     guard shape == .member || uses == 1 else {
         throw CLIError.usage("--uses is for member links; \(shape.rawValue) links work once", help: nil)
     }
-    let personName = arguments.value("name")
+    let personName = try checkedName(arguments.value("name"), option: "name")
     if shape == .device, personName != nil {
         throw CLIError.usage("a device link carries your own name: leave out --name", help: nil)
     }
@@ -193,6 +193,7 @@ func fullLengthLink(_ text: String) throws -> InviteLink? {
 /// the person says yes). A space already saved here is left as it is.
 func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
     let json = arguments.flag("json")
+    let givenName = try checkedName(arguments.value("name"), option: "name")
     let state = localState()
     let saved = try withSpaceErrors { try state.spaces() }
     let card: InviteCard
@@ -220,7 +221,8 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
         return
     }
     let name =
-        arguments.value("name") ?? card.suggestedName ?? ProcessInfo.processInfo.environment["USER"]
+        givenName ?? card.suggestedName ?? ProcessInfo
+        .processInfo.environment["USER"]
         .map { $0.capitalized } ?? ""
     if !arguments.flag("yes") {
         let question =
@@ -317,6 +319,19 @@ private func dateText(_ seconds: Int64) -> String {
 }
 
 // MARK: Errors
+
+/// A name from the command line, checked as the space server and the link parser check names.
+private func checkedName(_ text: String?, option: String) throws -> String? {
+    guard let text else { return nil }
+    let limit = MemberRecord.maximumNameByteCount
+    guard !text.trimmingCharacters(in: .whitespaces).isEmpty, text.utf8.count <= limit,
+        !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+    else {
+        throw CLIError.usage(
+            "--\(option) takes 1 to \(limit) bytes of text without control characters", help: nil)
+    }
+    return text
+}
 
 /// Runs `body`, giving refused invites (unknown, expired, used up, void, not opening) their own
 /// codes with exit status 3; other failures map as for every space command.

@@ -220,6 +220,7 @@ import Testing
             let link = try Self.mint(paul, ["--device"])
             let card = try laptop.json(["invite", "show", link, "--json"])
             #expect(card["shape"] as? String == "device")
+            #expect(card["sealed"] as? Bool == false)
             let joined = try Self.join(laptop, link, ["--yes"])
             #expect(joined.status == 0, "\(joined.stderr)")
             #expect(joined.stdout.contains("This device now acts as Paul in Family"))
@@ -376,13 +377,19 @@ import Testing
             let paul = try Self.paul(server)
             let cases: [[String]] = [
                 ["--dm", "--device"], ["--device", "--name", "X"], ["--dm", "--uses", "2"], ["--words", "3"],
-                ["--setup", "Club"], ["--expires", "10s"], ["--uses", "0"],
+                ["--setup", "Club"], ["--expires", "10s"], ["--uses", "0"], ["--name", ""],
+                ["--name", String(repeating: "é", count: 65)], ["--name", "a\u{7}b"],
+                ["--setup", "Club\n", "--server", server.url],
             ]
             for arguments in cases {
                 let result = try paul.run(["invite"] + arguments)
                 #expect(result.status == 2, "\(arguments): \(result.stderr)")
             }
             #expect(try paul.run(["invite", "show", "coral-piano-42"]).status == 2)
+            let link = try Self.mint(paul, [])
+            let sam = try ElevenHome("sam")
+            #expect(try sam.run(["join", link, "--name", "x\u{7}y", "--yes"]).status == 2)
+            #expect(try sam.json(["invite", "show", link, "--json"])["usesLeft"] as? Int == 1)
             #expect(
                 try TestSupport.run(eleven, ["invite", "show", "--help"]).stdout.hasPrefix(
                     "usage: eleven invite show"))
@@ -403,6 +410,8 @@ import Testing
                 try Self.mint(paul, ["--device"]),
                 try Self.mint(nil, ["--setup", "Club", "--server", server.url]),
             ]
+            let sealed = try paul.json(["invite", "show", links[0], "--json"])
+            #expect(sealed["sealed"] as? Bool == true && sealed["spaceName"] as? String == "Family")
             for (index, link) in links.enumerated() {
                 let home = try ElevenHome("joiner\(index)")
                 #expect(try home.run(["invite", "show", link]).status == 0)
