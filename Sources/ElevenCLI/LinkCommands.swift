@@ -220,10 +220,8 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
             "You are already in \(already.name) on this device; nothing changed.")
         return
     }
-    let name =
-        givenName ?? card.suggestedName ?? ProcessInfo
-        .processInfo.environment["USER"]
-        .map { $0.capitalized } ?? ""
+    let login = ProcessInfo.processInfo.environment["USER"].map { $0.capitalized }
+    let name = givenName ?? card.suggestedName ?? login ?? ""
     if !arguments.flag("yes") {
         let question =
             switch card.shape {
