@@ -23,5 +23,10 @@ let package = Package(
             dependencies: [.product(name: "Net", package: mainPackage)],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
+        .executableTarget(
+            name: "FuzzInviteLink",
+            dependencies: [.product(name: "ClientCore", package: mainPackage)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
     ]
 )

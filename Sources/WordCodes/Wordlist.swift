@@ -98,9 +98,11 @@ struct LetterTable: Sendable {
         Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
     }
 
-    /// The index stored for `key`, or nil. Packed letters are never 0, the empty-slot mark.
+    /// The index stored for `key`, or nil. Stored keys are never 0, the empty-slot mark; the
+    /// empty key (a one-letter input with its letter deleted) is in no table.
     subscript(key: PackedLetters) -> Int16? {
         get {
+            guard key.bits != 0 else { return nil }
             var i = slot(key.bits)
             while true {
                 let stored = keys[i]
