@@ -170,6 +170,7 @@ extension SpaceService {
             inviter = try requireMember(try authenticate(request, space: space.id)).id
         }
         let expiresAt = now + body.expiresIn
+        try store.forgetExpiredKeyInvitePayloads(now: now)
         try store.insertKeyInvite(
             KeyInviteRow(
                 id: body.id, space: body.space, shape: body.shape, sealed: sealed, verifier: verifier,

@@ -63,6 +63,15 @@ extension SpaceStore {
             """, [.blob(id.bytes)])
     }
 
+    /// Forgets the sealed payloads of invites expired by `now`: nobody can claim them, and a later
+    /// leak of a link together with the database then opens nothing. The rows stay, so the
+    /// invites still answer `invite_expired` and their signers can be retired.
+    func forgetExpiredKeyInvitePayloads(now: Int64) throws {
+        try db.query(
+            "UPDATE key_invites SET sealed = X'' WHERE expires_at <= ? AND length(sealed) > 0",
+            [.integer(now)])
+    }
+
     /// The member and DM invites of a space whose signer may still be in the roster: their
     /// signer, inviter, expiry and uses left.
     func inviteSigners(space: SpaceID) throws -> [(
