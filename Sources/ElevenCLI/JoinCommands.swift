@@ -81,6 +81,7 @@ let joinCommands: [CommandGroup.Entry] = [
 
 private func runInvite(_ arguments: ParsedArguments) throws {
     guard arguments.flag("short") else { return try runLinkInvite(arguments) }
+    try refuseLinkOnlyOptions(arguments)
     let json = arguments.flag("json")
     let uses = try arguments.int("uses", in: 1...100) ?? 1
     let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2

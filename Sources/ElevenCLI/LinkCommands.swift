@@ -171,6 +171,13 @@ func runLinkInvite(_ arguments: ParsedArguments) throws {
     Terminal.out("Anyone with this link can use it: share it privately.")
 }
 
+/// `eleven invite --short` with an option only links have is a usage error, not silently ignored.
+func refuseLinkOnlyOptions(_ arguments: ParsedArguments) throws {
+    for option in linkInviteOptions where arguments.given.contains(option.name) {
+        throw CLIError.usage("--\(option.name) is for links: leave out --short", help: nil)
+    }
+}
+
 // MARK: eleven join LINK
 
 /// The full-length link in `text`; nil when `text` is a short code, or a link carrying one, which

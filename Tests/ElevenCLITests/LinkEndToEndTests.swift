@@ -381,6 +381,11 @@ import Testing
                 ["--name", String(repeating: "é", count: 65)], ["--name", "a\u{7}b"],
                 ["--setup", "Club\n", "--server", server.url],
             ]
+            for option in [["--dm"], ["--device"], ["--name", "Sam"], ["--sealed"], ["--setup", "Club"]] {
+                let result = try paul.run(["invite", "--short"] + option)
+                #expect(result.status == 2, "\(option): \(result.stderr)")
+                #expect(result.stderr.contains("is for links"))
+            }
             for arguments in cases {
                 let result = try paul.run(["invite"] + arguments)
                 #expect(result.status == 2, "\(arguments): \(result.stderr)")
