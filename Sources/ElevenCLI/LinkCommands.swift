@@ -122,6 +122,10 @@ func runLinkInvite(_ arguments: ParsedArguments) throws {
     guard shape == .member || uses == 1 else {
         throw CLIError.usage("--uses is for member links; \(shape.rawValue) links work once", help: nil)
     }
+    if shape == .setup, arguments.flag("sealed") {
+        throw CLIError.usage(
+            "a space that does not exist yet has no name to seal: leave out --sealed", help: nil)
+    }
     let personName = try checkedName(arguments.value("name"), option: "name")
     if shape == .device, personName != nil {
         throw CLIError.usage("a device link carries your own name: leave out --name", help: nil)

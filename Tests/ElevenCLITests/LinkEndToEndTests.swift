@@ -380,6 +380,7 @@ import Testing
                 ["--setup", "Club"], ["--expires", "10s"], ["--uses", "0"], ["--name", ""],
                 ["--name", String(repeating: "é", count: 65)], ["--name", "a\u{7}b"],
                 ["--setup", "Club\n", "--server", server.url],
+                ["--setup", "Club", "--server", server.url, "--sealed"],
             ]
             for option in [["--dm"], ["--device"], ["--name", "Sam"], ["--sealed"], ["--setup", "Club"]] {
                 let result = try paul.run(["invite", "--short"] + option)
