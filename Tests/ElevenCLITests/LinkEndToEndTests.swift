@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import Net
 import PAKE
 import TestSupport
 import Testing
@@ -157,6 +158,40 @@ import Testing
             let members = try paul.json(["members", "--json"])
             let names = (members["members"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
             #expect(names?.sorted() == ["Paul", "Sam"])
+        }
+    }
+
+    /// The card names the space's picture when it has one (set here through the branding API).
+    @Test func cardShowsTheSpacePicture() async throws {
+        try await withServer { server in
+            let paul = try Self.paul(server)
+            let link = try Self.mint(paul, [])
+            let sam = try ElevenHome("sam")
+            #expect(try sam.json(["invite", "show", link, "--json"])["avatar"] is NSNull)
+            let saved =
+                try JSONSerialization.jsonObject(
+                    with: Data(contentsOf: URL(fileURLWithPath: paul.path + "/spaces.json")))
+                as? [String: Any]
+            let space = try #require((saved?["spaces"] as? [[String: Any]])?.first)
+            let id = try #require(space["space"] as? String)
+            let token = try #require(space["deviceToken"] as? String)
+            let png: [UInt8] =
+                [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 40)
+            struct Avatar: Encodable {
+                let contentType: String
+                let data: String
+            }
+            struct Branding: Encodable { let avatar: Avatar }
+            let put = try HTTPClient.send(
+                .put, url: "\(server.url)/api/spaces/\(id)/branding",
+                json: Branding(avatar: Avatar(contentType: "image/png", data: Base64URL.encode(png))),
+                headers: ["Authorization": "Bearer \(token)"])
+            #expect(put.status.code < 300, "\(String(decoding: put.body, as: UTF8.self))")
+            let card = try sam.json(["invite", "show", link, "--json"])
+            let avatar = try #require(card["avatar"] as? String)
+            #expect(avatar.hasPrefix(server.url + "/"))
+            #expect(try HTTPClient.send(.get, url: avatar).body == png)
+            #expect(try sam.run(["invite", "show", link]).stdout.contains("Space picture: \(avatar)"))
         }
     }
 
