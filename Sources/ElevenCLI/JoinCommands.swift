@@ -22,7 +22,9 @@ let joinCommands: [CommandGroup.Entry] = [
             summary: "Invite someone into a space with a link, or a short code (--short).",
             options: [
                 OptionSpec(
-                    "short", help: "a short code such as coral-piano-42; without it, a full-length link"),
+                    "short",
+                    help:
+                        "a short code such as coral-piano-42; without it, a full-length link (expires in 7d)"),
                 CommonOptions.space,
                 OptionSpec("uses", value: "N", help: "how many people may join with it", default: "1"),
                 OptionSpec("expires", value: "DURATION", help: "how long the code works", default: "1h"),
@@ -32,7 +34,9 @@ let joinCommands: [CommandGroup.Entry] = [
                 relayOption, CommonOptions.json,
             ] + linkInviteOptions,
             discussion: """
-                Prints the code and a link, then waits here until someone joins with it, asking \
+                Without --short: prints a full-length link (and a QR code) that works while you are \
+                offline; the person runs `eleven join LINK`. With --short: prints the code and a \
+                link, then waits here until someone joins with it, asking \
                 "Let Sam join Family?" first. A wrong code burns the invite at once. With --detach \
                 the invite waits in the relay and `eleven approve` attends it later.
                 """)
