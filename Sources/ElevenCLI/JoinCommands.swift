@@ -74,7 +74,9 @@ let joinCommands: [CommandGroup.Entry] = [
                 Asks for the code when it is not given (so it need not sit in your shell history). \
                 Exit status 3: the code did not match (codes work once), or nobody is attending it \
                 (mistyped, used, burned or expired) or it is crowded; 4: the relay cannot be reached; \
-                6: the inviter declined; 7: the inviter did not answer in time.
+                6: the inviter declined; 7: the inviter did not answer in time. A full-length link \
+                shows its invite and joins once you say yes (--yes: at once); exit status 2: the \
+                link is malformed; 3: it is unknown, expired or used up; 6: you said no.
                 """)
     ) { arguments in
         try runJoin(arguments)
