@@ -287,6 +287,14 @@ extension SpaceService {
         guard let inviteMember = row.inviteMember, try store.space(row.space) != nil else {
             throw APIError(500, "internal", "This invite is damaged.")
         }
+        // Keys the claimer has not seen (a thread created since its GET) would never reach it.
+        if let seen = body.signerThreads.map(Set.init) {
+            let current = try store.wraps(space: row.space, recipient: inviteMember, thread: nil)
+            guard current.allSatisfy({ seen.contains($0.thread) }) else {
+                throw APIError.conflict(
+                    "invite_keys_changed", "A thread was created while you were joining: try again.")
+            }
+        }
         let events = body.events ?? []
         let lastUse = row.usesLeft == 1
         guard events.count == (lastUse ? 2 : 1) else {

@@ -165,6 +165,31 @@ import Testing
         #expect(try readable(second).contains("after the last use"))
     }
 
+    /// A thread created between a claimer's look at the invite and its claim: the server refuses
+    /// the claim (its keys changed) rather than let a key go missing; the next attempt has it.
+    @Test func claimsMissingANewThreadKeyAreRefused() throws {
+        let server = try RunningServer()
+        let paul = try server.paulsSpace()
+        let link = try InviteLink.mint(.member, from: paul)
+        let keys = link.secret.derive()
+        let client = try SpaceClient(server: server.url)
+        #expect(try client.keyInvite(keys.id).signerWraps?.isEmpty == true)
+        let thread = try paul.createThread(named: "meanwhile")
+        let stale = KeyInviteWire.ClaimRequest(
+            claimSecret: keys.claimSecret.withUnsafeBytes { Base64URL.encode($0) }, events: [],
+            signerThreads: [])
+        #expect(Self.code { _ = try client.claimKeyInvite(keys.id, stale) } == "invite_keys_changed")
+        // Having seen the thread, the same (empty) claim gets past that check to the next one.
+        let seen = KeyInviteWire.ClaimRequest(
+            claimSecret: keys.claimSecret.withUnsafeBytes { Base64URL.encode($0) }, events: [],
+            signerThreads: [thread])
+        #expect(Self.code { _ = try client.claimKeyInvite(keys.id, seen) } == "invalid_event")
+        #expect(try client.keyInvite(keys.id).usesLeft == 1)
+        let sam = try link.claim(name: "Sam")
+        let session = try SpaceSession(saved: sam.saved, identity: sam.identity)
+        #expect(try session.threadKeys(roster: session.roster())[thread] != nil)
+    }
+
     /// A link that expired unused leaves its signer in the roster (inert: it cannot sign in and
     /// its invite refuses claims); the server lists it and the owner's device retires it. Other
     /// members' devices retire nothing.

@@ -242,9 +242,10 @@ extension InviteLink {
                 return try claim(
                     invite, payload, keys, client, identity: identity, name: name, deviceLabel: deviceLabel)
             } catch {
-                // Another claim of a multi-use invite moved the roster on: build on the new head.
-                guard attempt < 4, error.code == "event_out_of_order" || error.code == "event_chain_broken"
-                else {
+                // Another claim of a multi-use invite moved the roster on, or a thread was created
+                // meanwhile: build on the new head with the new keys.
+                let retried = ["event_out_of_order", "event_chain_broken", "invite_keys_changed"]
+                guard attempt < 4, retried.contains(error.code) else {
                     throw error
                 }
             }
@@ -298,7 +299,8 @@ extension InviteLink {
             let claimed = try client.claimKeyInvite(
                 keys.id,
                 KeyInviteWire.ClaimRequest(
-                    claimSecret: claimSecret, events: events, wraps: wraps, deviceLabel: deviceLabel))
+                    claimSecret: claimSecret, events: events, wraps: wraps, deviceLabel: deviceLabel,
+                    signerThreads: (invite.signerWraps ?? []).map(\.thread)))
             let saved = try verifiedSave(
                 invite, payload, member: record.id, identity: identity, claimed: claimed,
                 signerWraps: fromSigner)

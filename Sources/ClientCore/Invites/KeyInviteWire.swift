@@ -130,16 +130,21 @@ public enum KeyInviteWire {
         public let events: [MembershipEvent]?
         public let wraps: [KeyWrap]?
         public let deviceLabel: String?
+        /// Member and DM claims: the threads of the `signerWraps` the claimer saw. A thread wrapped
+        /// to the signer since is missing from the claim's wraps, so the server refuses the claim
+        /// (409 `invite_keys_changed`) and the claimer tries again with the new keys.
+        public let signerThreads: [ThreadID]?
 
         public init(
             claimSecret: String, genesis: MembershipEvent? = nil, events: [MembershipEvent]? = nil,
-            wraps: [KeyWrap]? = nil, deviceLabel: String? = nil
+            wraps: [KeyWrap]? = nil, deviceLabel: String? = nil, signerThreads: [ThreadID]? = nil
         ) {
             self.claimSecret = claimSecret
             self.genesis = genesis
             self.events = events
             self.wraps = wraps
             self.deviceLabel = deviceLabel
+            self.signerThreads = signerThreads
         }
     }
 
