@@ -62,6 +62,7 @@ let package = Package(
         .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "TestSupport"]),
         .testTarget(
             name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "Net", "TestSupport"]),
-        .testTarget(name: "ElevenCLITests", dependencies: ["CLISupport", "Net", "TestSupport"]),
+        .testTarget(
+            name: "ElevenCLITests", dependencies: ["CLISupport", "ClientCore", "Net", "TestSupport"]),
     ]
 )

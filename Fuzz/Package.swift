@@ -34,16 +34,16 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
-            name: "FuzzInviteLinks",
-            dependencies: [.product(name: "ClientCore", package: mainPackage)],
-            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
-        ),
-        .executableTarget(
             name: "FuzzPeerMessages",
             dependencies: [
                 .product(name: "ClientCore", package: mainPackage),
                 .product(name: "PAKE", package: mainPackage),
             ],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "FuzzInviteLink",
+            dependencies: [.product(name: "ClientCore", package: mainPackage)],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
     ]

@@ -18,9 +18,13 @@ private let relayOption = OptionSpec(
 let joinCommands: [CommandGroup.Entry] = [
     .init(
         CommandSpec(
-            ["eleven", "invite"], summary: "Invite someone into a space with a short code.",
+            ["eleven", "invite"],
+            summary: "Invite someone into a space with a link, or a short code (--short).",
             options: [
-                OptionSpec("short", help: "a short code such as coral-piano-42 (the only kind so far)"),
+                OptionSpec(
+                    "short",
+                    help:
+                        "a short code such as coral-piano-42; without it, a full-length link (expires in 7d)"),
                 CommonOptions.space,
                 OptionSpec("uses", value: "N", help: "how many people may join with it", default: "1"),
                 OptionSpec("expires", value: "DURATION", help: "how long the code works", default: "1h"),
@@ -28,9 +32,11 @@ let joinCommands: [CommandGroup.Entry] = [
                 OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
                 OptionSpec("yes", help: "let in whoever proves the code, without asking (scripts)"),
                 relayOption, CommonOptions.json,
-            ],
+            ] + linkInviteOptions,
             discussion: """
-                Prints the code and a link, then waits here until someone joins with it, asking \
+                Without --short: prints a full-length link (and a QR code) that works while you are \
+                offline; the person runs `eleven join LINK`. With --short: prints the code and a \
+                link, then waits here until someone joins with it, asking \
                 "Let Sam join Family?" first. A wrong code burns the invite at once. With --detach \
                 the invite waits in the relay and `eleven approve` attends it later.
                 """)
@@ -59,7 +65,7 @@ let joinCommands: [CommandGroup.Entry] = [
                 OptionSpec(
                     "timeout", value: "DURATION", help: "how long to wait for the inviter", default: "5m"),
                 relayOption, CommonOptions.json,
-            ],
+            ] + linkJoinOptions,
             positionals: [
                 PositionalSpec(
                     "CODE_OR_LINK", help: "coral-piano-42 or https://host/invite#Family/…", optional: true)
@@ -68,7 +74,9 @@ let joinCommands: [CommandGroup.Entry] = [
                 Asks for the code when it is not given (so it need not sit in your shell history). \
                 Exit status 3: the code did not match (codes work once), or nobody is attending it \
                 (mistyped, used, burned or expired) or it is crowded; 4: the relay cannot be reached; \
-                6: the inviter declined; 7: the inviter did not answer in time.
+                6: the inviter declined; 7: the inviter did not answer in time. A full-length link \
+                shows its invite and joins once you say yes (--yes: at once); exit status 2: the \
+                link is malformed; 3: it is unknown, expired or used up; 6: you said no.
                 """)
     ) { arguments in
         try runJoin(arguments)
@@ -78,10 +86,8 @@ let joinCommands: [CommandGroup.Entry] = [
 // MARK: eleven invite --short
 
 private func runInvite(_ arguments: ParsedArguments) throws {
-    guard arguments.flag("short") else {
-        throw CLIError.usage(
-            "only short-code invites exist so far: `eleven invite --short`", help: nil)
-    }
+    guard arguments.flag("short") else { return try runLinkInvite(arguments) }
+    try refuseLinkOnlyOptions(arguments)
     let json = arguments.flag("json")
     let uses = try arguments.int("uses", in: 1...100) ?? 1
     let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
@@ -194,12 +200,13 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         report(json, ["event": "none"], "No pending invites.")
         return
     }
-    let (identity, _) = try withSpaceErrors { try state.identity(create: false) }
     var burned = false
     for original in mine {
         var invite = original
         guard let space = saved.spaces.first(where: { $0.space == invite.space }) else { continue }
-        let session = try withSpaceErrors { try SpaceSession(saved: space, identity: identity) }
+        let session = try withSpaceErrors {
+            try SpaceSession(saved: space, identity: state.identity(for: space.space))
+        }
         let nameplate = Rendezvous.Nameplate(invite.nameplate)
         let binding = JoinBinding(intent: .join, nameplate: nameplate)
         var attendant = Attendant(
@@ -340,7 +347,7 @@ private struct Attendant {
 }
 
 /// The invite link as a QR code, when a person is looking at a terminal.
-private func printQR(_ link: String) {
+func printQR(_ link: String) {
     guard Terminal.isInteractive, let lines = TerminalQR.render(link) else { return }
     for line in lines { Terminal.out(line) }
 }
@@ -376,6 +383,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
         }
         typed = line
     }
+    if let link = try fullLengthLink(typed) { return try runLinkJoin(arguments, link: link) }
     let parsed: ParsedCode
     do {
         parsed = try CodeParser.parse(typed)
@@ -523,7 +531,7 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
 }
 
 /// A progress line: text for people, or a JSON line (nil: nothing in JSON mode).
-private func report(_ json: Bool, _ object: [String: Any]?, _ text: String) {
+func report(_ json: Bool, _ object: [String: Any]?, _ text: String) {
     if json {
         if let object { Terminal.json(object) }
     } else {
@@ -536,7 +544,7 @@ private func writeStderr(_ text: String) {
     _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
 }
 
-private func askYesNo(_ question: String) -> Bool {
+func askYesNo(_ question: String) -> Bool {
     writeStderr(question)
     let answer = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces).lowercased()
     return answer == "y" || answer == "yes"

@@ -25,6 +25,9 @@ extension SpaceService {
         case 3 where rest[2] == "claim":
             try allowKeyInvite(method, "POST")
             return try claimKeyInvite(request, try keyInviteRow(rest[1]))
+        case 3 where rest[1] == "stale":
+            try allowKeyInvite(method, "GET")
+            return try staleInviteSigners(request, rest[2])
         default:
             throw Self.unknownRoute
         }
@@ -65,6 +68,23 @@ extension SpaceService {
                 410, "invite_used", "This invite has already been used. Invites work once: ask for a new one."
             )
         }
+    }
+
+    /// `GET /api/key-invite/stale/{space}` (members only): the signers of this space's member and
+    /// DM invites that are still in the roster although their invite can no longer be claimed
+    /// (expired, used up, or its inviter gone). Such a signer cannot act (it cannot sign in and its
+    /// invite refuses claims), but only a signed removal takes it out of the roster: an admin's
+    /// client retires them (`SpaceSession.retireStaleInviteSigners`).
+    func staleInviteSigners(_ request: APIRequest, _ spaceText: Substring) throws -> APIResponse {
+        let space = try existingSpace(spaceText)
+        _ = try requireMember(try authenticate(request, space: space.id))
+        let roster = try roster(space.id)
+        let stale = try store.inviteSigners(space: space.id).filter { invite in
+            guard roster.members[invite.signer] != nil else { return false }
+            let inviterGone = invite.inviter.map { roster.members[$0] == nil } ?? false
+            return now >= invite.expiresAt || invite.usesLeft <= 0 || inviterGone
+        }
+        return .json(KeyInviteWire.StaleSigners(members: stale.map(\.signer)))
     }
 
     // MARK: Mint
@@ -150,6 +170,7 @@ extension SpaceService {
             inviter = try requireMember(try authenticate(request, space: space.id)).id
         }
         let expiresAt = now + body.expiresIn
+        try store.forgetExpiredKeyInvitePayloads(now: now)
         try store.insertKeyInvite(
             KeyInviteRow(
                 id: body.id, space: body.space, shape: body.shape, sealed: sealed, verifier: verifier,
@@ -205,7 +226,10 @@ extension SpaceService {
                 inviter: row.inviter, inviterName: inviterName, inviteMember: row.inviteMember,
                 personName: row.personName, rights: row.rights, expiresAt: row.expiresAt,
                 usesLeft: row.usesLeft,
-                head: head))
+                head: head,
+                signerWraps: try row.inviteMember.map {
+                    try store.wraps(space: row.space, recipient: $0, thread: nil)
+                }))
     }
 
     // MARK: Claim
@@ -262,6 +286,14 @@ extension SpaceService {
     {
         guard let inviteMember = row.inviteMember, try store.space(row.space) != nil else {
             throw APIError(500, "internal", "This invite is damaged.")
+        }
+        // Keys the claimer has not seen (a thread created since its GET) would never reach it.
+        if let seen = body.signerThreads.map(Set.init) {
+            let current = try store.wraps(space: row.space, recipient: inviteMember, thread: nil)
+            guard current.allSatisfy({ seen.contains($0.thread) }) else {
+                throw APIError.conflict(
+                    "invite_keys_changed", "A thread was created while you were joining: try again.")
+            }
         }
         let events = body.events ?? []
         let lastUse = row.usesLeft == 1

@@ -63,6 +63,33 @@ extension SpaceStore {
             """, [.blob(id.bytes)])
     }
 
+    /// Forgets the sealed payloads of invites expired by `now`: nobody can claim them, and a later
+    /// leak of a link together with the database then opens nothing. The rows stay, so the
+    /// invites still answer `invite_expired` and their signers can be retired.
+    func forgetExpiredKeyInvitePayloads(now: Int64) throws {
+        try db.query(
+            "UPDATE key_invites SET sealed = X'' WHERE expires_at <= ? AND length(sealed) > 0",
+            [.integer(now)])
+    }
+
+    /// The member and DM invites of a space whose signer may still be in the roster: their
+    /// signer, inviter, expiry and uses left.
+    func inviteSigners(space: SpaceID) throws -> [(
+        signer: MemberID, inviter: MemberID?, expiresAt: Int64, usesLeft: Int
+    )] {
+        try db.query(
+            """
+            SELECT invite_member, inviter, expires_at, uses_left FROM key_invites
+            WHERE space_id = ? AND invite_member IS NOT NULL ORDER BY created_at
+            """, [.blob(space.bytes)]
+        ).map { row in
+            (
+                try MemberID(bytes: row[0].blob ?? []), try row[1].blob.map { try MemberID(bytes: $0) },
+                row[2].integer ?? 0, Int(row[3].integer ?? 0)
+            )
+        }
+    }
+
     /// Whether `member` is the signer of a full-length invite (it cannot sign in).
     func isInviteMember(space: SpaceID, member: MemberID) throws -> Bool {
         try !db.query(

@@ -98,10 +98,10 @@ struct LetterTable: Sendable {
         Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
     }
 
-    /// The index stored for `key`, or nil. Packed letters are never 0, the empty-slot mark.
+    /// The index stored for `key`, or nil. Stored keys are never 0, the empty-slot mark; the
+    /// empty key (a one-letter input with its letter deleted) is in no table.
     subscript(key: PackedLetters) -> Int16? {
         get {
-            // One deletion from a one-letter input packs to 0, which must not match an empty slot.
             guard key.bits != 0 else { return nil }
             var i = slot(key.bits)
             while true {

@@ -10,7 +10,7 @@ import Testing
     /// A real `eleven-server` with its database and log in a temporary directory.
     final class RunningServer {
         let directory: URL
-        let process: ServerProcess
+        private(set) var process: ServerProcess
         var url: String { "http://127.0.0.1:\(process.port)" }
         var databasePath: String { directory.appendingPathComponent("space.sqlite").path }
 
@@ -35,6 +35,15 @@ import Testing
             let opened = try session.open(thread: nil)
             try session.send("Welcome to Family", to: opened.thread.id, keys: opened.keys)
             return session
+        }
+
+        /// Stops the server, lets `change` edit its database, and starts it again on the same port.
+        func restart(_ change: () throws -> Void) throws {
+            process.stop()
+            try change()
+            process = try ServerProcess(
+                TestSupport.productPath("eleven-server"),
+                ["--listen", "127.0.0.1:\(process.port)", "--db", databasePath], port: process.port)
         }
 
         /// The server's log and raw database files, after stopping it.
@@ -127,6 +136,91 @@ import Testing
         #expect(roster.members[first.saved.member]?.name == "Ana")
         #expect(roster.members[second.saved.member]?.name == "Bo")
         #expect(roster.members.count == 3)
+    }
+
+    /// The payload only bootstraps: threads created after minting (and between two claims of a
+    /// multi-use link) are wrapped to the invite's signer like to any member, and every claimer
+    /// passes them on to itself.
+    @Test func threadsCreatedAfterMintingReachEveryClaimer() throws {
+        let server = try RunningServer()
+        let paul = try server.paulsSpace()
+        let link = try InviteLink.mint(.member, from: paul, options: InviteOptions(uses: 2))
+        func readable(_ claimed: ClaimedInvite) throws -> Set<String> {
+            let session = try SpaceSession(saved: claimed.saved, identity: claimed.identity)
+            let roster = try session.roster()
+            return Set(
+                try session.threads(roster: roster, keys: session.threadKeys(roster: roster)).compactMap(
+                    \.name))
+        }
+        _ = try paul.createThread(named: "after minting")
+        let first = try link.claim(name: "Ana")
+        #expect(try readable(first) == ["general", "after minting"])
+        _ = try paul.createThread(named: "between claims")
+        let second = try link.claim(name: "Bo")
+        #expect(try readable(second) == ["general", "after minting", "between claims"])
+        // Ana, a member by then, got the later thread the ordinary way.
+        #expect(try readable(first) == ["general", "after minting", "between claims"])
+        // The signer retired with the last use; a thread made now is wrapped to people only.
+        _ = try paul.createThread(named: "after the last use")
+        #expect(try readable(second).contains("after the last use"))
+    }
+
+    /// A thread created between a claimer's look at the invite and its claim: the server refuses
+    /// the claim (its keys changed) rather than let a key go missing; the next attempt has it.
+    @Test func claimsMissingANewThreadKeyAreRefused() throws {
+        let server = try RunningServer()
+        let paul = try server.paulsSpace()
+        let link = try InviteLink.mint(.member, from: paul)
+        let keys = link.secret.derive()
+        let client = try SpaceClient(server: server.url)
+        #expect(try client.keyInvite(keys.id).signerWraps?.isEmpty == true)
+        let thread = try paul.createThread(named: "meanwhile")
+        let stale = KeyInviteWire.ClaimRequest(
+            claimSecret: keys.claimSecret.withUnsafeBytes { Base64URL.encode($0) }, events: [],
+            signerThreads: [])
+        #expect(Self.code { _ = try client.claimKeyInvite(keys.id, stale) } == "invite_keys_changed")
+        // Having seen the thread, the same (empty) claim gets past that check to the next one.
+        let seen = KeyInviteWire.ClaimRequest(
+            claimSecret: keys.claimSecret.withUnsafeBytes { Base64URL.encode($0) }, events: [],
+            signerThreads: [thread])
+        #expect(Self.code { _ = try client.claimKeyInvite(keys.id, seen) } == "invalid_event")
+        #expect(try client.keyInvite(keys.id).usesLeft == 1)
+        let sam = try link.claim(name: "Sam")
+        let session = try SpaceSession(saved: sam.saved, identity: sam.identity)
+        #expect(try session.threadKeys(roster: session.roster())[thread] != nil)
+    }
+
+    /// A link that expired unused leaves its signer in the roster (inert: it cannot sign in and
+    /// its invite refuses claims); the server lists it and the owner's device retires it. Other
+    /// members' devices retire nothing.
+    @Test func staleInviteSignersAreRetiredByAnAdmin() throws {
+        let server = try RunningServer()
+        let paul = try server.paulsSpace()
+        let live = try InviteLink.mint(.member, from: paul)
+        let sam = try InviteLink.mint(.member, from: paul).claim(name: "Sam")
+        let samSession = try SpaceSession(saved: sam.saved, identity: sam.identity)
+        #expect(try paul.client.staleInviteSigners(paul.saved.space).isEmpty)
+        #expect(try paul.retireStaleInviteSigners().isEmpty)
+        let expiring = try InviteLink.mint(.member, from: paul, options: InviteOptions(expiresIn: 60))
+        #expect(
+            try paul.roster().members.values.filter { $0.name == SpaceSession.inviteSignerName }.count == 2)
+        // Age the stored invite: stop the server, edit its database, start it again.
+        let id = expiring.secret.derive().id
+        try server.restart {
+            let hex = id.bytes.map { String(format: "%02x", $0) }.joined()
+            let changed = try TestSupport.runSQL(
+                database: server.databasePath, "UPDATE key_invites SET expires_at = 1 WHERE id = X'\(hex)'")
+            #expect(changed == 1)
+        }
+        let stale = try paul.client.staleInviteSigners(paul.saved.space)
+        #expect(stale.count == 1)
+        #expect(try samSession.retireStaleInviteSigners().isEmpty)
+        #expect(try paul.retireStaleInviteSigners() == stale)
+        #expect(try paul.roster().formerMembers[stale[0]]?.name == SpaceSession.inviteSignerName)
+        #expect(try paul.client.staleInviteSigners(paul.saved.space).isEmpty)
+        // The live link is untouched.
+        #expect(try live.claim(name: "Lee").shape == .member)
+        #expect(Self.code { _ = try expiring.claim() } == "invite_expired")
     }
 
     @Test func dmInviteLandsInTheDirectThread() throws {

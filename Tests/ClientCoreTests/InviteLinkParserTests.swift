@@ -232,7 +232,47 @@ import Testing
         Bad(
             text: "https://s/invite#" + String(repeating: "%", count: 1000) + "/\(t)",
             code: .invalidPercentEncoding, part: .name),
+        // A `/` the minter forgot to encode is a slot boundary: a precise error, never a guess.
+        Bad(text: "https://s/invite#Sam/Ann/\(t)", code: .invalidSecret, part: .secret),
+        Bad(text: "https://s/invite#Sam/Ann/Lee/\(t)", code: .extraSlot, part: .fragment),
+        // Overlong UTF-8 for "/" and a lone surrogate's bytes are not text.
+        Bad(text: "https://s/invite#a%C0%AFb/\(t)", code: .invalidName, part: .name),
+        Bad(text: "https://s/invite#%ED%A0%80/\(t)", code: .invalidName, part: .name),
+        Bad(text: "https://s/invite#a/\(t)#x", code: .invalidBase58, part: .secret),
+        Bad(text: "https://s/invite#a/\(t)%20", code: .invalidBase58, part: .secret),
+        Bad(text: "https://s/invite#a/\(t)/\(bk)/\(bk)", code: .extraSlot, part: .fragment),
+        Bad(
+            text: "https://s/invite#a/\(t.prefix(11))\u{301}\(t.dropFirst(11))", code: .invalidBase58,
+            part: .secret),
+        Bad(text: "https://s/join/join#e1.\(t)~a~b~c~d", code: .extraSlot, part: .fragment),
+        Bad(
+            text: "https://s/join/join#e1.\(t)~\(String(repeating: "%41", count: 129))", code: .invalidName,
+            part: .name),
+        Bad(text: "https://s/invite#" + String(repeating: "z", count: 2100), code: .tooLong, part: .link),
     ]
+
+    /// Edge cases that are valid: the length limit exactly, zero bytes in the secret (leading `1`s),
+    /// lower-case percent escapes, `~` and `.` in legacy names, whitespace around a pasted link.
+    @Test func edgeCasesThatParse() throws {
+        let zeros = try InviteLink(parsing: "https://s/invite#a/1111111111111111")
+        #expect(zeros.secret.secretBytes.unredactedBytes() == [UInt8](repeating: 0, count: 16))
+        #expect(try InviteLink(parsing: zeros.text()).secret == zeros.secret)
+        #expect(try InviteLink(parsing: "https://s/invite#Zo%c3%ab/\(Self.t)").name == "Zoë")
+        #expect(try InviteLink(parsing: "https://s/join/join#e1.\(Self.t)~a%7Eb.c").name == "a~b.c")
+        #expect(
+            try InviteLink(parsing: "  https://S.Example/invite#a/\(Self.t)\n").server == "https://s.example")
+        let base = "https://s/invite#a/\(Self.t)"
+        let padded = base.replacingOccurrences(
+            of: "#a/",
+            with: "#" + String(repeating: "b", count: InviteReference.maximumLength - base.utf8.count + 1)
+                + "/")
+        #expect(padded.utf8.count == InviteReference.maximumLength)
+        // Exactly at the limit the length is fine (the name is then too long, a different error).
+        let error = #expect(throws: InviteLinkError.self) { try InviteReference(parsing: padded) }
+        #expect(error?.code == .invalidName)
+        let over = #expect(throws: InviteLinkError.self) { try InviteReference(parsing: padded + "b") }
+        #expect(over?.code == .tooLong)
+    }
 
     @Test(arguments: hostile)
     func hostileInputGetsPreciseError(_ bad: Bad) {

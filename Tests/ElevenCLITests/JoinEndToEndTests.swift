@@ -166,7 +166,7 @@ enum JoinScenariosCLI {
         #expect(badRelay.status == 2)
         let noTerminal = try w.run(sam, ["join", "--json"])
         #expect(noTerminal.status == 2)
-        let notShort = try w.run(w.paul, ["invite", "--json"])
+        let notShort = try w.run(w.paul, ["invite", "--detach", "--json"])  // --detach is for codes
         #expect(notShort.status == 2)
         // A third person on a code while Sam waits on it: the relay says crowded (exit 3). The
         // reference relay records the third side before refusing it, so the invite is lost: the

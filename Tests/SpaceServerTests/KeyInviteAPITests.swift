@@ -59,6 +59,16 @@ import Testing
         var wrong = invite.claimBody
         wrong["claimSecret"] = Base64URL.encode([UInt8](repeating: 1, count: 32))
         #expect(try harness.send("POST", invite.path + "/claim", json: wrong).error == "claim_invalid")
+        // The next mint forgets the expired invite's payload; the invite still answers expired.
+        let sealedBefore = try #require(try harness.dump()["key_invites"]).filter {
+            $0.contains(.blob([UInt8](repeating: 9, count: 64)))
+        }
+        #expect(sealedBefore.count == 1)
+        _ = try Self.mint(space, by: space.owner)
+        let rows = try #require(try harness.dump()["key_invites"])
+        #expect(rows.count == 2)
+        #expect(rows.filter { $0.contains(.blob([])) }.count == 1, "the expired payload is forgotten")
+        #expect(try harness.send("GET", invite.path).error == "invite_expired")
     }
 
     @Test func usedInvitesAreRefusedDistinctlyAndForgetTheirPayload() throws {

@@ -125,7 +125,7 @@ extension InviteLink {
             let signer = DeviceIdentity.generate()
             let record = MemberRecord(
                 id: .random(), keys: signer.publicKeys, rights: options.rights.union(.invite),
-                name: "(invite)")
+                name: SpaceSession.inviteSignerName)
             do throws(KeyModelError) {
                 inviteEvent = try roster.nextEvent(.memberAdded(record), signedBy: session.identity)
             } catch {
@@ -192,7 +192,10 @@ extension InviteLink {
         }
         return InviteCard(
             server: server, space: invite.space, spaceName: spaceName, avatar: invite.avatar,
-            suggestedName: invite.personName ?? name, inviter: invite.inviter,
+            // The name slot holds the space's name when no person was named: not a name to suggest.
+            suggestedName: invite.personName
+                ?? name.flatMap { $0 == invite.spaceName || $0 == spaceName ? nil : $0 },
+            inviter: invite.inviter,
             inviterName: invite.inviterName,
             shape: invite.shape, expiresAt: invite.expiresAt, usesLeft: invite.usesLeft, isSealed: sealed)
     }
@@ -239,9 +242,10 @@ extension InviteLink {
                 return try claim(
                     invite, payload, keys, client, identity: identity, name: name, deviceLabel: deviceLabel)
             } catch {
-                // Another claim of a multi-use invite moved the roster on: build on the new head.
-                guard attempt < 4, error.code == "event_out_of_order" || error.code == "event_chain_broken"
-                else {
+                // Another claim of a multi-use invite moved the roster on, or a thread was created
+                // meanwhile: build on the new head with the new keys.
+                let retried = ["event_out_of_order", "event_chain_broken", "invite_keys_changed"]
+                guard attempt < 4, retried.contains(error.code) else {
                     throw error
                 }
             }
@@ -287,15 +291,19 @@ extension InviteLink {
                         space: invite.space, sequence: head.sequence + 2, previous: added.hash,
                         change: .memberRemoved(signerID), signer: signerID, identity: signer))
             }
-            let wraps = payload.threads.map { thread, key in
+            let (threadKeys, fromSigner) = Self.threadKeys(
+                invite, payload, signer: signer, signerID: signerID)
+            let wraps = threadKeys.map { thread, key in
                 identity.wrap(key, for: record, in: invite.space, thread: thread)
             }
             let claimed = try client.claimKeyInvite(
                 keys.id,
                 KeyInviteWire.ClaimRequest(
-                    claimSecret: claimSecret, events: events, wraps: wraps, deviceLabel: deviceLabel))
+                    claimSecret: claimSecret, events: events, wraps: wraps, deviceLabel: deviceLabel,
+                    signerThreads: (invite.signerWraps ?? []).map(\.thread)))
             let saved = try verifiedSave(
-                invite, payload, member: record.id, identity: identity, claimed: claimed)
+                invite, payload, member: record.id, identity: identity, claimed: claimed,
+                signerWraps: fromSigner)
             return ClaimedInvite(
                 saved: saved, identity: identity, shape: invite.shape, thread: payload.threads.first?.0)
         case .device:
@@ -309,11 +317,38 @@ extension InviteLink {
         }
     }
 
+    /// The thread keys a member or DM claim passes on to the joiner: those sealed into the payload
+    /// when the link was minted, then those of threads created since, which members wrapped to the
+    /// invite's signer like to any other member (the payload only bootstraps; later keys arrive
+    /// the way they reach every member). A wrap whose signature fails or that does not open is
+    /// skipped; who signed the ones used is checked against the verified roster after claiming.
+    static func threadKeys(
+        _ invite: KeyInviteWire.Invite, _ payload: InvitePayload, signer: DeviceIdentity, signerID: MemberID
+    ) -> (keys: [(ThreadID, ThreadKey)], fromSigner: [KeyWrap]) {
+        var keys = payload.threads
+        var seen = Set(keys.map(\.0))
+        var fromSigner: [KeyWrap] = []
+        for wrap in invite.signerWraps ?? []
+        where wrap.space == invite.space && wrap.recipient == signerID && !seen.contains(wrap.thread)
+            && keys.count < maximumClaimWraps
+        {
+            guard wrap.hasValidSignature, let key = try? wrap.open(with: signer) else { continue }
+            seen.insert(wrap.thread)
+            keys.append((wrap.thread, key))
+            fromSigner.append(wrap)
+        }
+        return (keys, fromSigner)
+    }
+
+    /// The most key wraps one claim carries (the server's default limit per request).
+    static let maximumClaimWraps = 1000
+
     /// The space to save, once the roster (verified from the owner key the inviter sealed into the
-    /// payload) lists `member` with `identity`'s keys.
+    /// payload) lists `member` with `identity`'s keys, and every key passed on from the invite's
+    /// signer was wrapped by someone who is or was a member.
     private func verifiedSave(
         _ invite: KeyInviteWire.Invite, _ payload: InvitePayload, member: MemberID, identity: DeviceIdentity,
-        claimed: KeyInviteWire.Claimed
+        claimed: KeyInviteWire.Claimed, signerWraps: [KeyWrap] = []
     ) throws(SpaceClientError) -> SavedSpace {
         guard claimed.space == invite.space, claimed.member == member, let ownerKey = payload.ownerSigningKey
         else {
@@ -330,6 +365,38 @@ extension InviteLink {
                 .verification, code: "not_member",
                 message: "The member list of \(invite.spaceName) does not list this device after joining.")
         }
+        let everyone = Array(roster.members.values) + Array(roster.formerMembers.values)
+        for wrap in signerWraps where !everyone.contains(where: { $0.keys.signing == wrap.signer }) {
+            throw SpaceClientError(
+                .verification, code: "signer_not_member",
+                message: "A thread key of \(invite.spaceName) was wrapped by someone who was never a member.")
+        }
         return saved
+    }
+}
+
+extension SpaceSession {
+    /// The roster name of a member or DM invite's signer.
+    public static let inviteSignerName = "(invite)"
+
+    /// Retires the signers of this space's member and DM invites that can no longer be claimed
+    /// (expired, or void because their inviter left). The last claim of an invite retires its
+    /// signer itself; an invite that expires unused leaves it in the roster, where the server keeps
+    /// it inert, until an admin's device removes it with a signed event: this does that. Only a
+    /// member the server names whose record is an invite signer's is removed, so a lying server can
+    /// at worst void invites early. Returns who was retired (nothing unless this device is an admin).
+    @discardableResult
+    public func retireStaleInviteSigners() throws(SpaceClientError) -> [MemberID] {
+        let roster = try roster()
+        guard roster.rights(of: saved.member).contains(.admin) else { return [] }
+        var retired: [MemberID] = []
+        for id in try client.staleInviteSigners(saved.space) {
+            guard let record = roster.members[id], record.name == Self.inviteSignerName, id != roster.owner,
+                id != saved.member
+            else { continue }
+            try removeMember(id)
+            retired.append(id)
+        }
+        return retired
     }
 }

@@ -14,6 +14,13 @@ extension SpaceClient {
         try call(.get, "/api/key-invite/\(id.base64URL)")
     }
 
+    /// `GET /api/key-invite/stale/{space}`: invite signers left in the roster by invites that can
+    /// no longer be claimed (the server's word: check before acting on it).
+    public func staleInviteSigners(_ space: SpaceID) throws(SpaceClientError) -> [MemberID] {
+        let answer: KeyInviteWire.StaleSigners = try call(.get, "/api/key-invite/stale/\(space.base64URL)")
+        return answer.members
+    }
+
     /// `POST /api/key-invite/{id}/claim`.
     public func claimKeyInvite(_ id: KeyInviteID, _ request: KeyInviteWire.ClaimRequest)
         throws(SpaceClientError)

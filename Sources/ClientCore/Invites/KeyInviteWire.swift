@@ -91,15 +91,20 @@ public enum KeyInviteWire {
         /// The head of the space's membership chain (absent for setup invites), so a joiner can
         /// sign the events that add them.
         public let head: SpaceWire.EventHead?
+        /// Member and DM invites: the key wraps addressed to the invite's signer, made for threads
+        /// created after the invite was minted (the signer is a member, so every new thread is
+        /// wrapped to it). Sealed to the signer's key, which only the link opens.
+        public let signerWraps: [KeyWrap]?
 
         public init(
             id: KeyInviteID, space: SpaceID, shape: InviteShape, sealed: String, spaceName: String,
             avatar: String?, sealedBranding: String?, inviter: MemberID?, inviterName: String?,
             inviteMember: MemberID?, personName: String?, rights: MemberRights, expiresAt: Int64,
             usesLeft: Int,
-            head: SpaceWire.EventHead?
+            head: SpaceWire.EventHead?, signerWraps: [KeyWrap]? = nil
         ) {
             self.head = head
+            self.signerWraps = signerWraps
             self.id = id
             self.space = space
             self.shape = shape
@@ -125,17 +130,29 @@ public enum KeyInviteWire {
         public let events: [MembershipEvent]?
         public let wraps: [KeyWrap]?
         public let deviceLabel: String?
+        /// Member and DM claims: the threads of the `signerWraps` the claimer saw. A thread wrapped
+        /// to the signer since is missing from the claim's wraps, so the server refuses the claim
+        /// (409 `invite_keys_changed`) and the claimer tries again with the new keys.
+        public let signerThreads: [ThreadID]?
 
         public init(
             claimSecret: String, genesis: MembershipEvent? = nil, events: [MembershipEvent]? = nil,
-            wraps: [KeyWrap]? = nil, deviceLabel: String? = nil
+            wraps: [KeyWrap]? = nil, deviceLabel: String? = nil, signerThreads: [ThreadID]? = nil
         ) {
             self.claimSecret = claimSecret
             self.genesis = genesis
             self.events = events
             self.wraps = wraps
             self.deviceLabel = deviceLabel
+            self.signerThreads = signerThreads
         }
+    }
+
+    /// `GET /api/key-invite/stale/{space}`: invite signers still in the roster whose invites can
+    /// no longer be claimed.
+    public struct StaleSigners: Codable, Sendable {
+        public let members: [MemberID]
+        public init(members: [MemberID]) { self.members = members }
     }
 
     /// The answer to a claim: the member the claimer now acts as and its device token (and the

@@ -75,6 +75,20 @@ public struct KeyWrap: Sendable, Equatable {
             throw KeyModelError(.wrongRecipient, "This key wrap is addressed to another member.")
         }
         try verify(against: roster)
+        return try open(with: identity)
+    }
+
+    /// Whether the signature verifies under the wrap's own signer key (who that signer is must
+    /// still be checked against a roster).
+    var hasValidSignature: Bool {
+        signer.isValidSignature(
+            signature,
+            for: Self.signedBytes(space: space, thread: thread, recipient: recipient, sealed: sealed))
+    }
+
+    /// Opens the sealed key with `identity`, without the roster checks of
+    /// ``open(with:verifyingAgainst:)``: only for callers that check the signer themselves.
+    func open(with identity: DeviceIdentity) throws(KeyModelError) -> ThreadKey {
         var status: Int32 = -1
         let secret = SecretBytes(count: ThreadKey.byteCount) { out in
             identity.encryptionSecret.withUnsafeBytes { sk in

@@ -17,6 +17,8 @@ public struct SavedSpace: Codable, Sendable, Equatable {
     public var deviceToken: String
     /// The space's admin token, kept by the device that created the space.
     public var adminToken: String?
+    /// The full-length invite this device joined with, if any: using the link again says so.
+    public var joinedWith: KeyInviteID? = nil
 
     public init(
         space: SpaceID, name: String, server: String, member: MemberID, ownerSigningKey: String,

@@ -1,0 +1,361 @@
+import CLISupport
+import ClientCore
+import Foundation
+
+// Full-length invite links (`https://host/invite#Sam/T`, see DESIGN.md flow D): `eleven invite`
+// without --short mints one, `eleven invite show LINK` reads its welcome card without using it,
+// and `eleven join LINK` shows the card and claims the invite only once the person says yes.
+// The link's secret stays on this device: the server only sees what it derives.
+
+/// The options `eleven invite` takes for links (its spec lives with the short-code invite).
+let linkInviteOptions: [OptionSpec] = [
+    OptionSpec(
+        "name", value: "NAME", help: "link: the invited person's name (in the link, suggested to them)"),
+    OptionSpec("dm", help: "link: a direct conversation between you and the person you invite"),
+    OptionSpec("device", help: "link: add another device of yours; it acts as you in the space"),
+    OptionSpec(
+        "setup", value: "SPACE",
+        help: "link: whoever opens it first creates the space SPACE and owns it (with --server)"),
+    OptionSpec("server", value: "URL", help: "with --setup: the space server", environment: "ELEVEN_SERVER"),
+    OptionSpec(
+        "creation-token", value: "TOKEN",
+        help: "with --setup: the server's space creation token, if it has one",
+        environment: "ELEVEN_CREATION_TOKEN"),
+    OptionSpec("sealed", help: "link: only people with the link see the space's name"),
+]
+
+/// The options `eleven join` takes for links.
+let linkJoinOptions: [OptionSpec] = [
+    OptionSpec("yes", help: "with a link: join without asking first (scripts)")
+]
+
+/// How long a link works unless `--expires` says otherwise, and at most (the server's limit).
+private let defaultLinkLifetime = 7 * 86_400
+private let maximumLinkLifetime = 90 * 86_400
+
+let linkCommands: [CommandGroup.Entry] = [
+    .init(
+        CommandSpec(
+            ["eleven", "invite", "show"], summary: "Show what an invite link offers, without using it.",
+            options: [CommonOptions.json],
+            positionals: [PositionalSpec("LINK", help: "https://host/invite#Sam/…")],
+            discussion: """
+                Reads the invite's welcome card from its server: the space, who invited you, the \
+                suggested name, what the link does and until when. Nothing is used up; join with \
+                `eleven join LINK`. Exit status 2: the link is malformed; 3: it is unknown, expired or \
+                used up; 4: its server cannot be reached.
+                """)
+    ) { arguments in
+        let json = arguments.flag("json")
+        let text = arguments.positional(0) ?? ""
+        guard let link = try fullLengthLink(text) else {
+            throw CLIError(
+                code: "not_a_link",
+                message: "That is not a full-length invite link (a short code is joined with `eleven join`).",
+                status: .usage)
+        }
+        let card = try linkErrors { try link.inspect() }
+        let saved = try withSpaceErrors { try localState().spaces() }
+        let already = card.alreadySaved(in: saved)
+        if json {
+            Terminal.json(cardObject(card, saved: already != nil))
+            return
+        }
+        for line in cardLines(card) { Terminal.out(line) }
+        if let already {
+            Terminal.out("You are already in \(already.name) on this device.")
+        } else {
+            Terminal.out("Nothing was used. To accept, run: eleven join LINK")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "devices"], summary: "List the devices that act as you in a space.",
+            options: [CommonOptions.space, CommonOptions.json],
+            discussion: "A device added with `eleven invite --device` appears here once it has joined.")
+    ) { arguments in
+        let session = try openSpace(arguments)
+        let tokens = try withSpaceErrors { try session.client.deviceTokens(session.saved.space) }
+            .filter { $0.member == session.saved.member }
+        if arguments.flag("json") {
+            Terminal.json([
+                "space": session.saved.space.base64URL, "member": session.saved.member.base64URL,
+                "devices": tokens.map {
+                    [
+                        "id": $0.id, "label": $0.label, "createdAt": $0.createdAt, "expiresAt": $0.expiresAt,
+                        "revoked": $0.revokedAt != nil,
+                    ] as [String: Any]
+                },
+            ])
+            return
+        }
+        Terminal.out("Devices acting as you in \(session.saved.name):")
+        for token in tokens {
+            let label = token.label.isEmpty ? "(unnamed device)" : token.label
+            Terminal.out(
+                "  \(label)  added \(dateText(token.createdAt))\(token.revokedAt == nil ? "" : "  (signed out)")"
+            )
+        }
+    },
+]
+
+// MARK: eleven invite (a link)
+
+/// `eleven invite` without --short: mints a full-length link and prints it with a QR code.
+func runLinkInvite(_ arguments: ParsedArguments) throws {
+    let json = arguments.flag("json")
+    for shortOnly in ["words", "detach"] where arguments.given.contains(shortOnly) {
+        throw CLIError.usage("--\(shortOnly) is for short codes: add --short", help: nil)
+    }
+    let setupName = try checkedName(arguments.value("setup"), option: "setup")
+    let chosen = [arguments.flag("dm"), arguments.flag("device"), setupName != nil].filter { $0 }.count
+    guard chosen <= 1 else { throw CLIError.usage("choose one of --dm, --device and --setup", help: nil) }
+    let shape: InviteShape =
+        setupName != nil ? .setup : arguments.flag("dm") ? .dm : arguments.flag("device") ? .device : .member
+    let lifetime =
+        arguments.given.contains("expires")
+        ? Int(try arguments.duration("expires", max: Double(maximumLinkLifetime)) ?? 0) : defaultLinkLifetime
+    guard lifetime >= 60 else {
+        throw CLIError.usage("a link works for at least a minute (--expires)", help: nil)
+    }
+    let uses = arguments.given.contains("uses") ? try arguments.int("uses", in: 1...1000) ?? 1 : 1
+    guard shape == .member || uses == 1 else {
+        throw CLIError.usage("--uses is for member links; \(shape.rawValue) links work once", help: nil)
+    }
+    if shape == .setup, arguments.flag("sealed") {
+        throw CLIError.usage(
+            "a space that does not exist yet has no name to seal: leave out --sealed", help: nil)
+    }
+    let personName = try checkedName(arguments.value("name"), option: "name")
+    if shape == .device, personName != nil {
+        throw CLIError.usage("a device link carries your own name: leave out --name", help: nil)
+    }
+    let options = InviteOptions(
+        personName: personName, uses: uses, expiresIn: Int64(lifetime),
+        sealedBranding: arguments.flag("sealed"))
+    let link: InviteLink
+    let spaceName: String
+    if let setupName {
+        guard let server = arguments.value("server") else {
+            throw CLIError.usage(
+                "--setup needs --server URL (the server the new space will live on)", help: nil)
+        }
+        link = try linkErrors {
+            try InviteLink.mintSetup(
+                server: server, spaceName: setupName, creationToken: arguments.value("creation-token"),
+                options: options)
+        }
+        spaceName = setupName
+    } else {
+        let session = try openSpace(arguments)
+        link = try linkErrors { try InviteLink.mint(shape, from: session, options: options) }
+        // Tidy up after invites that expired unused (an admin's device retires their signers).
+        _ = try? session.retireStaleInviteSigners()
+        spaceName = session.saved.name
+    }
+    let text = link.text()
+    let expiresAt = Int64(Date().timeIntervalSince1970) + Int64(lifetime)
+    if json {
+        Terminal.json([
+            "event": "link", "link": text, "shape": shape.rawValue, "space": spaceName, "uses": uses,
+            "expiresAt": expiresAt,
+        ])
+        return
+    }
+    let what =
+        switch shape {
+        case .setup: "sets up the new space \(spaceName); whoever opens it first owns it"
+        case .member: "lets \(personName ?? (uses == 1 ? "one person" : "\(uses) people")) join \(spaceName)"
+        case .dm: "starts a direct conversation with \(personName ?? "the person") in \(spaceName)"
+        case .device: "adds one more of your devices to \(spaceName)"
+        }
+    Terminal.out("Invite link (it \(what); works until \(dateText(expiresAt))):")
+    Terminal.out(text)
+    printQR(text)
+    Terminal.out("Anyone with this link can use it: share it privately.")
+}
+
+/// `eleven invite --short` with an option only links have is a usage error, not silently ignored.
+func refuseLinkOnlyOptions(_ arguments: ParsedArguments) throws {
+    for option in linkInviteOptions where arguments.given.contains(option.name) {
+        throw CLIError.usage("--\(option.name) is for links: leave out --short", help: nil)
+    }
+}
+
+// MARK: eleven join LINK
+
+/// The full-length link in `text`; nil when `text` is a short code, or a link carrying one, which
+/// the short-code join reads (with its typo correction). A malformed link is an error naming the
+/// part that is wrong.
+func fullLengthLink(_ text: String) throws -> InviteLink? {
+    do {
+        if case .link(let link) = try InviteReference(parsing: text) { return link }
+        return nil
+    } catch {
+        let lowered = text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        let looksLikeLink =
+            lowered.hasPrefix("http://") || lowered.hasPrefix("https://") || lowered.contains("#")
+        guard looksLikeLink, error.code != .invalidShortCode else { return nil }
+        throw CLIError(code: error.code.rawValue, message: error.message, status: .usage)
+    }
+}
+
+/// `eleven join LINK`: the card, the question, then the claim (deferred: nothing is used before
+/// the person says yes). A space already saved here is left as it is.
+func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
+    let json = arguments.flag("json")
+    let givenName = try checkedName(arguments.value("name"), option: "name")
+    let state = localState()
+    let saved = try withSpaceErrors { try state.spaces() }
+    let card: InviteCard
+    do {
+        card = try linkErrors { try link.inspect() }
+    } catch let error as CLIError where error.code == "invite_used" || error.code == "invite_expired" {
+        // This device used the link itself: say so rather than that it is used up.
+        let id = link.secret.derive().id
+        guard let joined = saved.spaces.first(where: { $0.joinedWith == id }) else { throw error }
+        report(
+            json, ["event": "already_joined", "space": joined.space.base64URL, "name": joined.name],
+            "You joined \(joined.name) with this link already; nothing changed.")
+        return
+    }
+    let already = card.alreadySaved(in: saved)
+    if json {
+        Terminal.json(cardObject(card, saved: already != nil))
+    } else {
+        for line in cardLines(card) { Terminal.out(line) }
+    }
+    if let already {
+        report(
+            json, ["event": "already_joined", "space": already.space.base64URL, "name": already.name],
+            "You are already in \(already.name) on this device; nothing changed.")
+        return
+    }
+    let login = ProcessInfo.processInfo.environment["USER"].map { $0.capitalized }
+    let name = givenName ?? card.suggestedName ?? login ?? ""
+    if !arguments.flag("yes") {
+        let question =
+            switch card.shape {
+            case .setup: "Set up \(card.spaceName) and become its owner? [y/N] "
+            case .member, .dm:
+                "Join \(card.spaceName) as \(name.isEmpty ? "a nameless member" : name)? [y/N] "
+            case .device:
+                "Add this device to \(card.inviterName ?? "the inviter")'s account in \(card.spaceName)? [y/N] "
+            }
+        guard askYesNo(question) else {
+            throw CLIError(
+                code: "cancelled", message: "You did not join; nothing was used and the link still works.",
+                status: .refused)
+        }
+    }
+    let label = String(ProcessInfo.processInfo.hostName.prefix(64))
+    // A device link adopts the member's identity; every other shape makes a new key pair for this
+    // space, so a person's spaces cannot be linked by key.
+    let claimed = try linkErrors { try link.claim(name: name, deviceLabel: label) }
+    try withSpaceErrors {
+        try state.saveIdentity(claimed.identity, for: claimed.saved.space)
+        var spaces = try state.spaces()
+        var joined = claimed.saved
+        joined.joinedWith = link.secret.derive().id
+        spaces.save(joined)
+        try state.save(spaces)
+    }
+    let spaceName = claimed.saved.name
+    if json {
+        Terminal.json([
+            "event": "joined", "shape": claimed.shape.rawValue, "space": claimed.saved.space.base64URL,
+            "name": spaceName, "member": claimed.saved.member.base64URL, "server": claimed.saved.server,
+            "thread": claimed.thread?.base64URL ?? NSNull(),
+        ])
+        return
+    }
+    switch claimed.shape {
+    case .setup:
+        Terminal.out("You set up \(spaceName) and own it. Invite people with `eleven invite`.")
+    case .member:
+        Terminal.out("Joined \(spaceName) as \(name). Run `eleven read` to read it.")
+    case .dm:
+        Terminal.out(
+            "Joined \(spaceName): your conversation with \(card.inviterName ?? "the inviter") is ready. "
+                + "Run `eleven read --thread \(claimed.thread?.base64URL ?? "")`.")
+    case .device:
+        Terminal.out(
+            "This device now acts as \(card.inviterName ?? "you") in \(spaceName). Run `eleven read` to read it."
+        )
+    }
+}
+
+// MARK: The welcome card
+
+private func cardLines(_ card: InviteCard) -> [String] {
+    let inviter = card.inviterName.flatMap { $0.isEmpty ? nil : $0 }
+    let what =
+        switch card.shape {
+        case .setup: "set up this new space; whoever joins first owns it"
+        case .member: "join as a member"
+        case .dm: "a direct conversation with \(inviter ?? "the inviter")"
+        case .device: "add this device to \(inviter ?? "the inviter")'s account (it will act as them)"
+        }
+    var lines = ["Invite to \(card.spaceName)\(card.isSealed ? " (name revealed by the link)" : "")"]
+    if let inviter { lines.append("  Invited by: \(inviter)") }
+    lines.append("  What: \(what)")
+    if let suggested = card.suggestedName, card.shape != .device {
+        lines.append("  Suggested name: \(suggested)")
+    }
+    lines.append("  Space picture: \(card.avatar.map { card.server + $0 } ?? "none")")
+    lines.append("  Expires: \(dateText(card.expiresAt))")
+    if card.usesLeft > 1 { lines.append("  Uses left: \(card.usesLeft)") }
+    return lines
+}
+
+private func cardObject(_ card: InviteCard, saved: Bool) -> [String: Any] {
+    [
+        "event": "card", "server": card.server, "space": card.space.base64URL, "spaceName": card.spaceName,
+        "avatar": card.avatar.map { card.server + $0 } ?? NSNull(),
+        "suggestedName": card.suggestedName ?? NSNull(), "inviter": card.inviter?.base64URL ?? NSNull(),
+        "inviterName": card.inviterName ?? NSNull(), "shape": card.shape.rawValue,
+        "expiresAt": card.expiresAt, "usesLeft": card.usesLeft, "sealed": card.isSealed,
+        "alreadySaved": saved,
+    ]
+}
+
+private func dateText(_ seconds: Int64) -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyy-MM-dd HH:mm 'UTC'"
+    return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+}
+
+// MARK: Errors
+
+/// A name from the command line, checked as the space server and the link parser check names.
+private func checkedName(_ text: String?, option: String) throws -> String? {
+    guard let text else { return nil }
+    let limit = MemberRecord.maximumNameByteCount
+    guard !text.trimmingCharacters(in: .whitespaces).isEmpty, text.utf8.count <= limit,
+        !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+    else {
+        throw CLIError.usage(
+            "--\(option) takes 1 to \(limit) bytes of text without control characters", help: nil)
+    }
+    return text
+}
+
+/// Runs `body`, giving refused invites (unknown, expired, used up, void, not opening) their own
+/// codes with exit status 3; other failures map as for every space command.
+private func linkErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as SpaceClientError {
+        switch error.code {
+        case "unknown_invite", "invite_expired", "invite_used", "inviter_removed", "claim_invalid",
+            "invite_unreadable":
+            throw CLIError(code: error.code, message: error.message, status: .codeRejected)
+        default:
+            throw cliError(error)
+        }
+    } catch let error as LocalStateError {
+        throw cliError(error)
+    }
+}
