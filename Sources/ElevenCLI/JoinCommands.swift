@@ -441,6 +441,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     } catch let error as LocalStateError {
         throw cliError(error)
     }
+    vaultChanged()
     let threads = grant.historyHint.threads
     let messages = grant.historyHint.messages
     if json {

@@ -53,8 +53,7 @@ func openSpace(_ arguments: ParsedArguments) throws -> SpaceSession {
         let state = localState()
         let saved = try state.spaces()
         let space = try chooseSpace(arguments.value("space"), in: saved)
-        let (identity, _) = try state.identity(create: false)
-        return try SpaceSession(saved: space, identity: identity)
+        return try SpaceSession(saved: space, identity: try state.identity(for: space))
     }
 }
 
