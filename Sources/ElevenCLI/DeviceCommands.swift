@@ -60,7 +60,10 @@ let deviceCommands: [CommandGroup.Entry] = [
     ) { arguments in
         let report = try homeErrors { try homeSync().sync() }
         if arguments.flag("json") {
-            Terminal.json(["event": "synced", "spaces": report.spaces, "pushed": report.pushed])
+            Terminal.json([
+                "event": "synced", "spaces": report.spaces, "pushed": report.pushed,
+                "keyGeneration": report.generation,
+            ])
         } else {
             Terminal.out("Up to date: \(spacesPhrase(report.spaces)).")
         }

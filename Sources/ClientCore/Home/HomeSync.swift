@@ -46,6 +46,8 @@ public struct SyncReport: Sendable, Equatable {
     public let pushed: Bool
     /// The vault version on the home server now.
     public let version: Int64
+    /// The generation of the vault key (it grows each time a device is removed).
+    public let generation: Int64
 }
 
 /// What `eleven devices` shows for one key anchor.
@@ -274,7 +276,11 @@ public struct HomeSync: Sendable {
                         return nil
                     }
                 }
-                return (SyncReport(spaces: merged.spaces.count, pushed: pushed, version: version), merged)
+                return (
+                    SyncReport(
+                        spaces: merged.spaces.count, pushed: pushed, version: version,
+                        generation: key.generation), merged
+                )
             }
             guard let (report, merged) = result else { continue }
             local.document = merged
@@ -313,7 +319,8 @@ public struct HomeSync: Sendable {
             HomeState(
                 server: client.server, anchor: id, accountKey: accountKey.base64URL, session: session.token,
                 sessionExpiresAt: session.expiresAt, pending: false))
-        return SyncReport(spaces: local.document.spaces.count, pushed: true, version: session.version)
+        return SyncReport(
+            spaces: local.document.spaces.count, pushed: true, version: session.version, generation: 1)
     }
 
     // MARK: Devices
@@ -420,7 +427,9 @@ public struct HomeSync: Sendable {
                             generation: newKey.generation, vault: newKey.seal(merged.encoded()), wraps: wraps)
                     )
                     return (
-                        SyncReport(spaces: merged.spaces.count, pushed: true, version: stored.version), merged
+                        SyncReport(
+                            spaces: merged.spaces.count, pushed: true, version: stored.version,
+                            generation: newKey.generation), merged
                     )
                 } catch
                     where Self.isConflict(error) || (error as? SpaceClientError)?.code == "devices_changed"
