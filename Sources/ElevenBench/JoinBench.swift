@@ -156,7 +156,7 @@ private func fail(_ message: String) -> Int32 {
     return 1
 }
 
-private func milliseconds(_ d: Duration) -> Double {
+func milliseconds(_ d: Duration) -> Double {
     Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
 }
 

@@ -94,10 +94,10 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
         let linked = ContinuousClock.now - started
         add.stop()
         guard ok else { return benchFail("run \(run): the new device could not read every space") }
-        links.append(benchMilliseconds(linked))
+        links.append(milliseconds(linked))
         let readStart = ContinuousClock.now
         for name in names { _ = runToEnd(eleven, ["read", "--space", name], environment: a) }
-        reads.append(benchMilliseconds(ContinuousClock.now - readStart))
+        reads.append(milliseconds(ContinuousClock.now - readStart))
     }
     let link = percentile(links, 0.5)
     let read = percentile(reads, 0.5)
@@ -127,14 +127,14 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
         for run in 0..<runs {
             let pullStart = ContinuousClock.now
             let pulled = try sync.sync()
-            pulls.append(benchMilliseconds(ContinuousClock.now - pullStart))
+            pulls.append(milliseconds(ContinuousClock.now - pullStart))
             guard !pulled.pushed, pulled.spaces == spaceCount else {
                 return benchFail("unexpected pull result")
             }
             let pushStart = ContinuousClock.now
             try sync.star(saved.spaces[0].space, run % 2 == 0)
             let pushed = try sync.sync()
-            pushes.append(benchMilliseconds(ContinuousClock.now - pushStart))
+            pushes.append(milliseconds(ContinuousClock.now - pushStart))
             guard pushed.pushed else { return benchFail("run \(run): a change was not pushed") }
         }
         // References in the same run: libsodium on the same bytes, and a bare HTTP round trip.
@@ -148,7 +148,7 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
             let cryptoStart = ContinuousClock.now
             let sealed = key.seal(plaintext)
             _ = try key.open(sealed)
-            crypto.append(benchMilliseconds(ContinuousClock.now - cryptoStart))
+            crypto.append(milliseconds(ContinuousClock.now - cryptoStart))
             sealedCount = sealed.count
         }
         var trips: [Double] = []
@@ -156,7 +156,7 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
         for _ in 0..<max(runs, 5) {
             let tripStart = ContinuousClock.now
             _ = try? client.anchors()  // refused without a session: one HTTP round trip, no work
-            trips.append(benchMilliseconds(ContinuousClock.now - tripStart))
+            trips.append(milliseconds(ContinuousClock.now - tripStart))
         }
         let pull = percentile(pulls, 0.5)
         let push = percentile(pushes, 0.5)
@@ -182,8 +182,4 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
 private func benchFail(_ message: String) -> Int32 {
     FileHandle.standardError.write(Data("eleven-bench vault: \(message)\n".utf8))
     return 1
-}
-
-private func benchMilliseconds(_ d: Duration) -> Double {
-    Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
 }

@@ -314,10 +314,16 @@ private func runDeviceLink(_ arguments: ParsedArguments) throws {
     let wait = try arguments.duration("timeout", max: 86_400) ?? 300
     let sync = homeSync()
     if try homeErrors({ try sync.home() }) != nil {
-        throw CLIError(
-            code: "already_signed_in",
-            message: "This device is already signed in; `eleven sync` brings in your spaces.",
-            status: .localState)
+        // A device removed from its account may be linked again; a signed-in one may not.
+        do {
+            _ = try sync.sync()
+            throw CLIError(
+                code: "already_signed_in",
+                message: "This device is already signed in; `eleven sync` brings in your spaces.",
+                status: .localState)
+        } catch let error as SpaceClientError where error.code == "device_revoked" {
+            try homeErrors { try sync.signOut() }
+        }
     }
     let parsed: ParsedCode
     do {

@@ -9,16 +9,11 @@ private func space(_ name: String, id: SpaceID = .random()) -> SavedSpace {
         deviceToken: "token-\(name)")
 }
 
-/// A deterministic generator for the property test.
+/// The property test's generator: PAKE's seeded byte stream, eight bytes at a time.
 private struct Seeded: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    var source: SeededRandom
+    init(state: UInt64) { source = SeededRandom(seed: state) }
+    mutating func next() -> UInt64 { source.bytes(count: 8).reduce(0) { $0 << 8 | UInt64($1) } }
 }
 
 @Suite struct VaultDocumentTests {

@@ -146,6 +146,18 @@ final class HomeServerUnderTest {
             #expect(refused.status == 6)
             #expect(try errorCode(refused) == "device_revoked")
             #expect((try w.json(w.a, ["devices"])["devices"] as? [[String: Any]])?.count == 1)
+            // The removed device can be linked again (as a new device of the account).
+            let (again, againCode) = try w.deviceAdd()
+            let relinked = try w.json(w.b, ["device", "link", againCode, "--label", "phone"])
+            #expect((relinked["spaces"] as? [String])?.count == 4)
+            #expect(again.finish(timeout: 20).status == 0)
+            let secondRemoval = try w.run(w.a, ["device", "remove", "phone"])
+            #expect(secondRemoval.status == 0, "\(secondRemoval.stderr)")
+            #expect(try w.json(w.a, ["sync"])["keyGeneration"] as? Int == 3)
+            // An owner cannot leave their own space.
+            let leave = try w.run(w.a, ["leave", "Family", "--json"])
+            #expect(leave.status == 6)
+            #expect(try errorCode(leave) == "owner_cannot_leave")
             // A's own changes still sync.
             #expect(try w.run(w.a, ["star", "Work"]).status == 0)
             #expect(try w.json(w.a, ["sync"])["pushed"] as? Bool == false)

@@ -248,6 +248,17 @@ public struct HomeSync: Sendable {
         return error.code == "version_conflict" || error.code == "key_rotated"
     }
 
+    /// Keeps what the home server now holds: the spaces locally, the vault copy, nothing pending.
+    private func commit(_ merged: VaultDocument, local: inout LocalVault, home: inout HomeState)
+        throws(LocalStateError)
+    {
+        local.document = merged
+        try apply(merged)
+        try writeJSON(local, Self.vaultFile)
+        home.pending = false
+        try save(home)
+    }
+
     // MARK: Sync
 
     /// Pulls the vault, merges it with this device's edits, pushes the result when it differs
@@ -261,7 +272,8 @@ public struct HomeSync: Sendable {
             let result: (SyncReport, VaultDocument)? = try withSession(&home) { client in
                 let (remote, key, document) = try pull(client)
                 var merged = local.document.merged(with: document)
-                if merged.accountKey == nil { merged.accountKey = accountKey }
+                // This device's home state names the account; an older local copy may not.
+                merged.accountKey = accountKey
                 var version = remote.version
                 let pushed = merged != document
                 if pushed {
@@ -283,11 +295,7 @@ public struct HomeSync: Sendable {
                 )
             }
             guard let (report, merged) = result else { continue }
-            local.document = merged
-            try apply(merged)
-            try writeJSON(local, Self.vaultFile)
-            home.pending = false
-            try save(home)
+            try commit(merged, local: &local, home: &home)
             return report
         }
         throw HomeError("busy", "Your saved spaces kept changing on another device; try again.")
@@ -321,6 +329,16 @@ public struct HomeSync: Sendable {
                 sessionExpiresAt: session.expiresAt, pending: false))
         return SyncReport(
             spaces: local.document.spaces.count, pushed: true, version: session.version, generation: 1)
+    }
+
+    /// Forgets this device's sign-in (after it was removed from its account): the home state and
+    /// the device key go; the local spaces stay.
+    public func signOut() throws(LocalStateError) {
+        for name in [Self.homeFile, Self.deviceKeyFile] {
+            guard unlink(directory.file(name)) == 0 || errno == ENOENT else {
+                throw LocalStateError(.unwritable, "can't remove \(directory.file(name)).")
+            }
+        }
     }
 
     // MARK: Devices
@@ -438,11 +456,7 @@ public struct HomeSync: Sendable {
                 }
             }
             guard let (report, merged) = result else { continue }
-            local.document = merged
-            try apply(merged)
-            try writeJSON(local, Self.vaultFile)
-            home.pending = false
-            try save(home)
+            try commit(merged, local: &local, home: &home)
             return report
         }
         throw HomeError("busy", "Your devices kept changing; try again.")
