@@ -83,11 +83,20 @@ final class HomeServerUnderTest {
         try await TestSupport.offPool {
             let w = try Self.world()
             defer { w.home.stop() }
+            // Paul has three spaces; A (Sam's laptop) joins each with a short code.
+            let paul = try ElevenHome("paul")
             for name in ["Family", "Work", "Club"] {
                 #expect(
-                    try w.run(w.a, ["space", "create", name, "--server", w.spaces.url, "--as", "Paul"]).status
-                        == 0)
-                #expect(try w.run(w.a, ["send", "--space", name, "hello", name]).status == 0)
+                    try w.run(paul, ["space", "create", name, "--server", w.spaces.url, "--as", "Paul"])
+                        .status == 0)
+                #expect(try w.run(paul, ["send", "--space", name, "hello", name]).status == 0)
+                let invite = try BackgroundProcess(
+                    eleven, ["invite", "--short", "--yes", "--space", name],
+                    environment: ["ELEVEN_HOME": paul.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url])
+                let code = try invite.value(afterPrefix: "Invite code:")
+                let joined = try w.run(w.a, ["join", code, "--name", "Sam"])
+                #expect(joined.status == 0, "\(joined.stderr)")
+                #expect(invite.finish(timeout: 20).status == 0)
             }
             let signedIn = try w.json(w.a, ["signin", "--server", w.home.url, "--label", "laptop"])
             #expect(signedIn["spaces"] as? Int == 3)
@@ -154,12 +163,17 @@ final class HomeServerUnderTest {
             let secondRemoval = try w.run(w.a, ["device", "remove", "phone"])
             #expect(secondRemoval.status == 0, "\(secondRemoval.stderr)")
             #expect(try w.json(w.a, ["sync"])["keyGeneration"] as? Int == 3)
-            // An owner cannot leave their own space.
-            let leave = try w.run(w.a, ["leave", "Family", "--json"])
-            #expect(leave.status == 6)
-            #expect(try errorCode(leave) == "owner_cannot_leave")
+            // An owner cannot leave their own space; a member can, and the vault forgets it.
+            let ownerLeave = try w.run(w.a, ["leave", "Books", "--json"])
+            #expect(ownerLeave.status == 6)
+            #expect(try errorCode(ownerLeave) == "owner_cannot_leave")
+            #expect(try w.run(w.a, ["leave", "Work"]).status == 0)
+            #expect(try w.names(w.a) == ["Books", "Club", "Family"])
+            let members =
+                try paul.json(["members", "--space", "Work", "--json"])["members"] as? [[String: Any]]
+            #expect(members?.compactMap { $0["name"] as? String } == ["Paul"])
             // A's own changes still sync.
-            #expect(try w.run(w.a, ["star", "Work"]).status == 0)
+            #expect(try w.run(w.a, ["star", "Club"]).status == 0)
             #expect(try w.json(w.a, ["sync"])["pushed"] as? Bool == false)
 
             // Nothing readable on the home server: its database and log hold no space name,

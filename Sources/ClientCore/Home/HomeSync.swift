@@ -169,8 +169,15 @@ public struct HomeSync: Sendable {
     /// pending when signed in. Returns whether anything changed.
     @discardableResult
     public func recordLocalChanges() throws(LocalStateError) -> Bool {
+        try record().changed
+    }
+
+    /// ``recordLocalChanges()`` returning the local vault it saved.
+    private func record() throws(LocalStateError) -> (vault: LocalVault, changed: Bool, inOrder: Bool) {
         var local = try localVault()
-        let changed = local.document.absorb(try localSpaces(), device: local.device)
+        let spaces = try localSpaces()
+        let changed = local.document.absorb(spaces, device: local.device)
+        let inOrder = spaces.map(\.space) == local.document.spaces.map(\.space)
         let missing = try directory.read(Self.vaultFile) == nil
         if changed || missing {
             try writeJSON(local, Self.vaultFile)
@@ -179,7 +186,7 @@ public struct HomeSync: Sendable {
             home.pending = true
             try save(home)
         }
-        return changed
+        return (local, changed, inOrder)
     }
 
     /// Stars or unstars a saved space (recorded locally; push with ``sync()``).
@@ -193,8 +200,7 @@ public struct HomeSync: Sendable {
 
     /// Moves a saved space to `index` (0-based) in the person's order.
     public func move(_ space: SpaceID, to index: Int) throws {
-        try recordLocalChanges()
-        var local = try localVault()
+        var local = try record().vault
         guard local.document.move(space, to: index, device: local.device) else { return }
         try apply(local.document)
         try writeJSON(local, Self.vaultFile)
@@ -249,14 +255,20 @@ public struct HomeSync: Sendable {
     }
 
     /// Keeps what the home server now holds: the spaces locally, the vault copy, nothing pending.
-    private func commit(_ merged: VaultDocument, local: inout LocalVault, home: inout HomeState)
-        throws(LocalStateError)
-    {
-        local.document = merged
-        try apply(merged)
-        try writeJSON(local, Self.vaultFile)
-        home.pending = false
-        try save(home)
+    /// Files are written only when something changed: a pull that brings nothing writes nothing.
+    /// `inOrder`: `spaces.json` already lists the local copy's spaces in its order.
+    private func commit(
+        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, inOrder: Bool
+    ) throws(LocalStateError) {
+        if !inOrder || merged.spaces != local.document.spaces { try apply(merged) }
+        if merged != local.document {
+            local.document = merged
+            try writeJSON(local, Self.vaultFile)
+        }
+        if home.pending {
+            home.pending = false
+            try save(home)
+        }
     }
 
     // MARK: Sync
@@ -265,8 +277,7 @@ public struct HomeSync: Sendable {
     /// (compare-and-swap, retried on conflict), and writes the merged spaces locally.
     public func sync() throws -> SyncReport {
         guard var home = try home() else { throw HomeError.notSignedIn }
-        try recordLocalChanges()
-        var local = try localVault()
+        var (local, _, inOrder) = try record()
         let accountKey = home.accountKey
         for _ in 0..<attempts {
             let result: (SyncReport, VaultDocument)? = try withSession(&home) { client in
@@ -295,7 +306,7 @@ public struct HomeSync: Sendable {
                 )
             }
             guard let (report, merged) = result else { continue }
-            try commit(merged, local: &local, home: &home)
+            try commit(merged, local: &local, home: &home, inOrder: inOrder)
             return report
         }
         throw HomeError("busy", "Your saved spaces kept changing on another device; try again.")
@@ -305,8 +316,7 @@ public struct HomeSync: Sendable {
     /// anchor and uploads the vault; when already signed in, syncs.
     public func signIn(server: String, label: String) throws -> SyncReport {
         if try home() != nil { return try sync() }
-        try recordLocalChanges()
-        var local = try localVault()
+        var local = try record().vault
         let key = try deviceKey()
         let accountKey = AccountKey.random()
         let anchor = key.anchor()
@@ -419,8 +429,7 @@ public struct HomeSync: Sendable {
                 "cannot_remove_self", "That is this device. Remove it from another of your devices.")
         }
         let accountKey = try AccountKey(base64URL: home.accountKey)
-        try recordLocalChanges()
-        var local = try localVault()
+        var (local, _, inOrder) = try record()
         for _ in 0..<attempts {
             let result: (SyncReport, VaultDocument)? = try withSession(&home) { client in
                 let (remote, key, document) = try pull(client)
@@ -456,7 +465,7 @@ public struct HomeSync: Sendable {
                 }
             }
             guard let (report, merged) = result else { continue }
-            try commit(merged, local: &local, home: &home)
+            try commit(merged, local: &local, home: &home, inOrder: inOrder)
             return report
         }
         throw HomeError("busy", "Your devices kept changing; try again.")
