@@ -151,6 +151,12 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
             crypto.append(milliseconds(ContinuousClock.now - cryptoStart))
             sealedCount = sealed.count
         }
+        var coding: [Double] = []
+        for _ in 0..<max(runs, 5) {
+            let codingStart = ContinuousClock.now
+            _ = try VaultDocument(decoding: document.encoded())
+            coding.append(milliseconds(ContinuousClock.now - codingStart))
+        }
         var trips: [Double] = []
         let client = try HomeClient(server: home)
         for _ in 0..<max(runs, 5) {
@@ -169,6 +175,10 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
         print(String(format: "push (record, fetch, merge, seal, compare-and-swap) %9.2f", push))
         print(String(format: "reference: libsodium seal + open of the same bytes  %9.2f", seal))
         print(String(format: "reference: one HTTP round trip to the home server   %9.2f", trip))
+        print(
+            String(
+                format: "for scale: JSON encode + decode of the vault         %9.2f", percentile(coding, 0.5))
+        )
         print(
             String(
                 format: "pull = %.1f x (seal+open + round trip); push = %.1f x", pull / (seal + trip),

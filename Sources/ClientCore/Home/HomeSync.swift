@@ -178,7 +178,7 @@ public struct HomeSync: Sendable {
         let spaces = try localSpaces()
         let changed = local.document.absorb(spaces, device: local.device)
         let inOrder = spaces.map(\.space) == local.document.spaces.map(\.space)
-        let missing = try directory.read(Self.vaultFile) == nil
+        let missing = access(directory.file(Self.vaultFile), F_OK) != 0
         if changed || missing {
             try writeJSON(local, Self.vaultFile)
         }
