@@ -411,11 +411,21 @@ public struct HomeSync: Sendable {
         guard key.anchor().id(accountKey: accountKey) == grant.anchor else {
             throw HomeError("invalid_grant", "The other device enrolled a different key than this device's.")
         }
+        let granted = try VaultKey(base64URL: grant.vaultKey, generation: grant.generation)
         let client = try HomeClient(server: grant.home)
-        try save(
-            HomeState(
-                server: client.server, anchor: grant.anchor, accountKey: grant.accountKey, session: nil,
-                sessionExpiresAt: nil, pending: true))
+        var home = HomeState(
+            server: client.server, anchor: grant.anchor, accountKey: grant.accountKey, session: nil,
+            sessionExpiresAt: nil, pending: true)
+        try save(home)
+        // The wrap the home server hands out must hold the key the other device gave us (unless
+        // it was rotated in between): a server cannot slip in a key and a vault of its own.
+        let served = try withSession(&home) { try pull($0).1 }
+        guard served.generation != granted.generation || served == granted else {
+            try signOut()
+            throw HomeError(
+                "key_mismatch", "The home server gave this device a different key than your other device did."
+            )
+        }
         return try sync()
     }
 
