@@ -233,6 +233,25 @@ final class HomeServerUnderTest {
         }
     }
 
+    @Test func badInputGetsClearErrorsAndChangesNothing() throws {
+        let a = try ElevenHome("a")
+        func expect(_ arguments: [String], status: Int32, code: String) throws {
+            let result = try a.run(arguments + ["--json"])
+            #expect(result.status == status, "\(arguments): \(result.stdout) \(result.stderr)")
+            #expect(try errorCode(result) == code, "\(arguments)")
+        }
+        try expect(["sync"], status: 5, code: "not_signed_in")
+        try expect(["devices"], status: 5, code: "not_signed_in")
+        try expect(["device", "remove", "phone"], status: 5, code: "not_signed_in")
+        try expect(["signin"], status: 2, code: "usage")
+        try expect(["star", "Family"], status: 5, code: "no_spaces")
+        try expect(["device", "link", "not a code"], status: 3, code: "missing-nameplate")
+        let port = try TestSupport.freePort()
+        try expect(["signin", "--server", "http://127.0.0.1:\(port)"], status: 4, code: "connection_refused")
+        try expect(["signin", "--server", "ftp://x"], status: 2, code: "invalid_url")
+        #expect(!FileManager.default.fileExists(atPath: a.path + "/home.json"))
+    }
+
     /// Every credential and key in the devices' state: space names, tokens, the raw identity
     /// and device keys, and the account key.
     static func secrets(of devices: [ElevenHome]) throws -> [[UInt8]] {
