@@ -205,7 +205,7 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         var invite = original
         guard let space = saved.spaces.first(where: { $0.space == invite.space }) else { continue }
         let session = try withSpaceErrors {
-            try SpaceSession(saved: space, identity: state.identity(for: space.space))
+            try SpaceSession(saved: space, identity: state.identity(for: space))
         }
         let nameplate = Rendezvous.Nameplate(invite.nameplate)
         let binding = JoinBinding(intent: .join, nameplate: nameplate)
@@ -449,6 +449,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     } catch let error as LocalStateError {
         throw cliError(error)
     }
+    vaultChanged()
     let threads = grant.historyHint.threads
     let messages = grant.historyHint.messages
     if json {

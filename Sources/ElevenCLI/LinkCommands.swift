@@ -70,7 +70,7 @@ let linkCommands: [CommandGroup.Entry] = [
     },
     .init(
         CommandSpec(
-            ["eleven", "devices"], summary: "List the devices that act as you in a space.",
+            ["eleven", "members", "devices"], summary: "List the devices that act as you in a space.",
             options: [CommonOptions.space, CommonOptions.json],
             discussion: "A device added with `eleven invite --device` appears here once it has joined.")
     ) { arguments in
@@ -253,9 +253,9 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
     // space, so a person's spaces cannot be linked by key.
     let claimed = try linkErrors { try link.claim(name: name, deviceLabel: label) }
     try withSpaceErrors {
-        try state.saveIdentity(claimed.identity, for: claimed.saved.space)
         var spaces = try state.spaces()
         var joined = claimed.saved
+        joined.identityKey = try state.identityKey(for: claimed.identity)
         joined.joinedWith = link.secret.derive().id
         spaces.save(joined)
         try state.save(spaces)

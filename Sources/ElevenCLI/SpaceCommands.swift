@@ -51,6 +51,7 @@ let spaceCommands: [CommandGroup.Entry] = [
             try state.save(spaces)
             return saved
         }
+        vaultChanged()
         if arguments.flag("json") {
             Terminal.json([
                 "space": saved.space.base64URL, "name": saved.name, "server": saved.server,
@@ -94,6 +95,7 @@ let spaceCommands: [CommandGroup.Entry] = [
             try state.save(spaces)
             return saved
         }
+        vaultChanged()
         if arguments.flag("json") {
             Terminal.json(["space": saved.space.base64URL, "name": saved.name, "server": saved.server])
             return

@@ -53,7 +53,7 @@ func openSpace(_ arguments: ParsedArguments) throws -> SpaceSession {
         let state = localState()
         let saved = try state.spaces()
         let space = try chooseSpace(arguments.value("space"), in: saved)
-        return try SpaceSession(saved: space, identity: try state.identity(for: space.space))
+        return try SpaceSession(saved: space, identity: try state.identity(for: space))
     }
 }
 

@@ -29,6 +29,7 @@ let spec = CommandSpec(
             "creation-token", value: "TOKEN",
             help: "require this bearer token to create spaces (default: anyone may)",
             environment: "ELEVEN_SERVER_CREATION_TOKEN"),
+        OptionSpec("home", help: "also serve the home API: saved-spaces vaults and device linking"),
         OptionSpec("quiet", help: "do not log requests"),
     ],
     discussion: """
@@ -74,6 +75,8 @@ runProgram(name: "eleven-server", json: false) {
     }
     configuration.publicURL = parsed.value("public-url")
     configuration.api.spaceCreationToken = parsed.value("creation-token")
+    configuration.api.homeEnabled = parsed.flag("home")
+    if configuration.api.homeEnabled { configuration.api.maximumBodyBytes = 8 << 20 }
     switch (parsed.value("tls-cert"), parsed.value("tls-key")) {
     case (let cert?, let key?):
         configuration.tls = TLSServerConfiguration(certificateChainFile: cert, privateKeyFile: key)

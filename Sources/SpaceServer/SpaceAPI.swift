@@ -28,6 +28,8 @@ public struct SpaceServerConfiguration: Sendable {
     public var maximumOpenChallenges = 1000
     /// When set, creating a space needs `Authorization: Bearer <this>`; when nil anyone may.
     public var spaceCreationToken: String?
+    /// Serve the home API (`/api/home/...`: accounts, vaults, key anchors).
+    public var homeEnabled = false
 
     public init() {}
 }

@@ -21,6 +21,7 @@ extension SpaceService {
         default:
             break
         }
+        if rest[0] == "home" { return try routeHome(request, Array(rest.dropFirst()), method: method) }
         if rest[0] == "key-invite" { return try routeKeyInvite(request, rest, method: method) }
         guard rest.count >= 2, rest[0] == "spaces" else { throw Self.unknownRoute }
         let tail = Array(rest.dropFirst(2))

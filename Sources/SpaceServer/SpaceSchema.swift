@@ -120,11 +120,14 @@ enum SpaceSchema {
         ) WITHOUT ROWID;
         CREATE INDEX key_invites_member ON key_invites(space_id, invite_member);
         """,
+        // 4: home accounts (`--home`): an account is its key anchors; see HomeStore.swift.
+        HomeSchema.migration,
     ]
 
     /// Every table, for dumps.
     static let tables = [
         "spaces", "members", "device_tokens", "events", "threads", "wraps", "messages", "inbox",
         "sign_in_challenges", "key_invites",
+        "home_accounts", "home_anchors", "home_sessions", "home_nonces",
     ]
 }

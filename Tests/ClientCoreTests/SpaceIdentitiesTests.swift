@@ -2,7 +2,8 @@ import ClientCore
 import Foundation
 import Testing
 
-/// The identity acting in each space: the device's own unless the space keeps one of its own.
+/// The identity acting in each space: the device's own unless the saved space carries one of
+/// its own (a link join's fresh key pair, an adopted identity, a space from another device).
 @Suite struct SpaceIdentitiesTests {
     static func state() throws -> LocalState {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -10,36 +11,43 @@ import Testing
         return LocalState(directory: StateDirectory(path: base.appendingPathComponent("home").path))
     }
 
-    @Test func spacesKeepTheirOwnIdentityBesideTheDevicesOne() throws {
+    static func space(_ id: SpaceID, identityKey: String?) -> SavedSpace {
+        SavedSpace(
+            space: id, name: "Family", server: "http://127.0.0.1:1", member: .random(), ownerSigningKey: "",
+            deviceToken: "token", identityKey: identityKey)
+    }
+
+    @Test func spacesCarryTheirOwnIdentityBesideTheDevicesOne() throws {
         let state = try Self.state()
-        let family = SpaceID.random()
-        let club = SpaceID.random()
         let first = DeviceIdentity.generate()
         // A device without an identity takes the first one it is given as its own.
-        try state.saveIdentity(first, for: family)
+        #expect(try state.identityKey(for: first) == nil)
         #expect(try state.identity(create: false).identity.publicKeys == first.publicKeys)
-        #expect(!FileManager.default.fileExists(atPath: state.directory.file("identity-\(family).key")))
-        #expect(try state.identity(for: family).publicKeys == first.publicKeys)
-        // Another space with another identity keeps it in a private file of its own.
+        #expect(try state.identityKey(for: first) == nil)
+        // Another identity is carried by the saved space.
         let second = DeviceIdentity.generate()
-        try state.saveIdentity(second, for: club)
-        let file = state.directory.file("identity-\(club).key")
-        let attributes = try FileManager.default.attributesOfItem(atPath: file)
-        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let key = try #require(try state.identityKey(for: second))
+        let family = SpaceID.random()
+        let club = SpaceID.random()
+        var saved = SavedSpaces()
+        saved.save(Self.space(family, identityKey: nil))
+        saved.save(Self.space(club, identityKey: key))
+        try state.save(saved)
         #expect(try state.identity(for: club).publicKeys == second.publicKeys)
         #expect(try state.identity(for: family).publicKeys == first.publicKeys)
         #expect(try state.identity(for: .random()).publicKeys == first.publicKeys)
         #expect(try state.identity(create: false).identity.publicKeys == first.publicKeys)
+        // No key material beside the device's own file.
+        let files = try FileManager.default.contentsOfDirectory(atPath: state.directory.path)
+        #expect(!files.contains { $0.hasPrefix("identity-") })
     }
 
     @Test func damagedSpaceIdentityIsAClearError() throws {
         let state = try Self.state()
-        let space = SpaceID.random()
-        try state.saveIdentity(.generate(), for: .random())
-        try state.saveIdentity(.generate(), for: space)
-        try Data("short".utf8).write(to: URL(fileURLWithPath: state.directory.file("identity-\(space).key")))
+        _ = try state.identityKey(for: .generate())
+        let space = Self.space(.random(), identityKey: "short")
         let error = #expect(throws: LocalStateError.self) { try state.identity(for: space) }
         #expect(error?.code == .corrupt)
-        #expect(error?.message.contains("identity-\(space).key") == true)
+        #expect(error?.message.contains("spaces.json") == true)
     }
 }

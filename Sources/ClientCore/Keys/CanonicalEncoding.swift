@@ -37,4 +37,8 @@ enum Domain {
     static let membershipEventHash = "eleven/membership-event-hash/v1"
     static let inboxNote = "eleven/inbox-note/v1"
     static let signIn = "eleven/sign-in/v1"
+    static let homeRequest = "eleven/home-request/v1"
+    static let homeAnchorIndex = "eleven/home-anchor-index/v1"
+    static let homeAccount = "eleven/home-account/v1"
+    static let vault = "eleven/vault/v1"
 }

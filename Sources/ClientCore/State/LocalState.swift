@@ -19,10 +19,15 @@ public struct SavedSpace: Codable, Sendable, Equatable {
     public var adminToken: String?
     /// The full-length invite this device joined with, if any: using the link again says so.
     public var joinedWith: KeyInviteID? = nil
+    /// The member identity's private stored form (base64url) when it is not this device's own
+    /// `identity.key` (a space that came from another device through the vault).
+    public var identityKey: String?
+    /// Starred by the person (`eleven star`); nil means not starred.
+    public var starred: Bool?
 
     public init(
         space: SpaceID, name: String, server: String, member: MemberID, ownerSigningKey: String,
-        deviceToken: String, adminToken: String? = nil
+        deviceToken: String, adminToken: String? = nil, identityKey: String? = nil, starred: Bool? = nil
     ) {
         self.space = space
         self.name = name
@@ -31,6 +36,8 @@ public struct SavedSpace: Codable, Sendable, Equatable {
         self.ownerSigningKey = ownerSigningKey
         self.deviceToken = deviceToken
         self.adminToken = adminToken
+        self.identityKey = identityKey
+        self.starred = starred
     }
 
     /// The owner's signing key, parsed.

@@ -1,0 +1,187 @@
+/// JSON bodies of the home API (`/api/home/...`, see `Sources/SpaceServer/API.md`), shared by
+/// `eleven-server --home` and the client. Byte strings are base64url without padding.
+public enum HomeWire {
+    /// A key anchor as uploaded: its blind id, its kind, its public keys, and its wrap of the
+    /// current vault key.
+    public struct AnchorUpload: Codable, Sendable, Equatable {
+        public let id: AnchorID
+        public let kind: AnchorKind
+        public let publicKeys: MemberPublicKeys
+        public let wrap: String
+
+        public init(id: AnchorID, keys: AnchorKeys, wrap: [UInt8]) {
+            self.id = id
+            kind = keys.kind
+            publicKeys = keys.publicKeys
+            self.wrap = Base64URL.encode(wrap)
+        }
+
+        public var keys: AnchorKeys { AnchorKeys(kind: kind, publicKeys: publicKeys) }
+    }
+
+    /// `POST /api/home/account`: the first anchor, the first vault, and a proof over both.
+    public struct CreateAccountRequest: Codable, Sendable {
+        public let anchor: AnchorUpload
+        public let generation: Int64
+        public let vault: String
+        public let proof: HomeProof
+
+        public init(anchor: AnchorUpload, generation: Int64, vault: [UInt8], proof: HomeProof) {
+            self.anchor = anchor
+            self.generation = generation
+            self.vault = Base64URL.encode(vault)
+            self.proof = proof
+        }
+
+        /// The bytes the proof signs besides its own fields.
+        public static func payload(anchor: AnchorUpload, generation: Int64, vault: [UInt8]) -> [UInt8] {
+            var encoder = CanonicalEncoder(domain: Domain.homeAccount)
+            encoder.append(anchor.id.bytes)
+            encoder.append(anchor.kind.rawValue)
+            encoder.append(anchor.publicKeys.text)
+            encoder.append(anchor.wrap)
+            encoder.append(UInt64(bitPattern: generation))
+            encoder.append(vault)
+            return encoder.bytes
+        }
+    }
+
+    /// `POST /api/home/session`: a proof for purpose `session` over an empty payload.
+    public struct SessionRequest: Codable, Sendable {
+        public let proof: HomeProof
+
+        public init(proof: HomeProof) { self.proof = proof }
+    }
+
+    /// A short-lived session token (bearer) for one anchor.
+    public struct Session: Codable, Sendable {
+        public let token: String
+        public let expiresAt: Int64
+        public let anchor: AnchorID
+        /// The vault version (for a new account: 1).
+        public let version: Int64
+
+        public init(token: String, expiresAt: Int64, anchor: AnchorID, version: Int64) {
+            self.token = token
+            self.expiresAt = expiresAt
+            self.anchor = anchor
+            self.version = version
+        }
+    }
+
+    /// `GET /api/home/vault`: the sealed vault, its version and generation, and the caller's
+    /// wrap of the vault key.
+    public struct Vault: Codable, Sendable {
+        public let version: Int64
+        public let generation: Int64
+        public let vault: String
+        public let wrap: String
+
+        public init(version: Int64, generation: Int64, vault: String, wrap: String) {
+            self.version = version
+            self.generation = generation
+            self.vault = vault
+            self.wrap = wrap
+        }
+    }
+
+    /// `PUT /api/home/vault`: replace the vault if it is still at `version` (compare-and-swap).
+    public struct PutVault: Codable, Sendable {
+        public let version: Int64
+        public let generation: Int64
+        public let vault: String
+
+        public init(version: Int64, generation: Int64, vault: [UInt8]) {
+            self.version = version
+            self.generation = generation
+            self.vault = Base64URL.encode(vault)
+        }
+    }
+
+    /// The new version after a write.
+    public struct Stored: Codable, Sendable {
+        public let version: Int64
+
+        public init(version: Int64) { self.version = version }
+    }
+
+    /// One anchor as listed.
+    public struct Anchor: Codable, Sendable {
+        public let id: AnchorID
+        public let kind: AnchorKind
+        public let publicKeys: MemberPublicKeys
+        public let createdAt: Int64
+        public let lastUsedAt: Int64?
+        public let revokedAt: Int64?
+        /// Whether this is the anchor making the request.
+        public let isCaller: Bool
+
+        public init(
+            id: AnchorID, kind: AnchorKind, publicKeys: MemberPublicKeys, createdAt: Int64,
+            lastUsedAt: Int64?,
+            revokedAt: Int64?, isCaller: Bool
+        ) {
+            self.id = id
+            self.kind = kind
+            self.publicKeys = publicKeys
+            self.createdAt = createdAt
+            self.lastUsedAt = lastUsedAt
+            self.revokedAt = revokedAt
+            self.isCaller = isCaller
+        }
+
+        public var keys: AnchorKeys { AnchorKeys(kind: kind, publicKeys: publicKeys) }
+    }
+
+    public struct AnchorList: Codable, Sendable {
+        public let anchors: [Anchor]
+        public let generation: Int64
+
+        public init(anchors: [Anchor], generation: Int64) {
+            self.anchors = anchors
+            self.generation = generation
+        }
+    }
+
+    /// `POST /api/home/anchors`: enrol another anchor with a wrap of the current key.
+    public struct EnrolRequest: Codable, Sendable {
+        public let anchor: AnchorUpload
+        public let generation: Int64
+
+        public init(anchor: AnchorUpload, generation: Int64) {
+            self.anchor = anchor
+            self.generation = generation
+        }
+    }
+
+    /// A wrap of a new vault key for one remaining anchor.
+    public struct AnchorWrap: Codable, Sendable {
+        public let anchor: AnchorID
+        public let wrap: String
+
+        public init(anchor: AnchorID, wrap: [UInt8]) {
+            self.anchor = anchor
+            self.wrap = Base64URL.encode(wrap)
+        }
+    }
+
+    /// `POST /api/home/rotate`: revoke anchors, and in the same step replace the vault key
+    /// (generation + 1), every remaining anchor's wrap, and the vault (compare-and-swap).
+    public struct RotateRequest: Codable, Sendable {
+        public let revoke: [AnchorID]
+        public let version: Int64
+        public let generation: Int64
+        public let vault: String
+        public let wraps: [AnchorWrap]
+
+        public init(
+            revoke: [AnchorID], version: Int64, generation: Int64, vault: [UInt8], wraps: [AnchorWrap]
+        ) {
+            self.revoke = revoke
+            self.version = version
+            self.generation = generation
+            self.vault = Base64URL.encode(vault)
+            self.wraps = wraps
+        }
+    }
+}

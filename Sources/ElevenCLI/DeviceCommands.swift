@@ -1,0 +1,442 @@
+import CLISupport
+import ClientCore
+import Foundation
+import PAKE
+import WordCodes
+
+// `eleven signin`, `eleven sync`, `eleven star`, `eleven reorder`, `eleven leave`,
+// `eleven device add|link|remove`, `eleven devices`: saving your spaces on a home server and
+// linking your other devices. The vault is encrypted on this device; the home server keeps
+// ciphertext and wrapped keys only.
+
+private let homeServerOption = OptionSpec(
+    "server", value: "URL", help: "your home server (an eleven-server started with --home)",
+    environment: "ELEVEN_HOME_SERVER")
+private let linkRelayOption = OptionSpec(
+    "relay", value: "URL", help: "the relay (default \(joinDefaultRelay), a local eleven-relay)",
+    environment: "ELEVEN_RELAY")
+private let labelOption = OptionSpec(
+    "label", value: "NAME", help: "this device's name in `eleven devices` (default: the host name)")
+
+let deviceCommands: [CommandGroup.Entry] = [
+    .init(
+        CommandSpec(
+            ["eleven", "signin"], summary: "Save your spaces on your home server (sign in on first use).",
+            options: [homeServerOption, labelOption, CommonOptions.json],
+            discussion: """
+                The first time, makes your home account with this device as its first device and uploads \
+                your spaces, encrypted on this device. From then on every change (join, create, leave, \
+                reorder, star) is saved there too; a change made while the server is unreachable is \
+                saved later. Add another device with `eleven device add`.
+                """)
+    ) { arguments in
+        let sync = homeSync()
+        let json = arguments.flag("json")
+        let already = try homeErrors { try sync.home() } != nil
+        let report: SyncReport
+        if already {
+            report = try homeErrors { try sync.sync() }
+        } else {
+            guard let server = arguments.value("server") else {
+                throw CLIError.usage(
+                    "missing --server URL (your home server, e.g. http://127.0.0.1:8712)", help: nil)
+            }
+            report = try homeErrors { try sync.signIn(server: server, label: deviceLabel(arguments)) }
+        }
+        if json {
+            Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": !already])
+        } else {
+            Terminal.out(
+                already
+                    ? "Already signed in; your \(spacesPhrase(report.spaces)) are saved."
+                    : "Signed in. Your \(spacesPhrase(report.spaces)) are saved on your home server.")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "sync"],
+            summary: "Save changes to your home server and bring in your other devices' changes.",
+            options: [CommonOptions.json])
+    ) { arguments in
+        let report = try homeErrors { try homeSync().sync() }
+        if arguments.flag("json") {
+            Terminal.json([
+                "event": "synced", "spaces": report.spaces, "pushed": report.pushed,
+                "keyGeneration": report.generation,
+            ])
+        } else {
+            Terminal.out("Up to date: \(spacesPhrase(report.spaces)).")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "star"], summary: "Star a space (or unstar it with --off).",
+            options: [OptionSpec("off", help: "remove the star"), CommonOptions.json],
+            positionals: [PositionalSpec("SPACE", help: "the space, by name or id")])
+    ) { arguments in
+        let space = try chooseSpace(
+            arguments.positional(0), in: try withSpaceErrors { try localState().spaces() })
+        let on = !arguments.flag("off")
+        try homeErrors { try homeSync().star(space.space, on) }
+        vaultChanged()
+        if arguments.flag("json") {
+            Terminal.json(["space": space.space.base64URL, "starred": on])
+        } else {
+            Terminal.out(on ? "Starred \(space.name)." : "Unstarred \(space.name).")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "reorder"], summary: "Move a space to another place in your list.",
+            options: [
+                OptionSpec("to", value: "N", help: "its new place, 1 for the top"), CommonOptions.json,
+            ],
+            positionals: [PositionalSpec("SPACE", help: "the space, by name or id")])
+    ) { arguments in
+        let space = try chooseSpace(
+            arguments.positional(0), in: try withSpaceErrors { try localState().spaces() })
+        guard let place = try arguments.int("to", in: 1...100_000) else {
+            throw CLIError.usage("missing --to N (1 for the top)", help: nil)
+        }
+        try homeErrors { try homeSync().move(space.space, to: place - 1) }
+        vaultChanged()
+        let order = try withSpaceErrors { try localState().spaces() }.spaces.map(\.name)
+        if arguments.flag("json") {
+            Terminal.json(["space": space.space.base64URL, "order": order])
+        } else {
+            Terminal.out("Your spaces: \(order.joined(separator: ", ")).")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "leave"], summary: "Leave a space: you are removed from it and it is forgotten here.",
+            options: [CommonOptions.json],
+            positionals: [PositionalSpec("SPACE", help: "the space, by name or id")])
+    ) { arguments in
+        let state = localState()
+        var saved = try withSpaceErrors { try state.spaces() }
+        let space = try chooseSpace(arguments.positional(0), in: saved)
+        try withSpaceErrors {
+            let session = try SpaceSession(saved: space, identity: try state.identity(for: space))
+            let roster = try session.roster()
+            guard roster.owner != space.member else {
+                throw CLIError(
+                    code: "owner_cannot_leave", message: "You own \(space.name), so you cannot leave it.",
+                    status: .refused)
+            }
+            if roster.members[space.member] != nil { try session.removeMember(space.member) }
+            saved.spaces.removeAll { $0.space == space.space }
+            if saved.current == space.space { saved.current = saved.spaces.last?.space }
+            try state.save(saved)
+        }
+        vaultChanged()
+        if arguments.flag("json") {
+            Terminal.json(["space": space.space.base64URL, "left": true])
+        } else {
+            Terminal.out("You left \(space.name).")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "devices"], summary: "List the devices signed in to your home account.",
+            options: [CommonOptions.json])
+    ) { arguments in
+        let devices = try homeErrors { try homeSync().devices() }
+        if arguments.flag("json") {
+            Terminal.json([
+                "devices": devices.map {
+                    [
+                        "id": $0.id.base64URL, "label": $0.label, "kind": $0.kind.rawValue,
+                        "createdAt": $0.createdAt,
+                        "thisDevice": $0.isThisDevice, "genuine": $0.isGenuine,
+                    ] as [String: Any]
+                }
+            ])
+            return
+        }
+        for device in devices {
+            let name = device.label.isEmpty ? "a device" : device.label
+            let added = Date(timeIntervalSince1970: TimeInterval(device.createdAt)).formatted(
+                date: .abbreviated, time: .shortened)
+            var line = "\(device.isThisDevice ? "*" : " ") \(name)  added \(added)  (\(device.id))"
+            if device.isThisDevice { line += "  this device" }
+            if !device.isGenuine { line += "  NOT ADDED BY YOUR DEVICES" }
+            Terminal.out(line)
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "device", "add"], summary: "Link another of your devices: shows a code to type there.",
+            options: [
+                OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
+                OptionSpec(
+                    "timeout", value: "DURATION", help: "how long to wait for the other device",
+                    default: "10m"),
+                linkRelayOption, CommonOptions.json,
+            ],
+            discussion: """
+                Run `eleven device link CODE` on the new device. The code works once, only for linking a \
+                device (a join code cannot link a device, nor this code join a space), and a wrong try \
+                burns it. The new device gets your spaces and is signed in.
+                """)
+    ) { arguments in
+        try runDeviceAdd(arguments)
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "device", "link"],
+            summary: "Sign this device in with a code from `eleven device add`.",
+            options: [
+                labelOption,
+                OptionSpec(
+                    "timeout", value: "DURATION", help: "how long to wait for the other device", default: "5m"
+                ),
+                linkRelayOption, CommonOptions.json,
+            ],
+            positionals: [
+                PositionalSpec("CODE", help: "the code the other device shows, e.g. coral-piano-42")
+            ],
+            discussion: "Exit status 3: the code did not match (it is burned now) or nobody is attending it.")
+    ) { arguments in
+        try runDeviceLink(arguments)
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "device", "remove"],
+            summary: "Remove a device from your home account; it can no longer get your spaces.",
+            options: [CommonOptions.json],
+            positionals: [PositionalSpec("ID", help: "the device, by id or name (see `eleven devices`)")],
+            discussion: """
+                Your spaces are locked again with a new key that only your remaining devices get. \
+                Run it on another device than the one being removed.
+                """)
+    ) { arguments in
+        let sync = homeSync()
+        let wanted = arguments.positional(0) ?? ""
+        let devices = try homeErrors { try sync.devices() }
+        let matches = devices.filter {
+            $0.id.base64URL == wanted || $0.label.caseInsensitiveCompare(wanted) == .orderedSame
+        }
+        guard matches.count == 1, let target = matches.first else {
+            throw CLIError(
+                code: matches.isEmpty ? "unknown_device" : "ambiguous_device",
+                message: matches.isEmpty
+                    ? "You have no device \"\(wanted)\". Run `eleven devices` to see yours."
+                    : "Several devices are called \"\(wanted)\"; name it by id (see `eleven devices`).",
+                status: .usage)
+        }
+        _ = try homeErrors { try sync.removeDevice(target.id) }
+        let name = target.label.isEmpty ? "the device" : target.label
+        if arguments.flag("json") {
+            Terminal.json(["event": "removed", "device": target.id.base64URL])
+        } else {
+            Terminal.out("Removed \(name). Your spaces are locked with a new key it does not have.")
+        }
+    },
+]
+
+// MARK: Hook
+
+/// Called after every command that changes the saved spaces: records the change in the vault and
+/// pushes it when signed in. Never fails the command: when the home server is unreachable the
+/// change stays queued and the next sync pushes it.
+func vaultChanged() {
+    let sync = homeSync()
+    do {
+        try sync.recordLocalChanges()
+        guard try sync.home() != nil else { return }
+        _ = try sync.sync()
+    } catch let error as SpaceClientError where error.kind == .unreachable {
+        Terminal.err(
+            "Saved on this device. Your home server is unreachable; this change will be saved there later.")
+    } catch {
+        Terminal.err("Saved on this device, but not on your home server yet: \(error)")
+    }
+}
+
+// MARK: Linking
+
+private func runDeviceAdd(_ arguments: ParsedArguments) throws {
+    let json = arguments.flag("json")
+    let sync = homeSync()
+    guard try homeErrors({ try sync.home() }) != nil else {
+        throw CLIError(
+            code: "not_signed_in",
+            message: "Sign in first with `eleven signin --server URL`, then add your other devices.",
+            status: .localState)
+    }
+    try homeErrors { _ = try sync.sync() }
+    let relay = try linkRelay(arguments)
+    let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
+    let wait = try arguments.duration("timeout", max: 86_400) ?? 600
+    let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
+    var failure: Error?
+    var linked: JoinRequest?
+    do {
+        linked = try JoinRunner.attend(
+            relayURL: relay, words: words, intent: .linkDevice, inviterName: nil, announceWaiting: false,
+            timeout: .seconds(wait),
+            onNameplate: { nameplate in
+                let code = "\(words)-\(nameplate.value)"
+                if json {
+                    Terminal.json(["event": "code", "code": code])
+                } else {
+                    Terminal.out("Device code: \(code)")
+                    Terminal.out("On your other device run: eleven device link \(code)")
+                }
+            },
+            decide: { request, _ in
+                do {
+                    return .approve(grant: try sync.approveLink(request))
+                } catch {
+                    failure = error
+                    return .refuse(
+                        reason: "unavailable", message: "The other device could not add this one: \(error)")
+                }
+            })
+    } catch {
+        throw linkCLIError(error, attendant: true)
+    }
+    if let failure { throw homeErrorsRethrow(failure) }
+    vaultChanged()
+    let label =
+        linked.map { $0.deviceLabel.isEmpty ? "your new device" : $0.deviceLabel } ?? "your new device"
+    if json {
+        Terminal.json(["event": "linked", "label": label])
+    } else {
+        Terminal.out("Linked \(label). It has your spaces now.")
+    }
+}
+
+private func runDeviceLink(_ arguments: ParsedArguments) throws {
+    let json = arguments.flag("json")
+    let relay = try linkRelay(arguments)
+    let wait = try arguments.duration("timeout", max: 86_400) ?? 300
+    let sync = homeSync()
+    if try homeErrors({ try sync.home() }) != nil {
+        // A device removed from its account may be linked again; a signed-in one may not.
+        do {
+            _ = try sync.sync()
+            throw CLIError(
+                code: "already_signed_in",
+                message: "This device is already signed in; `eleven sync` brings in your spaces.",
+                status: .localState)
+        } catch let error as SpaceClientError where error.code == "device_revoked" {
+            try homeErrors { try sync.signOut() }
+        }
+    }
+    let parsed: ParsedCode
+    do {
+        parsed = try CodeParser.parse(arguments.positional(0) ?? "")
+    } catch {
+        throw CLIError(code: error.code, message: error.message, status: .codeRejected)
+    }
+    if !json {
+        for correction in parsed.corrections where correction.changesWord { Terminal.out(correction.message) }
+    }
+    let key = try homeErrors { try sync.deviceKey() }
+    let request = JoinRequest(
+        displayName: "", deviceLabel: String(deviceLabel(arguments).prefix(64)),
+        publicKeys: key.publicKeys.text)
+    let grant: [UInt8]
+    do {
+        grant = try JoinRunner.join(
+            relayURL: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
+            words: parsed.code.secretWords, intent: .linkDevice, request: request, timeout: .seconds(wait),
+            firstAnswer: .seconds(min(wait, 15))
+        ) { progress in
+            if case .codeAccepted = progress, !json { Terminal.out("Code accepted. Getting your spaces…") }
+        }
+    } catch {
+        throw linkCLIError(error, attendant: false)
+    }
+    let report = try homeErrors { try sync.completeLink(grant: grant) }
+    let names = try withSpaceErrors { try localState().spaces() }.spaces.map(\.name)
+    if json {
+        Terminal.json(["event": "linked", "spaces": names])
+    } else {
+        Terminal.out(
+            "This device is signed in. Your \(spacesPhrase(report.spaces)): \(names.joined(separator: ", "))."
+        )
+    }
+}
+
+private func linkRelay(_ arguments: ParsedArguments) throws -> String {
+    let relay = arguments.value("relay") ?? joinDefaultRelay
+    guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
+        throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
+    }
+    return relay
+}
+
+/// Codes and exit statuses for a device link that did not happen.
+private func linkCLIError(_ error: Error, attendant: Bool) -> Error {
+    guard let error = error as? JoinRunError else { return error }
+    switch error {
+    case .failed(.codeMismatch):
+        return CLIError(
+            code: "code_mismatch",
+            message: attendant
+                ? "Someone tried a wrong code, so this code is burned. Run `eleven device add` again."
+                : "That code didn't match. Codes work once: run `eleven device add` again on your other device.",
+            status: .codeRejected)
+    case .refused(let reason, let message):
+        return CLIError(code: "refused_\(reason)", message: message, status: .refused)
+    case .relay(.timedOut):
+        return CLIError(
+            code: attendant ? "timed_out" : "unknown_code",
+            message: attendant
+                ? "No device used the code in time; run `eleven device add` again."
+                : "Nobody is attending that code: it may be mistyped, used, burned or expired. "
+                    + "Run `eleven device add` on your other device.",
+            status: attendant ? .timedOut : .codeRejected)
+    case .relay(.unreachable):
+        return CLIError(
+            code: "relay_unreachable", message: "\(error.description). Check --relay or ELEVEN_RELAY.",
+            status: .unavailable)
+    case .failed, .relay:
+        return CLIError(code: error.code, message: error.description, status: .failure)
+    }
+}
+
+// MARK: Helpers
+
+private func homeSync() -> HomeSync { HomeSync(state: localState()) }
+
+private func deviceLabel(_ arguments: ParsedArguments) -> String {
+    arguments.value("label") ?? ProcessInfo.processInfo.hostName
+}
+
+private func spacesPhrase(_ count: Int) -> String { count == 1 ? "1 space" : "\(count) spaces" }
+
+/// Maps home, client and local-state errors to CLIErrors.
+private func homeErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try withSpaceErrors(body)
+    } catch {
+        throw homeErrorsRethrow(error)
+    }
+}
+
+private func homeErrorsRethrow(_ error: Error) -> Error {
+    switch error {
+    case let error as HomeError:
+        let status: ExitStatus =
+            switch error.code {
+            case "not_signed_in": .localState
+            case "cannot_remove_self", "unknown_device": .usage
+            default: .failure
+            }
+        return CLIError(code: error.code, message: error.message, status: status)
+    case let error as KeyModelError:
+        return CLIError(
+            code: error.code.rawValue, message: "Your saved spaces could not be opened: \(error.message)",
+            status: .failure)
+    case let error as SpaceClientError:
+        return cliError(error)
+    case let error as LocalStateError:
+        return cliError(error)
+    default:
+        return error
+    }
+}
