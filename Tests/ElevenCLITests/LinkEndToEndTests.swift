@@ -274,7 +274,8 @@ import Testing
             #expect(try phone.run(["send", "--space", "Own", "mine"]).status == 0)
             #expect(try phone.run(["whoami"]).stdout != paul.run(["whoami"]).stdout)
 
-            let devices = try paul.json(["members", "devices", "--json"])["devices"] as? [[String: Any]] ?? []
+            let devices =
+                try paul.json(["members", "devices", "--json"])["devices"] as? [[String: Any]] ?? []
             #expect(devices.count == 3)
             let members = try paul.json(["members", "--json"])
             #expect((members["members"] as? [[String: Any]])?.count == 1)
