@@ -8,11 +8,13 @@ import Net
 // process (`eleven-bench net --load …`), so the server's memory and CPU are its own.
 
 private let netUsage = """
-    usage: eleven-bench net [--quick] [--seconds S] [--idle N] [--loops N] [--python PATH]
+    usage: eleven-bench net [--quick] [--seconds S] [--idle N] [--loops N] [--client-loops N]
+                            [--python PATH]
 
       --seconds S   duration of each echo run (default 1; three interleaved runs per level)
       --idle N      idle WebSockets to hold for the memory measurement (default 10000)
       --loops N     server event loops (default: one per core)
+      --client-loops N  event loops of the load generator, the same for both servers (default 2)
       --python P    interpreter with `websockets` for the reference server
                     (default $ELEVEN_TEST_PYTHON, else .venv-test/bin/python, else python3)
       --quick       one 0.5 s run per level and 2,000 idle connections
@@ -29,6 +31,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     var idleCount = 10_000
     var loops = ProcessInfo.processInfo.activeProcessorCount
     var python: String?
+    var clientLoops = 2
     var i = 0
     while i < arguments.count {
         let arg = arguments[i]
@@ -49,6 +52,9 @@ func runNetBench(_ arguments: [String]) -> Int32 {
             i += 1
         case "--python":
             python = value
+            i += 1
+        case "--client-loops":
+            clientLoops = max(1, Int(value ?? "") ?? clientLoops)
             i += 1
         default:
             FileHandle.standardError.write(
@@ -104,21 +110,26 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     }
     defer { reference?.process.terminate() }
     print("echo: 32-byte text messages, closed loop (send, await echo, repeat); \(reps) interleaved runs of")
-    print("      \(seconds) s per server and level, median rate; CPU = server process CPU per round trip")
+    print("      \(seconds) s per server and level, median rate; CPU = server process CPU per round trip;")
+    print("      the load generator runs \(clientLoops) event loop(s) for both servers")
     print("conns  server   round trips/s   p50 ms   p99 ms   CPU us/rt   client us/rt   errors")
     var worst = Double.infinity
     for conns in [1, 100, 1000] {
         var mine: [EchoResult] = []
         var theirs: [EchoResult] = []
         for _ in 0..<reps {
-            if let r = measure(getpid(), { runEcho(url: ours, conns: conns, seconds: seconds) }) {
+            if let r = measure(
+                getpid(), { runEcho(url: ours, conns: conns, seconds: seconds, loops: clientLoops) })
+            {
                 mine.append(r)
             }
             if let reference,
                 let r = measure(
                     reference.process.processIdentifier,
                     {
-                        runEcho(url: "ws://127.0.0.1:\(reference.port)/", conns: conns, seconds: seconds)
+                        runEcho(
+                            url: "ws://127.0.0.1:\(reference.port)/", conns: conns, seconds: seconds,
+                            loops: clientLoops)
                     })
             {
                 theirs.append(r)
@@ -317,8 +328,9 @@ private func summarize(_ runs: [EchoResult]) -> EchoResult? {
     return median
 }
 
-private func runEcho(url: String, conns: Int, seconds: Double) -> EchoResult? {
-    guard let child = runChild(["--load", "--echo", url, String(conns), String(seconds)], waitFor: "RESULT")
+private func runEcho(url: String, conns: Int, seconds: Double, loops: Int) -> EchoResult? {
+    let arguments = ["--load", "--echo", url, String(conns), String(seconds), String(loops)]
+    guard let child = runChild(arguments, waitFor: "RESULT")
     else {
         return nil
     }
@@ -368,8 +380,9 @@ private func runLoadGenerator(_ arguments: [String]) -> Int32 {
     guard arguments.count >= 3, let count = Int(arguments[2]) else { return 2 }
     let mode = arguments[0]
     let url = arguments[1]
-    // Two client loops (one per core here); connection i lives on loop i % 2.
-    let loopCount = min(2, max(1, count))
+    // The client loops (echo: as asked, idle: two); connection i lives on loop i % loops.
+    let asked = arguments.count > 4 ? max(1, Int(arguments[4]) ?? 1) : 2
+    let loopCount = min(asked, max(1, count))
     let loops = (0..<loopCount).map { EventLoop(name: "load-\($0)") }
     let states = (0..<loopCount).map { _ in LoadState() }
     let perLoop = (0..<loopCount).map { count / loopCount + ($0 < count % loopCount ? 1 : 0) }

@@ -439,22 +439,24 @@ class Connection: LoopHandler, @unchecked Sendable {
                 let (frame, used) = try WebSocketFrameCodec.parse(
                     bytes, expectMasked: ws.session.expectsMaskedFrames, maxPayload: ws.options.maxFrameBytes)
             else { return 0 }
-            let actions = try ws.session.receive(frame)
-            for action in actions {
-                switch action {
-                case .deliver(let message): ws.socket.dispatch(.message(message))
-                case .send(let opcode, let payload): sendFrame(opcode, payload)
-                case .finished(let code, let reason):
-                    reportWebSocketClosed(code, reason)
-                    closeAfterFlush()
-                }
-                if isClosed { break }
-            }
+            let actions = try ws.session.receiveInline(frame)
+            if let first = actions.first { perform(first, ws) }
+            if !isClosed, let second = actions.second { perform(second, ws) }
             return used
         } catch {
             webSocketViolation()
             failWebSocket(error.closeCode, error.message)
             return bytes.count
+        }
+    }
+
+    private func perform(_ action: WebSocketSession.Action, _ ws: WebSocketState) {
+        switch action {
+        case .deliver(let message): ws.socket.dispatch(.message(message))
+        case .send(let opcode, let payload): sendFrame(opcode, payload)
+        case .finished(let code, let reason):
+            reportWebSocketClosed(code, reason)
+            closeAfterFlush()
         }
     }
 
@@ -475,18 +477,31 @@ class Connection: LoopHandler, @unchecked Sendable {
         ws.socket.dispatch(.closed(code, reason))
     }
 
-    /// Sends one frame (masked on the client side).
-    func sendFrame(_ opcode: WebSocketOpcode, _ payload: some Collection<UInt8>) {
+    /// Sends one frame (masked on the client side). Small frames are encoded in the loop's
+    /// scratch buffer and written from there: no allocation when the kernel takes them whole.
+    func sendFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
         guard let ws = webSocket else { return }
-        var frame: [UInt8] = []
-        frame.reserveCapacity(payload.count + 14)
         let mask: UInt32? = ws.session.role == .client ? loop.randomUInt32() : nil
-        WebSocketFrameCodec.encode(opcode: opcode, payload: payload, maskKey: mask, into: &frame)
-        write(frame)
+        let scratch = loop.frameBuffer
+        if payload.count + WebSocketFrameCodec.maxHeaderBytes <= scratch.count {
+            let length = WebSocketFrameCodec.encode(
+                opcode: opcode, payload: payload, maskKey: mask, into: scratch)
+            write(UnsafeRawBufferPointer(rebasing: scratch[0..<length]))
+            return
+        }
+        var frame = [UInt8](repeating: 0, count: payload.count + WebSocketFrameCodec.maxHeaderBytes)
+        let length = frame.withUnsafeMutableBytes {
+            WebSocketFrameCodec.encode(opcode: opcode, payload: payload, maskKey: mask, into: $0)
+        }
+        frame.withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+    }
+
+    func sendFrame(_ opcode: WebSocketOpcode, _ payload: [UInt8]) {
+        payload.withUnsafeBytes { sendFrame(opcode, $0) }
     }
 
     /// Application data from the public ``WebSocket`` (on the loop).
-    func sendMessage(_ opcode: WebSocketOpcode, _ payload: some Collection<UInt8>) {
+    func sendMessage(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
         guard let ws = webSocket, ws.session.state == .open else { return }
         sendFrame(opcode, payload)
     }

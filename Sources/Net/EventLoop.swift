@@ -50,6 +50,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Scratch space reads land in; shared by every connection on this loop so an idle
     /// connection owns no buffer.
     let readBuffer: UnsafeMutableRawBufferPointer
+    /// Scratch space small outgoing frames are encoded in before the write (loop thread only;
+    /// whatever the kernel does not take is copied to the connection's own output).
+    let frameBuffer: UnsafeMutableRawBufferPointer
     /// Random bytes for WebSocket masking keys, refilled from OpenSSL's CSPRNG 1 KiB at a time.
     private var randomPool = [UInt8](repeating: 0, count: 1024)
     private var randomOffset = 1024
@@ -90,6 +93,7 @@ public final class EventLoop: @unchecked Sendable {
         wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         precondition(wakeFD >= 0, "eventfd failed: errno \(errno)")
         readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
+        frameBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 16)
         var ev = epoll_event()
         ev.events = EPOLLIN.rawValue
         ev.data.u64 = UInt64(UInt32.max)
@@ -102,6 +106,7 @@ public final class EventLoop: @unchecked Sendable {
 
     deinit {
         readBuffer.deallocate()
+        frameBuffer.deallocate()
         Glibc.close(epfd)
         Glibc.close(wakeFD)
     }

@@ -50,7 +50,18 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     // MARK: Sending
 
     /// Sends a text message. Dropped if the socket is closing or closed.
-    public func send(text: String) { enqueue(.text, Array(text.utf8)) }
+    public func send(text: String) {
+        // The string's own UTF-8 storage goes to the frame encoder: no copy on the loop.
+        if loop.inLoop {
+            var text = text
+            text.withUTF8 { connection?.sendMessage(.text, UnsafeRawBufferPointer($0)) }
+        } else {
+            loop.execute { [self] in
+                var text = text
+                text.withUTF8 { connection?.sendMessage(.text, UnsafeRawBufferPointer($0)) }
+            }
+        }
+    }
 
     /// Sends a binary message. Dropped if the socket is closing or closed.
     public func send(binary: [UInt8]) { enqueue(.binary, binary) }
@@ -77,9 +88,9 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
 
     private func enqueue(_ opcode: WebSocketOpcode, _ payload: [UInt8]) {
         if loop.inLoop {
-            connection?.sendMessage(opcode, payload)
+            payload.withUnsafeBytes { connection?.sendMessage(opcode, $0) }
         } else {
-            loop.execute { [self] in connection?.sendMessage(opcode, payload) }
+            loop.execute { [self] in payload.withUnsafeBytes { connection?.sendMessage(opcode, $0) } }
         }
     }
 

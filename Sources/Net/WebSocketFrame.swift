@@ -124,15 +124,19 @@ public enum WebSocketFrameCodec {
             offset += 4
         }
         guard bytes.count - offset >= n else { return nil }
-        var payload = [UInt8](unsafeUninitializedCapacity: n) { buffer, initialized in
+        let maskKey = UInt32(mask.0) << 24 | UInt32(mask.1) << 16 | UInt32(mask.2) << 8 | UInt32(mask.3)
+        let payload = [UInt8](unsafeUninitializedCapacity: n) { buffer, initialized in
             if n > 0 {
-                buffer.baseAddress!.initialize(
-                    from: bytes.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self),
-                    count: n)
+                let source = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
+                let target = UnsafeMutableRawBufferPointer(buffer)
+                if masked {
+                    xorMask(source, maskKey, into: target)
+                } else {
+                    target.copyMemory(from: source)
+                }
             }
             initialized = n
         }
-        if masked { applyMask(&payload, mask) }
         return (WebSocketFrame(fin: fin, rsv: rsv, opcode: opcode, payload: payload), offset + n)
     }
 
@@ -151,11 +155,67 @@ public enum WebSocketFrameCodec {
         return try result.get()
     }
 
-    static func applyMask(_ payload: inout [UInt8], _ mask: (UInt8, UInt8, UInt8, UInt8)) {
-        let m = [mask.0, mask.1, mask.2, mask.3]
-        payload.withUnsafeMutableBufferPointer { p in
-            for i in 0..<p.count { p[i] ^= m[i & 3] }
+    /// Copies `source` to `target` (at least as long), XORed with the big-endian 4-byte mask
+    /// `maskKey` (RFC 6455 §5.3), eight bytes at a time.
+    static func xorMask(
+        _ source: UnsafeRawBufferPointer, _ maskKey: UInt32, into target: UnsafeMutableRawBufferPointer
+    ) {
+        let n = source.count
+        precondition(target.count >= n)
+        guard n > 0, let from = source.baseAddress, let to = target.baseAddress else { return }
+        // The mask bytes in wire order, repeated to fill a word.
+        let key32 = maskKey.bigEndian
+        let key64 = UInt64(key32) | UInt64(key32) << 32
+        var i = 0
+        while i + 8 <= n {
+            let word = from.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            to.storeBytes(of: word ^ key64, toByteOffset: i, as: UInt64.self)
+            i += 8
         }
+        while i < n {
+            let keyByte = UInt8(truncatingIfNeeded: maskKey >> UInt32(24 - 8 * (i & 3)))
+            to.storeBytes(
+                of: from.load(fromByteOffset: i, as: UInt8.self) ^ keyByte, toByteOffset: i, as: UInt8.self)
+            i += 1
+        }
+    }
+
+    /// Longest frame header: 2 bytes, an 8-byte length and a 4-byte mask.
+    static let maxHeaderBytes = 14
+
+    /// Writes the wire form of a frame to the start of `out`, which must hold
+    /// `payload.count + maxHeaderBytes` bytes; returns the frame's length. A `maskKey` masks it.
+    static func encode(
+        opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, fin: Bool = true, maskKey: UInt32?,
+        into out: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        let n = payload.count
+        precondition(out.count >= n + maxHeaderBytes)
+        out[0] = (fin ? 0x80 : 0) | opcode.rawValue
+        let maskBit: UInt8 = maskKey == nil ? 0 : 0x80
+        var offset: Int
+        if n < 126 {
+            out[1] = maskBit | UInt8(n)
+            offset = 2
+        } else if n <= 0xFFFF {
+            out[1] = maskBit | 126
+            out[2] = UInt8(n >> 8)
+            out[3] = UInt8(n & 0xFF)
+            offset = 4
+        } else {
+            out[1] = maskBit | 127
+            for i in 0..<8 { out[2 + i] = UInt8((UInt64(n) >> UInt64(56 - 8 * i)) & 0xFF) }
+            offset = 10
+        }
+        let body = UnsafeMutableRawBufferPointer(rebasing: out[(offset + (maskKey == nil ? 0 : 4))...])
+        if let maskKey {
+            for i in 0..<4 { out[offset + i] = UInt8(truncatingIfNeeded: maskKey >> UInt32(24 - 8 * i)) }
+            offset += 4
+            xorMask(payload, maskKey, into: body)
+        } else if n > 0 {
+            body.copyMemory(from: payload)
+        }
+        return offset + n
     }
 
     /// Appends the wire form of a frame to `out`. A `maskKey` masks it (clients must).
@@ -163,35 +223,17 @@ public enum WebSocketFrameCodec {
         opcode: WebSocketOpcode, payload: some Collection<UInt8>, fin: Bool = true, maskKey: UInt32? = nil,
         into out: inout [UInt8]
     ) {
-        out.append((fin ? 0x80 : 0) | opcode.rawValue)
-        let maskBit: UInt8 = maskKey == nil ? 0 : 0x80
-        let n = payload.count
-        if n < 126 {
-            out.append(maskBit | UInt8(n))
-        } else if n <= 0xFFFF {
-            out.append(maskBit | 126)
-            out.append(UInt8(n >> 8))
-            out.append(UInt8(n & 0xFF))
-        } else {
-            out.append(maskBit | 127)
-            for shift in stride(from: 56, through: 0, by: -8) {
-                out.append(UInt8((UInt64(n) >> UInt64(shift)) & 0xFF))
+        let bytes = Array(payload)
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: bytes.count + maxHeaderBytes))
+        let length = bytes.withUnsafeBytes { source in
+            out.withUnsafeMutableBytes { target in
+                encode(
+                    opcode: opcode, payload: source, fin: fin, maskKey: maskKey,
+                    into: UnsafeMutableRawBufferPointer(rebasing: target[start...]))
             }
         }
-        if let maskKey {
-            let m = [
-                UInt8(maskKey >> 24), UInt8((maskKey >> 16) & 0xFF), UInt8((maskKey >> 8) & 0xFF),
-                UInt8(maskKey & 0xFF),
-            ]
-            out.append(contentsOf: m)
-            var i = 0
-            for byte in payload {
-                out.append(byte ^ m[i & 3])
-                i += 1
-            }
-        } else {
-            out.append(contentsOf: payload)
-        }
+        out.removeLast(bytes.count + maxHeaderBytes - length)
     }
 
     /// The payload of a close frame.

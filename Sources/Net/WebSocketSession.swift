@@ -48,27 +48,44 @@ public struct WebSocketSession: Sendable {
 
     /// Takes one received frame. Throws the violation to fail the connection with.
     public mutating func receive(_ frame: WebSocketFrame) throws(WebSocketProtocolError) -> [Action] {
-        if state == .closed { return [] }
+        let actions = try receiveInline(frame)
+        return [actions.first, actions.second].compactMap { $0 }
+    }
+
+    /// The actions after one frame: at most two (the close reply and the end), kept inline so
+    /// the connection's hot path allocates no array.
+    struct Actions {
+        var first: Action?
+        var second: Action?
+        init(_ first: Action? = nil, _ second: Action? = nil) {
+            self.first = first
+            self.second = second
+        }
+    }
+
+    /// ``receive(_:)`` without the array.
+    mutating func receiveInline(_ frame: WebSocketFrame) throws(WebSocketProtocolError) -> Actions {
+        if state == .closed { return Actions() }
         switch frame.opcode {
         case .ping:
-            return state == .open ? [.send(.pong, frame.payload)] : []
+            return state == .open ? Actions(.send(.pong, frame.payload)) : Actions()
         case .pong:
-            return []
+            return Actions()
         case .close:
             let (code, reason) = try Self.parseClose(frame.payload)
             if state == .open {
                 state = .closed
                 let reply = WebSocketFrameCodec.closePayload(code: code == .noStatus ? nil : code, reason: "")
-                return [.send(.close, reply), .finished(code, reason)]
+                return Actions(.send(.close, reply), .finished(code, reason))
             }
             state = .closed
-            return [.finished(code, reason)]
+            return Actions(.finished(code, reason))
         case .text, .binary:
             if fragmentOpcode != nil {
                 throw WebSocketProtocolError(
                     .protocolError, "New data frame while a fragmented message is open")
             }
-            if state != .open { return [] }
+            if state != .open { return Actions() }
             if frame.payload.count > maxMessageBytes {
                 throw WebSocketProtocolError(.messageTooBig, "Message larger than \(maxMessageBytes) bytes")
             }
@@ -77,11 +94,11 @@ public struct WebSocketSession: Sendable {
                 throw WebSocketProtocolError(.invalidPayload, "Text message is not valid UTF-8")
             }
             if frame.fin {
-                return [.deliver(try finish(frame.opcode, frame.payload))]
+                return Actions(.deliver(try finish(frame.opcode, frame.payload)))
             }
             fragmentOpcode = frame.opcode
             fragments = frame.payload
-            return []
+            return Actions()
         case .continuation:
             guard let opcode = fragmentOpcode else {
                 throw WebSocketProtocolError(
@@ -94,12 +111,12 @@ public struct WebSocketSession: Sendable {
                 throw WebSocketProtocolError(.invalidPayload, "Text message is not valid UTF-8")
             }
             fragments.append(contentsOf: frame.payload)
-            if !frame.fin { return [] }
+            if !frame.fin { return Actions() }
             let whole = fragments
             fragments = []
             fragmentOpcode = nil
-            if state != .open { return [] }
-            return [.deliver(try finish(opcode, whole))]
+            if state != .open { return Actions() }
+            return Actions(.deliver(try finish(opcode, whole)))
         default:
             throw WebSocketProtocolError(.protocolError, "Reserved opcode \(frame.opcode.rawValue)")
         }

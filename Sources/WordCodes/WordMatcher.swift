@@ -16,9 +16,10 @@ enum WordMatch: Equatable, Sendable {
 ///
 /// 1. A list word is taken as it is.
 /// 2. Four or more letters that start exactly one word are completed to it, unless they are
-///    also one mistake away from another word typed in full: with "coral" and "cork" in the
-///    list, "cora" is refused (it could be "coral" cut short or "cork" mistyped) and both are
-///    listed. This is what makes the guarantee below hold.
+///    also one mistake away from another word typed in full (they could be that word
+///    mistyped): then both are listed and the input refused. This is what makes the guarantee
+///    below hold. The list is built so that no word's first four letters are one mistake from
+///    another word, so four letters always complete; five or more may be refused.
 /// 3. Letters one mistake (a letter added, missing, wrong, or two neighbours swapped) away from
 ///    exactly one word typed in full are read as that word; from several, refused with the
 ///    list of candidates.

@@ -3,7 +3,9 @@
 ///
 /// Properties the list keeps (checked by `WordlistPropertyTests`): lowercase a–z, 3 to 8
 /// letters; the first four letters of a word identify it and no word starts with another; no two
-/// words are one edit (insertion, deletion, substitution, adjacent transposition) apart; no two
+/// words are one edit (insertion, deletion, substitution, adjacent transposition) apart, and no
+/// word is one edit from another word's first four letters (so four letters typed alone always
+/// name their word, never a possible typo of another); no two
 /// share a sound key; no plural/singular pairs. A word's position in the sorted list is its
 /// 11-bit value.
 public enum Wordlist {

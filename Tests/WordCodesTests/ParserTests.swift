@@ -187,24 +187,41 @@ import Testing
         }
     }
 
-    @Test func abbreviationThatIsAlsoATypoIsRefused() throws {
-        // Four letters that start one word but are one edit from another word typed in full
-        // must not be completed: the person may have mistyped that other word.
+    @Test func everyFourLetterStartNamesItsWord() throws {
+        // Exhaustive: four letters typed alone are read as the one word they start, in either
+        // position, with the completion reported.
+        var completed = 0
+        for word in Wordlist.words where word.count > 4 {
+            let start = String(word.prefix(4))
+            let parsed = try CodeParser.parse("\(start)-\(start)-3")
+            #expect(parsed.code.words.map(\.text) == [word, word], "\(start)")
+            #expect(parsed.corrections == [.completed(typed: start, word: word)])
+            completed += 1
+        }
+        #expect(completed > 1500)
+    }
+
+    @Test func longerStartThatIsAlsoATypoIsRefused() throws {
+        // Five or more letters that start one word but are one edit from another word typed in
+        // full are not completed (the person may have mistyped that other word); otherwise they
+        // are. The list only guarantees four-letter starts, so both cases occur.
         let letters = Wordlist.words.map { Array($0.utf8) }
         var refused = 0
         var completed = 0
-        for word in Wordlist.words.prefix(600) where word.count > 4 {
-            let start = Array(word.utf8.prefix(4))
-            let near = letters.filter {
-                $0 != Array(word.utf8) && WordlistPropertyTests.withinOneEdit($0, start)
-            }
-            let typed = String(decoding: start, as: UTF8.self)
-            if near.isEmpty {
-                #expect(try CodeParser.parse("\(typed)-\(typed)-3").code.words[0].text == word)
-                completed += 1
-            } else {
-                #expect(throws: CodeError.self) { try CodeParser.parse("\(typed)-\(typed)-3") }
-                refused += 1
+        for word in Wordlist.words.prefix(600) where word.count > 5 {
+            for length in 5..<word.count {
+                let start = Array(word.utf8.prefix(length))
+                let near = letters.filter {
+                    $0 != Array(word.utf8) && WordlistPropertyTests.withinOneEdit($0, start)
+                }
+                let typed = String(decoding: start, as: UTF8.self)
+                if near.isEmpty {
+                    #expect(try CodeParser.parse("\(typed)-\(typed)-3").code.words[0].text == word)
+                    completed += 1
+                } else {
+                    #expect(throws: CodeError.self) { try CodeParser.parse("\(typed)-\(typed)-3") }
+                    refused += 1
+                }
             }
         }
         #expect(refused > 0 && completed > 0)

@@ -58,6 +58,24 @@ import Testing
         #expect(clashes.isEmpty, "\(clashes)")
     }
 
+    @Test func firstFourLettersAreNotOneEditFromAnotherWord() {
+        // What makes four letters typed alone always name their word: the parser completes a
+        // start only when no other word typed in full is one mistake away from it (else the
+        // letters may be a typo of that word, and it refuses). Independent of the parser: every
+        // one-edit variant of every four-letter start, looked up in the list.
+        let set = Set(words)
+        var clashes: [String] = []
+        for word in words where word.count > 4 {
+            let start = String(word.prefix(4))
+            for typo in Typo.allCases {
+                for variant in typo.all(of: start) where variant != word && set.contains(variant) {
+                    clashes.append("\(word) ('\(start)') / \(variant)")
+                }
+            }
+        }
+        #expect(clashes.isEmpty, "\(clashes)")
+    }
+
     @Test func noTwoWordsShareASoundKey() {
         var byKey: [String: String] = [:]
         for word in words {
