@@ -17,4 +17,23 @@ enum NameplateAllocator {
         }
         return nil
     }
+
+    /// Up to `count` distinct names free here, shortest first and shuffled within a length,
+    /// for the shared store to choose from (the first one still free on every node wins).
+    static func candidates(
+        taken: Set<Nameplate>, count: Int, using random: inout some RandomNumberGenerator
+    ) -> [Nameplate] {
+        var out: [Nameplate] = []
+        for range in [1..<10, 10..<100, 100..<1000] where out.count < count {
+            var free = range.map { Nameplate(number: $0) }.filter { !taken.contains($0) }
+            free.shuffle(using: &random)
+            out += free.prefix(count - out.count)
+        }
+        var chosen = Set(out)
+        for _ in 0..<1000 where out.count < count {
+            let candidate = Nameplate(number: Int.random(in: 1000..<1_000_000, using: &random))
+            if !taken.contains(candidate), chosen.insert(candidate).inserted { out.append(candidate) }
+        }
+        return out
+    }
 }

@@ -99,6 +99,29 @@ final class PostgresConnection {
         return nil
     }
 
+    /// The socket, for waiting on notifications (-1 when closed).
+    var socket: Int32 {
+        guard let handle else { return -1 }
+        return PQsocket(handle)
+    }
+
+    /// Reads whatever the server sent; false when the connection is broken.
+    func consumeInput() -> Bool {
+        guard let handle else { return false }
+        return PQconsumeInput(handle) == 1
+    }
+
+    /// Takes the `NOTIFY`s received so far and says how many there were.
+    func takeNotifications() -> Int {
+        guard let handle else { return 0 }
+        var count = 0
+        while let notification = PQnotifies(handle) {
+            PQfreemem(notification)
+            count += 1
+        }
+        return count
+    }
+
     /// Whether the connection is still usable (libpq notices a broken socket on the next call).
     var isHealthy: Bool {
         guard let handle else { return false }
