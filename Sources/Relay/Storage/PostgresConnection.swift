@@ -165,6 +165,59 @@ final class PostgresConnection {
         return PostgresResult(raw)
     }
 
+    /// Runs `statements` in one round trip (libpq pipeline mode); after the first failure the
+    /// rest are skipped by the server and that failure is thrown. Results are discarded.
+    func executePipelined(
+        _ statements: [(sql: String, parameters: [String?])], code: RelayStorageError.Code = .write
+    )
+        throws(RelayStorageError)
+    {
+        guard let handle else { throw RelayStorageError(.closed, "database connection closed") }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw RelayStorageError(code, Self.message(PQerrorMessage(handle)))
+        }
+        var failure: String?
+        for (sql, parameters) in statements {
+            let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.flatMap { strdup($0) } }
+            defer { for copy in copies { free(copy) } }
+            let sent = copies.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
+                    PQsendQueryParams(
+                        handle, sql, Int32(parameters.count), nil, values.baseAddress, nil, nil, 0)
+                }
+            }
+            if sent != 1 {
+                failure = Self.message(PQerrorMessage(handle))
+                break
+            }
+        }
+        guard failure == nil, PQpipelineSync(handle) == 1 else {
+            // The connection is in no state to reuse: the pool drops it.
+            let message = failure ?? Self.message(PQerrorMessage(handle))
+            close()
+            throw RelayStorageError(code, message)
+        }
+        while true {
+            guard let result = PQgetResult(handle) else {
+                // Between one statement's results and the next; a broken connection says so.
+                guard PQstatus(handle) == CONNECTION_OK else {
+                    let message = Self.message(PQerrorMessage(handle))
+                    close()
+                    throw RelayStorageError(code, failure ?? message)
+                }
+                continue
+            }
+            let status = PQresultStatus(result)
+            if status == PGRES_FATAL_ERROR, failure == nil {
+                failure = Self.message(PQresultErrorMessage(result))
+            }
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        _ = PQexitPipelineMode(handle)
+        if let failure { throw RelayStorageError(code, failure) }
+    }
+
     /// Runs several statements without parameters (a migration).
     func executeScript(_ sql: String, code: RelayStorageError.Code) throws(RelayStorageError) {
         guard let handle else { throw RelayStorageError(.closed, "database connection closed") }

@@ -277,16 +277,27 @@ public final class PostgresRelayStorage: RelayStorage {
         commits.enqueue(writes, completion: completion) { [self] in drain() }
     }
 
-    /// Commits everything queued so far in one transaction, appended to the change feed,
-    /// then runs the completions.
+    /// Commits everything queued so far in one transaction, appended to the change feed, in
+    /// one round trip (pipelined), then runs the completions.
     private func drain() {
         let pool = self.pool
         let nodeID = self.nodeID
         commits.commitPending { writes throws(RelayStorageError) in
+            var statements = PostgresStatements()
+            statements.add("BEGIN", [])
+            statements.add("SELECT pg_advisory_xact_lock(\(PostgresRelaySchema.feedLockKey))", [])
+            for op in writes { Self.add(op, to: &statements) }
+            statements.add(
+                "INSERT INTO relay_changes (node, ops) VALUES ($1, $2)",
+                [nodeID, StorageOpCoding.encode(writes)])
+            statements.add("NOTIFY \(PostgresChangeFeed.channel)", [])
+            statements.add("COMMIT", [])
             try pool.withConnection { connection throws(RelayStorageError) in
-                try Self.transaction(connection) { () throws(RelayStorageError) in
-                    for op in writes { try Self.apply(op, to: connection) }
-                    try Self.appendToFeed(writes, node: nodeID, connection)
+                do throws(RelayStorageError) {
+                    try connection.executePipelined(statements.list)
+                } catch {
+                    _ = try? connection.execute("ROLLBACK")
+                    throw error
                 }
             }
         }
@@ -382,16 +393,16 @@ public final class PostgresRelayStorage: RelayStorage {
         return NameplateReservation(grant: grant, position: Int64(position.text(0, 0) ?? "") ?? 0)
     }
 
-    private static func apply(_ op: StorageOp, to connection: PostgresConnection) throws(RelayStorageError) {
-        let c = EscapingWriter(connection)
+    /// The statements that make one write durable.
+    private static func add(_ op: StorageOp, to c: inout PostgresStatements) {
         switch op {
         case .putNameplate(let key, let mailbox):
-            try c.execute(
+            c.add(
                 "INSERT INTO nameplates (app_id, name, mailbox_id) VALUES ($1, $2, $3) "
                     + "ON CONFLICT (app_id, name) DO UPDATE SET mailbox_id = excluded.mailbox_id",
                 [key.app.rawValue, key.name.rawValue, mailbox.rawValue])
         case .putNameplateSide(let key, let side, let record):
-            try c.execute(
+            c.add(
                 "INSERT INTO nameplate_sides (app_id, name, side, claimed, added) VALUES ($1, $2, $3, $4, $5) "
                     + "ON CONFLICT (app_id, name, side) DO UPDATE SET claimed = excluded.claimed, "
                     + "added = excluded.added",
@@ -400,24 +411,24 @@ public final class PostgresRelayStorage: RelayStorage {
                     text(record.added),
                 ])
         case .deleteNameplate(let key):
-            try c.execute(
+            c.add(
                 "DELETE FROM nameplate_sides WHERE app_id = $1 AND name = $2",
                 [key.app.rawValue, key.name.rawValue])
-            try c.execute(
+            c.add(
                 "DELETE FROM nameplates WHERE app_id = $1 AND name = $2",
                 [key.app.rawValue, key.name.rawValue])
         case .putMailbox(let key, let forNameplate, let updated):
-            try c.execute(
+            c.add(
                 "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES ($1, $2, $3, $4) "
                     + "ON CONFLICT (app_id, id) DO UPDATE SET for_nameplate = excluded.for_nameplate, "
                     + "updated = excluded.updated",
                 [key.app.rawValue, key.id.rawValue, forNameplate ? "t" : "f", text(updated)])
         case .touchMailbox(let key, let updated):
-            try c.execute(
+            c.add(
                 "UPDATE mailboxes SET updated = $3 WHERE app_id = $1 AND id = $2",
                 [key.app.rawValue, key.id.rawValue, text(updated)])
         case .putMailboxSide(let key, let side, let record):
-            try c.execute(
+            c.add(
                 "INSERT INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood) "
                     + "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (app_id, mailbox_id, side) DO UPDATE SET "
                     + "opened = excluded.opened, added = excluded.added, mood = excluded.mood",
@@ -426,7 +437,7 @@ public final class PostgresRelayStorage: RelayStorage {
                     text(record.added), record.mood,
                 ])
         case .appendMessage(let key, let message):
-            try c.execute(
+            c.add(
                 "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
                     + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 [
@@ -436,18 +447,9 @@ public final class PostgresRelayStorage: RelayStorage {
                 ])
         case .deleteMailbox(let key):
             let parameters = [key.app.rawValue, key.id.rawValue]
-            try c.execute("DELETE FROM messages WHERE app_id = $1 AND mailbox_id = $2", parameters)
-            try c.execute("DELETE FROM mailbox_sides WHERE app_id = $1 AND mailbox_id = $2", parameters)
-            try c.execute("DELETE FROM mailboxes WHERE app_id = $1 AND id = $2", parameters)
-        }
-    }
-
-    /// Escapes every text parameter (see ``PostgresText``); times and flags are unaffected.
-    private struct EscapingWriter {
-        let connection: PostgresConnection
-        init(_ connection: PostgresConnection) { self.connection = connection }
-        func execute(_ sql: String, _ parameters: [String?]) throws(RelayStorageError) {
-            try connection.execute(sql, parameters.map { $0.map(PostgresText.encode) })
+            c.add("DELETE FROM messages WHERE app_id = $1 AND mailbox_id = $2", parameters)
+            c.add("DELETE FROM mailbox_sides WHERE app_id = $1 AND mailbox_id = $2", parameters)
+            c.add("DELETE FROM mailboxes WHERE app_id = $1 AND id = $2", parameters)
         }
     }
 
@@ -480,6 +482,15 @@ public final class PostgresRelayStorage: RelayStorage {
         queue.suspend()
         body()
         queue.resume()
+    }
+}
+
+/// Statements with their parameters, escaped (see ``PostgresText``), to run in one round trip.
+struct PostgresStatements {
+    private(set) var list: [(sql: String, parameters: [String?])] = []
+
+    mutating func add(_ sql: String, _ parameters: [String?]) {
+        list.append((sql, parameters.map { $0.map(PostgresText.encode) }))
     }
 }
 
