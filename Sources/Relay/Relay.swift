@@ -12,9 +12,9 @@
 ///   injected; no I/O.
 /// - `Storage/`: ``RelayStorage`` and its back-ends, ``SQLiteRelayStorage`` (one WAL file,
 ///   versioned schema, group commit on its own queue), ``PostgresRelayStorage`` (libpq, a
-///   bounded pool, versioned migrations, group commit; one serving node per database under a
-///   fenced advisory lock, standbys wait for it: `docs/deployment.md`) and
-///   ``InMemoryRelayStorage``.
+///   bounded pool, versioned migrations, pipelined group commit; any number of nodes serve
+///   from one database at once, following each other through a change feed, with nameplates
+///   created by the database: `docs/multi-node.md`) and ``InMemoryRelayStorage``.
 /// - `Service/`: ``RelayService`` owns a core and a storage and enforces "commit before the
 ///   reply that depends on it" while keeping each connection's frames in order; a frame waits
 ///   only for the writes it reveals, so one slow commit does not stall unrelated clients.

@@ -207,6 +207,16 @@ struct SharedStorageTests {
         #expect(eventually(timeout: 5) { stores.filter(\.isExpiryLeader).count == 1 })
         usleep(300_000)
         #expect(stores.filter(\.isExpiryLeader).count == 1)
+        // The operators' query from docs/deployment.md finds the leader's session.
+        let admin = try PostgresConnection(PostgresURL(cluster.url))
+        defer { admin.close() }
+        let sessions = try admin.execute(
+            """
+            SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+            WHERE l.locktype = 'advisory' AND l.granted
+              AND (l.classid::bigint << 32 | l.objid::bigint) = 7308604897068015224
+            """)
+        #expect(sessions.rowCount == 1)
         let leader = try #require(stores.firstIndex { $0.isExpiryLeader })
         stores[leader].close()
         let rest = stores.indices.filter { $0 != leader }.map { stores[$0] }

@@ -158,21 +158,25 @@ final class PostgresChangeFeed: @unchecked Sendable {
         do throws(RelayStorageError) {
             repeat {
                 guard var position = follower.appliedPosition else { return }
-                let pruned = try connection.execute("SELECT pruned_through FROM relay_feed", code: .read)
-                if position < Int64(pruned.text(0, 0) ?? "") ?? 0 {
-                    follower.feedFailed(RelayStorageError(.read, "fell behind the change feed; reloading"))
-                    return
-                }
                 while true {
+                    // One round trip: how far the feed was pruned, and the entries after us.
                     let rows = try connection.execute(
-                        "SELECT seq, node, ops FROM relay_changes WHERE seq > $1 ORDER BY seq LIMIT 500",
-                        [String(position)], code: .read)
-                    guard rows.rowCount > 0 else { break }
+                        """
+                        SELECT f.pruned_through, c.seq, c.node, c.ops FROM relay_feed f LEFT JOIN LATERAL (
+                            SELECT seq, node, ops FROM relay_changes WHERE seq > $1 ORDER BY seq LIMIT 500
+                        ) c ON true
+                        """, [String(position)], code: .read)
+                    if position < Int64(rows.text(0, 0) ?? "") ?? 0 {
+                        follower.feedFailed(
+                            RelayStorageError(.read, "fell behind the change feed; reloading"))
+                        return
+                    }
+                    guard rows.text(0, 1) != nil else { break }
                     var changes: [(position: Int64, ops: [StorageOp])] = []
                     for r in 0..<rows.rowCount {
-                        position = Int64(rows.text(r, 0) ?? "") ?? position
-                        guard rows.text(r, 1) != nodeID else { continue }
-                        guard let ops = StorageOpCoding.decode(PostgresText.decode(rows.text(r, 2) ?? ""))
+                        position = Int64(rows.text(r, 1) ?? "") ?? position
+                        guard rows.text(r, 2) != nodeID else { continue }
+                        guard let ops = StorageOpCoding.decode(PostgresText.decode(rows.text(r, 3) ?? ""))
                         else {
                             follower.feedFailed(
                                 RelayStorageError(.read, "a change feed entry this relay cannot read"))

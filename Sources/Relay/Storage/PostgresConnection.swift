@@ -166,12 +166,12 @@ final class PostgresConnection {
     }
 
     /// Runs `statements` in one round trip (libpq pipeline mode); after the first failure the
-    /// rest are skipped by the server and that failure is thrown. Results are discarded.
+    /// rest are skipped by the server and that failure is thrown. Returns the rows of the last
+    /// statement that returned any.
+    @discardableResult
     func executePipelined(
         _ statements: [(sql: String, parameters: [String?])], code: RelayStorageError.Code = .write
-    )
-        throws(RelayStorageError)
-    {
+    ) throws(RelayStorageError) -> PostgresResult? {
         guard let handle else { throw RelayStorageError(.closed, "database connection closed") }
         guard PQenterPipelineMode(handle) == 1 else {
             throw RelayStorageError(code, Self.message(PQerrorMessage(handle)))
@@ -197,6 +197,7 @@ final class PostgresConnection {
             close()
             throw RelayStorageError(code, message)
         }
+        var rows: PostgresResult?
         while true {
             guard let result = PQgetResult(handle) else {
                 // Between one statement's results and the next; a broken connection says so.
@@ -211,11 +212,16 @@ final class PostgresConnection {
             if status == PGRES_FATAL_ERROR, failure == nil {
                 failure = Self.message(PQresultErrorMessage(result))
             }
-            PQclear(result)
+            if status == PGRES_TUPLES_OK {
+                rows = PostgresResult(result)
+            } else {
+                PQclear(result)
+            }
             if status == PGRES_PIPELINE_SYNC { break }
         }
         _ = PQexitPipelineMode(handle)
         if let failure { throw RelayStorageError(code, failure) }
+        return rows
     }
 
     /// Runs several statements without parameters (a migration).

@@ -284,49 +284,34 @@ public final class PostgresRelayStorage: RelayStorage {
         let nodeID = self.nodeID
         commits.commitPending { writes throws(RelayStorageError) in
             var statements = PostgresStatements()
-            statements.add("BEGIN", [])
-            statements.add("SELECT pg_advisory_xact_lock(\(PostgresRelaySchema.feedLockKey))", [])
             for op in writes { Self.add(op, to: &statements) }
             statements.add(
                 "INSERT INTO relay_changes (node, ops) VALUES ($1, $2)",
                 [nodeID, StorageOpCoding.encode(writes)])
             statements.add("NOTIFY \(PostgresChangeFeed.channel)", [])
-            statements.add("COMMIT", [])
             try pool.withConnection { connection throws(RelayStorageError) in
-                do throws(RelayStorageError) {
-                    try connection.executePipelined(statements.list)
-                } catch {
-                    _ = try? connection.execute("ROLLBACK")
-                    throw error
-                }
+                try Self.runInFeedTransaction(statements, connection)
             }
         }
     }
 
-    /// Runs `body` in a transaction holding the feed lock, so this commit's feed position is
-    /// visible only after every earlier one's.
-    private static func transaction<T>(
-        _ connection: PostgresConnection, _ body: () throws(RelayStorageError) -> T
-    ) throws(RelayStorageError) -> T {
-        try connection.execute("BEGIN")
+    /// Runs `body` in one round trip, in a transaction holding the feed lock (so its feed
+    /// position becomes visible only after every earlier one's); rolls back on failure.
+    @discardableResult
+    private static func runInFeedTransaction(_ body: PostgresStatements, _ connection: PostgresConnection)
+        throws(RelayStorageError) -> PostgresResult?
+    {
+        var statements = PostgresStatements()
+        statements.add("BEGIN", [])
+        statements.add("SELECT pg_advisory_xact_lock(\(PostgresRelaySchema.feedLockKey))", [])
+        statements.append(body)
+        statements.add("COMMIT", [])
         do throws(RelayStorageError) {
-            try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresRelaySchema.feedLockKey))")
-            let value = try body()
-            try connection.execute("COMMIT")
-            return value
+            return try connection.executePipelined(statements.list)
         } catch {
             _ = try? connection.execute("ROLLBACK")
             throw error
         }
-    }
-
-    private static func appendToFeed(_ ops: [StorageOp], node: String, _ connection: PostgresConnection)
-        throws(RelayStorageError)
-    {
-        try connection.execute(
-            "INSERT INTO relay_changes (node, ops) VALUES ($1, $2)",
-            [node, PostgresText.encode(StorageOpCoding.encode(ops))])
-        try connection.execute("NOTIFY \(PostgresChangeFeed.channel)")
     }
 
     // MARK: - Nameplates
@@ -342,9 +327,7 @@ public final class PostgresRelayStorage: RelayStorage {
             let result: Result<NameplateReservation, RelayStorageError>
             do throws(RelayStorageError) {
                 let reservation = try pool.withConnection { connection throws(RelayStorageError) in
-                    try Self.transaction(connection) { () throws(RelayStorageError) in
-                        try Self.reserve(request, node: nodeID, connection)
-                    }
+                    try Self.reserve(request, node: nodeID, connection)
                 }
                 result = .success(reservation)
             } catch {
@@ -356,31 +339,51 @@ public final class PostgresRelayStorage: RelayStorage {
         }
     }
 
-    /// In the feed-locked transaction: the first free candidate is created (an allocation),
-    /// or the one name is created or found (a claim). The unique key on `nameplates` is the
-    /// last word even so.
+    /// One round trip, in a transaction holding the feed lock: the first free candidate is
+    /// created (an allocation) or the one name is created or found (a claim), a creation is
+    /// appended to the feed (and notified), and the feed position is read. The unique key on
+    /// `nameplates` is the last word even so.
     private static func reserve(_ request: NameplateRequest, node: String, _ connection: PostgresConnection)
         throws(RelayStorageError) -> NameplateReservation
     {
-        let app = PostgresText.encode(request.app.rawValue)
-        let names = "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}"
-        let inserted = try connection.execute(
+        // The feed entry's JSON around the name the database picks (names are digits).
+        let placeholder = Nameplate(trusted: "\u{1}")
+        let entry = StorageOpCoding.encode([
+            .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
+        ])
+        let around = entry.components(separatedBy: "\\u0001")
+        guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
+        var statements = PostgresStatements()
+        statements.add(
             """
-            INSERT INTO nameplates (app_id, name, mailbox_id)
-            SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
-            WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
-            ORDER BY o LIMIT 1
-            ON CONFLICT DO NOTHING RETURNING name
-            """, [app, names, PostgresText.encode(request.mailbox.rawValue)])
-        var grant: NameplateGrant
-        if let name = inserted.text(0, 0) {
-            let key = NameplateKey(app: request.app, name: Nameplate(trusted: name))
-            grant = NameplateGrant(app: request.app, name: key.name, mailbox: request.mailbox, created: true)
-            try appendToFeed([.putNameplate(key, mailbox: request.mailbox)], node: node, connection)
+            WITH made AS (
+                INSERT INTO nameplates (app_id, name, mailbox_id)
+                SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
+                WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
+                ORDER BY o LIMIT 1
+                ON CONFLICT DO NOTHING RETURNING name),
+            logged AS (
+                INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made RETURNING seq)
+            SELECT (SELECT name FROM made),
+                (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7),
+                GREATEST((SELECT max(seq) FROM logged), (SELECT coalesce(max(seq), 0) FROM relay_changes)),
+                (SELECT count(pg_notify('\(PostgresChangeFeed.channel)', '')) FROM logged)
+            """,
+            [
+                request.app.rawValue, "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
+                request.mailbox.rawValue, node, around[0], around[1],
+                request.isAllocation ? nil : request.candidates.first?.rawValue,
+            ])
+        let rows = try runInFeedTransaction(statements, connection)
+        guard let rows, let position = Int64(rows.text(0, 2) ?? "") else {
+            throw RelayStorageError(.write, "no answer for a nameplate")
+        }
+        let grant: NameplateGrant
+        if let name = rows.text(0, 0) {
+            grant = NameplateGrant(
+                app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
         } else if !request.isAllocation, let name = request.candidates.first {
-            let existing = try connection.execute(
-                "SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $2", [app, name.rawValue])
-            guard let mailbox = existing.text(0, 0) else {
+            guard let mailbox = rows.text(0, 1) else {
                 throw RelayStorageError(.write, "nameplate neither created nor found")
             }
             grant = NameplateGrant(
@@ -389,8 +392,7 @@ public final class PostgresRelayStorage: RelayStorage {
         } else {
             grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
         }
-        let position = try connection.execute("SELECT coalesce(max(seq), 0) FROM relay_changes")
-        return NameplateReservation(grant: grant, position: Int64(position.text(0, 0) ?? "") ?? 0)
+        return NameplateReservation(grant: grant, position: position)
     }
 
     /// The statements that make one write durable.
@@ -492,6 +494,8 @@ struct PostgresStatements {
     mutating func add(_ sql: String, _ parameters: [String?]) {
         list.append((sql, parameters.map { $0.map(PostgresText.encode) }))
     }
+
+    mutating func append(_ other: PostgresStatements) { list += other.list }
 }
 
 /// PostgreSQL `text` cannot hold NUL, which JSON strings from clients may contain (`"\u0000"`).
