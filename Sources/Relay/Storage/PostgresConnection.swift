@@ -46,6 +46,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 /// to one borrower at a time).
 final class PostgresConnection {
     private var handle: OpaquePointer?
+    /// Statements prepared on this session by ``executePipelined(_:code:)``, by their SQL.
+    private var prepared: [String: String] = [:]
 
     /// Defaults that keep a dead or unreachable database from hanging the storage thread:
     /// give up connecting after 5 s, and notice a silent peer through TCP keepalives (about
@@ -85,6 +87,7 @@ final class PostgresConnection {
     func close() {
         if let handle { PQfinish(handle) }
         handle = nil
+        prepared = [:]
     }
 
     /// The value of one connection option in effect (for tests).
@@ -178,12 +181,24 @@ final class PostgresConnection {
         }
         var failure: String?
         for (sql, parameters) in statements {
+            // Prepared once per session: the server parses and plans each statement only once.
+            let name: String
+            if let known = prepared[sql] {
+                name = known
+            } else {
+                name = "eleven_\(prepared.count)"
+                guard PQsendPrepare(handle, name, sql, Int32(parameters.count), nil) == 1 else {
+                    failure = Self.message(PQerrorMessage(handle))
+                    break
+                }
+                prepared[sql] = name
+            }
             let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.flatMap { strdup($0) } }
             defer { for copy in copies { free(copy) } }
             let sent = copies.withUnsafeBufferPointer { buffer in
                 buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-                    PQsendQueryParams(
-                        handle, sql, Int32(parameters.count), nil, values.baseAddress, nil, nil, 0)
+                    PQsendQueryPrepared(
+                        handle, name, Int32(parameters.count), values.baseAddress, nil, nil, 0)
                 }
             }
             if sent != 1 {
@@ -220,7 +235,12 @@ final class PostgresConnection {
             if status == PGRES_PIPELINE_SYNC { break }
         }
         _ = PQexitPipelineMode(handle)
-        if let failure { throw RelayStorageError(code, failure) }
+        if let failure {
+            // Which statements the server prepared before the failure is unknown: this session
+            // is not reused (the pool opens a fresh one).
+            close()
+            throw RelayStorageError(code, failure)
+        }
         return rows
     }
 
