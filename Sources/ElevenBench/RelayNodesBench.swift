@@ -144,6 +144,12 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
                 row.name.padding(toLength: 22, withPad: " ", startingAt: 0), r.rate, r.p50 * 1000,
                 r.p99 * 1000, r.pairs, r.errors.values.reduce(0, +), row.cpu, ratio))
     }
+    for row in rows {
+        guard let errors = row.result?.errors, !errors.isEmpty else { continue }
+        print(
+            "errors, \(row.name): "
+                + errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    }
     let one = rows.first { $0.name == "1 node, PostgreSQL" }?.result?.rate ?? 0
     let two = rows.first { $0.name == "2 nodes, PostgreSQL" }?.result?.rate ?? 0
     if one > 0, two > 0 {

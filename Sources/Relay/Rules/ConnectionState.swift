@@ -23,6 +23,8 @@ struct ConnectionState: Sendable {
     /// Multi-node: the `allocate` or `claim` waiting for the shared store; frames arriving
     /// meanwhile wait in ``deferred`` and are handled, in order, once it is answered.
     var awaiting: AwaitedNameplate?
+    /// Multi-node: the nameplate the store gave this connection's `allocate`.
+    var allocatedNameplate: Nameplate?
     var deferred: [[UInt8]] = []
 
     init(id: ConnectionID, address: ClientAddress?) {

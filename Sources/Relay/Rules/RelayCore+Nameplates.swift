@@ -60,8 +60,10 @@ extension RelayCore {
         if state.nameplates[key] == nil, let problem = nameplateLimitProblem(connection) {
             return .failure(problem)
         }
-        if isShared, state.nameplates[key] == nil {
-            // Another node may have made it a moment ago: the store decides where it leads.
+        if isShared, connection.allocatedNameplate != name {
+            // Another node may have made, deleted or remade it a moment ago, and this node's
+            // copy may not show it yet: the store says where it leads, and the answer waits
+            // until this node has caught up with the store.
             requestNameplate([name], app: app, isAllocation: false, connection: id, orig: orig)
             return .success(())
         }

@@ -7,9 +7,11 @@
 ///
 /// - A nameplate is created only by the store (``RelayRequest``), in one transaction with a
 ///   unique key, so two nodes never hand out the same name or lead one name to two mailboxes.
-///   The connection's later frames wait until the answer comes back, and the answer is
-///   delivered only after the feed has been applied up to it, so the node then knows the
-///   nameplate's sides and mailbox as the store does.
+///   Every `claim` asks the store too (except a connection's claim of the name it was just
+///   allocated): a name may have been released and reused on another node a moment ago. The
+///   connection's later frames wait until the answer comes back, and the answer is delivered
+///   only after the feed has been applied up to it, so the node then knows the nameplate's
+///   sides and mailbox as the store does.
 /// - Messages are appended, never rewritten, so delivering another node's message to this
 ///   node's subscribers when the feed brings it is all a cross-node exchange needs.
 ///
@@ -68,6 +70,7 @@ extension RelayCore {
         case .success(let mailbox):
             if awaited.isAllocation {
                 connections[id]?.didAllocate = true
+                connections[id]?.allocatedNameplate = name
                 metrics.nameplatesAllocated += 1
                 send(.allocated(name), to: id)
             } else {
