@@ -504,10 +504,12 @@ private struct PairFailure: Error {
 
 private func nowNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-/// Pairs in a closed loop. With `peerURL`, every pair's two sides use different relays (half
-/// the pairs start on each).
+/// Pairs in a closed loop. With `peerURL`, half the workers use the other relay: both sides
+/// of their pairs there (`acrossRelays` false), or side A there and side B on `url` (true:
+/// every pair's sides on different relays).
 func runPairs(
-    url: String, peerURL: String? = nil, concurrency: Int, seconds: Double, maxPairs: Int, loops: [EventLoop]
+    url: String, peerURL: String? = nil, acrossRelays: Bool = false, concurrency: Int, seconds: Double,
+    maxPairs: Int, loops: [EventLoop]
 ) -> PairsResult {
     let start = nowNanos()
     let collector = PairCollector(deadline: start + UInt64(seconds * 1e9), maxPairs: maxPairs)
@@ -520,7 +522,11 @@ func runPairs(
                 group.leave()
                 return
             }
-            let urls = worker % 2 == 0 ? (url, peerURL ?? url) : (peerURL ?? url, url)
+            let other = peerURL ?? url
+            let urls =
+                acrossRelays
+                ? (worker % 2 == 0 ? (url, other) : (other, url))
+                : (worker % 2 == 0 ? (url, url) : (other, other))
             Pair(url: urls.0, peerURL: urls.1, loop: loop) { outcome in
                 collector.record(outcome)
                 next()

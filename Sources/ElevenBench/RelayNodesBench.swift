@@ -4,8 +4,9 @@ import TestSupport
 
 // `eleven-bench relay --nodes`: the relay's storage set-ups side by side, with the same load
 // generator and workload as `eleven-bench relay` (see RelayBench.swift): one node on SQLite,
-// one node on PostgreSQL, two nodes on one PostgreSQL with every pair's sides on different
-// nodes, and the reference mailbox server as the same-run yardstick.
+// one node on PostgreSQL, two nodes on one PostgreSQL (half the pairs on each node; then every
+// pair's two sides on different nodes), and the reference mailbox server as the same-run
+// yardstick.
 //
 // PostgreSQL is a throw-away cluster on a loopback port (TestSupport.PostgresCluster: fsync
 // off), so SQLite runs with `--sync normal` (no fsync per commit either) to compare like with
@@ -83,7 +84,7 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
     }
     var rows: [Row] = []
     /// Warms up, measures, stops the servers.
-    func measure(_ name: String, _ servers: [BenchServer?], split: Bool = false) {
+    func measure(_ name: String, _ servers: [BenchServer?], across: Bool = false) {
         let started = servers.compactMap { $0 }
         defer { for server in started { server.stop() } }
         guard started.count == servers.count, let first = started.first else {
@@ -91,11 +92,14 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
             rows.append(Row(name: name, result: nil, cpu: 0))
             return
         }
-        let peer = split ? started.last?.url : nil
-        _ = runPairs(url: first.url, peerURL: peer, concurrency: 2, seconds: 10, maxPairs: 4, loops: loops)
+        let peer = started.count > 1 ? started.last?.url : nil
+        _ = runPairs(
+            url: first.url, peerURL: peer, acrossRelays: across, concurrency: 2, seconds: 10, maxPairs: 4,
+            loops: loops)
         let cpu0 = started.reduce(0) { $0 + processCPUSeconds($1.pid) }
         let result = runPairs(
-            url: first.url, peerURL: peer, concurrency: concurrency, seconds: seconds, maxPairs: 1_000_000,
+            url: first.url, peerURL: peer, acrossRelays: across, concurrency: concurrency, seconds: seconds,
+            maxPairs: 1_000_000,
             loops: loops)
         let cpu = started.reduce(0) { $0 + processCPUSeconds($1.pid) } - cpu0
         rows.append(Row(name: name, result: result, cpu: cpu))
@@ -106,13 +110,15 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
     )
     print("workload: as `eleven-bench relay` (pairs: allocate/claim/open, pake, version, 0, release, close);")
     print(
-        "          \(concurrency) pairs in flight, \(seconds) s per set-up; two nodes: each pair's sides on different nodes"
+        "          \(concurrency) pairs in flight, \(seconds) s per set-up; two nodes: half the pairs on each"
     )
+    print("          (pairs split), or every pair's two sides on different nodes (sides split)")
     let sqlite = workDir.appendingPathComponent("relay.sqlite").path
     measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
     let postgres = ["--db", workDir.appendingPathComponent("unused.sqlite").path, "--postgres", cluster.url]
     measure("1 node, PostgreSQL", [relay(postgres)])
-    measure("2 nodes, PostgreSQL", [relay(postgres), relay(postgres)], split: true)
+    measure("2 nodes, pairs split", [relay(postgres), relay(postgres)])
+    measure("2 nodes, sides split", [relay(postgres), relay(postgres)], across: true)
     if withReference {
         let twist = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("twist")
             .path
@@ -151,11 +157,11 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
                 + errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
     }
     let one = rows.first { $0.name == "1 node, PostgreSQL" }?.result?.rate ?? 0
-    let two = rows.first { $0.name == "2 nodes, PostgreSQL" }?.result?.rate ?? 0
+    let two = rows.first { $0.name == "2 nodes, pairs split" }?.result?.rate ?? 0
     if one > 0, two > 0 {
         print(
             String(
-                format: "\ntwo PostgreSQL nodes / one: %.2fx %@", two / one,
+                format: "\ntwo PostgreSQL nodes (pairs split) / one: %.2fx %@", two / one,
                 two > one ? "(more)" : "(NOT more)"))
     }
     return 0

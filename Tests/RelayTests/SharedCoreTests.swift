@@ -19,7 +19,11 @@ struct SharedCoreTests {
         let request = try Self.request(one)
         #expect(request.connection == ConnectionID(1) && request.nameplate.isAllocation)
         #expect(Set(request.nameplate.candidates.prefix(9)) == Set((1..<10).map { Nameplate(number: $0) }))
-        #expect(request.nameplate.candidates.count == 32)
+        #expect(request.nameplate.candidates.count == 9 + 32 + 32 + 16, "short ones first, then longer")
+        let lengths = request.nameplate.candidates.map(\.rawValue.count)
+        #expect(
+            Array(lengths.prefix(73)) == lengths.prefix(73).sorted()
+                && lengths.dropFirst(73).allSatisfy { $0 >= 4 })
         // Frames sent meanwhile wait, in order.
         #expect(one.send(1, ["type": "claim", "nameplate": "4"]).isEmpty)
         #expect(one.send(1, ["type": "ping", "ping": .number(JSONNumber(9))]).isEmpty)
