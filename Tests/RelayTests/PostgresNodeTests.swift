@@ -191,6 +191,44 @@ struct PostgresNodeTests {
         }
     }
 
+    /// Claims `name` on `url` as `side`; the mailbox, or the error text.
+    static func claim(_ url: String, _ name: String, side: String) throws -> (WireClient, String) {
+        let client = try WireClient.bound(url, app: app, side: side)
+        try client.send(["type": "claim", "nameplate": name])
+        let reply = try client.nextReply()
+        return (client, reply["mailbox"] as? String ?? "error: \(reply["error"] ?? reply)")
+    }
+
+    @Test(
+        "a nameplate released on two nodes is reused at once on the other nodes: a new mailbox, never the old one"
+    )
+    func nameReuseAcrossNodes() async throws {
+        try await TestSupport.offPool {
+            let nodes = try RelayNodes(count: 2)
+            for round in 0..<12 {
+                let name = "\(300 + round)"
+                let (a, first) = try Self.claim(nodes[0].url, name, side: "a\(round)")
+                let (b, same) = try Self.claim(nodes[1].url, name, side: "b\(round)")
+                #expect(first == same)
+                // The two sides finish on their own nodes, one just after the other.
+                for client in [a, b] {
+                    try client.send(["type": "release", "nameplate": name])
+                    _ = try client.next(type: "released")
+                    try client.send(["type": "close", "mailbox": first, "mood": "happy"])
+                    _ = try client.next(type: "closed")
+                    client.close()
+                }
+                if round % 4 == 3 { usleep(1_200_000) }  // now and then, after the expiry leader's sweep
+                let (c, next) = try Self.claim(nodes[1].url, name, side: "c\(round)")
+                let (d, nextToo) = try Self.claim(nodes[0].url, name, side: "d\(round)")
+                #expect(next == nextToo, "round \(round)")
+                #expect(next != first && !next.hasPrefix("error"), "round \(round): \(next)")
+                c.close()
+                d.close()
+            }
+        }
+    }
+
     @Test(
         "kill -9 a node mid-exchange: its client reconnects to another node and finishes; nothing acknowledged is lost"
     )

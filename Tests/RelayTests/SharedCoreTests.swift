@@ -107,6 +107,31 @@ struct SharedCoreTests {
     }
 }
 
+extension SharedCoreTests {
+    @Test("the expiry leader deletes what sides released and closed on different nodes at once")
+    func leaderSweep() {
+        let key = NameplateKey(app: AppID(testApp), name: Nameplate(number: 8))
+        let mailbox = MailboxKey(app: AppID(testApp), id: "m8")
+        let at = RelayInstant(secondsSince1970: startTime)
+        var snapshot = RelaySnapshot()
+        snapshot.apply([
+            .putNameplate(key, mailbox: "m8"),
+            .putNameplateSide(key, "a", NameplateSideRecord(claimed: false, added: at)),
+            .putNameplateSide(key, "b", NameplateSideRecord(claimed: false, added: at)),
+            .putMailbox(mailbox, forNameplate: true, updated: at),
+            .putMailboxSide(mailbox, "a", MailboxSideRecord(opened: false, added: at)),
+            .putMailboxSide(mailbox, "b", MailboxSideRecord(opened: false, added: at)),
+        ])
+        var follower = CoreHarness(snapshot: snapshot, shared: true)
+        follower.core.expiresMailboxes = false
+        #expect(follower.tick(after: 1).writes.isEmpty, "only the leader sweeps")
+        var leader = CoreHarness(snapshot: snapshot, shared: true)
+        let out = leader.tick(after: 1)
+        #expect(out.writes.contains(.deleteNameplate(key)) && out.writes.contains(.deleteMailbox(mailbox)))
+        #expect(leader.core.state == .empty)
+    }
+}
+
 extension RelaySnapshot {
     /// Every row of this state as writes (for replaying one core's state into another).
     var diffOps: [StorageOp] {

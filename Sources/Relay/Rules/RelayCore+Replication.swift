@@ -108,9 +108,17 @@ extension RelayCore {
         }
     }
 
-    /// Two sides closing at the same moment on two nodes may each still see the other open,
-    /// so neither deletes the mailbox; the expiry leader, which sees both closes, does.
+    /// Two sides closing (or releasing) at the same moment on two nodes may each still see the
+    /// other open, so neither deletes the mailbox (or nameplate); the expiry leader, which sees
+    /// both, does.
     mutating func retireMailboxesClosedOnSeveralNodes() {
+        var released: [NameplateKey] = []
+        for (key, nameplate) in state.nameplates
+        where !nameplate.sides.isEmpty && !nameplate.sides.values.contains(where: \.claimed) {
+            released.append(key)
+        }
+        released.sort { ($0.app.rawValue, $0.name.rawValue) < ($1.app.rawValue, $1.name.rawValue) }
+        for key in released { retireNameplate(key, pruned: false) }
         var closed: [MailboxKey] = []
         // As on one node, the last close deletes the mailbox even if a connection of a closed
         // side still listens.
