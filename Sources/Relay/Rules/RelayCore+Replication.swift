@@ -112,23 +112,24 @@ extension RelayCore {
     /// other open, so neither deletes the mailbox (or nameplate); the expiry leader, which sees
     /// both, does.
     mutating func retireMailboxesClosedOnSeveralNodes() {
-        var released: [NameplateKey] = []
-        for (key, nameplate) in state.nameplates
-        where !nameplate.sides.isEmpty && !nameplate.sides.values.contains(where: \.claimed) {
-            released.append(key)
+        // Sorted, so the writes are reproducible.
+        let released = state.nameplates.filter { Self.allDone($0.value.sides.values.map(\.claimed)) }.keys
+        for key in released.sorted(by: {
+            ($0.app.rawValue, $0.name.rawValue) < ($1.app.rawValue, $1.name.rawValue)
+        }) {
+            retireNameplate(key, pruned: false)
         }
-        released.sort { ($0.app.rawValue, $0.name.rawValue) < ($1.app.rawValue, $1.name.rawValue) }
-        for key in released { retireNameplate(key, pruned: false) }
-        var closed: [MailboxKey] = []
         // As on one node, the last close deletes the mailbox even if a connection of a closed
         // side still listens.
-        for (key, mailbox) in state.mailboxes
-        where !mailbox.sides.isEmpty && !mailbox.sides.values.contains(where: \.opened) {
-            closed.append(key)
+        let closed = state.mailboxes.filter { Self.allDone($0.value.sides.values.map(\.opened)) }.keys
+        for key in closed.sorted(by: { ($0.app.rawValue, $0.id.rawValue) < ($1.app.rawValue, $1.id.rawValue) }
+        ) {
+            retireMailbox(key, pruned: false)
         }
-        closed.sort { ($0.app.rawValue, $0.id.rawValue) < ($1.app.rawValue, $1.id.rawValue) }
-        for key in closed { retireMailbox(key, pruned: false) }
     }
+
+    /// Some sides, and none still claiming (or with the mailbox open).
+    private static func allDone(_ active: [Bool]) -> Bool { !active.isEmpty && !active.contains(true) }
 
     /// Multi-node: a mailbox someone waits on here must not look idle to the node that runs
     /// expiry, so it is touched (and the touch replicated) well before its idle time is up.
