@@ -34,8 +34,9 @@
 ///      frames; the reference accepts those too),
 ///    - `relay.connectionClosed(id:)` when the connection ends, whoever closed it.
 /// 3. Implement ``RelayConnectionSink``: `send(text:to:)` writes one text frame,
-///    `close(_:)` closes after pending frames, `storageFailed(_:)` stops the process. The sink
-///    is called from the caller's thread or the storage thread, in order; hop to the
+///    `close(_:)` closes after pending frames, `storageFailed(_:)` and `storageRecovered()`
+///    report an outage (the service answers with errors meanwhile and reloads by itself). The
+///    sink is called from the caller's thread or the storage thread, in order; hop to the
 ///    connection's loop and never block.
 /// 4. Call `relay.tick()` every `config.expiry.checkIntervalSeconds`.
 /// 5. WebSocket ping/pong keep-alives, frame-size caps (at least
