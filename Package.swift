@@ -50,7 +50,9 @@ let package = Package(
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
         .executableTarget(
             name: "ElevenBench",
-            dependencies: ["PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore"]),
+            dependencies: [
+                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore", "TestSupport",
+            ]),
 
         // Helpers shared by the test targets (process control, free ports, the Python venv).
         .target(name: "TestSupport", path: "Tests/TestSupport"),

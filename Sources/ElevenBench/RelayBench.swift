@@ -35,10 +35,12 @@ private let relayUsage = """
                            reference's SQLite default does)
       --no-reference       measure only our relay
       --quick              1 s per level, 2,000 / 500 idle connections
+      --nodes ...          one node on SQLite, one and two on PostgreSQL (`--nodes --help`)
     """
 
 func runRelayBench(_ arguments: [String]) -> Int32 {
     if arguments.first == "--serve" { return serveRelay(Array(arguments.dropFirst())) }
+    if arguments.first == "--nodes" { return runRelayNodesBench(Array(arguments.dropFirst())) }
     if arguments.contains("--help") || arguments.contains("-h") {
         print(relayUsage)
         return 0
@@ -224,7 +226,7 @@ private func referenceSeconds(_ concurrency: Int) -> Double { concurrency >= 100
 // MARK: - Servers
 
 /// A server process started by the bench, stopped by its pid.
-private final class BenchServer {
+final class BenchServer {
     let process: Process
     let url: String
     var pid: Int32 { process.processIdentifier }
@@ -332,12 +334,12 @@ private func serveRelay(_ arguments: [String]) -> Int32 {
     return 1
 }
 
-private func defaultInteropPython() -> String {
+func defaultInteropPython() -> String {
     if let p = ProcessInfo.processInfo.environment["ELEVEN_TEST_PYTHON"], !p.isEmpty { return p }
     return FileManager.default.currentDirectoryPath + "/.venv-test/bin/python"
 }
 
-private func raiseOpenFileLimit() -> Int {
+func raiseOpenFileLimit() -> Int {
     var limit = rlimit()
     getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     if limit.rlim_cur < limit.rlim_max {
@@ -387,7 +389,7 @@ private func residentKiB(_ pid: Int32) -> Int {
     return 0
 }
 
-private func processCPUSeconds(_ pid: Int32) -> Double {
+func processCPUSeconds(_ pid: Int32) -> Double {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
         let close = text.lastIndex(of: ")")
     else { return 0 }
@@ -456,7 +458,7 @@ private let ackCompact = Array(#"{"type":"ack""#.utf8)
 private let ackSpaced = Array(#"{"type": "ack""#.utf8)
 private let benchPhases = ["version", "0"]
 
-private struct PairsResult {
+struct PairsResult {
     var rate: Double
     var p50: Double
     var p99: Double
@@ -502,9 +504,13 @@ private struct PairFailure: Error {
 
 private func nowNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-private func runPairs(url: String, concurrency: Int, seconds: Double, maxPairs: Int, loops: [EventLoop])
-    -> PairsResult
-{
+/// Pairs in a closed loop. With `peerURL`, half the workers use the other relay: both sides
+/// of their pairs there (`acrossRelays` false), or side A there and side B on `url` (true:
+/// every pair's sides on different relays).
+func runPairs(
+    url: String, peerURL: String? = nil, acrossRelays: Bool = false, concurrency: Int, seconds: Double,
+    maxPairs: Int, loops: [EventLoop]
+) -> PairsResult {
     let start = nowNanos()
     let collector = PairCollector(deadline: start + UInt64(seconds * 1e9), maxPairs: maxPairs)
     let group = DispatchGroup()
@@ -516,7 +522,12 @@ private func runPairs(url: String, concurrency: Int, seconds: Double, maxPairs: 
                 group.leave()
                 return
             }
-            Pair(url: url, loop: loop) { outcome in
+            let other = peerURL ?? url
+            let urls =
+                acrossRelays
+                ? (worker % 2 == 0 ? (url, other) : (other, url))
+                : (worker % 2 == 0 ? (url, url) : (other, other))
+            Pair(url: urls.0, peerURL: urls.1, loop: loop) { outcome in
                 collector.record(outcome)
                 next()
             }.start()
@@ -568,6 +579,8 @@ private final class Pair: @unchecked Sendable {
     }
 
     let url: String
+    /// Where side B connects.
+    let peerURL: String
     let loop: EventLoop
     let done: (Result<Double, PairFailure>) -> Void
     let a = Side(name: "A")
@@ -578,8 +591,12 @@ private final class Pair: @unchecked Sendable {
     var finished = false
     var timer: LoopTimer?
 
-    init(url: String, loop: EventLoop, done: @escaping (Result<Double, PairFailure>) -> Void) {
+    init(
+        url: String, peerURL: String? = nil, loop: EventLoop,
+        done: @escaping (Result<Double, PairFailure>) -> Void
+    ) {
         self.url = url
+        self.peerURL = peerURL ?? url
         self.loop = loop
         self.done = done
     }
@@ -593,8 +610,9 @@ private final class Pair: @unchecked Sendable {
     private func connect(_ side: Side) {
         var options = WebSocketOptions()
         options.pingInterval = .seconds(600)
-        WebSocketClient.connect(url: url, options: options, timeout: .seconds(10), loop: loop) {
-            [self] result in
+        WebSocketClient.connect(
+            url: side === a ? url : peerURL, options: options, timeout: .seconds(10), loop: loop
+        ) { [self] result in
             switch result {
             case .failure(let error):
                 finish(.failure(PairFailure(kind: "connect:\(error.code.rawValue)")))

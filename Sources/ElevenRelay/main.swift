@@ -21,14 +21,11 @@ let spec = CommandSpec(
             "postgres", value: "URL",
             help:
                 "PostgreSQL instead of SQLite: a libpq URI postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...] "
-                + "or key=value string (the password is never logged)",
+                + "or key=value string (the password is never logged); every node on one database serves",
             environment: "ELEVEN_RELAY_POSTGRES"),
         OptionSpec(
             "postgres-pool", value: "N", help: "PostgreSQL connections this node may open",
             environment: "ELEVEN_RELAY_POSTGRES_POOL", default: "4"),
-        OptionSpec(
-            "postgres-standby",
-            help: "if another relay serves from the --postgres database, wait and take over when it is gone"),
         OptionSpec(
             "sync", value: "full|normal",
             help: "fsync policy: full survives power loss, normal survives a crash of the process",
@@ -104,6 +101,8 @@ let spec = CommandSpec(
         "eleven-relay listening on ws://HOST:PORT/v1" per address when ready; logs are JSON lines
         on standard error and never contain message bodies, codes or keys.
         SIGHUP reloads the TLS files; SIGTERM closes connections (1001), commits and exits 0.
+        If the database becomes unreachable the relay closes its connections, answers with
+        errors (and /healthz with 503) and resumes by itself once the database is back.
         Durations: 90s, 15m, 2h, 3d. Repeatable options take comma-separated lists from the
         environment.
         """)
@@ -241,7 +240,6 @@ runProgram(name: "eleven-relay", json: false) {
     let parsed = try spec.parse(Array(CommandLine.arguments.dropFirst()))
     var configured = try configuration(parsed)
     var storage: (any RelayStorage)?
-    var postgres: PostgresRelayStorage?
     if let text = parsed.value("postgres"), !text.isEmpty {
         let url = PostgresURL(text)
         guard url.isPlausible else {
@@ -250,14 +248,7 @@ runProgram(name: "eleven-relay", json: false) {
         }
         let pool = try count(parsed, "postgres-pool")
         do {
-            let exclusivity: PostgresRelayStorage.Options.Exclusivity =
-                parsed.flag("postgres-standby") ? .wait : .refuse
-            if exclusivity == .wait {
-                Terminal.err("eleven-relay standby: waiting for the database's node lock")
-            }
-            postgres = try PostgresRelayStorage(
-                url: url, options: .init(maximumConnections: pool, exclusivity: exclusivity))
-            storage = postgres
+            storage = try PostgresRelayStorage(url: url, options: .init(maximumConnections: pool))
             // What the start-up log names as the database (password redacted).
             configured.databasePath = "postgresql: \(url)"
         } catch {
@@ -271,21 +262,6 @@ runProgram(name: "eleven-relay", json: false) {
         try server.start()
     } catch let error as RelayServerError {
         throw CLIError(code: error.code.rawValue, message: error.message, status: .unavailable)
-    }
-    // A failed commit: stop so a restart resumes from the last durable state.
-    server.onStorageFailure { _ in
-        Thread.detachNewThread {
-            server.shutdown(timeout: .seconds(2))
-            exit(ExitStatus.failure.rawValue)
-        }
-    }
-    // Without the node lock a standby may be serving from the same database: stop at once.
-    postgres?.watchNodeLock { error in
-        Thread.detachNewThread {
-            Terminal.err("eleven-relay: \(error)")
-            server.shutdown(timeout: .seconds(2))
-            exit(ExitStatus.failure.rawValue)
-        }
     }
     let hup = SignalWatcher(signal: SIGHUP) {
         if config.tls != nil { try? server.reloadCertificates() }

@@ -12,9 +12,9 @@
 ///   injected; no I/O.
 /// - `Storage/`: ``RelayStorage`` and its back-ends, ``SQLiteRelayStorage`` (one WAL file,
 ///   versioned schema, group commit on its own queue), ``PostgresRelayStorage`` (libpq, a
-///   bounded pool, versioned migrations, group commit; one serving node per database under a
-///   fenced advisory lock, standbys wait for it: `docs/deployment.md`) and
-///   ``InMemoryRelayStorage``.
+///   bounded pool, versioned migrations, pipelined group commit; any number of nodes serve
+///   from one database at once, following each other through a change feed, with nameplates
+///   created by the database: `docs/multi-node.md`) and ``InMemoryRelayStorage``.
 /// - `Service/`: ``RelayService`` owns a core and a storage and enforces "commit before the
 ///   reply that depends on it" while keeping each connection's frames in order; a frame waits
 ///   only for the writes it reveals, so one slow commit does not stall unrelated clients.
@@ -34,8 +34,9 @@
 ///      frames; the reference accepts those too),
 ///    - `relay.connectionClosed(id:)` when the connection ends, whoever closed it.
 /// 3. Implement ``RelayConnectionSink``: `send(text:to:)` writes one text frame,
-///    `close(_:)` closes after pending frames, `storageFailed(_:)` stops the process. The sink
-///    is called from the caller's thread or the storage thread, in order; hop to the
+///    `close(_:)` closes after pending frames, `storageFailed(_:)` and `storageRecovered()`
+///    report an outage (the service answers with errors meanwhile and reloads by itself). The
+///    sink is called from the caller's thread or the storage thread, in order; hop to the
 ///    connection's loop and never block.
 /// 4. Call `relay.tick()` every `config.expiry.checkIntervalSeconds`.
 /// 5. WebSocket ping/pong keep-alives, frame-size caps (at least

@@ -37,20 +37,23 @@ struct CoreHarness {
 
     init(
         config: RelayConfig = RelayConfig(), snapshot: RelaySnapshot = .empty, seed: UInt64 = 1,
-        now: Double = startTime
+        now: Double = startTime, shared: Bool = false
     ) {
         self.core = RelayCore(
             config: config, snapshot: snapshot, now: RelayInstant(secondsSince1970: now),
-            random: SeededRandom(seed: seed))
+            random: SeededRandom(seed: seed), shared: shared)
         self.shadow = snapshot
         self.now = now
     }
 
     var instant: RelayInstant { RelayInstant(secondsSince1970: now) }
 
+    /// `durable`: changes already in the store before this event (another node's, or a
+    /// nameplate the shared store created).
     @discardableResult
-    mutating func handle(_ event: RelayEvent) -> RelayOutput {
+    mutating func handle(_ event: RelayEvent, durable: [StorageOp] = []) -> RelayOutput {
         last = core.handle(event, now: instant)
+        shadow.apply(durable)
         shadow.apply(last.writes)
         #expect(shadow == core.state, "writes must reproduce the core's durable state")
         return last

@@ -25,11 +25,11 @@ struct PostgresStorageTests {
         let url = PostgresURL(cluster.url)
         let store = try PostgresRelayStorage(url: url)
         #expect(try store.schemaVersion() == PostgresRelayStorage.currentSchemaVersion)
-        #expect(PostgresRelayStorage.currentSchemaVersion == 1)
+        #expect(PostgresRelayStorage.currentSchemaVersion == 2)
         #expect(try store.load() == .empty)
         store.close()
         let again = try PostgresRelayStorage(url: url)
-        #expect(try again.schemaVersion() == 1)
+        #expect(try again.schemaVersion() == 2)
         again.close()
 
         try postgresExecute(cluster.url, "UPDATE relay_schema_version SET version = 99")
@@ -39,30 +39,38 @@ struct PostgresStorageTests {
         } catch {
             #expect(error.code == .schemaTooNew)
         }
-        try postgresExecute(cluster.url, "UPDATE relay_schema_version SET version = 1")
+        try postgresExecute(cluster.url, "UPDATE relay_schema_version SET version = 2")
         let fine = try PostgresRelayStorage(url: url)
-        #expect(try fine.schemaVersion() == 1, "the refused open changed nothing")
+        #expect(try fine.schemaVersion() == 2, "the refused open changed nothing")
         fine.close()
     }
 
-    @Test("four relays starting at once on an empty database migrate it once, then serve in turn")
+    @Test("four relays starting at once on an empty database migrate it once and all serve")
     func concurrentMigration() throws {
         let cluster = try PostgresCluster()
+        let stores = Locked<[PostgresRelayStorage]>([])
         let errors = Locked<[RelayStorageError]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             do throws(RelayStorageError) {
-                // Waiting for the node lock: they serve one after the other.
-                let store = try PostgresRelayStorage(
-                    url: PostgresURL(cluster.url), options: .init(exclusivity: .wait))
-                store.close()
+                let store = try PostgresRelayStorage(url: PostgresURL(cluster.url))
+                stores.withLock { $0.append(store) }
             } catch {
                 errors.withLock { $0.append(error) }
             }
         }
         #expect(errors.withLock { $0 } == [])
-        let store = try PostgresRelayStorage(url: PostgresURL(cluster.url))
-        #expect(try store.schemaVersion() == 1)
-        store.close()
+        let all = stores.withLock { $0 }
+        #expect(all.count == 4)
+        for (i, store) in all.enumerated() {
+            let key = MailboxKey(app: "a", id: MailboxID("m\(i)"))
+            #expect(
+                store.commit([
+                    .putMailbox(key, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))
+                ]) == nil)
+        }
+        #expect(try all[0].load().mailboxes.count == 4, "every node commits to the one database")
+        #expect(try all[0].schemaVersion() == 2)
+        for store in all { store.close() }
     }
 
     @Test("random traffic: what PostgreSQL loads back equals the core's state, also after a restart")
@@ -73,7 +81,7 @@ struct PostgresStorageTests {
             try postgresExecute(
                 cluster.url,
                 "DROP TABLE IF EXISTS nameplates, nameplate_sides, mailboxes, mailbox_sides, messages, "
-                    + "relay_schema_version")
+                    + "relay_changes, relay_feed, relay_schema_version")
             let store = try PostgresRelayStorage(url: url)
             var h = CoreHarness(config: RelayConfig(limits: .unlimited), seed: seed)
             var pending: [StorageOp] = []
@@ -166,7 +174,7 @@ struct PostgresStorageTests {
         #expect(throws: RelayStorageError.self) { try store.load() }
     }
 
-    @Test("the database going away fails commits with an error; the store is fenced off, a new one resumes")
+    @Test("the database going away fails commits with an error; the same store commits again once it is back")
     func databaseOutage() throws {
         let cluster = try PostgresCluster()
         let url = PostgresURL(cluster.url)
@@ -182,16 +190,10 @@ struct PostgresStorageTests {
         #expect(store.ping() != nil)
         try cluster.start()
         #expect(store.ping() == nil, "the pool reconnected")
-        // The node lock died with the old server: another relay may have taken over by now, so
-        // this store must not write any more (its relay exits and restarts).
-        let fenced = store.commit([.touchMailbox(key, updated: RelayInstant(secondsSince1970: 3))])
-        #expect(fenced?.code == .locked)
+        #expect(try store.load().mailboxes[key]?.updated == RelayInstant(secondsSince1970: 1))
+        #expect(store.commit([.touchMailbox(key, updated: RelayInstant(secondsSince1970: 4))]) == nil)
+        #expect(try store.load().mailboxes[key]?.updated == RelayInstant(secondsSince1970: 4))
         store.close()
-        let again = try PostgresRelayStorage(url: url)
-        #expect(try again.load().mailboxes[key]?.updated == RelayInstant(secondsSince1970: 1))
-        #expect(again.commit([.touchMailbox(key, updated: RelayInstant(secondsSince1970: 4))]) == nil)
-        #expect(try again.load().mailboxes[key]?.updated == RelayInstant(secondsSince1970: 4))
-        again.close()
     }
 
     @Test("connections time out instead of hanging unless the connection string says otherwise")

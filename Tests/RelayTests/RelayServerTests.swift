@@ -9,9 +9,10 @@ import Testing
 /// `RelayServer` in process, for what the executable cannot easily show: a storage failure
 /// reported by `/healthz`, and the log lines.
 @Suite struct RelayServerTests {
-    /// Loads nothing and fails every commit (a full disk, say).
+    /// Loads nothing and fails every commit (a full disk, say), and never recovers.
     final class FailingStorage: RelayStorage {
         func load() throws(RelayStorageError) -> RelaySnapshot { .empty }
+        func ping() -> RelayStorageError? { RelayStorageError(.write, "disk full") }
         func enqueue(_ writes: [StorageOp], completion: @escaping @Sendable (RelayStorageError?) -> Void) {
             DispatchQueue.global().async { completion(RelayStorageError(.write, "disk full")) }
         }
@@ -47,7 +48,7 @@ import Testing
         #expect(eventually { failed.withLock { $0 } != nil })
         let health = try HTTPClient.send(.get, url: metrics + "/healthz")
         #expect(health.status.code == 503)
-        #expect(health.bodyText.contains("storage_failed"))
+        #expect(health.bodyText.contains("storage_unavailable"))
         let text = try HTTPClient.send(.get, url: metrics + "/metrics").bodyText
         #expect(text.contains("eleven_relay_storage_failed 1\n"))
         #expect(

@@ -8,8 +8,9 @@ import Testing
 @Suite(.serialized) struct RelayWireTests {
     static let app = "example.com/wire-test"
 
-    /// A full two-sided exchange; returns the two clients' views of the nameplate and mailbox.
-    static func exchange(_ url: String, bodies: (String, String)) throws -> (
+    /// A full two-sided exchange (the second side on `peerURL`, by default the same relay);
+    /// returns the nameplate and mailbox.
+    static func exchange(_ url: String, bodies: (String, String), peerURL: String? = nil) throws -> (
         nameplate: String, mailbox: String
     ) {
         let a = try WireClient(url)
@@ -22,7 +23,7 @@ import Testing
         try a.send(["type": "open", "mailbox": mailbox])
         try a.send(["type": "add", "phase": "pake", "body": bodies.0])
 
-        let b = try WireClient(url)
+        let b = try WireClient(peerURL ?? url)
         defer { b.close() }
         try b.send(["type": "bind", "appid": app, "side": "bbbbbbbbbb"])
         try b.send(["type": "claim", "nameplate": nameplate])

@@ -146,7 +146,7 @@ struct ServiceTests {
         #expect(sink.types(1).suffix(2) == ["ack", "message"])
     }
 
-    @Test("a failed commit reveals nothing and stops the relay")
+    @Test("a failed commit reveals nothing, closes every connection and turns new ones away with an error")
     func storageFailure() throws {
         let storage = GatedStorage()
         let sink = RecordingSink()
@@ -166,7 +166,10 @@ struct ServiceTests {
         #expect(relay.failure?.code == .write)
         relay.connectionOpened(id: ConnectionID(3), remote: Self.address)
         #expect(sink.all.last == .close(ConnectionID(3)))
-        #expect(sink.types(3).isEmpty)
+        #expect(sink.types(3) == ["welcome"])
+        #expect(
+            sink.frames(3).first?["welcome"]?.objectValue?["error"]?.stringValue?.contains("database") == true
+        )
     }
 
     @Test("shutting down from the storage-failure callback does not deadlock")

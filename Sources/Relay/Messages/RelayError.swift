@@ -47,6 +47,8 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
         case connectionRateLimited = "connection_rate_limited"
         case tooManyConnections = "too_many_connections"
         case tooManyErrors = "too_many_errors"
+        /// The relay cannot commit (its database is unreachable); it recovers by itself.
+        case storageUnavailable = "storage_unavailable"
         // Ours: optional admission control (`permission-required`).
         case permissionRequired = "permission_required"
         case permissionMethodUnsupported = "permission_method_unsupported"
@@ -131,6 +133,8 @@ extension RelayError {
     static let tooManyConnections = RelayError(
         .tooManyConnections, "the relay is full, try again later")
     static let tooManyErrors = RelayError(.tooManyErrors, "too many bad messages, closing the connection")
+    static let storageUnavailable = RelayError(
+        .storageUnavailable, "the relay cannot reach its database right now, try again shortly")
     static let permissionRequired = RelayError(
         .permissionRequired, "permission required: send 'submit-permission' first (see the welcome)")
     static let permissionMethodUnsupported = RelayError(

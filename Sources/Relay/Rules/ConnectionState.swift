@@ -20,10 +20,22 @@ struct ConnectionState: Sendable {
     var errorCount = 0
     /// Set when the core asked the glue to close it; later frames are ignored.
     var closing = false
+    /// Multi-node: the `allocate` or `claim` waiting for the shared store; frames arriving
+    /// meanwhile wait in ``deferred`` and are handled, in order, once it is answered.
+    var awaiting: AwaitedNameplate?
+    /// Multi-node: the nameplate the store gave this connection's `allocate`.
+    var allocatedNameplate: Nameplate?
+    var deferred: [[UInt8]] = []
 
     init(id: ConnectionID, address: ClientAddress?) {
         self.id = id
         self.address = address
+    }
+
+    struct AwaitedNameplate: Sendable {
+        let isAllocation: Bool
+        /// The request as received, for an `error` reply.
+        let orig: JSONValue
     }
 
     /// The per-address limit key; connections of unknown origin share one.

@@ -17,4 +17,27 @@ enum NameplateAllocator {
         }
         return nil
     }
+
+    /// Names free here for the shared store to choose from, in order of preference (the first
+    /// one still free on every node wins): up to `count` of each length from one to three
+    /// digits, shuffled within a length, then `count / 2` random longer ones. Other nodes and
+    /// this node's own answers still on their way may have taken the short ones; the longer
+    /// ones make running out practically impossible.
+    static func candidates(
+        taken: Set<Nameplate>, count: Int, using random: inout some RandomNumberGenerator
+    ) -> [Nameplate] {
+        var out: [Nameplate] = []
+        for range in [1..<10, 10..<100, 100..<1000] {
+            var free = range.map { Nameplate(number: $0) }.filter { !taken.contains($0) }
+            free.shuffle(using: &random)
+            out += free.prefix(count)
+        }
+        var chosen = Set(out)
+        let target = out.count + count / 2
+        for _ in 0..<1000 where out.count < target {
+            let candidate = Nameplate(number: Int.random(in: 1000..<1_000_000, using: &random))
+            if !taken.contains(candidate), chosen.insert(candidate).inserted { out.append(candidate) }
+        }
+        return out
+    }
 }

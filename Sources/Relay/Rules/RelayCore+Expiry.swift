@@ -1,8 +1,12 @@
 /// Expiry: mailboxes nobody is subscribed to are deleted once idle for their AppID's time.
 extension RelayCore {
     mutating func expire(now: RelayInstant) {
+        if isShared {
+            touchSubscribedMailboxes(now: now)
+            if expiresMailboxes { retireMailboxesClosedOnSeveralNodes() }
+        }
         var expired: [MailboxKey] = []
-        for (key, mailbox) in state.mailboxes where subscribers[key]?.isEmpty ?? true {
+        for (key, mailbox) in state.mailboxes where expiresMailboxes && subscribers[key]?.isEmpty ?? true {
             let lastActivity = max(mailbox.updated, startedAt)
             if now.seconds(since: lastActivity) > config.expiry.idleSeconds(for: key.app) {
                 expired.append(key)

@@ -7,15 +7,23 @@ extension RelayCore {
         return .success(())
     }
 
-    mutating func allocate(connection id: ConnectionID, app: AppID, side: Side, now: RelayInstant) -> Result<
-        Void, RelayError
-    > {
+    mutating func allocate(
+        connection id: ConnectionID, app: AppID, side: Side, now: RelayInstant, orig: JSONValue = .null
+    ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
         guard !connection.didAllocate else { return .failure(.alreadyAllocated) }
         if !isExempt(connection), !allocationLimiter.take(connection.source, now: now) {
             return .failure(.allocationRateLimited)
         }
         if let problem = nameplateLimitProblem(connection) { return .failure(problem) }
+        if isShared {
+            // The store picks the first of these still free on every node.
+            let candidates = NameplateAllocator.candidates(
+                taken: namesByApp[app] ?? [], count: Self.allocationCandidates, using: &random)
+            guard !candidates.isEmpty else { return .failure(.noFreeNameplate) }
+            requestNameplate(candidates, app: app, isAllocation: true, connection: id, orig: orig)
+            return .success(())
+        }
         guard
             let name = NameplateAllocator.allocate(
                 taken: namesByApp[app] ?? [], using: &random)
@@ -32,7 +40,7 @@ extension RelayCore {
 
     mutating func claim(
         _ field: Result<String, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
-        now: RelayInstant
+        now: RelayInstant, orig: JSONValue = .null
     ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
         if case .failure(let error) = field, error.code == .claimRequiresNameplate { return .failure(error) }
@@ -51,6 +59,13 @@ extension RelayCore {
         let key = NameplateKey(app: app, name: name)
         if state.nameplates[key] == nil, let problem = nameplateLimitProblem(connection) {
             return .failure(problem)
+        }
+        if isShared, connection.allocatedNameplate != name {
+            // Another node may have made, deleted or remade it a moment ago, and this node's
+            // copy may not show it yet: the store says where it leads, and the answer waits
+            // until this node has caught up with the store.
+            requestNameplate([name], app: app, isAllocation: false, connection: id, orig: orig)
+            return .success(())
         }
         switch claimNameplate(key, side: side, by: connection, now: now) {
         case .failure(let error): return .failure(error)

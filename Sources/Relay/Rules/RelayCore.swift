@@ -20,6 +20,10 @@ public struct RelayCore: Sendable {
     /// the core started from.
     public private(set) var state: RelaySnapshot
     public internal(set) var metrics = RelayMetrics()
+    /// Whether other relay nodes share the store (see `RelayCore+Replication.swift`).
+    public let isShared: Bool
+    /// Whether a tick expires idle mailboxes; among nodes sharing a store only one does.
+    public var expiresMailboxes = true
 
     // Derived indexes, maintained only by `write(_:)`.
     var namesByApp: [AppID: Set<Nameplate>] = [:]
@@ -53,9 +57,10 @@ public struct RelayCore: Sendable {
 
     public init(
         config: RelayConfig, snapshot: RelaySnapshot = .empty, now: RelayInstant,
-        random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+        random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(), shared: Bool = false
     ) {
         self.config = config
+        self.isShared = shared
         self.state = snapshot
         self.startedAt = now
         self.random = random
@@ -82,6 +87,8 @@ public struct RelayCore: Sendable {
         case .received(let payload, let id): receive(payload, from: id, now: now)
         case .connectionClosed(let id): closeConnection(id, now: now)
         case .tick: expire(now: now)
+        case .replicated(let ops): replicate(ops)
+        case .nameplateGranted(let grant, let id): granted(grant, to: id, now: now)
         }
         let result = output
         output = RelayOutput()
@@ -122,8 +129,18 @@ public struct RelayCore: Sendable {
 
     // MARK: - Frames
 
-    private mutating func receive(_ payload: [UInt8], from id: ConnectionID, now: RelayInstant) {
+    mutating func receive(_ payload: [UInt8], from id: ConnectionID, now: RelayInstant) {
         guard let connection = connections[id], !connection.closing else { return }
+        if connection.awaiting != nil {
+            guard connection.deferred.count < Self.maximumDeferredFrames else {
+                connections[id]?.closing = true
+                send(.error(.tooManyErrors, orig: .null), to: id)
+                output.actions.append(.close(id))
+                return
+            }
+            connections[id]?.deferred.append(payload)
+            return
+        }
         metrics.framesReceived += 1
         guard payload.count <= config.limits.maximumMessageBytes else {
             fail(id, .messageTooLarge(limit: config.limits.maximumMessageBytes), orig: .null)
@@ -168,8 +185,10 @@ public struct RelayCore: Sendable {
     ) -> Result<Void, RelayError> {
         switch message.command {
         case .list: return list(connection: id, app: app)
-        case .allocate: return allocate(connection: id, app: app, side: side, now: now)
-        case .claim(let name): return claim(name, connection: id, app: app, side: side, now: now)
+        case .allocate:
+            return allocate(connection: id, app: app, side: side, now: now, orig: .object(message.object))
+        case .claim(let name):
+            return claim(name, connection: id, app: app, side: side, now: now, orig: .object(message.object))
         case .release(let name): return release(name, connection: id, app: app, side: side, now: now)
         case .open(let mailbox): return open(mailbox, connection: id, app: app, side: side, now: now)
         case .add(let request):
@@ -214,6 +233,13 @@ public struct RelayCore: Sendable {
     /// durable state and its indexes change.
     mutating func write(_ op: StorageOp) {
         trackDependency(of: op)
+        apply(op)
+        output.writes.append(op)
+    }
+
+    /// Applies a change to the state and its indexes without queueing it (it is durable
+    /// already: another node's commit, or a nameplate the shared store created).
+    mutating func apply(_ op: StorageOp) {
         switch op {
         case .putNameplate(let key, let mailbox):
             if let old = state.nameplates[key]?.mailbox {
@@ -242,7 +268,6 @@ public struct RelayCore: Sendable {
             break
         }
         state.apply(op)
-        output.writes.append(op)
     }
 
     /// A fresh mailbox id: 8 random bytes in lowercase base32 without padding (13 characters),

@@ -9,6 +9,9 @@
 public struct RelayOutput: Sendable, Equatable {
     public var writes: [StorageOp] = []
     public var actions: [RelayAction] = []
+    /// Nameplates to create or look up in the shared store (multi-node only); each answer
+    /// comes back as ``RelayEvent/nameplateGranted(_:to:)``.
+    public var requests: [RelayRequest] = []
     /// The number the core gave this event (counting from 1).
     public var event: UInt64 = 0
     /// The event whose writes must be durable before ``actions`` run (0: none).
@@ -23,7 +26,13 @@ public struct RelayOutput: Sendable, Equatable {
         self.dependsOn = dependsOn
     }
 
-    public var isEmpty: Bool { writes.isEmpty && actions.isEmpty }
+    public var isEmpty: Bool { writes.isEmpty && actions.isEmpty && requests.isEmpty }
+}
+
+/// A connection waiting for the shared store to create or find a nameplate.
+public struct RelayRequest: Sendable, Equatable {
+    public let connection: ConnectionID
+    public let nameplate: NameplateRequest
 }
 
 public enum RelayAction: Sendable, Equatable {
@@ -43,4 +52,9 @@ public enum RelayEvent: Sendable, Equatable {
     case connectionClosed(ConnectionID)
     /// Time passed: expire idle mailboxes and forget stale limiter state.
     case tick
+    /// Other relay nodes committed these writes (multi-node): apply them and deliver new
+    /// messages to this node's subscribers.
+    case replicated([StorageOp])
+    /// The shared store's answer to this connection's ``RelayRequest``.
+    case nameplateGranted(NameplateGrant, to: ConnectionID)
 }

@@ -21,6 +21,7 @@ final class ConnectionTable: RelayConnectionSink {
     private let entries = Mutex<[ConnectionID: Entry]>([:])
     let latency = LatencyHistogram()
     private let failureHandler = Mutex<(@Sendable (RelayStorageError) -> Void)?>(nil)
+    private let recoveryHandler = Mutex<(@Sendable () -> Void)?>(nil)
 
     func add(_ id: ConnectionID, _ socket: WebSocket) {
         entries.withLock { $0[id] = Entry(socket: socket) }
@@ -43,6 +44,10 @@ final class ConnectionTable: RelayConnectionSink {
 
     func setFailureHandler(_ handler: @escaping @Sendable (RelayStorageError) -> Void) {
         failureHandler.withLock { $0 = handler }
+    }
+
+    func setRecoveryHandler(_ handler: @escaping @Sendable () -> Void) {
+        recoveryHandler.withLock { $0 = handler }
     }
 
     // MARK: RelayConnectionSink
@@ -74,6 +79,11 @@ final class ConnectionTable: RelayConnectionSink {
     func storageFailed(_ error: RelayStorageError) {
         let handler = failureHandler.withLock { $0 }
         handler?(error)
+    }
+
+    func storageRecovered() {
+        let handler = recoveryHandler.withLock { $0 }
+        handler?()
     }
 
     private static let ackPrefix = Array(#"{"type":"ack""#.utf8)

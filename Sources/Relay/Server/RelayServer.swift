@@ -71,6 +71,7 @@ public final class RelayServer: Sendable {
         table.setFailureHandler { [log] error in
             log.log(.error, "storage_failed", [("code", .string(error.code.rawValue))])
         }
+        table.setRecoveryHandler { [log] in log.log(.info, "storage_recovered") }
         installRoutes()
     }
 
@@ -196,8 +197,8 @@ public final class RelayServer: Sendable {
     /// Connections open at the socket layer.
     public var statistics: ServerStatistics { server.statistics }
 
-    /// Runs `handler` (on a storage thread) when a commit fails; the relay has stopped serving.
-    /// The process should exit so a restart resumes from the last commit.
+    /// Runs `handler` (on a storage thread) when a commit fails: every connection is closed and
+    /// the relay answers with errors until the storage is back, then reloads by itself.
     public func onStorageFailure(_ handler: @escaping @Sendable (RelayStorageError) -> Void) {
         let log = self.log
         table.setFailureHandler { error in
@@ -315,8 +316,20 @@ public final class RelayServer: Sendable {
         let gauges: [(String, String, Double)] = [
             ("net_open_connections", "Open TCP connections.", Double(net.openConnections)),
             (
-                "storage_failed", "1 once a commit failed (the relay stops serving).",
+                "storage_failed", "1 while the storage is unavailable (the relay answers with errors).",
                 relay.failure == nil ? 0 : 1
+            ),
+            (
+                "storage_recoveries", "Times the relay reloaded its state after the storage came back.",
+                Double(relay.recoveries)
+            ),
+            (
+                "feed_position", "Shared change-feed position applied (multi-node; 0 on one node).",
+                Double(relay.feedPosition)
+            ),
+            (
+                "expiry_leader", "1 when this node runs expiry (multi-node: exactly one node).",
+                storage.isExpiryLeader ? 1 : 0
             ),
             ("uptime_seconds", "Seconds since start.", Date().timeIntervalSince(startTime).rounded()),
             ("resident_memory_bytes", "Resident memory of the process.", Double(Self.residentBytes())),
@@ -328,11 +341,12 @@ public final class RelayServer: Sendable {
         return out
     }
 
-    /// `/healthz`: 200 while serving, 503 once storage failed.
+    /// `/healthz`: 200 while serving, 503 while the storage is unavailable.
     public func health() -> HTTPResponse {
         if let failure = relay.failure {
             return .json(
-                ["status": "storage_failed", "error": failure.code.rawValue], status: .serviceUnavailable)
+                ["status": "storage_unavailable", "error": failure.code.rawValue], status: .serviceUnavailable
+            )
         }
         return .json(["status": "ok"])
     }

@@ -10,14 +10,17 @@ public protocol RelayConnectionSink: Sendable {
     /// Close the connection once the frames sent before are written. The glue still reports
     /// the closure with ``RelayService/connectionClosed(id:)``.
     func close(_ connection: ConnectionID)
-    /// Storage failed: the relay has stopped serving (every connection is being closed) and
-    /// the process should exit so a restart resumes from the last commit. Runs on the storage
+    /// Storage failed: every connection is being closed and the relay answers with errors
+    /// until the storage is back (it probes it and reloads by itself). Runs on a storage
     /// thread; calling ``RelayService/shutdown()`` from here is allowed.
     func storageFailed(_ error: RelayStorageError)
+    /// The storage is back and the relay serves again from the reloaded state.
+    func storageRecovered()
 }
 
 extension RelayConnectionSink {
     public func storageFailed(_ error: RelayStorageError) {}
+    public func storageRecovered() {}
 }
 
 /// The source of `server_tx`/`server_rx` times.
@@ -41,9 +44,19 @@ public struct SystemRelayClock: RelayClock {
 /// A frame that depends on nothing uncommitted (a `pong`, or `claimed` for a nameplate whose
 /// creation is already durable) does not wait for unrelated commits of other connections.
 ///
+/// When a commit fails (the database went away), nothing that depended on it is revealed:
+/// every connection is closed (clients reconnect and resume), and until the storage answers
+/// again new connections get a welcome with an `error` and frames get a `storage_unavailable`
+/// error. The service probes the storage every second and, once it answers, reloads the state
+/// (an *epoch*) and serves again; the process never exits for it.
+///
+/// With a shared store (several nodes) it also follows the other nodes' changes
+/// (``RelayChangeFollower``) and passes the core's nameplate requests to the store, handing an
+/// answer to the core only once the feed has been applied up to it.
+///
 /// Thread-safe: any thread may call in. The core runs under a lock; frames are encoded and
 /// handed to the sink outside it, by one thread at a time.
-public final class RelayService: Sendable {
+public final class RelayService: RelayChangeFollower {
     private struct Waiting {
         let dependsOn: UInt64
         let action: RelayAction
@@ -51,6 +64,8 @@ public final class RelayService: Sendable {
 
     private struct State {
         var core: RelayCore
+        /// Incremented on every reload: completions of an earlier epoch are ignored.
+        var epoch: UInt64 = 0
         /// Per connection, actions waiting for a commit (in order).
         var waiting: [ConnectionID: [Waiting]] = [:]
         /// Actions free to go, in order.
@@ -59,6 +74,12 @@ public final class RelayService: Sendable {
         var durableThrough: UInt64 = 0
         var draining = false
         var failure: RelayStorageError?
+        var stopped = false
+        /// The shared store's change feed is applied up to here.
+        var feedPosition: Int64 = 0
+        /// Nameplate answers waiting for the feed to reach their position.
+        var grants: [(reservation: NameplateReservation, connection: ConnectionID)] = []
+        var recoveries = 0
     }
 
     private let state: Locked<State>
@@ -72,12 +93,14 @@ public final class RelayService: Sendable {
         clock: any RelayClock = SystemRelayClock(),
         random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) throws(RelayStorageError) {
-        let snapshot = try storage.load()
-        let core = RelayCore(config: config, snapshot: snapshot, now: clock.now(), random: random)
-        self.state = Locked(State(core: core))
+        let (snapshot, position) = try storage.loadForServing()
+        let core = RelayCore(
+            config: config, snapshot: snapshot, now: clock.now(), random: random, shared: storage.isShared)
+        self.state = Locked(State(core: core, feedPosition: position))
         self.storage = storage
         self.sink = sink
         self.clock = clock
+        if storage.isShared { storage.follow(self) }
     }
 
     // MARK: - Events from the glue
@@ -110,11 +133,16 @@ public final class RelayService: Sendable {
     public var metrics: RelayMetrics { state.withLock { $0.core.metrics } }
     public var gauges: RelayGauges { state.withLock { $0.core.gauges } }
     public var config: RelayConfig { state.withLock { $0.core.config } }
-    /// Set once a commit failed; the relay no longer serves.
+    /// Set while the storage is unavailable (the relay answers with errors until it is back).
     public var failure: RelayStorageError? { state.withLock { $0.failure } }
+    /// How many times the relay reloaded its state after the storage came back.
+    public var recoveries: Int { state.withLock { $0.recoveries } }
+    /// The shared store's change-feed position applied so far (0 on a single node).
+    public var feedPosition: Int64 { state.withLock { $0.feedPosition } }
 
     /// Waits for queued writes and closes the storage. Call after the last event.
     public func shutdown() {
+        state.withLock { $0.stopped = true }
         storage.close()
     }
 
@@ -122,44 +150,64 @@ public final class RelayService: Sendable {
 
     private func process(_ event: RelayEvent) {
         let now = clock.now()
+        var leader = true
+        if case .tick = event { leader = storage.isExpiryLeader }
         state.withLock { s in
-            if s.failure != nil {
-                // Not serving any more: refuse anything new.
-                switch event {
-                case .connectionOpened(let id, _), .received(_, let id): s.ready.append(.close(id))
-                case .connectionClosed, .tick: break
-                }
+            if s.failure != nil || s.stopped {
+                refuse(event, &s)
                 return
             }
-            let output = s.core.handle(event, now: now)
-            if !output.writes.isEmpty {
-                // Queued under the lock so the storage sees writes in event order.
-                let number = output.event
-                storage.enqueue(output.writes) { [self] error in committed(number, error: error) }
-            }
-            for action in output.actions {
-                let id = action.connection
-                if s.waiting[id] == nil, output.dependsOn <= s.durableThrough {
-                    s.ready.append(action)
-                } else {
-                    s.waiting[id, default: []].append(Waiting(dependsOn: output.dependsOn, action: action))
-                }
-            }
+            s.core.expiresMailboxes = leader
+            handle(s.core.handle(event, now: now), &s)
         }
         drain()
     }
 
-    private func committed(_ event: UInt64, error: RelayStorageError?) {
-        let failed: RelayStorageError? = state.withLock { s in
-            guard s.failure == nil else { return nil }
-            if let error {
-                // Nothing that may depend on the lost writes is revealed: drop every waiting
-                // frame and close every connection.
-                s.failure = error
-                s.waiting = [:]
-                s.ready.append(contentsOf: s.core.connectionIDs.map { .close($0) })
-                return error
+    /// While the storage is unavailable: turn away what arrives, with an error the client
+    /// shows.
+    private func refuse(_ event: RelayEvent, _ s: inout State) {
+        switch event {
+        case .connectionOpened(let id, _):
+            s.ready.append(.send(.welcome(Welcome(error: RelayError.storageUnavailable.message)), to: id))
+            s.ready.append(.close(id))
+        case .received(_, let id):
+            s.ready.append(.send(.error(.storageUnavailable, orig: .null), to: id))
+            s.ready.append(.close(id))
+        case .connectionClosed, .tick, .replicated, .nameplateGranted:
+            break
+        }
+    }
+
+    /// Queues the core's writes and requests, and its actions behind the commits they need.
+    private func handle(_ output: RelayOutput, _ s: inout State) {
+        let epoch = s.epoch
+        if !output.writes.isEmpty {
+            // Queued under the lock so the storage sees writes in event order.
+            let number = output.event
+            storage.enqueue(output.writes) { [self] error in committed(number, epoch: epoch, error: error) }
+        }
+        for request in output.requests {
+            storage.reserveNameplate(request.nameplate) { [self] result in
+                reserved(result, for: request.connection, epoch: epoch)
             }
+        }
+        for action in output.actions {
+            let id = action.connection
+            if s.waiting[id] == nil, output.dependsOn <= s.durableThrough {
+                s.ready.append(action)
+            } else {
+                s.waiting[id, default: []].append(Waiting(dependsOn: output.dependsOn, action: action))
+            }
+        }
+    }
+
+    private func committed(_ event: UInt64, epoch: UInt64, error: RelayStorageError?) {
+        if let error {
+            fail(error, epoch: epoch)
+            return
+        }
+        state.withLock { s in
+            guard s.failure == nil, s.epoch == epoch else { return }
             // Storage completes in order, so everything up to `event` is durable now.
             s.durableThrough = max(s.durableThrough, event)
             var released: [(ConnectionID, Int)] = []
@@ -177,11 +225,115 @@ public final class RelayService: Sendable {
                     s.waiting[id]?.removeFirst(count)
                 }
             }
-            return nil
         }
         drain()
-        // After the closes are handed over, so the glue sees them before it stops.
-        if let failed { sink.storageFailed(failed) }
+    }
+
+    /// The storage lost writes (or the feed): reveal nothing that may depend on them, close
+    /// every connection, and probe the storage until the state can be reloaded.
+    private func fail(_ error: RelayStorageError, epoch: UInt64) {
+        let first: Bool = state.withLock { s in
+            guard s.failure == nil, s.epoch == epoch, !s.stopped else { return false }
+            s.failure = error
+            s.waiting = [:]
+            s.grants = []
+            s.ready.append(contentsOf: s.core.connectionIDs.map { .close($0) })
+            return true
+        }
+        guard first else { return }
+        drain()
+        // After the closes are handed over, so the glue sees them before anything else.
+        sink.storageFailed(error)
+        scheduleRecovery()
+    }
+
+    private func scheduleRecovery() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(1)) { [weak self] in
+            self?.recover()
+        }
+    }
+
+    /// Once the storage answers: a fresh core on the reloaded state (the connections were all
+    /// closed when it failed), a new epoch.
+    private func recover() {
+        guard !state.withLock({ $0.stopped }) else { return }
+        if storage.ping() == nil,
+            let (snapshot, position) = try? storage.loadForServing()
+        {
+            let recovered: Bool = state.withLock { s in
+                guard !s.stopped else { return false }
+                let old = s.core
+                var core = RelayCore(
+                    config: old.config, snapshot: snapshot, now: clock.now(), random: old.random,
+                    shared: old.isShared)
+                core.metrics = old.metrics
+                s.core = core
+                s.epoch += 1
+                s.durableThrough = 0
+                s.waiting = [:]
+                s.grants = []
+                s.feedPosition = position
+                s.failure = nil
+                s.recoveries += 1
+                return true
+            }
+            if recovered { sink.storageRecovered() }
+            return
+        }
+        scheduleRecovery()
+    }
+
+    // MARK: - Shared stores
+
+    private func reserved(
+        _ result: Result<NameplateReservation, RelayStorageError>, for id: ConnectionID, epoch: UInt64
+    ) {
+        switch result {
+        case .failure(let error):
+            fail(error, epoch: epoch)
+        case .success(let reservation):
+            let now = clock.now()
+            state.withLock { s in
+                guard s.failure == nil, s.epoch == epoch else { return }
+                s.grants.append((reservation, id))
+                releaseGrants(&s, now: now)
+            }
+            drain()
+        }
+    }
+
+    /// Hands the core the nameplate answers whose feed position has been applied.
+    private func releaseGrants(_ s: inout State, now: RelayInstant) {
+        let position = s.feedPosition
+        let due = s.grants.filter { $0.reservation.position <= position }
+        guard !due.isEmpty else { return }
+        s.grants.removeAll { $0.reservation.position <= position }
+        for (reservation, id) in due {
+            handle(s.core.handle(.nameplateGranted(reservation.grant, to: id), now: now), &s)
+        }
+    }
+
+    public var appliedPosition: Int64? {
+        state.withLock { s in s.failure == nil && !s.stopped ? s.feedPosition : nil }
+    }
+
+    public func applyChanges(_ changes: [(position: Int64, ops: [StorageOp])], through position: Int64) {
+        let now = clock.now()
+        state.withLock { s in
+            guard s.failure == nil, !s.stopped, position > s.feedPosition else { return }
+            // A reload may have passed some of them already.
+            for change in changes where change.position > s.feedPosition && !change.ops.isEmpty {
+                handle(s.core.handle(.replicated(change.ops), now: now), &s)
+            }
+            s.feedPosition = position
+            releaseGrants(&s, now: now)
+        }
+        drain()
+    }
+
+    public func feedFailed(_ error: RelayStorageError) {
+        let epoch = state.withLock { $0.epoch }
+        fail(error, epoch: epoch)
     }
 
     /// Hands ready frames to the sink in order. One thread drains at a time; others leave

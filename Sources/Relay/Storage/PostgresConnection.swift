@@ -46,6 +46,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 /// to one borrower at a time).
 final class PostgresConnection {
     private var handle: OpaquePointer?
+    /// Statements prepared on this session by ``executePipelined(_:code:)``, by their SQL.
+    private var prepared: [String: String] = [:]
 
     /// Defaults that keep a dead or unreachable database from hanging the storage thread:
     /// give up connecting after 5 s, and notice a silent peer through TCP keepalives (about
@@ -85,6 +87,7 @@ final class PostgresConnection {
     func close() {
         if let handle { PQfinish(handle) }
         handle = nil
+        prepared = [:]
     }
 
     /// The value of one connection option in effect (for tests).
@@ -97,6 +100,29 @@ final class PostgresConnection {
             option += 1
         }
         return nil
+    }
+
+    /// The socket, for waiting on notifications (-1 when closed).
+    var socket: Int32 {
+        guard let handle else { return -1 }
+        return PQsocket(handle)
+    }
+
+    /// Reads whatever the server sent; false when the connection is broken.
+    func consumeInput() -> Bool {
+        guard let handle else { return false }
+        return PQconsumeInput(handle) == 1
+    }
+
+    /// Takes the `NOTIFY`s received so far and says how many there were.
+    func takeNotifications() -> Int {
+        guard let handle else { return 0 }
+        var count = 0
+        while let notification = PQnotifies(handle) {
+            PQfreemem(notification)
+            count += 1
+        }
+        return count
     }
 
     /// Whether the connection is still usable (libpq notices a broken socket on the next call).
@@ -140,6 +166,82 @@ final class PostgresConnection {
             throw RelayStorageError(code, "\(message) (in: \(sql.prefix(60)))")
         }
         return PostgresResult(raw)
+    }
+
+    /// Runs `statements` in one round trip (libpq pipeline mode); after the first failure the
+    /// rest are skipped by the server and that failure is thrown. Returns the rows of the last
+    /// statement that returned any.
+    @discardableResult
+    func executePipelined(
+        _ statements: [(sql: String, parameters: [String?])], code: RelayStorageError.Code = .write
+    ) throws(RelayStorageError) -> PostgresResult? {
+        guard let handle else { throw RelayStorageError(.closed, "database connection closed") }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw RelayStorageError(code, Self.message(PQerrorMessage(handle)))
+        }
+        var failure: String?
+        for (sql, parameters) in statements {
+            // Prepared once per session: the server parses and plans each statement only once.
+            let name: String
+            if let known = prepared[sql] {
+                name = known
+            } else {
+                name = "eleven_\(prepared.count)"
+                guard PQsendPrepare(handle, name, sql, Int32(parameters.count), nil) == 1 else {
+                    failure = Self.message(PQerrorMessage(handle))
+                    break
+                }
+                prepared[sql] = name
+            }
+            let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.flatMap { strdup($0) } }
+            defer { for copy in copies { free(copy) } }
+            let sent = copies.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
+                    PQsendQueryPrepared(
+                        handle, name, Int32(parameters.count), values.baseAddress, nil, nil, 0)
+                }
+            }
+            if sent != 1 {
+                failure = Self.message(PQerrorMessage(handle))
+                break
+            }
+        }
+        guard failure == nil, PQpipelineSync(handle) == 1 else {
+            // The connection is in no state to reuse: the pool drops it.
+            let message = failure ?? Self.message(PQerrorMessage(handle))
+            close()
+            throw RelayStorageError(code, message)
+        }
+        var rows: PostgresResult?
+        while true {
+            guard let result = PQgetResult(handle) else {
+                // Between one statement's results and the next; a broken connection says so.
+                guard PQstatus(handle) == CONNECTION_OK else {
+                    let message = Self.message(PQerrorMessage(handle))
+                    close()
+                    throw RelayStorageError(code, failure ?? message)
+                }
+                continue
+            }
+            let status = PQresultStatus(result)
+            if status == PGRES_FATAL_ERROR, failure == nil {
+                failure = Self.message(PQresultErrorMessage(result))
+            }
+            if status == PGRES_TUPLES_OK {
+                rows = PostgresResult(result)
+            } else {
+                PQclear(result)
+            }
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        _ = PQexitPipelineMode(handle)
+        if let failure {
+            // Which statements the server prepared before the failure is unknown: this session
+            // is not reused (the pool opens a fresh one).
+            close()
+            throw RelayStorageError(code, failure)
+        }
+        return rows
     }
 
     /// Runs several statements without parameters (a migration).

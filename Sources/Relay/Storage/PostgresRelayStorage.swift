@@ -28,7 +28,18 @@ enum PostgresRelaySchema {
             phase text NOT NULL, body text NOT NULL, server_rx double precision NOT NULL,
             msg_id text);
         CREATE INDEX messages_by_mailbox ON messages (app_id, mailbox_id);
+        """,
+        // 2: the change feed several nodes follow (positions in commit order), and how much
+        // of it the expiry leader has pruned.
         """
+        CREATE TABLE relay_changes (
+            seq bigserial PRIMARY KEY, node text NOT NULL, ops text NOT NULL,
+            created timestamptz NOT NULL DEFAULT now());
+        CREATE TABLE relay_feed (
+            only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+            pruned_through bigint NOT NULL);
+        INSERT INTO relay_feed (pruned_through) VALUES (0);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
@@ -37,151 +48,75 @@ enum PostgresRelaySchema {
     /// (`pg_advisory_xact_lock` key: "eleven-r" in ASCII).
     static let migrationLockKey = "7308604897068015218"
 
-    /// Held (session-level) by the one node serving from the database: "eleven-s".
-    static let nodeLockKey = "7308604897068015219"
+    /// Serialises every commit of every node ("eleven-t", transaction-level), so feed
+    /// positions become visible in commit order.
+    static let feedLockKey = "7308604897068015220"
 
-    /// Write fence ("eleven-t"): every commit holds it shared; a node taking over holds it
-    /// exclusively for a moment, so the commits of the node it replaces are over before it loads.
-    static let fenceKey = "7308604897068015220"
+    /// Held (session-level) by the node that runs expiry ("eleven-x").
+    static let expiryLockKey = "7308604897068015224"
 }
 
-/// A store in PostgreSQL, for relays that share one database.
+/// A store in PostgreSQL that several relay nodes share, all serving at once (see
+/// `docs/multi-node.md`).
 ///
-/// Every libpq call runs on the store's own serial queue or on the caller's thread at start-up
-/// (`init`, `load`), never on a network loop. Connections come from a bounded pool. Writes
-/// queued while a transaction is being committed are committed together in the next one
-/// (group commit); each completion runs only after the transaction holding its writes has
-/// committed. The schema is migrated on start, under an advisory lock.
+/// Every libpq call runs on one of the store's own queues or on the caller's thread at
+/// start-up (`init`, `load`), never on a network loop. Connections come from a bounded pool
+/// (plus one for the change feed). Writes queued while a transaction is being committed are
+/// committed together in the next one (group commit); each completion runs only after the
+/// transaction holding its writes has committed. Each transaction also appends its writes to
+/// the change feed the other nodes follow (``PostgresChangeFeed``). Nameplates are created
+/// in the database (``reserveNameplate(_:completion:)``), unique across nodes. The schema is
+/// migrated on start, under an advisory lock.
 public final class PostgresRelayStorage: RelayStorage {
     public struct Options: Sendable, Equatable {
         /// Connections the pool may open.
         public var maximumConnections: Int
         /// How long a borrower waits for a free connection before failing.
         public var checkoutTimeoutSeconds: Double
-
-        /// What to do when another relay already serves from the database.
-        public enum Exclusivity: Sendable, Equatable {
-            /// Refuse to start (the default).
-            case refuse
-            /// Wait in `init` until the other relay is gone, then take over (a standby).
-            case wait
-        }
-        public var exclusivity: Exclusivity
+        /// How often the change feed is read even without a notification.
+        public var feedPollMilliseconds: Int
 
         public init(
-            maximumConnections: Int = 4, checkoutTimeoutSeconds: Double = 10,
-            exclusivity: Exclusivity = .refuse
+            maximumConnections: Int = 4, checkoutTimeoutSeconds: Double = 10, feedPollMilliseconds: Int = 1000
         ) {
             self.maximumConnections = maximumConnections
             self.checkoutTimeoutSeconds = checkoutTimeoutSeconds
-            self.exclusivity = exclusivity
+            self.feedPollMilliseconds = feedPollMilliseconds
         }
     }
 
     /// Commit counters, for tests and metrics.
     public typealias Statistics = RelayStorageStatistics
 
-    /// The connection holding the node lock, touched only on `lockQueue`.
-    private final class LockHolder: @unchecked Sendable {
-        var connection: PostgresConnection?
-        var watch: DispatchSourceTimer?
-    }
-
     public let url: PostgresURL
+    /// This store's name in the change feed (random per process).
+    let nodeID: String
     private let pool: PostgresPool
-    private let lockQueue = DispatchQueue(label: "eleven.relay.postgres-lock")
-    private let lockHolder = LockHolder()
-    private let lockQueueKey = DispatchSpecificKey<Void>()
-    /// The server process id of the session holding the node lock; every commit checks that
-    /// this session still holds it.
-    private let lockBackend: String
     private let queue = DispatchQueue(label: "eleven.relay.postgres")
     private let queueKey = DispatchSpecificKey<Void>()
+    private let reservations = DispatchQueue(label: "eleven.relay.postgres-nameplates")
     private let commits: GroupCommit
+    private let feed: PostgresChangeFeed
 
     /// Connects, and brings the schema up to date.
     public init(url: PostgresURL, options: Options = Options()) throws(RelayStorageError) {
         let pool = PostgresPool(
             url: url, maximum: options.maximumConnections, checkoutTimeout: options.checkoutTimeoutSeconds)
         try pool.withConnection { connection throws(RelayStorageError) in try Self.migrate(connection) }
-        let (connection, backend) = try Self.takeNodeLock(url: url, exclusivity: options.exclusivity)
         self.url = url
         self.pool = pool
-        self.lockBackend = backend
-        lockHolder.connection = connection
+        nodeID = UUID().uuidString.lowercased()
+        feed = PostgresChangeFeed(
+            url: url, nodeID: nodeID, interval: .milliseconds(max(10, options.feedPollMilliseconds)))
         queue.setSpecific(key: queueKey, value: ())
         commits = GroupCommit(queue: queue)
-        lockQueue.setSpecific(key: lockQueueKey, value: ())
     }
 
-    /// The server process id of the session holding this relay's node lock (for tests and
-    /// operators: `pg_terminate_backend` on it makes a standby take over).
-    public var nodeLockBackendPID: String { lockBackend }
+    public var isShared: Bool { true }
 
-    /// One relay serves from a database at a time: each keeps its state in memory and would
-    /// not see another's writes. A session-level advisory lock on a dedicated connection marks
-    /// the serving relay; it goes away with that relay's connection (process killed, host
-    /// gone once TCP notices), which lets a standby take over.
-    ///
-    /// Fencing: each commit holds the write fence shared and checks, in the same transaction,
-    /// that its node's lock session still holds the node lock. A node taking over waits for
-    /// the fence exclusively once, after getting the node lock and before loading: commits of
-    /// the replaced node still in flight finish first (and are loaded), later ones fail.
-    /// Returns the lock's connection and its server process id.
-    private static func takeNodeLock(url: PostgresURL, exclusivity: Options.Exclusivity)
-        throws(RelayStorageError) -> (PostgresConnection, String)
-    {
-        let connection = try PostgresConnection(url)
-        switch exclusivity {
-        case .refuse:
-            let result = try connection.execute(
-                "SELECT pg_try_advisory_lock(\(PostgresRelaySchema.nodeLockKey))", code: .open)
-            guard result.text(0, 0) == "t" else {
-                connection.close()
-                throw RelayStorageError(
-                    .locked,
-                    "another eleven-relay already serves from this database (one node at a time; "
-                        + "start a standby with --postgres-standby)")
-            }
-        case .wait:
-            try connection.execute("SELECT pg_advisory_lock(\(PostgresRelaySchema.nodeLockKey))", code: .open)
-        }
-        try connection.execute("SELECT pg_advisory_lock(\(PostgresRelaySchema.fenceKey))", code: .open)
-        try connection.execute("SELECT pg_advisory_unlock(\(PostgresRelaySchema.fenceKey))", code: .open)
-        let backend = try connection.execute("SELECT pg_backend_pid()", code: .open).text(0, 0) ?? ""
-        return (connection, backend)
-    }
+    public func follow(_ follower: any RelayChangeFollower) { feed.start(follower) }
 
-    /// Checks every `interval` that the connection holding the node lock is alive; if it is
-    /// not (the database restarted, the network dropped), the lock may already belong to a
-    /// standby, so `lost` runs once (on the lock's own queue): stop serving at once.
-    public func watchNodeLock(
-        every interval: Duration = .seconds(1), lost: @escaping @Sendable (RelayStorageError) -> Void
-    ) {
-        let holder = lockHolder
-        let timer = DispatchSource.makeTimerSource(queue: lockQueue)
-        let milliseconds = Int(
-            interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
-        timer.schedule(deadline: .now() + .milliseconds(milliseconds), repeating: .milliseconds(milliseconds))
-        timer.setEventHandler {
-            guard let connection = holder.connection else { return }
-            do throws(RelayStorageError) {
-                try connection.execute("SELECT 1", code: .locked)
-            } catch {
-                holder.watch?.cancel()
-                holder.watch = nil
-                connection.close()
-                holder.connection = nil
-                lost(
-                    RelayStorageError(.locked, "lost the connection holding the node lock: \(error.message)"))
-            }
-        }
-        lockQueue.sync {
-            holder.watch?.cancel()
-            holder.watch = timer
-        }
-        timer.resume()
-    }
+    public var isExpiryLeader: Bool { feed.isLeader }
 
     public static var currentSchemaVersion: Int { PostgresRelaySchema.currentVersion }
 
@@ -252,7 +187,13 @@ public final class PostgresRelayStorage: RelayStorage {
     // MARK: - Loading
 
     public func load() throws(RelayStorageError) -> RelaySnapshot {
-        let result: Result<RelaySnapshot, RelayStorageError> = queue.sync { [pool] in
+        try loadForServing().snapshot
+    }
+
+    /// Runs on the commit queue, so writes queued before are committed first.
+    public func loadForServing() throws(RelayStorageError) -> (snapshot: RelaySnapshot, position: Int64) {
+        let result: Result<(snapshot: RelaySnapshot, position: Int64), RelayStorageError> = queue.sync {
+            [pool] in
             do throws(RelayStorageError) {
                 return .success(
                     try pool.withConnection { connection throws(RelayStorageError) in
@@ -272,10 +213,17 @@ public final class PostgresRelayStorage: RelayStorage {
         PostgresText.decode(rows.text(row, column) ?? "")
     }
 
-    private static func load(_ connection: PostgresConnection) throws(RelayStorageError) -> RelaySnapshot {
-        // One repeatable-read transaction: a consistent snapshot while other relays write.
+    private static func load(_ connection: PostgresConnection) throws(RelayStorageError) -> (
+        snapshot: RelaySnapshot, position: Int64
+    ) {
+        // One repeatable-read transaction: a consistent snapshot while other relays write, and
+        // the feed position it includes (positions are visible in order).
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", code: .read)
         defer { _ = try? connection.execute("COMMIT") }
+        let feed = try connection.execute(
+            "SELECT GREATEST((SELECT coalesce(max(seq), 0) FROM relay_changes), "
+                + "(SELECT pruned_through FROM relay_feed))", code: .read)
+        let position = Int64(feed.text(0, 0) ?? "") ?? 0
         var snapshot = RelaySnapshot()
         var rows = try connection.execute("SELECT app_id, name, mailbox_id FROM nameplates", code: .read)
         for r in 0..<rows.rowCount {
@@ -320,7 +268,7 @@ public final class PostgresRelayStorage: RelayStorage {
                     body: string(rows, r, 4),
                     serverRX: RelayInstant(secondsSince1970: double(rows.text(r, 5))), messageID: id))
         }
-        return snapshot
+        return (snapshot, position)
     }
 
     // MARK: - Writing
@@ -329,46 +277,134 @@ public final class PostgresRelayStorage: RelayStorage {
         commits.enqueue(writes, completion: completion) { [self] in drain() }
     }
 
-    /// Commits everything queued so far in one transaction (fenced by the node lock), then runs
-    /// the completions.
+    /// Commits everything queued so far in one transaction, appended to the change feed, in
+    /// one round trip (pipelined), then runs the completions.
     private func drain() {
         let pool = self.pool
-        let lockBackend = self.lockBackend
+        let nodeID = self.nodeID
         commits.commitPending { writes throws(RelayStorageError) in
+            var statements = PostgresStatements()
+            for op in writes { Self.add(op, to: &statements) }
+            statements.add(
+                "INSERT INTO relay_changes (node, ops) VALUES ($1, $2)",
+                [nodeID, StorageOpCoding.encode(writes)])
+            statements.add("NOTIFY \(PostgresChangeFeed.channel)", [])
             try pool.withConnection { connection throws(RelayStorageError) in
-                try connection.execute("BEGIN")
-                do throws(RelayStorageError) {
-                    try connection.execute(
-                        "SELECT pg_advisory_xact_lock_shared(\(PostgresRelaySchema.fenceKey))")
-                    let held = try connection.execute(
-                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1 "
-                            + "AND (classid::bigint << 32 | objid::bigint) = \(PostgresRelaySchema.nodeLockKey)",
-                        [lockBackend])
-                    guard held.text(0, 0) == "1" else {
-                        throw RelayStorageError(
-                            .locked,
-                            "this relay no longer holds the database's node lock (another node took over)")
-                    }
-                    for op in writes { try Self.apply(op, to: connection) }
-                    try connection.execute("COMMIT")
-                } catch {
-                    _ = try? connection.execute("ROLLBACK")
-                    throw error
-                }
+                try Self.runInFeedTransaction(statements, connection)
             }
         }
     }
 
-    private static func apply(_ op: StorageOp, to connection: PostgresConnection) throws(RelayStorageError) {
-        let c = EscapingWriter(connection)
+    /// Runs `body` in one round trip, in a transaction holding the feed lock (so its feed
+    /// position becomes visible only after every earlier one's); rolls back on failure.
+    @discardableResult
+    private static func runInFeedTransaction(_ body: PostgresStatements, _ connection: PostgresConnection)
+        throws(RelayStorageError) -> PostgresResult?
+    {
+        var statements = PostgresStatements()
+        statements.add("BEGIN", [])
+        statements.add("SELECT pg_advisory_xact_lock(\(PostgresRelaySchema.feedLockKey))", [])
+        statements.append(body)
+        statements.add("COMMIT", [])
+        do throws(RelayStorageError) {
+            return try connection.executePipelined(statements.list)
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: - Nameplates
+
+    public func reserveNameplate(
+        _ request: NameplateRequest,
+        completion: @escaping @Sendable (Result<NameplateReservation, RelayStorageError>) -> Void
+    ) {
+        let pool = self.pool
+        let nodeID = self.nodeID
+        let feed = self.feed
+        reservations.async {
+            let result: Result<NameplateReservation, RelayStorageError>
+            do throws(RelayStorageError) {
+                let reservation = try pool.withConnection { connection throws(RelayStorageError) in
+                    try Self.reserve(request, node: nodeID, connection)
+                }
+                result = .success(reservation)
+            } catch {
+                result = .failure(error)
+            }
+            completion(result)
+            // The answer waits for the feed to reach its position: read it now.
+            feed.wake()
+        }
+    }
+
+    /// One round trip, in a transaction holding the feed lock: the first free candidate is
+    /// created (an allocation) or the one name is created or found (a claim), a creation is
+    /// appended to the feed (and notified), and the feed position is read. The unique key on
+    /// `nameplates` is the last word even so.
+    private static func reserve(_ request: NameplateRequest, node: String, _ connection: PostgresConnection)
+        throws(RelayStorageError) -> NameplateReservation
+    {
+        // The feed entry's JSON around the name the database picks (names are digits).
+        let placeholder = Nameplate(trusted: "\u{1}")
+        let entry = StorageOpCoding.encode([
+            .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
+        ])
+        let around = entry.components(separatedBy: "\\u0001")
+        guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
+        var statements = PostgresStatements()
+        statements.add(
+            """
+            WITH made AS (
+                INSERT INTO nameplates (app_id, name, mailbox_id)
+                SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
+                WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
+                ORDER BY o LIMIT 1
+                ON CONFLICT DO NOTHING RETURNING name),
+            logged AS (
+                INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made RETURNING seq)
+            SELECT (SELECT name FROM made),
+                (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7),
+                GREATEST((SELECT max(seq) FROM logged), (SELECT coalesce(max(seq), 0) FROM relay_changes)),
+                (SELECT count(pg_notify('\(PostgresChangeFeed.channel)', '')) FROM logged)
+            """,
+            [
+                request.app.rawValue, "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
+                request.mailbox.rawValue, node, around[0], around[1],
+                request.isAllocation ? nil : request.candidates.first?.rawValue,
+            ])
+        let rows = try runInFeedTransaction(statements, connection)
+        guard let rows, let position = Int64(rows.text(0, 2) ?? "") else {
+            throw RelayStorageError(.write, "no answer for a nameplate")
+        }
+        let grant: NameplateGrant
+        if let name = rows.text(0, 0) {
+            grant = NameplateGrant(
+                app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
+        } else if !request.isAllocation, let name = request.candidates.first {
+            guard let mailbox = rows.text(0, 1) else {
+                throw RelayStorageError(.write, "nameplate neither created nor found")
+            }
+            grant = NameplateGrant(
+                app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)), created: false
+            )
+        } else {
+            grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
+        }
+        return NameplateReservation(grant: grant, position: position)
+    }
+
+    /// The statements that make one write durable.
+    private static func add(_ op: StorageOp, to c: inout PostgresStatements) {
         switch op {
         case .putNameplate(let key, let mailbox):
-            try c.execute(
+            c.add(
                 "INSERT INTO nameplates (app_id, name, mailbox_id) VALUES ($1, $2, $3) "
                     + "ON CONFLICT (app_id, name) DO UPDATE SET mailbox_id = excluded.mailbox_id",
                 [key.app.rawValue, key.name.rawValue, mailbox.rawValue])
         case .putNameplateSide(let key, let side, let record):
-            try c.execute(
+            c.add(
                 "INSERT INTO nameplate_sides (app_id, name, side, claimed, added) VALUES ($1, $2, $3, $4, $5) "
                     + "ON CONFLICT (app_id, name, side) DO UPDATE SET claimed = excluded.claimed, "
                     + "added = excluded.added",
@@ -377,24 +413,24 @@ public final class PostgresRelayStorage: RelayStorage {
                     text(record.added),
                 ])
         case .deleteNameplate(let key):
-            try c.execute(
+            c.add(
                 "DELETE FROM nameplate_sides WHERE app_id = $1 AND name = $2",
                 [key.app.rawValue, key.name.rawValue])
-            try c.execute(
+            c.add(
                 "DELETE FROM nameplates WHERE app_id = $1 AND name = $2",
                 [key.app.rawValue, key.name.rawValue])
         case .putMailbox(let key, let forNameplate, let updated):
-            try c.execute(
+            c.add(
                 "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES ($1, $2, $3, $4) "
                     + "ON CONFLICT (app_id, id) DO UPDATE SET for_nameplate = excluded.for_nameplate, "
                     + "updated = excluded.updated",
                 [key.app.rawValue, key.id.rawValue, forNameplate ? "t" : "f", text(updated)])
         case .touchMailbox(let key, let updated):
-            try c.execute(
+            c.add(
                 "UPDATE mailboxes SET updated = $3 WHERE app_id = $1 AND id = $2",
                 [key.app.rawValue, key.id.rawValue, text(updated)])
         case .putMailboxSide(let key, let side, let record):
-            try c.execute(
+            c.add(
                 "INSERT INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood) "
                     + "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (app_id, mailbox_id, side) DO UPDATE SET "
                     + "opened = excluded.opened, added = excluded.added, mood = excluded.mood",
@@ -403,7 +439,7 @@ public final class PostgresRelayStorage: RelayStorage {
                     text(record.added), record.mood,
                 ])
         case .appendMessage(let key, let message):
-            try c.execute(
+            c.add(
                 "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
                     + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 [
@@ -413,18 +449,9 @@ public final class PostgresRelayStorage: RelayStorage {
                 ])
         case .deleteMailbox(let key):
             let parameters = [key.app.rawValue, key.id.rawValue]
-            try c.execute("DELETE FROM messages WHERE app_id = $1 AND mailbox_id = $2", parameters)
-            try c.execute("DELETE FROM mailbox_sides WHERE app_id = $1 AND mailbox_id = $2", parameters)
-            try c.execute("DELETE FROM mailboxes WHERE app_id = $1 AND id = $2", parameters)
-        }
-    }
-
-    /// Escapes every text parameter (see ``PostgresText``); times and flags are unaffected.
-    private struct EscapingWriter {
-        let connection: PostgresConnection
-        init(_ connection: PostgresConnection) { self.connection = connection }
-        func execute(_ sql: String, _ parameters: [String?]) throws(RelayStorageError) {
-            try connection.execute(sql, parameters.map { $0.map(PostgresText.encode) })
+            c.add("DELETE FROM messages WHERE app_id = $1 AND mailbox_id = $2", parameters)
+            c.add("DELETE FROM mailbox_sides WHERE app_id = $1 AND mailbox_id = $2", parameters)
+            c.add("DELETE FROM mailboxes WHERE app_id = $1 AND id = $2", parameters)
         }
     }
 
@@ -440,22 +467,8 @@ public final class PostgresRelayStorage: RelayStorage {
             // Runs after any drain already scheduled, so queued writes are committed first.
             queue.sync {}
         }
+        feed.stop()
         pool.close()
-        let holder = lockHolder
-        let release = {
-            holder.watch?.cancel()
-            holder.watch = nil
-            // Released explicitly: the server ends a closed session asynchronously, and a relay
-            // started right after this one closed must find the lock free.
-            _ = try? holder.connection?.execute("SELECT pg_advisory_unlock_all()")
-            holder.connection?.close()
-            holder.connection = nil
-        }
-        if DispatchQueue.getSpecific(key: lockQueueKey) == nil {
-            lockQueue.sync(execute: release)
-        } else {
-            release()
-        }
     }
 
     public var statistics: Statistics { commits.statistics }
@@ -472,6 +485,17 @@ public final class PostgresRelayStorage: RelayStorage {
         body()
         queue.resume()
     }
+}
+
+/// Statements with their parameters, escaped (see ``PostgresText``), to run in one round trip.
+struct PostgresStatements {
+    private(set) var list: [(sql: String, parameters: [String?])] = []
+
+    mutating func add(_ sql: String, _ parameters: [String?]) {
+        list.append((sql, parameters.map { $0.map(PostgresText.encode) }))
+    }
+
+    mutating func append(_ other: PostgresStatements) { list += other.list }
 }
 
 /// PostgreSQL `text` cannot hold NUL, which JSON strings from clients may contain (`"\u0000"`).

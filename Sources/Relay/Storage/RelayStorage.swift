@@ -16,6 +16,33 @@ public protocol RelayStorage: AnyObject, Sendable {
 
     /// Commits what is queued and releases the back-end; later writes fail.
     func close()
+
+    // Stores several relay nodes share (PostgreSQL). Single-node stores keep the defaults
+    // (`SharedStorage.swift`): not shared, position 0, always the expiry leader.
+
+    /// Whether other relay nodes serve from this store too. Then the core asks the store to
+    /// create nameplates (``reserveNameplate(_:completion:)``) and follows the other nodes'
+    /// changes (``follow(_:)``).
+    var isShared: Bool { get }
+
+    /// Everything committed so far and the change-feed position it includes. Blocking.
+    func loadForServing() throws(RelayStorageError) -> (snapshot: RelaySnapshot, position: Int64)
+
+    /// Starts delivering other nodes' changes to `follower` (held weakly), on the store's own
+    /// thread.
+    func follow(_ follower: any RelayChangeFollower)
+
+    /// Creates a nameplate unless it exists (in one transaction, unique across nodes) and
+    /// reports which mailbox it leads to, with the feed position the answer is valid after.
+    func reserveNameplate(
+        _ request: NameplateRequest,
+        completion: @escaping @Sendable (Result<NameplateReservation, RelayStorageError>) -> Void)
+
+    /// Whether this node runs expiry now (exactly one of the nodes sharing a store does).
+    var isExpiryLeader: Bool { get }
+
+    /// Whether the store can commit now. Blocking; for recovery and health checks.
+    func ping() -> RelayStorageError?
 }
 
 /// A storage failure, with a stable code.

@@ -1,0 +1,168 @@
+import Foundation
+import Net
+import TestSupport
+
+// `eleven-bench relay --nodes`: the relay's storage set-ups side by side, with the same load
+// generator and workload as `eleven-bench relay` (see RelayBench.swift): one node on SQLite,
+// one node on PostgreSQL, two nodes on one PostgreSQL (half the pairs on each node; then every
+// pair's two sides on different nodes), and the reference mailbox server as the same-run
+// yardstick.
+//
+// PostgreSQL is a throw-away cluster on a loopback port (TestSupport.PostgresCluster: fsync
+// off), so SQLite runs with `--sync normal` (no fsync per commit either) to compare like with
+// like; the reference keeps its default.
+
+private let nodesUsage = """
+    usage: eleven-bench relay --nodes [--seconds S] [--concurrency N] [--python PATH] [--relay PATH]
+
+      --seconds S        measured time per set-up (default 4)
+      --concurrency N    pairs in flight (default 40)
+      --python PATH      the interop virtualenv's python, for the reference (`twist`)
+      --relay PATH       the eleven-relay executable (default: next to this one)
+      --no-reference     skip the reference mailbox server
+    """
+
+func runRelayNodesBench(_ arguments: [String]) -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(nodesUsage)
+        return 0
+    }
+    var seconds = 4.0
+    var concurrency = 40
+    var python = defaultInteropPython()
+    var relayPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("eleven-relay").path
+    var withReference = true
+    var i = 0
+    while i < arguments.count {
+        let value = i + 1 < arguments.count ? arguments[i + 1] : ""
+        switch arguments[i] {
+        case "--seconds": seconds = min(30, max(0.5, Double(value) ?? seconds))
+        case "--concurrency": concurrency = min(500, max(1, Int(value) ?? concurrency))
+        case "--python": python = value
+        case "--relay": relayPath = value
+        case "--no-reference":
+            withReference = false
+            i -= 1
+        default:
+            FileHandle.standardError.write(
+                Data("eleven-bench relay --nodes: unknown option \(arguments[i])\n\n\(nodesUsage)\n".utf8))
+            return 2
+        }
+        i += 2
+    }
+    guard FileManager.default.isExecutableFile(atPath: relayPath) else {
+        print(
+            "eleven-bench relay --nodes: no eleven-relay at \(relayPath) (swift build -c release --product eleven-relay)"
+        )
+        return 1
+    }
+    _ = raiseOpenFileLimit()
+    let cluster: PostgresCluster
+    do {
+        cluster = try PostgresCluster()
+    } catch {
+        print("eleven-bench relay --nodes: cannot start PostgreSQL: \(error)")
+        return 1
+    }
+    let workDir = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "eleven-bench-nodes-\(getpid())")
+    try? FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: workDir) }
+    let loops = (0..<2).map { EventLoop(name: "relay-nodes-bench-\($0)") }
+    defer { for loop in loops { loop.stop() } }
+
+    func relay(_ storage: [String]) -> BenchServer? {
+        BenchServer.start(
+            relayPath, ["--listen", "127.0.0.1:0", "--no-limits"] + storage,
+            readyPrefix: "eleven-relay listening on ")
+    }
+    struct Row {
+        let name: String
+        let result: PairsResult?
+        let cpu: Double
+    }
+    var rows: [Row] = []
+    /// Warms up, measures, stops the servers.
+    func measure(_ name: String, _ servers: [BenchServer?], across: Bool = false) {
+        let started = servers.compactMap { $0 }
+        defer { for server in started { server.stop() } }
+        guard started.count == servers.count, let first = started.first else {
+            print("\(name): could not start")
+            rows.append(Row(name: name, result: nil, cpu: 0))
+            return
+        }
+        let peer = started.count > 1 ? started.last?.url : nil
+        _ = runPairs(
+            url: first.url, peerURL: peer, acrossRelays: across, concurrency: 2, seconds: 10, maxPairs: 4,
+            loops: loops)
+        let cpu0 = started.reduce(0) { $0 + processCPUSeconds($1.pid) }
+        let result = runPairs(
+            url: first.url, peerURL: peer, acrossRelays: across, concurrency: concurrency, seconds: seconds,
+            maxPairs: 1_000_000,
+            loops: loops)
+        let cpu = started.reduce(0) { $0 + processCPUSeconds($1.pid) } - cpu0
+        rows.append(Row(name: name, result: result, cpu: cpu))
+    }
+
+    print(
+        "eleven-relay: \(relayPath) --no-limits; PostgreSQL: throw-away cluster on 127.0.0.1:\(cluster.port) (fsync off)"
+    )
+    print("workload: as `eleven-bench relay` (pairs: allocate/claim/open, pake, version, 0, release, close);")
+    print(
+        "          \(concurrency) pairs in flight, \(seconds) s per set-up; two nodes: half the pairs on each"
+    )
+    print("          (pairs split), or every pair's two sides on different nodes (sides split)")
+    let sqlite = workDir.appendingPathComponent("relay.sqlite").path
+    measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
+    let postgres = ["--db", workDir.appendingPathComponent("unused.sqlite").path, "--postgres", cluster.url]
+    measure("1 node, PostgreSQL", [relay(postgres)])
+    measure("2 nodes, pairs split", [relay(postgres), relay(postgres)])
+    measure("2 nodes, sides split", [relay(postgres), relay(postgres)], across: true)
+    if withReference {
+        let twist = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("twist")
+            .path
+        let port = (try? TestSupport.freePort()) ?? 0
+        let reference = BenchServer.start(
+            twist,
+            [
+                "wormhole-mailbox", "--port=tcp:\(port):interface=127.0.0.1",
+                "--channel-db=\(workDir.appendingPathComponent("reference.sqlite").path)",
+            ], waitForPort: port)
+        measure("reference (Python)", [reference])
+    }
+
+    print("")
+    print("set-up                  pairs/s    p50 ms    p99 ms   pairs  errors  server CPU  vs reference")
+    let referenceRate = rows.first { $0.name.hasPrefix("reference") }?.result?.rate ?? 0
+    for row in rows {
+        guard let r = row.result else {
+            print(
+                String(
+                    format: "%@  (not measured)", row.name.padding(toLength: 22, withPad: " ", startingAt: 0))
+            )
+            continue
+        }
+        let ratio = referenceRate > 0 ? String(format: "%8.1fx", r.rate / referenceRate) : "       -"
+        print(
+            String(
+                format: "%@ %8.1f %9.2f %9.2f %7d %7d  %8.2f s  %@",
+                row.name.padding(toLength: 22, withPad: " ", startingAt: 0), r.rate, r.p50 * 1000,
+                r.p99 * 1000, r.pairs, r.errors.values.reduce(0, +), row.cpu, ratio))
+    }
+    for row in rows {
+        guard let errors = row.result?.errors, !errors.isEmpty else { continue }
+        print(
+            "errors, \(row.name): "
+                + errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    }
+    let one = rows.first { $0.name == "1 node, PostgreSQL" }?.result?.rate ?? 0
+    let two = rows.first { $0.name == "2 nodes, pairs split" }?.result?.rate ?? 0
+    if one > 0, two > 0 {
+        print(
+            String(
+                format: "\ntwo PostgreSQL nodes (pairs split) / one: %.2fx %@", two / one,
+                two > one ? "(more)" : "(NOT more)"))
+    }
+    return 0
+}
