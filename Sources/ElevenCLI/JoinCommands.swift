@@ -492,6 +492,8 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
             status: .codeRejected)
     case .failed(.protocolError):
         return CLIError(code: "protocol_error", message: error.description, status: .failure)
+    case .failed(.inviteEnded(let end)):
+        return CLIError(code: end.code, message: end.message, status: .codeRejected)
     case .refused(let reason, let message):
         return CLIError(
             code: "refused_\(reason)", message: message,
