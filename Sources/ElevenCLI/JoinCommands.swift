@@ -23,6 +23,10 @@ let joinCommands: [CommandGroup.Entry] = [
                 OptionSpec("short", help: "a short code such as coral-piano-42 (the only kind so far)"),
                 CommonOptions.space,
                 OptionSpec("uses", value: "N", help: "how many people may join with it", default: "1"),
+                OptionSpec(
+                    "max-failures", value: "N",
+                    help: "wrong codes tolerated in total before it stops working",
+                    default: "1"),
                 OptionSpec("expires", value: "DURATION", help: "how long the code works", default: "1h"),
                 OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
                 OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
@@ -84,6 +88,9 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     }
     let json = arguments.flag("json")
     let uses = try arguments.int("uses", in: 1...100) ?? 1
+    let maxFailures =
+        try arguments.int("max-failures", in: InvitePolicy.maxFailuresRange)
+        ?? InvitePolicy.defaultMaxFailures
     let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
     let relay = try relayURL(arguments)
@@ -115,7 +122,8 @@ private func runInvite(_ arguments: ParsedArguments) throws {
             id: Base64URL.encode(random.bytes(count: 9)), space: session.saved.space,
             spaceName: session.saved.name, relay: relay, nameplate: nameplate.value,
             secret: InviteSecret(words: words, seed: seed), machine: connection.machine, use: 0,
-            usesLeft: uses - 1, createdAt: now, expiresAt: expiresAt)
+            usesLeft: uses - 1, createdAt: now, expiresAt: expiresAt,
+            policy: InvitePolicy(uses: uses, maxFailures: maxFailures, expiresAt: expiresAt))
         connection.disconnect()
         try withSpaceErrors {
             let store = PendingInviteStore(directory: localState().directory)
@@ -143,8 +151,10 @@ private func runInvite(_ arguments: ParsedArguments) throws {
         Terminal.out("Waiting for someone to join \(session.saved.name) with it…")
     }
     var attendant = Attendant(session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
+    var policy = InvitePolicy(uses: uses, maxFailures: maxFailures, expiresAt: expiresAt)
     var current = connection
-    for use in 0..<uses {
+    var use = 0
+    while true {
         if use > 0 {
             current = try joinErrors { () throws(JoinRunError) in
                 try InviteAttendance.reclaim(relayURL: relay, nameplate: nameplate)
@@ -156,13 +166,47 @@ private func runInvite(_ arguments: ParsedArguments) throws {
                 on: current, words: words, binding: binding, seed: seed, use: use, published: false,
                 expiresAt: expiresAt, deadline: deadline, keepOpen: false)
         } catch let error as CLIError where error.code == "timed_out" {
+            // Late joiners hear that it expired instead of waiting for nobody.
+            try? InviteAttendance.leaveEndNotice(relayURL: relay, nameplate: nameplate, end: .expired)
             throw CLIError(
                 code: "invite_expired",
                 message:
-                    "The invite expired after \(use) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
+                    "The invite expired after \(policy.taken) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
                 status: .timedOut)
         }
-        if case .burned = outcome { throw burnedError() }
+        use += 1
+        let next = policy.record(outcome, now: Int64(Date().timeIntervalSince1970))
+        if case .ended(let end) = next {
+            try? InviteAttendance.leaveEndNotice(relayURL: relay, nameplate: nameplate, end: end)
+        }
+        try reportPolicy(next, outcome: outcome, policy: policy, json: json)
+        if case .ended = next { return }
+    }
+}
+
+/// Tells the inviter what a use's outcome did to the invite; throws when it ended badly.
+private func reportPolicy(
+    _ next: InvitePolicy.Next, outcome: InviteAttendance.Outcome, policy: InvitePolicy, json: Bool
+) throws {
+    switch next {
+    case .attendAgain:
+        guard case .burned = outcome else { return }
+        let left = policy.failuresLeft
+        report(
+            json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
+            "Someone tried a wrong code for your invite; after \(left) more it stops working.")
+    case .ended(.burned):
+        report(
+            json, ["event": "burned", "code": "invite_burned"],
+            "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
+        throw burnedError()
+    case .ended(.expired):
+        throw CLIError(
+            code: "invite_expired",
+            message: "The invite expired after \(policy.taken) of \(policy.uses) uses; make a new one.",
+            status: .timedOut)
+    case .ended:
+        return
     }
 }
 
@@ -183,6 +227,8 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         if let connection = try? InviteAttendance.resume(relayURL: invite.relay, machine: invite.machine) {
             connection.close(mood: .lonely, timeout: .seconds(2))
         }
+        try? InviteAttendance.leaveEndNotice(
+            relayURL: invite.relay, nameplate: Rendezvous.Nameplate(invite.nameplate), end: .expired)
         report(
             json, ["event": "expired", "code": "invite_expired"], "An invite for \(invite.spaceName) expired."
         )
@@ -236,14 +282,23 @@ private func runApprove(_ arguments: ParsedArguments) throws {
                 try persist(invite, keep: false)
                 throw error
             }
-            if case .burned = outcome { burned = true }
-            guard !burned, invite.usesLeft > 0 else {
+            var policy = invite.currentPolicy
+            let step = policy.record(outcome, now: Int64(Date().timeIntervalSince1970))
+            invite.policy = policy
+            if case .ended(let end) = step {
                 try persist(invite, keep: false)
+                try? InviteAttendance.leaveEndNotice(relayURL: invite.relay, nameplate: nameplate, end: end)
+                do {
+                    try reportPolicy(step, outcome: outcome, policy: policy, json: json)
+                } catch let error as CLIError where error.code == "invite_burned" {
+                    burned = true
+                }
                 break
             }
+            try reportPolicy(step, outcome: outcome, policy: policy, json: json)
             // Another use: the same nameplate, a fresh mailbox with the next use's first message.
             invite.use += 1
-            invite.usesLeft -= 1
+            invite.usesLeft = max(0, policy.usesLeft - 1)
             let next = try joinErrors { () throws(JoinRunError) in
                 try InviteAttendance.reclaim(relayURL: invite.relay, nameplate: nameplate)
             }
@@ -331,9 +386,7 @@ private struct Attendant {
                 json, ["event": "declined", "name": request.displayName],
                 "\(nameOf(request)) was not let in.")
         case .burned:
-            report(
-                json, ["event": "burned", "code": "invite_burned"],
-                "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
+            break  // The caller says what it did to the invite (reportPolicy).
         }
         return outcome
     }

@@ -349,7 +349,11 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
     }
 
     /// Eve runs her own SPAKE2 against each side. `rightGuess`: she knows the code.
-    static func manInTheMiddle(relayURL: String, run: Int, rightGuess: Bool) throws -> RunReport {
+    /// `checkNotice`: then leave the end notice and try again (runs must not overlap: a freed
+    /// nameplate may be handed to another run's invite meanwhile).
+    static func manInTheMiddle(relayURL: String, run: Int, rightGuess: Bool, checkNotice: Bool = false) throws
+        -> RunReport
+    {
         var report = RunReport()
         var rng = SeededRandom(seed: [UInt8(run), rightGuess ? 2 : 3])
         let words = AdversarialRuns.words(&rng)
@@ -436,6 +440,18 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
                 {
                     if case .failure(.failed(.codeMismatch)) = samResult { true } else { false }
                 }(), "run \(run): Sam \(samResult)")
+            // The attendant's policy ends the invite and leaves the notice: Sam, trying again
+            // with the right code, hears at once that it was burned.
+            if checkNotice {
+                var policy = InvitePolicy(uses: 1, expiresAt: Int64(Date().timeIntervalSince1970) + 600)
+                let next = (try? paulOutcome?.get()).map { policy.record($0, now: 0) }
+                report.check(next == .ended(.burned), "run \(run): the policy did not burn the invite")
+                try InviteAttendance.leaveEndNotice(relayURL: relayURL, nameplate: nameplate, end: .burned)
+                let (again, _) = AdversarialRuns.join(url: relayURL, nameplate: nameplate, words: words)
+                report.check(
+                    { if case .failure(.failed(.inviteEnded(.burned))) = again { true } else { false } }(),
+                    "run \(run): late joiner \(again)")
+            }
             report.counts["burned"] = 1
         }
         report.counts["runs"] = 1
@@ -456,6 +472,21 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
                 })
         }
         print("adversarial relay, MITM with a wrong guess: \(report.summary)")
+        #expect(report.violations.isEmpty, "\(report.violations)")
+        #expect(report.counts["runs"] == runs && report.counts["burned"] == runs)
+    }
+
+    /// After a wrong guess the attendant's policy ends the invite and leaves the `ended` notice:
+    /// the right code afterwards is told at once that the invite was burned. One run at a time.
+    @Test func aBurnedInviteTellsLateJoinersSo() async throws {
+        let runs = 20
+        let report = try await withRelay { relayURL in
+            RunReport.merge(
+                try (100..<(100 + runs)).map {
+                    try Self.manInTheMiddle(relayURL: relayURL, run: $0, rightGuess: false, checkNotice: true)
+                })
+        }
+        print("adversarial relay, burned invites with a late joiner: \(report.summary)")
         #expect(report.violations.isEmpty, "\(report.violations)")
         #expect(report.counts["runs"] == runs && report.counts["burned"] == runs)
     }

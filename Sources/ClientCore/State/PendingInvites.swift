@@ -35,11 +35,16 @@ public struct PendingInvite: Codable, Sendable {
     public var usesLeft: Int
     public let createdAt: Int64
     public let expiresAt: Int64
+    /// Uses taken and failed attempts so far, and their caps (nil in files written before
+    /// `--max-failures`: one use left per `usesLeft`, one failure burns).
+    public var policy: InvitePolicy?
 
     public init(
         id: String, space: SpaceID, spaceName: String, relay: String, nameplate: String, secret: InviteSecret,
-        machine: RendezvousMachine, use: Int, usesLeft: Int, createdAt: Int64, expiresAt: Int64
+        machine: RendezvousMachine, use: Int, usesLeft: Int, createdAt: Int64, expiresAt: Int64,
+        policy: InvitePolicy? = nil
     ) {
+        self.policy = policy
         self.id = id
         self.space = space
         self.spaceName = spaceName
@@ -55,6 +60,11 @@ public struct PendingInvite: Codable, Sendable {
 
     /// The code as people type it.
     public var code: String { "\(secret.words)-\(nameplate)" }
+
+    /// The invite's policy (derived for files that have none).
+    public var currentPolicy: InvitePolicy {
+        policy ?? InvitePolicy(uses: usesLeft + 1, expiresAt: expiresAt)
+    }
 }
 
 /// Pending invites in the state directory, encrypted at rest: `invites.sealed` is
