@@ -60,6 +60,7 @@ let joinCommands: [CommandGroup.Entry] = [
             options: [
                 OptionSpec("name", value: "NAME", help: "your name in the space (default: your login name)"),
                 OptionSpec("verify", help: "show verification words to compare with the inviter"),
+                OptionSpec("resume", help: "finish a join that was interrupted (the process was stopped)"),
                 OptionSpec(
                     "timeout", value: "DURATION", help: "how long to wait for the inviter", default: "5m"),
                 relayOption, CommonOptions.json,
@@ -412,81 +413,96 @@ private func burnedError() -> CLIError {
 
 private func runJoin(_ arguments: ParsedArguments) throws {
     let json = arguments.flag("json")
-    let relay = try relayURL(arguments)
     let wait = try arguments.duration("timeout", max: 7 * 86_400) ?? 300
-    let typed: String
-    if let given = arguments.positional(0) {
-        typed = given
-    } else {
-        guard isatty(0) == 1 else {
-            throw CLIError.usage(
-                "give the code as an argument (eleven join coral-piano-42): standard input is not a terminal "
-                    + "to ask for it", help: nil)
-        }
-        writeStderr("Enter the invite code: ")
-        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-            throw CLIError.usage("no code was entered", help: nil)
-        }
-        typed = line
-    }
-    let parsed: ParsedCode
-    do {
-        parsed = try CodeParser.parse(typed)
-    } catch {
-        throw CLIError(code: error.code, message: error.message, status: .codeRejected)
-    }
-    if !json {
-        for correction in parsed.corrections where correction.changesWord { Terminal.out(correction.message) }
-    }
     let state = localState()
+    let joins = PendingJoinStore(directory: state.directory)
+    let resuming = arguments.flag("resume")
+    let now = Int64(Date().timeIntervalSince1970)
+    let pending: PendingJoin
+    if resuming {
+        guard arguments.positional(0) == nil else {
+            throw CLIError.usage("give either a code or --resume, not both", help: nil)
+        }
+        guard let last = try withSpaceErrors({ try joins.load() }).last else {
+            throw CLIError(
+                code: "no_pending_join", message: "There is no interrupted join to resume.", status: .failure)
+        }
+        pending = last
+        report(json, ["event": "resuming"], "Resuming the join…")
+    } else {
+        let relay = try relayURL(arguments)
+        let typed = try arguments.positional(0) ?? promptForCode()
+        let parsed: ParsedCode
+        do {
+            parsed = try CodeParser.parse(typed)
+        } catch {
+            throw CLIError(code: error.code, message: error.message, status: .codeRejected)
+        }
+        if !json {
+            for correction in parsed.corrections where correction.changesWord {
+                Terminal.out(correction.message)
+            }
+        }
+        let (identity, _) = try withSpaceErrors { try state.identity(create: true) }
+        let name =
+            arguments.value("name") ?? ProcessInfo.processInfo.environment["USER"].map { $0.capitalized }
+            ?? ""
+        let request = JoinRequest(
+            displayName: String(name.prefix(64)),
+            deviceLabel: String(ProcessInfo.processInfo.hostName.prefix(64)),
+            publicKeys: identity.publicKeys.text)
+        var random = SystemRandom()
+        pending = PendingJoin(
+            relay: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
+            words: parsed.code.secretWords, request: request, createdAt: now, deadline: now + Int64(wait),
+            using: &random)
+    }
     let (identity, _) = try withSpaceErrors { try state.identity(create: true) }
-    let name =
-        arguments.value("name") ?? ProcessInfo.processInfo.environment["USER"].map { $0.capitalized } ?? ""
     let label = ProcessInfo.processInfo.hostName
-    let request = JoinRequest(
-        displayName: String(name.prefix(64)), deviceLabel: String(label.prefix(64)),
-        publicKeys: identity.publicKeys.text)
     let verify = arguments.flag("verify")
     let accepted = Flag()
     let grantBytes: [UInt8]
     do {
         grantBytes = try JoinRunner.join(
-            relayURL: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
-            words: parsed.code.secretWords, request: request, timeout: .seconds(wait),
+            pending, timeout: .seconds(max(1, pending.deadline - now)),
             // An attendant leaves its first message before anyone joins: without it, nobody
             // attends the code.
-            firstAnswer: .seconds(min(wait, 15))
-        ) { progress in
-            switch progress {
-            case .connecting:
-                report(json, nil, "Connecting…")
-            case .codeAccepted(let verifier):
-                accepted.set()
-                let check = VerificationWords.words(for: verifier).joined(separator: " ")
-                if verify {
+            firstAnswer: resuming ? nil : .seconds(min(wait, 15)),
+            progress: { progress in
+                switch progress {
+                case .connecting:
+                    report(json, nil, "Connecting…")
+                case .codeAccepted(let verifier):
+                    accepted.set()
+                    let check = VerificationWords.words(for: verifier).joined(separator: " ")
+                    if verify {
+                        report(
+                            json, ["event": "code_accepted", "verification": check],
+                            "Code accepted. Verification words: \(check) (the inviter should see the same).")
+                    } else {
+                        report(json, ["event": "code_accepted"], "Code accepted")
+                    }
+                case .waitingForApproval(let inviter):
                     report(
-                        json, ["event": "code_accepted", "verification": check],
-                        "Code accepted. Verification words: \(check) (the inviter should see the same).")
-                } else {
-                    report(json, ["event": "code_accepted"], "Code accepted")
+                        json, ["event": "waiting"], "Waiting for \(inviter ?? "the inviter") to let you in…")
+                case .reconnecting:
+                    report(json, nil, "Reconnecting…")
                 }
-            case .waitingForApproval(let inviter):
-                report(
-                    json, ["event": "waiting"], "Waiting for \(inviter ?? "the inviter") to let you in…")
-            case .reconnecting:
-                report(json, nil, "Reconnecting…")
-            }
-        }
+            },
+            // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
+            save: { try? joins.put($0) })
     } catch {
+        try? joins.remove(pending.id)
         throw joinCLIError(error, codeAccepted: accepted.isSet)
     }
+    try? joins.remove(pending.id)
     let result: (saved: SavedSpace, verified: JoinGrant.Verified)
     let grant: JoinGrant
     do {
         grant = try JoinGrant(decoding: grantBytes)
         result = try grant.accept(
             identity: identity, state: state, deviceLabel: label, now: Int64(Date().timeIntervalSince1970),
-            nameplate: parsed.code.nameplate.description)
+            nameplate: pending.nameplate.value)
     } catch let error as JoinGrantError {
         throw CLIError(code: error.code, message: error.message, status: .failure)
     } catch let error as SpaceClientError {
@@ -586,13 +602,14 @@ private func report(_ json: Bool, _ object: [String: Any]?, _ text: String) {
     }
 }
 
-private func writeStderr(_ text: String) {
+/// Writes to standard error (prompts), leaving standard output for results.
+func writePrompt(_ text: String) {
     var bytes = Array(text.utf8)
     _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
 }
 
 private func askYesNo(_ question: String) -> Bool {
-    writeStderr(question)
+    writePrompt(question)
     let answer = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces).lowercased()
     return answer == "y" || answer == "yes"
 }

@@ -267,7 +267,15 @@ enum JoinScenariosCLI {
         try await withWorld(relay) { try JoinScenariosCLI.approveHonoursTheCap($0) }
     }
 
-    @Test(arguments: [["invite"], ["approve"], ["join"]])
+    @Test(arguments: relays) func codeFromStandardInput(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.codeFromStandardInput($0) }
+    }
+
+    @Test(arguments: relays) func killedJoinerResumes(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.killedJoinerResumes($0) }
+    }
+
+    @Test(arguments: [["invite"], ["approve"], ["join"], ["completion", "bash"], ["completion", "words"]])
     func helpWorks(command: [String]) throws {
         let result = try TestSupport.run(eleven, command + ["--help"])
         #expect(result.status == 0)
