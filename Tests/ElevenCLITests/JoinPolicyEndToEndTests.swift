@@ -63,6 +63,17 @@ extension JoinScenariosCLI {
         let expired = try w.run(ann, ["join", expiredCode, "--name", "Ann", "--json"])
         #expect(expired.status == 3, "\(expired.stdout)")
         #expect(try errorCode(expired) == "invite_expired")
+        // A detached invite that expired: `eleven approve` drops it and leaves the notice.
+        let detached = try w.run(w.paul, ["invite", "--short", "--detach", "--expires", "1s"])
+        let detachedCode =
+            detached.stdout.split(separator: "\n").first { $0.hasPrefix("Invite code: ") }
+            .map { String($0.dropFirst("Invite code: ".count)) } ?? ""
+        usleep(1_500_000)
+        let dropped = try w.run(w.paul, ["approve", "--yes", "--timeout", "1s"])
+        #expect(dropped.stdout.contains("An invite for Family expired."), "\(dropped.stdout)")
+        let tooLate = try w.run(ann, ["join", detachedCode, "--name", "Ann", "--json"])
+        #expect(tooLate.status == 3, "\(tooLate.stdout)")
+        #expect(try errorCode(tooLate) == "invite_expired")
         #expect(!FileManager.default.fileExists(atPath: ann.path + "/spaces.json"))
     }
 

@@ -8,6 +8,11 @@ public struct PendingJoin: Codable, Sendable, CustomStringConvertible {
     public struct Received: Codable, Sendable, Equatable {
         public let phase: Rendezvous.Phase
         public let body: [UInt8]
+
+        public init(phase: Rendezvous.Phase, body: [UInt8]) {
+            self.phase = phase
+            self.body = body
+        }
     }
 
     public let id: String
