@@ -69,7 +69,10 @@ public struct PendingJoinStore: Sendable {
     private var file: SealedStateFile<[PendingJoin]> {
         SealedStateFile(
             directory: directory, keyFile: "joins.key", sealedFile: "joins.sealed",
-            additionalData: Array("eleven/pending-joins/v1".utf8), what: "pending joins")
+            additionalData: Array("eleven/pending-joins/v1".utf8), what: "pending joins",
+            // Rewritten at every step of a join: atomic, but not worth an fsync on the join's
+            // critical path (a power loss only loses an interrupted join).
+            durable: false)
     }
 
     public func load() throws(LocalStateError) -> [PendingJoin] {

@@ -12,6 +12,8 @@ struct SealedStateFile<Value: Codable> {
     let additionalData: [UInt8]
     /// What the file holds, for error messages ("pending invites").
     let what: String
+    /// Whether writes are fsynced (see `StateDirectory.write`).
+    var durable = true
 
     /// The value, or nil when there is no file.
     func load() throws(LocalStateError) -> Value? {
@@ -69,7 +71,7 @@ struct SealedStateFile<Value: Codable> {
                 &cipher, &written, plain, UInt64(plain.count), additionalData,
                 UInt64(additionalData.count), nil, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
         }
-        try directory.write(sealedFile, [1] + nonce + cipher)
+        try directory.write(sealedFile, [1] + nonce + cipher, durable: durable)
     }
 
     private func corrupt() -> LocalStateError {
