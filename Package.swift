@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "TestSupport"]),
-        .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "TestSupport"]),
+        .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "Net", "TestSupport"]),
         .testTarget(
             name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "Net", "TestSupport"]),
         .testTarget(

@@ -27,6 +27,10 @@ let joinCommands: [CommandGroup.Entry] = [
                         "a short code such as coral-piano-42; without it, a full-length link (expires in 7d)"),
                 CommonOptions.space,
                 OptionSpec("uses", value: "N", help: "how many people may join with it", default: "1"),
+                OptionSpec(
+                    "max-failures", value: "N",
+                    help: "wrong codes tolerated in total before it stops working",
+                    default: "1"),
                 OptionSpec("expires", value: "DURATION", help: "how long the code works", default: "1h"),
                 OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
                 OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
@@ -62,6 +66,7 @@ let joinCommands: [CommandGroup.Entry] = [
             options: [
                 OptionSpec("name", value: "NAME", help: "your name in the space (default: your login name)"),
                 OptionSpec("verify", help: "show verification words to compare with the inviter"),
+                OptionSpec("resume", help: "finish a join that was interrupted (the process was stopped)"),
                 OptionSpec(
                     "timeout", value: "DURATION", help: "how long to wait for the inviter", default: "5m"),
                 relayOption, CommonOptions.json,
@@ -90,6 +95,9 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     try refuseLinkOnlyOptions(arguments)
     let json = arguments.flag("json")
     let uses = try arguments.int("uses", in: 1...100) ?? 1
+    let maxFailures =
+        try arguments.int("max-failures", in: InvitePolicy.maxFailuresRange)
+        ?? InvitePolicy.defaultMaxFailures
     let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
     let relay = try relayURL(arguments)
@@ -121,7 +129,8 @@ private func runInvite(_ arguments: ParsedArguments) throws {
             id: Base64URL.encode(random.bytes(count: 9)), space: session.saved.space,
             spaceName: session.saved.name, relay: relay, nameplate: nameplate.value,
             secret: InviteSecret(words: words, seed: seed), machine: connection.machine, use: 0,
-            usesLeft: uses - 1, createdAt: now, expiresAt: expiresAt)
+            usesLeft: uses - 1, createdAt: now, expiresAt: expiresAt,
+            policy: InvitePolicy(uses: uses, maxFailures: maxFailures, expiresAt: expiresAt))
         connection.disconnect()
         try withSpaceErrors {
             let store = PendingInviteStore(directory: localState().directory)
@@ -149,8 +158,10 @@ private func runInvite(_ arguments: ParsedArguments) throws {
         Terminal.out("Waiting for someone to join \(session.saved.name) with it…")
     }
     var attendant = Attendant(session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
+    var policy = InvitePolicy(uses: uses, maxFailures: maxFailures, expiresAt: expiresAt)
     var current = connection
-    for use in 0..<uses {
+    var use = 0
+    while true {
         if use > 0 {
             current = try joinErrors { () throws(JoinRunError) in
                 try InviteAttendance.reclaim(relayURL: relay, nameplate: nameplate)
@@ -162,13 +173,47 @@ private func runInvite(_ arguments: ParsedArguments) throws {
                 on: current, words: words, binding: binding, seed: seed, use: use, published: false,
                 expiresAt: expiresAt, deadline: deadline, keepOpen: false)
         } catch let error as CLIError where error.code == "timed_out" {
+            // Late joiners hear that it expired instead of waiting for nobody.
+            try? InviteAttendance.leaveEndNotice(relayURL: relay, nameplate: nameplate, end: .expired)
             throw CLIError(
                 code: "invite_expired",
                 message:
-                    "The invite expired after \(use) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
+                    "The invite expired after \(policy.taken) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
                 status: .timedOut)
         }
-        if case .burned = outcome { throw burnedError() }
+        use += 1
+        let next = policy.record(outcome, now: Int64(Date().timeIntervalSince1970))
+        if case .ended(let end) = next {
+            try? InviteAttendance.leaveEndNotice(relayURL: relay, nameplate: nameplate, end: end)
+        }
+        try reportPolicy(next, outcome: outcome, policy: policy, json: json)
+        if case .ended = next { return }
+    }
+}
+
+/// Tells the inviter what a use's outcome did to the invite; throws when it ended badly.
+private func reportPolicy(
+    _ next: InvitePolicy.Next, outcome: InviteAttendance.Outcome, policy: InvitePolicy, json: Bool
+) throws {
+    switch next {
+    case .attendAgain:
+        guard case .burned = outcome else { return }
+        let left = policy.failuresLeft
+        report(
+            json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
+            "Someone tried a wrong code for your invite; after \(left) more it stops working.")
+    case .ended(.burned):
+        report(
+            json, ["event": "burned", "code": "invite_burned"],
+            "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
+        throw burnedError()
+    case .ended(.expired):
+        throw CLIError(
+            code: "invite_expired",
+            message: "The invite expired after \(policy.taken) of \(policy.uses) uses; make a new one.",
+            status: .timedOut)
+    case .ended:
+        return
     }
 }
 
@@ -189,6 +234,8 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         if let connection = try? InviteAttendance.resume(relayURL: invite.relay, machine: invite.machine) {
             connection.close(mood: .lonely, timeout: .seconds(2))
         }
+        try? InviteAttendance.leaveEndNotice(
+            relayURL: invite.relay, nameplate: Rendezvous.Nameplate(invite.nameplate), end: .expired)
         report(
             json, ["event": "expired", "code": "invite_expired"], "An invite for \(invite.spaceName) expired."
         )
@@ -243,14 +290,23 @@ private func runApprove(_ arguments: ParsedArguments) throws {
                 try persist(invite, keep: false)
                 throw error
             }
-            if case .burned = outcome { burned = true }
-            guard !burned, invite.usesLeft > 0 else {
+            var policy = invite.currentPolicy
+            let step = policy.record(outcome, now: Int64(Date().timeIntervalSince1970))
+            invite.policy = policy
+            if case .ended(let end) = step {
                 try persist(invite, keep: false)
+                try? InviteAttendance.leaveEndNotice(relayURL: invite.relay, nameplate: nameplate, end: end)
+                do {
+                    try reportPolicy(step, outcome: outcome, policy: policy, json: json)
+                } catch let error as CLIError where error.code == "invite_burned" {
+                    burned = true
+                }
                 break
             }
+            try reportPolicy(step, outcome: outcome, policy: policy, json: json)
             // Another use: the same nameplate, a fresh mailbox with the next use's first message.
             invite.use += 1
-            invite.usesLeft -= 1
+            invite.usesLeft = max(0, policy.usesLeft - 1)
             let next = try joinErrors { () throws(JoinRunError) in
                 try InviteAttendance.reclaim(relayURL: invite.relay, nameplate: nameplate)
             }
@@ -338,9 +394,7 @@ private struct Attendant {
                 json, ["event": "declined", "name": request.displayName],
                 "\(nameOf(request)) was not let in.")
         case .burned:
-            report(
-                json, ["event": "burned", "code": "invite_burned"],
-                "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
+            break  // The caller says what it did to the invite (reportPolicy).
         }
         return outcome
     }
@@ -366,82 +420,97 @@ private func burnedError() -> CLIError {
 
 private func runJoin(_ arguments: ParsedArguments) throws {
     let json = arguments.flag("json")
-    let relay = try relayURL(arguments)
     let wait = try arguments.duration("timeout", max: 7 * 86_400) ?? 300
-    let typed: String
-    if let given = arguments.positional(0) {
-        typed = given
-    } else {
-        guard isatty(0) == 1 else {
-            throw CLIError.usage(
-                "give the code as an argument (eleven join coral-piano-42): standard input is not a terminal "
-                    + "to ask for it", help: nil)
-        }
-        writeStderr("Enter the invite code: ")
-        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-            throw CLIError.usage("no code was entered", help: nil)
-        }
-        typed = line
-    }
-    if let link = try fullLengthLink(typed) { return try runLinkJoin(arguments, link: link) }
-    let parsed: ParsedCode
-    do {
-        parsed = try CodeParser.parse(typed)
-    } catch {
-        throw CLIError(code: error.code, message: error.message, status: .codeRejected)
-    }
-    if !json {
-        for correction in parsed.corrections where correction.changesWord { Terminal.out(correction.message) }
-    }
     let state = localState()
+    let joins = PendingJoinStore(directory: state.directory)
+    let resuming = arguments.flag("resume")
+    let now = Int64(Date().timeIntervalSince1970)
+    let pending: PendingJoin
+    if resuming {
+        guard arguments.positional(0) == nil else {
+            throw CLIError.usage("give either a code or --resume, not both", help: nil)
+        }
+        guard let last = try withSpaceErrors({ try joins.load() }).last else {
+            throw CLIError(
+                code: "no_pending_join", message: "There is no interrupted join to resume.", status: .failure)
+        }
+        pending = last
+        report(json, ["event": "resuming"], "Resuming the join…")
+    } else {
+        let typed = try arguments.positional(0) ?? promptForCode()
+        if let link = try fullLengthLink(typed) { return try runLinkJoin(arguments, link: link) }
+        let relay = try relayURL(arguments)
+        let parsed: ParsedCode
+        do {
+            parsed = try CodeParser.parse(typed)
+        } catch {
+            throw CLIError(code: error.code, message: error.message, status: .codeRejected)
+        }
+        if !json {
+            for correction in parsed.corrections where correction.changesWord {
+                Terminal.out(correction.message)
+            }
+        }
+        let (identity, _) = try withSpaceErrors { try state.identity(create: true) }
+        let name =
+            arguments.value("name") ?? ProcessInfo.processInfo.environment["USER"].map { $0.capitalized }
+            ?? ""
+        let request = JoinRequest(
+            displayName: String(name.prefix(64)),
+            deviceLabel: String(ProcessInfo.processInfo.hostName.prefix(64)),
+            publicKeys: identity.publicKeys.text)
+        var random = SystemRandom()
+        pending = PendingJoin(
+            relay: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
+            words: parsed.code.secretWords, request: request, createdAt: now, deadline: now + Int64(wait),
+            using: &random)
+    }
     let (identity, _) = try withSpaceErrors { try state.identity(create: true) }
-    let name =
-        arguments.value("name") ?? ProcessInfo.processInfo.environment["USER"].map { $0.capitalized } ?? ""
     let label = ProcessInfo.processInfo.hostName
-    let request = JoinRequest(
-        displayName: String(name.prefix(64)), deviceLabel: String(label.prefix(64)),
-        publicKeys: identity.publicKeys.text)
     let verify = arguments.flag("verify")
     let accepted = Flag()
     let grantBytes: [UInt8]
     do {
         grantBytes = try JoinRunner.join(
-            relayURL: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
-            words: parsed.code.secretWords, request: request, timeout: .seconds(wait),
+            pending, timeout: .seconds(max(1, pending.deadline - now)),
             // An attendant leaves its first message before anyone joins: without it, nobody
             // attends the code.
-            firstAnswer: .seconds(min(wait, 15))
-        ) { progress in
-            switch progress {
-            case .connecting:
-                report(json, nil, "Connecting…")
-            case .codeAccepted(let verifier):
-                accepted.set()
-                let check = VerificationWords.words(for: verifier).joined(separator: " ")
-                if verify {
+            firstAnswer: resuming ? nil : .seconds(min(wait, 15)),
+            progress: { progress in
+                switch progress {
+                case .connecting:
+                    report(json, nil, "Connecting…")
+                case .codeAccepted(let verifier):
+                    accepted.set()
+                    let check = VerificationWords.words(for: verifier).joined(separator: " ")
+                    if verify {
+                        report(
+                            json, ["event": "code_accepted", "verification": check],
+                            "Code accepted. Verification words: \(check) (the inviter should see the same).")
+                    } else {
+                        report(json, ["event": "code_accepted"], "Code accepted")
+                    }
+                case .waitingForApproval(let inviter):
                     report(
-                        json, ["event": "code_accepted", "verification": check],
-                        "Code accepted. Verification words: \(check) (the inviter should see the same).")
-                } else {
-                    report(json, ["event": "code_accepted"], "Code accepted")
+                        json, ["event": "waiting"], "Waiting for \(inviter ?? "the inviter") to let you in…")
+                case .reconnecting:
+                    report(json, nil, "Reconnecting…")
                 }
-            case .waitingForApproval(let inviter):
-                report(
-                    json, ["event": "waiting"], "Waiting for \(inviter ?? "the inviter") to let you in…")
-            case .reconnecting:
-                report(json, nil, "Reconnecting…")
-            }
-        }
+            },
+            // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
+            save: { try? joins.put($0) })
     } catch {
+        try? joins.remove(pending.id)
         throw joinCLIError(error, codeAccepted: accepted.isSet)
     }
+    try? joins.remove(pending.id)
     let result: (saved: SavedSpace, verified: JoinGrant.Verified)
     let grant: JoinGrant
     do {
         grant = try JoinGrant(decoding: grantBytes)
         result = try grant.accept(
             identity: identity, state: state, deviceLabel: label, now: Int64(Date().timeIntervalSince1970),
-            nameplate: parsed.code.nameplate.description)
+            nameplate: pending.nameplate.value)
     } catch let error as JoinGrantError {
         throw CLIError(code: error.code, message: error.message, status: .failure)
     } catch let error as SpaceClientError {
@@ -501,6 +570,8 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
             status: .codeRejected)
     case .failed(.protocolError):
         return CLIError(code: "protocol_error", message: error.description, status: .failure)
+    case .failed(.inviteEnded(let end)):
+        return CLIError(code: end.code, message: end.message, status: .codeRejected)
     case .refused(let reason, let message):
         return CLIError(
             code: "refused_\(reason)", message: message,
@@ -540,13 +611,14 @@ func report(_ json: Bool, _ object: [String: Any]?, _ text: String) {
     }
 }
 
-private func writeStderr(_ text: String) {
+/// Writes to standard error (prompts), leaving standard output for results.
+func writePrompt(_ text: String) {
     var bytes = Array(text.utf8)
     _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
 }
 
 func askYesNo(_ question: String) -> Bool {
-    writeStderr(question)
+    writePrompt(question)
     let answer = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces).lowercased()
     return answer == "y" || answer == "yes"
 }

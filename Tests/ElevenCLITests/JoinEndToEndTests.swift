@@ -106,11 +106,11 @@ enum JoinScenariosCLI {
         #expect(!FileManager.default.fileExists(atPath: eve.path + "/spaces.json"))
         let members = try w.paul.json(["members", "--json"])
         #expect((members["members"] as? [[String: Any]])?.count == 1)
-        // The right code afterwards: nobody attends it any more.
+        // The right code afterwards: the inviter's notice says the invite was burned.
         let sam = try ElevenHome("sam")
         let late = try w.run(sam, ["join", code, "--name", "Sam", "--timeout", "3s", "--json"])
         #expect(late.status == 3)
-        #expect(try errorCode(late) == "unknown_code")
+        #expect(try errorCode(late) == "invite_burned")
         #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
     }
 
@@ -255,7 +255,27 @@ enum JoinScenariosCLI {
         try await withWorld(relay) { try JoinScenariosCLI.badInputAndUnreachableRelay($0) }
     }
 
-    @Test(arguments: [["invite"], ["approve"], ["join"]])
+    @Test(arguments: relays) func failedAttemptsAreCapped(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.failedAttemptsAreCapped($0) }
+    }
+
+    @Test(arguments: relays) func endedInvitesSayWhy(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.endedInvitesSayWhy($0) }
+    }
+
+    @Test(arguments: relays) func approveHonoursTheCap(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.approveHonoursTheCap($0) }
+    }
+
+    @Test(arguments: relays) func codeFromStandardInput(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.codeFromStandardInput($0) }
+    }
+
+    @Test(arguments: relays) func killedJoinerResumes(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.killedJoinerResumes($0) }
+    }
+
+    @Test(arguments: [["invite"], ["approve"], ["join"], ["completion", "bash"], ["completion", "words"]])
     func helpWorks(command: [String]) throws {
         let result = try TestSupport.run(eleven, command + ["--help"])
         #expect(result.status == 0)

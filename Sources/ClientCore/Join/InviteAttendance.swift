@@ -177,6 +177,26 @@ public enum InviteAttendance {
         return connection
     }
 
+    /// Leaves `end` for late joiners once an invite is over (`docs/join-protocol.md`, "Ended
+    /// invites"): claims the nameplate again (a fresh mailbox, once the last use's mailbox is
+    /// closed and its sides released the nameplate), adds the `ended` notice, waits until the
+    /// relay stored it, and drops the connection without closing, so the relay keeps the
+    /// nameplate (and the notice) until its idle expiry instead of handing the number on.
+    public static func leaveEndNotice(
+        relayURL: String, nameplate: Rendezvous.Nameplate, intent: JoinIntent = .join, end: InviteEnd,
+        timeout: Duration = .seconds(10)
+    ) throws(JoinRunError) {
+        let connection = try reclaim(relayURL: relayURL, nameplate: nameplate, intent: intent)
+        do {
+            try connection.send(phase: .ended, body: end.notice)
+            try connection.waitUntilEchoed(timeout: timeout)
+        } catch {
+            connection.close(mood: .lonely, timeout: .seconds(1))
+            throw .relay(error)
+        }
+        connection.disconnect()
+    }
+
     /// A connection resumed from a saved machine (after `eleven invite --detach`).
     public static func resume(relayURL: String, machine: RendezvousMachine) throws(JoinRunError)
         -> RendezvousConnection

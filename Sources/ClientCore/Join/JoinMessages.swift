@@ -83,7 +83,7 @@ public enum JoinMessage: Equatable, Sendable {
 }
 
 /// Who asks to join.
-public struct JoinRequest: Equatable, Sendable {
+public struct JoinRequest: Equatable, Sendable, Codable {
     public let displayName: String
     public let deviceLabel: String
     /// The joiner's public keys in the key model's one-line text form.

@@ -49,26 +49,46 @@ public enum JoinRunner {
         progress: @escaping (JoinProgress) -> Void
     ) throws(JoinRunError) -> [UInt8] {
         var random = SystemRandom()
-        var generator = SystemRandomNumberGenerator()
-        let binding = JoinBinding(intent: intent, nameplate: nameplate)
-        let connection = RendezvousConnection(
-            url: relayURL,
-            machine: RendezvousMachine(
-                appID: binding.appID, side: .random(using: &generator), start: .claim(nameplate)))
+        let pending = PendingJoin(
+            relay: relayURL, nameplate: nameplate, intent: intent, words: words, request: request,
+            createdAt: 0, deadline: 0, using: &random)
+        return try join(
+            pending, timeout: timeout, firstAnswer: firstAnswer, progress: progress, save: { _ in })
+    }
+
+    /// The joiner, resumable: `pending` is a fresh ``PendingJoin`` or one saved by an earlier
+    /// process. `save` is called with the state after every step (store it sealed); a process
+    /// killed at any point calls this again with the last saved state and carries on: the same
+    /// key-agreement randomness, the peer messages already seen fed again, nothing sent twice.
+    public static func join(
+        _ pending: PendingJoin, timeout: Duration, firstAnswer: Duration? = nil,
+        progress: @escaping (JoinProgress) -> Void, save: (PendingJoin) -> Void
+    ) throws(JoinRunError) -> [UInt8] {
+        var state = pending
+        var random = SystemRandom()
+        var derived = DerivedRandom(seed: state.seedBytes, use: 0)
+        let binding = JoinBinding(intent: state.intent, nameplate: state.nameplate)
+        let connection = RendezvousConnection(url: state.relay, machine: state.machine)
         connection.onReconnect = { _ in progress(.reconnecting) }
         progress(.connecting)
         return try mappingErrors(closing: connection) {
-            var session = JoinerSession(words: words, binding: binding, request: request, using: &random)
+            var session = JoinerSession(
+                words: state.words, binding: binding, request: state.request, using: &derived)
             try connection.start()
             var outputs = session.start
+            for message in state.received {
+                outputs += session.handle(phase: message.phase, body: message.body, using: &random)
+            }
             let deadline = ContinuousClock.now + timeout
             let firstDeadline = firstAnswer.map { ContinuousClock.now + $0 } ?? deadline
-            var answered = false
+            var answered = !state.received.isEmpty
             while true {
                 for output in outputs {
                     switch output {
                     case .send(let phase, let body):
+                        guard !state.sent.contains(phase) else { continue }
                         try connection.send(phase: phase, body: body)
+                        state.sent.append(phase)
                     case .codeAccepted(let verifier):
                         progress(.codeAccepted(verifier: verifier))
                     case .status(let status):
@@ -86,12 +106,15 @@ public enum JoinRunner {
                         throw JoinRunError.failed(failure)
                     }
                 }
+                state.machine = connection.machine
+                save(state)
                 let limit = answered ? deadline : min(deadline, firstDeadline)
                 guard case .received(let phase, let body) = try connection.next(timeout: limit - .now) else {
                     outputs = []
                     continue
                 }
                 answered = true
+                state.received.append(PendingJoin.Received(phase: phase, body: body))
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }
         }

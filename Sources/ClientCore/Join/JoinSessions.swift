@@ -6,11 +6,15 @@ public enum JoinFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case codeMismatch
     /// The other side broke the protocol; the code is burned.
     case protocolError(String)
+    /// The attendant left a notice instead of a key-agreement message: the invite expired, was
+    /// used up or was burned. No guess was possible.
+    case inviteEnded(InviteEnd)
 
     public var code: String {
         switch self {
         case .codeMismatch: "code_mismatch"
         case .protocolError: "protocol_error"
+        case .inviteEnded(let end): end.code
         }
     }
 
@@ -19,6 +23,7 @@ public enum JoinFailure: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .codeMismatch: .scary
         case .protocolError: .errory
+        case .inviteEnded: .lonely
         }
     }
 
@@ -26,6 +31,7 @@ public enum JoinFailure: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .codeMismatch: "That code didn't match. Codes work once: ask for a new one."
         case .protocolError(let why): "The join failed: \(why)."
+        case .inviteEnded(let end): end.message
         }
     }
 
@@ -37,6 +43,39 @@ public enum JoinFailure: Error, Equatable, Sendable, CustomStringConvertible {
 extension Rendezvous.Phase {
     /// Unauthenticated notice from the attendant that the confirmation failed.
     public static let abort = Rendezvous.Phase("abort")
+}
+
+/// Holds peer messages that arrived before the message they follow (a relay may deliver a
+/// mailbox in any order, and a reconnect replays it), and hands them back once their turn came,
+/// as Magic Wormhole's "order" machine does. Each phase is kept once; the buffer is bounded.
+struct JoinInbox {
+    private var held: [(Rendezvous.Phase, [UInt8])] = []
+    static let capacity = 16
+
+    /// Keeps a message for later; false when the buffer is full (a flooding peer).
+    mutating func hold(_ phase: Rendezvous.Phase, _ body: [UInt8]) -> Bool {
+        guard !held.contains(where: { $0.0 == phase }) else { return true }
+        guard held.count < Self.capacity else { return false }
+        held.append((phase, body))
+        return true
+    }
+
+    /// Whether a message of `phase` may be handled now: the key-agreement message (and the
+    /// unauthenticated notices) at once, the confirmation after it, the rest once confirmed.
+    static func isReady(_ phase: Rendezvous.Phase, pakeReceived: Bool, confirmed: Bool) -> Bool {
+        switch phase {
+        case .pake, .abort: true
+        case .confirm: pakeReceived
+        default: confirmed
+        }
+    }
+
+    /// Removes and returns the held messages `ready` now accepts, oldest first.
+    mutating func release(where ready: (Rendezvous.Phase) -> Bool) -> [(Rendezvous.Phase, [UInt8])] {
+        let out = held.filter { ready($0.0) }
+        held.removeAll { ready($0.0) }
+        return out
+    }
 }
 
 /// The joiner's side of a join as a pure state machine: feed it the peer's mailbox messages,
@@ -54,6 +93,8 @@ public struct JoinerSession: ~Copyable {
 
     private var handshake: JoinHandshake
     private let request: JoinRequest
+    private var inbox = JoinInbox()
+    private var pakeReceived = false
     public private(set) var isFinished = false
 
     public init(
@@ -71,9 +112,40 @@ public struct JoinerSession: ~Copyable {
         phase: Rendezvous.Phase, body: [UInt8], using random: inout some RandomByteSource
     ) -> [Output] {
         guard !isFinished else { return [] }
+        if phase == .ended && !pakeReceived {
+            return finish(.failed(.inviteEnded(InviteEnd(notice: body))))
+        }
+        guard JoinInbox.isReady(phase, pakeReceived: pakeReceived, confirmed: handshake.channel != nil) else {
+            // Early: keep it for its turn (the confirm before the key-agreement message, the
+            // answer before our own confirmation verified).
+            guard Self.isExpected(phase) else { return [] }
+            guard inbox.hold(phase, body) else { return finish(.failed(.protocolError("too many messages"))) }
+            return []
+        }
+        var out = step(phase: phase, body: body, using: &random)
+        // Whatever waited for this message may go now.
+        while !isFinished {
+            let (pake, confirmed) = (pakeReceived, handshake.channel != nil)
+            let ready = inbox.release { JoinInbox.isReady($0, pakeReceived: pake, confirmed: confirmed) }
+            if ready.isEmpty { break }
+            for (p, b) in ready where !isFinished { out += step(phase: p, body: b, using: &random) }
+        }
+        return out
+    }
+
+    /// Phases the joiner acts on; anything else from the peer is ignored.
+    private static func isExpected(_ phase: Rendezvous.Phase) -> Bool {
+        phase == .pake || phase == .confirm || phase == .grant || phase == .refusal
+            || phase.value.hasPrefix("status-")
+    }
+
+    private mutating func step(
+        phase: Rendezvous.Phase, body: [UInt8], using random: inout some RandomByteSource
+    ) -> [Output] {
         guard let channel = handshake.channel else {
             if phase == .abort { return finish(.failed(.codeMismatch)) }
             guard phase == .pake || phase == .confirm else { return [] }
+            if phase == .pake { pakeReceived = true }
             do {
                 var out = try handshake.receive(phase: phase, body: body).map { Output.send($0.0, $0.1) }
                 if let channel = handshake.channel {
@@ -128,6 +200,8 @@ public struct AttendantSession: ~Copyable {
     private let inviterName: String?
     private let announceWaiting: Bool
     private var statusCount = 0
+    private var inbox = JoinInbox()
+    private var pakeReceived = false
     public private(set) var pendingRequest: JoinRequest?
     public private(set) var isFinished = false
 
@@ -149,10 +223,29 @@ public struct AttendantSession: ~Copyable {
         phase: Rendezvous.Phase, body: [UInt8], using random: inout some RandomByteSource
     ) -> [Output] {
         guard !isFinished else { return [] }
+        guard phase == .pake || phase == .confirm || phase == .request else {
+            // Nothing else may come from a joiner, before or after the code is proven.
+            return handshake.channel == nil ? burn(.protocolError("'\(phase)' from the joiner")) : []
+        }
+        guard JoinInbox.isReady(phase, pakeReceived: pakeReceived, confirmed: handshake.channel != nil) else {
+            guard inbox.hold(phase, body) else { return burn(.protocolError("too many messages")) }
+            return []
+        }
+        var out = step(phase: phase, body: body, using: &random)
+        while !isFinished {
+            let (pake, confirmed) = (pakeReceived, handshake.channel != nil)
+            let ready = inbox.release { JoinInbox.isReady($0, pakeReceived: pake, confirmed: confirmed) }
+            if ready.isEmpty { break }
+            for (p, b) in ready where !isFinished { out += step(phase: p, body: b, using: &random) }
+        }
+        return out
+    }
+
+    private mutating func step(
+        phase: Rendezvous.Phase, body: [UInt8], using random: inout some RandomByteSource
+    ) -> [Output] {
         guard let channel = handshake.channel else {
-            guard phase == .pake || phase == .confirm else {
-                return burn(.protocolError("'\(phase)' before the code was confirmed"))
-            }
+            if phase == .pake { pakeReceived = true }
             do {
                 return try handshake.receive(phase: phase, body: body).map { Output.send($0.0, $0.1) }
             } catch {

@@ -1,4 +1,3 @@
-import CSodium
 import Foundation
 import PAKE
 
@@ -35,11 +34,16 @@ public struct PendingInvite: Codable, Sendable {
     public var usesLeft: Int
     public let createdAt: Int64
     public let expiresAt: Int64
+    /// Uses taken and failed attempts so far, and their caps (nil in files written before
+    /// `--max-failures`: one use left per `usesLeft`, one failure burns).
+    public var policy: InvitePolicy?
 
     public init(
         id: String, space: SpaceID, spaceName: String, relay: String, nameplate: String, secret: InviteSecret,
-        machine: RendezvousMachine, use: Int, usesLeft: Int, createdAt: Int64, expiresAt: Int64
+        machine: RendezvousMachine, use: Int, usesLeft: Int, createdAt: Int64, expiresAt: Int64,
+        policy: InvitePolicy? = nil
     ) {
+        self.policy = policy
         self.id = id
         self.space = space
         self.spaceName = spaceName
@@ -55,86 +59,35 @@ public struct PendingInvite: Codable, Sendable {
 
     /// The code as people type it.
     public var code: String { "\(secret.words)-\(nameplate)" }
+
+    /// The invite's policy (derived for files that have none).
+    public var currentPolicy: InvitePolicy {
+        policy ?? InvitePolicy(uses: usesLeft + 1, expiresAt: expiresAt)
+    }
 }
 
-/// Pending invites in the state directory, encrypted at rest: `invites.sealed` is
-/// `0x01 ‖ nonce (24) ‖ XChaCha20-Poly1305(key, nonce, JSON, ad = "eleven/pending-invites/v1")`
-/// under a random 32-byte key in `invites.key` (mode 0600). Writes are atomic.
+/// Pending invites in the state directory, encrypted at rest (`invites.sealed` under the key in
+/// `invites.key`; see `SealedStateFile`).
 public struct PendingInviteStore: Sendable {
     public let directory: StateDirectory
-
-    static let keyFile = "invites.key"
-    static let sealedFile = "invites.sealed"
-    static let additionalData = Array("eleven/pending-invites/v1".utf8)
 
     public init(directory: StateDirectory) {
         self.directory = directory
     }
 
+    private var file: SealedStateFile<[PendingInvite]> {
+        SealedStateFile(
+            directory: directory, keyFile: "invites.key", sealedFile: "invites.sealed",
+            additionalData: Array("eleven/pending-invites/v1".utf8), what: "pending invites")
+    }
+
     /// Every pending invite (empty when there are none).
     public func load() throws(LocalStateError) -> [PendingInvite] {
-        try directory.prepare()
-        guard let sealed = try directory.read(Self.sealedFile) else { return [] }
-        guard let keyBytes = try directory.read(Self.keyFile), keyBytes.count == 32 else {
-            throw LocalStateError(
-                .corrupt,
-                "\(directory.file(Self.keyFile)) is missing or damaged; pending invites cannot be read.")
-        }
-        let key = SecretBytes(keyBytes)
-        let nonceCount = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
-        let tagCount = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
-        guard sealed.count >= 1 + nonceCount + tagCount, sealed[0] == 1 else { throw corrupt() }
-        let nonce = Array(sealed[1...nonceCount])
-        let cipher = Array(sealed[(1 + nonceCount)...])
-        var plain = [UInt8](repeating: 0, count: cipher.count - tagCount)
-        var written: UInt64 = 0
-        let rc = key.withUnsafeBytes { k in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(
-                &plain, &written, nil, cipher, UInt64(cipher.count), Self.additionalData,
-                UInt64(Self.additionalData.count), nonce, k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        defer { wipe(&plain) }
-        guard rc == 0, let invites = try? JSONDecoder().decode([PendingInvite].self, from: Data(plain)) else {
-            throw corrupt()
-        }
-        return invites
+        try file.load() ?? []
     }
 
     /// Replaces the pending invites (removes the files when none remain).
     public func save(_ invites: [PendingInvite]) throws(LocalStateError) {
-        try directory.prepare()
-        if invites.isEmpty {
-            unlink(directory.file(Self.sealedFile))
-            return
-        }
-        let key: SecretBytes
-        if let existing = try directory.read(Self.keyFile), existing.count == 32 {
-            key = SecretBytes(existing)
-        } else {
-            key = SecretBytes(SecretBytes.randomBytes(32))
-            try directory.write(Self.keyFile, key)
-        }
-        guard var plain = try? JSONEncoder().encode(invites).map({ $0 }) else {
-            throw LocalStateError(.unwritable, "could not encode the pending invites")
-        }
-        defer { wipe(&plain) }
-        PAKE.Sodium.ensureInitialized()
-        let nonce = SecretBytes.randomBytes(Int(crypto_aead_xchacha20poly1305_ietf_npubbytes()))
-        var cipher = [UInt8](
-            repeating: 0, count: plain.count + Int(crypto_aead_xchacha20poly1305_ietf_abytes()))
-        var written: UInt64 = 0
-        key.withUnsafeBytes { k in
-            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                &cipher, &written, plain, UInt64(plain.count), Self.additionalData,
-                UInt64(Self.additionalData.count), nil, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        try directory.write(Self.sealedFile, [1] + nonce + cipher)
-    }
-
-    private func corrupt() -> LocalStateError {
-        LocalStateError(
-            .corrupt,
-            "\(directory.file(Self.sealedFile)) is damaged and cannot be read. "
-                + "Move it away to drop the pending invites.")
+        try file.save(invites.isEmpty ? nil : invites)
     }
 }

@@ -94,8 +94,12 @@ public struct StateDirectory: Sendable {
         return bytes
     }
 
-    /// Replaces `name` atomically with `bytes`, mode 0600.
-    public func write(_ name: String, _ bytes: some ReadableBytes) throws(LocalStateError) {
+    /// Replaces `name` atomically with `bytes`, mode 0600. `durable: false` skips the fsyncs:
+    /// still atomic and safe from a crash of the process, not from a power loss (for state
+    /// rewritten often on a latency path, such as a join in progress).
+    public func write(_ name: String, _ bytes: some ReadableBytes, durable: Bool = true)
+        throws(LocalStateError)
+    {
         let target = file(name)
         var random = SystemRandom()
         let temporary = file(".\(name).\(Base64URL.encode(random.bytes(count: 6))).tmp")
@@ -111,7 +115,7 @@ public struct StateDirectory: Sendable {
                 }
                 offset += n
             }
-            return fsync(fd) == 0 ? nil : errno
+            return !durable || fsync(fd) == 0 ? nil : errno
         }
         close(fd)
         if let failure {
@@ -123,7 +127,7 @@ public struct StateDirectory: Sendable {
             unlink(temporary)
             throw unwritable(target, e)
         }
-        let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let directory = durable ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1
         if directory >= 0 {
             _ = fsync(directory)
             close(directory)
