@@ -229,8 +229,8 @@ private func runApprove(_ arguments: ParsedArguments) throws {
     let wanted: SpaceID? =
         arguments.value("space") != nil ? try chooseSpace(arguments.value("space"), in: saved).space : nil
     let now = Int64(Date().timeIntervalSince1970)
-    // Expired invites are dropped (their mailboxes closed).
-    for invite in pending where invite.expiresAt < now {
+    // Expired invites (at or past their expiry second) are dropped, their mailboxes closed.
+    for invite in pending where invite.expiresAt <= now {
         if let connection = try? InviteAttendance.resume(relayURL: invite.relay, machine: invite.machine) {
             connection.close(mood: .lonely, timeout: .seconds(2))
         }
@@ -240,7 +240,7 @@ private func runApprove(_ arguments: ParsedArguments) throws {
             json, ["event": "expired", "code": "invite_expired"], "An invite for \(invite.spaceName) expired."
         )
     }
-    pending.removeAll { $0.expiresAt < now }
+    pending.removeAll { $0.expiresAt <= now }
     try withSpaceErrors { try store.save(pending) }
     let mine = pending.filter { wanted == nil || $0.space == wanted }
     guard !mine.isEmpty else {
