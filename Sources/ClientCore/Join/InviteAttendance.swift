@@ -87,11 +87,12 @@ public enum InviteAttendance {
     /// the mailbox is closed. The connection is closed when this returns or throws, except that
     /// with `keepOpenOnTimeout` a deadline that passes before any joiner proved the code only
     /// drops the connection when no joiner message arrived yet (the invite stays pending; save
-    /// `connection.machine`).
+    /// `connection.machine`). `stepTimeout` bounds each wait once a joiner has spoken, so a
+    /// joiner who stops answering cannot hold the invite until `deadline`.
     public static func attendOne(
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
         published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
-        keepOpenOnTimeout: Bool = false,
+        keepOpenOnTimeout: Bool = false, stepTimeout: Duration? = nil,
         onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
         decide: (JoinRequest, [UInt8]) -> JoinDecision
     ) throws(JoinRunError) -> Outcome {
@@ -136,7 +137,9 @@ public enum InviteAttendance {
                         return approved ? .admitted(request) : .refused(request)
                     }
                 }
-                guard case .received(let phase, let body) = try connection.next(timeout: deadline - .now)
+                var limit = deadline
+                if receivedAny, let stepTimeout { limit = min(deadline, .now + stepTimeout) }
+                guard case .received(let phase, let body) = try connection.next(timeout: limit - .now)
                 else {
                     outputs = []
                     continue

@@ -29,7 +29,7 @@ public struct JoinGrantError: Error, Equatable, Sendable, CustomStringConvertibl
 
 /// The inviter's signed record of an invite: who invited, into which space, for how long and
 /// how many uses. Signed with the inviter's Ed25519 key over a domain-separated encoding.
-public struct SignedInvite: Codable, Sendable, Equatable {
+public struct SignedInvite: Codable, Sendable, Hashable {
     public static let currentVersion = 1
 
     public let v: Int
@@ -224,7 +224,8 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             if case .memberAdded(let record) = $0.change { return record.id == memberID }
             return false
         }
-        guard let added, added.signer == inviter.id else {
+        // Added by the inviter, or by an attendant (the space's bot) carrying this very invite.
+        guard let added, added.signer == inviter.id || added.invite == invite else {
             throw .forged("this device was not added by the inviter")
         }
         guard now <= invite.expiresAt else { throw .forged("the invite had expired") }
