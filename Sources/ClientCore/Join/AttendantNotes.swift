@@ -157,11 +157,14 @@ extension SpaceSession {
     }
 
     /// The notes in this member's inbox after `since`, each opened with this device's key and
-    /// checked against `roster` (sender a member who signed it). Returns where to continue.
-    public func receiveNotes(since: Int64, roster: Roster) throws(SpaceClientError)
-        -> (notes: [ReceivedNote], next: Int64)
+    /// checked against the roster verified now (sender a member who signed it), which is
+    /// returned too (nil when the inbox was empty). Returns where to continue.
+    public func receiveNotes(since: Int64) throws(SpaceClientError)
+        -> (notes: [ReceivedNote], next: Int64, roster: Roster?)
     {
         let page = try client.notes(saved.space, since: since)
+        guard !page.notes.isEmpty else { return ([], page.next, nil) }
+        let roster = try roster()
         let notes = page.notes.map { entry in
             let content: Result<AttendantNote, AttendantNoteError>
             do {
@@ -176,6 +179,6 @@ extension SpaceSession {
             }
             return ReceivedNote(inboxID: entry.id, sender: entry.note.sender, content: content)
         }
-        return (notes, page.next)
+        return (notes, page.next, roster)
     }
 }

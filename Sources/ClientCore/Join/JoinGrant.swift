@@ -250,6 +250,18 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         identity: DeviceIdentity, state: LocalState, deviceLabel: String?, now: Int64,
         nameplate: String? = nil
     ) throws -> (saved: SavedSpace, verified: Verified) {
+        let (saved, verified) = try open(identity: identity, deviceLabel: deviceLabel, now: now, nameplate: nameplate)
+        var spaces = try state.spaces()
+        spaces.save(saved)
+        try state.save(spaces)
+        return (saved, verified)
+    }
+
+    /// ``accept(identity:state:deviceLabel:now:nameplate:)`` without saving: verifies, signs in
+    /// and checks the server's member list; returns what to save (the bot keeps it elsewhere).
+    public func open(identity: DeviceIdentity, deviceLabel: String?, now: Int64, nameplate: String? = nil)
+        throws -> (saved: SavedSpace, verified: Verified)
+    {
         let verified = try verify(identity: identity, now: now, nameplate: nameplate)
         var client = try SpaceClient(server: space.server)
         if let deviceToken {
@@ -266,9 +278,6 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         let saved = SavedSpace(
             space: space.id, name: space.name, server: client.server, member: memberID,
             ownerSigningKey: ownerSigningKey, deviceToken: client.token ?? "")
-        var spaces = try state.spaces()
-        spaces.save(saved)
-        try state.save(spaces)
         return (saved, verified)
     }
 }
@@ -277,8 +286,12 @@ extension SpaceSession {
     /// The attendant's side of a grant: registers the joiner on the space server with the keys
     /// from `request` (a signed membership event by this device), wraps every thread key this
     /// device holds to them, and assembles the grant. `invite` is this device's signed record.
-    public func admit(request: JoinRequest, invite: SignedInvite) throws(SpaceClientError)
-        -> (grant: JoinGrant, member: MemberRecord)
+    ///
+    /// An attendant that is not the inviter (the space's bot) passes `carryInvite`: the
+    /// `member_added` event then carries `invite`, and a joiner it already added with this
+    /// invite (a bot restarted mid-join) is answered again instead of added twice.
+    public func admit(request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false)
+        throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord)
     {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
@@ -288,14 +301,30 @@ extension SpaceSession {
                 .rejected, code: "invalid_request",
                 message: "The joiner sent unusable keys (\(error.message)).")
         }
-        let record = try addMember(keys: keys, name: request.displayName)
+        let earlier = carryInvite ? try client.events(saved.space).last { event in
+            if case .memberAdded(let added) = event.change { return added.keys == keys && event.invite == invite }
+            return false
+        } : nil
+        let record: MemberRecord
+        if let earlier, case .memberAdded(let added) = earlier.change {
+            record = added
+        } else {
+            record = try addMember(keys: keys, name: request.displayName, invite: carryInvite ? invite : nil)
+        }
         let roster = try roster()
+        guard roster.members[record.id] != nil else {
+            throw SpaceClientError(
+                .refused, code: "not_member", message: "The joiner was removed from the space meanwhile.")
+        }
         let events = try client.events(saved.space)
         let threadKeys = try threadKeys(roster: roster)
         var wraps: [KeyWrap] = []
         var messages = 0
         for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
-            wraps.append(identity.wrap(key, for: record, in: saved.space, thread: thread))
+            let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
+            // A resumed admission may have stopped before posting every wrap.
+            if earlier != nil { try? client.postWraps(saved.space, thread: thread, wraps: [wrap]) }
+            wraps.append(wrap)
             if let read = try? read(thread, roster: roster, keys: threadKeys) {
                 messages += read.messages.count
             }

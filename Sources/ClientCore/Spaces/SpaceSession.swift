@@ -99,10 +99,11 @@ public struct SpaceSession: Sendable {
     }
 
     /// Adds a member by public keys, then wraps every thread key this device holds to them so
-    /// they can read the history. Returns the new record.
-    public func addMember(keys: MemberPublicKeys, name: String, rights: MemberRights = [])
-        throws(SpaceClientError) -> MemberRecord
-    {
+    /// they can read the history. Returns the new record. `invite`: the inviter's signed record,
+    /// carried in the event when this device attends for someone else (the space's bot).
+    public func addMember(
+        keys: MemberPublicKeys, name: String, rights: MemberRights = [], invite: SignedInvite? = nil
+    ) throws(SpaceClientError) -> MemberRecord {
         var roster = try roster()
         if let existing = roster.members.values.first(where: { $0.keys == keys }) {
             throw SpaceClientError(
@@ -111,7 +112,7 @@ public struct SpaceSession: Sendable {
         }
         let record = MemberRecord(id: .random(), keys: keys, rights: rights, name: name)
         let event = try signed { () throws(KeyModelError) in
-            try roster.nextEvent(.memberAdded(record), signedBy: identity)
+            try roster.nextEvent(.memberAdded(record), signedBy: identity, invite: invite)
         }
         _ = try client.addMember(saved.space, event: event)
         try signed { () throws(KeyModelError) in try roster.apply(event) }
