@@ -244,6 +244,7 @@ public final class BotRunner: Sendable {
                 on: connection, words: invite.secret.words, binding: JoinBinding(intent: .join, nameplate: nameplate),
                 seed: invite.secret.seedBytes, use: invite.use, published: true, inviterName: invite.inviterName,
                 deadline: deadline, keepOpenOnTimeout: true, stepTimeout: configuration.stepTimeout,
+                announceWaiting: invite.ask,
                 decide: { request, verifier in self.decide(invite.id, request, verifier, decision) })
         } catch {
             switch error {

@@ -27,10 +27,12 @@ let joinCommands: [CommandGroup.Entry] = [
                 OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
                 OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
                 OptionSpec("yes", help: "let in whoever proves the code, without asking (scripts)"),
+                OptionSpec("ask", help: "when the space's bot attends: ask me before it lets anyone in"),
                 relayOption, CommonOptions.json,
             ],
             discussion: """
-                Prints the code and a link, then waits here until someone joins with it, asking \
+                When the space has a bot (`eleven bot enable`), the invite goes to it and this returns \
+                at once. Otherwise prints the code and a link, then waits here until someone joins with it, asking \
                 "Let Sam join Family?" first. A wrong code burns the invite at once. With --detach \
                 the invite waits in the relay and `eleven approve` attends it later.
                 """)
@@ -88,6 +90,10 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
     let relay = try relayURL(arguments)
     let session = try openSpace(arguments)
+    let yes = arguments.flag("yes")
+    if try inviteThroughBot(
+        session, uses: uses, wordCount: wordCount, lifetime: lifetime, ask: arguments.flag("ask"), yes: yes, json: json)
+    { return }
 
     let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
     var random = SystemRandom()

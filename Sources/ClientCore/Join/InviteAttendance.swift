@@ -88,18 +88,20 @@ public enum InviteAttendance {
     /// with `keepOpenOnTimeout` a deadline that passes before any joiner proved the code only
     /// drops the connection when no joiner message arrived yet (the invite stays pending; save
     /// `connection.machine`). `stepTimeout` bounds each wait once a joiner has spoken, so a
-    /// joiner who stops answering cannot hold the invite until `deadline`.
+    /// joiner who stops answering cannot hold the invite until `deadline`. `announceWaiting`:
+    /// tell the joiner a person decides (a bot that answers at once need not).
     public static func attendOne(
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
         published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
-        keepOpenOnTimeout: Bool = false, stepTimeout: Duration? = nil,
+        keepOpenOnTimeout: Bool = false, stepTimeout: Duration? = nil, announceWaiting: Bool = true,
         onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
         decide: (JoinRequest, [UInt8]) -> JoinDecision
     ) throws(JoinRunError) -> Outcome {
         var random = SystemRandom()
         var derived = DerivedRandom(seed: seed, use: use)
         var session = AttendantSession(
-            words: words, binding: binding, inviterName: inviterName, announceWaiting: true, using: &derived)
+            words: words, binding: binding, inviterName: inviterName, announceWaiting: announceWaiting,
+            using: &derived)
         var outputs = published ? [] : session.start
         // A resumed connection does not deliver a peer message twice, so the invite can stay
         // pending only while no joiner message arrived.
