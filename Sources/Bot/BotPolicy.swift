@@ -74,23 +74,31 @@ public enum BotPolicy {
         return nil
     }
 
-    /// Checks the inviter's signed record against the request the bot accepted.
-    public static func checkRecord(_ record: SignedInvite, for invite: BotInvite, roster: Roster) -> BotRefusal? {
+    /// Checks the inviter's signed record against the request the bot accepted: the same
+    /// invite, signed with the inviter's key. Whether the inviter may still add members is
+    /// checked when someone joins (a revoked inviter's joiner is told so).
+    public static func checkRecord(_ record: SignedInvite, for invite: BotInvite, roster: Roster)
+        -> BotRefusal?
+    {
         guard record.inviter == invite.inviter, record.nameplate == invite.nameplate,
-            record.expiresAt == invite.expiresAt, record.uses == invite.uses
+            record.expiresAt == invite.expiresAt, record.uses == invite.uses, record.space == roster.space
         else {
             return BotRefusal("invalid", "The signed invite does not match the request.")
         }
-        do throws(KeyModelError) {
-            try roster.checkInvite(record)
-        } catch {
-            return BotRefusal("invalid", "The signed invite does not verify: \(error.message)")
+        guard let key = try? record.verifySignature(), roster.everMember(invite.inviter)?.keys.signing == key
+        else {
+            return BotRefusal("invalid", "The signed invite is not signed by the inviter.")
         }
         return nil
     }
 
     /// Whether a joiner who proved the code may come in now.
     public static func checkAdmission(_ invite: BotInvite, roster: Roster, now: Int64) -> BotRefusal? {
+        if let refusal = checkInviter(invite.inviter, roster: roster) {
+            return BotRefusal(
+                "revoked",
+                "\(refusal.message) The invite no longer works; ask a current member for a new one.")
+        }
         guard let record = invite.record else {
             return BotRefusal("unavailable", "The invite is not ready yet; try again in a moment.")
         }
@@ -99,10 +107,6 @@ public enum BotPolicy {
         }
         guard invite.usesLeft > 0 else {
             return BotRefusal("used_up", "The invite has been used up. Ask for a new one.")
-        }
-        if let refusal = checkInviter(invite.inviter, roster: roster) {
-            return BotRefusal(
-                "revoked", "\(refusal.message) The invite no longer works; ask a current member for a new one.")
         }
         do throws(KeyModelError) {
             try roster.checkInvite(record)

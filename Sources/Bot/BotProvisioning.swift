@@ -21,7 +21,8 @@ public enum BotProvisioning {
             throw BotError(.usage, code: error.code, error.message)
         }
         let identity = try store.identity()
-        let request = JoinRequest(displayName: name, deviceLabel: "eleven-bot", publicKeys: identity.publicKeys.text)
+        let request = JoinRequest(
+            displayName: name, deviceLabel: "eleven-bot", publicKeys: identity.publicKeys.text)
         let nameplate = parsed.code.nameplate.description
         let grantBytes: [UInt8]
         do {
@@ -74,7 +75,9 @@ public struct BotStatus: Sendable {
         space = try store.space()
         member = space?.member.base64URL ?? ""
         openInvites = try store.openInvites().map {
-            OpenInvite(nameplate: $0.nameplate, state: $0.state.rawValue, usesLeft: $0.usesLeft, expiresAt: $0.expiresAt)
+            OpenInvite(
+                nameplate: $0.nameplate, state: $0.state.rawValue, usesLeft: $0.usesLeft,
+                expiresAt: $0.expiresAt)
         }
         invitesByState = try store.inviteCounts()
         counters = try store.logCounts()
@@ -92,7 +95,9 @@ public struct BotStatus: Sendable {
                 ]
             },
             "invites": invitesByState, "counters": counters,
-            "recent": recent.map { ["at": $0.at, "kind": $0.kind, "nameplate": $0.nameplate ?? "", "detail": $0.detail] },
+            "recent": recent.map {
+                ["at": $0.at, "kind": $0.kind, "nameplate": $0.nameplate ?? "", "detail": $0.detail]
+            },
         ]
         if let space {
             object["space"] = ["id": space.space.base64URL, "name": space.name, "server": space.server]

@@ -75,7 +75,9 @@ public final class BotRunner: Sendable {
                     next = page.next
                 }
                 backoff = configuration.pollInterval
-                if page.notes.isEmpty { Thread.sleep(forTimeInterval: Self.seconds(configuration.pollInterval)) }
+                if page.notes.isEmpty {
+                    Thread.sleep(forTimeInterval: Self.seconds(configuration.pollInterval))
+                }
             } catch {
                 log("inbox_failed", ["message": "\(error)"])
                 Thread.sleep(forTimeInterval: Self.seconds(backoff))
@@ -92,7 +94,9 @@ public final class BotRunner: Sendable {
         switch received.content {
         case .failure(let error):
             // Forged, garbled or not for us: never acted on, never answered.
-            record("request_refused", nameplate: nil, "a note from \(received.sender) was refused: \(error)", now)
+            record(
+                "request_refused", nameplate: nil, "a note from \(received.sender) was refused: \(error)", now
+            )
             return
         case .success(let opened):
             note = opened
@@ -103,29 +107,40 @@ public final class BotRunner: Sendable {
             if let refusal = BotPolicy.checkRequest(
                 note, sender: received.sender, roster: roster, now: now, configuration: configuration)
             {
-                record("request_refused", nameplate: nil, "an invite request was refused: \(refusal.message)", now)
-                tell(received.sender, .notice(.inviteRefused, id: note.id, reason: refusal.reason, message: refusal.message), roster: roster)
+                record(
+                    "request_refused", nameplate: nil, "an invite request was refused: \(refusal.message)",
+                    now)
+                tell(
+                    received.sender,
+                    .notice(.inviteRefused, id: note.id, reason: refusal.reason, message: refusal.message),
+                    roster: roster)
                 return
             }
             var random = SystemRandom()
             let invite = BotInvite(
                 id: id, noteID: note.id, inviter: received.sender,
                 inviterName: roster.members[received.sender].flatMap { $0.name.isEmpty ? nil : $0.name },
-                secret: InviteSecret(words: note.words ?? "", seed: SecretBytes(randomCount: 32, using: &random)),
+                secret: InviteSecret(
+                    words: note.words ?? "", seed: SecretBytes(randomCount: 32, using: &random)),
                 relay: configuration.relay, nameplate: nil, machine: nil, use: 0, usesLeft: note.uses ?? 1,
                 uses: note.uses ?? 1, failures: 0, maxFailures: note.maxFailures ?? 1, ask: note.ask ?? false,
-                createdAt: now, expiresAt: note.expiresAt ?? now, record: nil, state: .allocating, approval: nil)
+                createdAt: now, expiresAt: note.expiresAt ?? now, record: nil, state: .allocating,
+                approval: nil)
             if (try? store.save(invite, onlyIfNew: true)) == true {
                 record("invite_accepted", nameplate: nil, "an invite request from \(received.sender)", now)
             }
             startWorker(id)
         case .inviteRecord:
-            guard let signed = note.invite, let invite = try? store.invite(id), invite.state == .awaitingRecord
+            guard let signed = note.invite, let invite = try? store.invite(id),
+                invite.state == .awaitingRecord
             else { return }
             if let refusal = BotPolicy.checkRecord(signed, for: invite, roster: roster) {
                 _ = try? store.update(id) { $0.state = .cancelled }
                 record("request_refused", nameplate: invite.nameplate, refusal.message, now)
-                tell(received.sender, .notice(.inviteRefused, id: note.id, reason: refusal.reason, message: refusal.message), roster: roster)
+                tell(
+                    received.sender,
+                    .notice(.inviteRefused, id: note.id, reason: refusal.reason, message: refusal.message),
+                    roster: roster)
                 return
             }
             _ = try? store.update(id) { invite in
@@ -133,8 +148,9 @@ public final class BotRunner: Sendable {
                 invite.state = .open
             }
         case .approval:
+            // An answer for an earlier use (a bot restarted mid-question asks again) is stale.
             _ = try? store.update(id) { invite in
-                if invite.state == .open { invite.approval = note.approve }
+                if invite.state == .open, note.use == invite.use { invite.approval = note.approve }
             }
         case .inviteReady, .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined:
             break
@@ -175,10 +191,14 @@ public final class BotRunner: Sendable {
                         readySent = true
                     }
                     if now > invite.createdAt + configuration.recordTimeout {
-                        end(invite, .cancelled, kind: "cancelled", "the inviter never signed the invite", notify: nil)
+                        end(
+                            invite, .cancelled, kind: "cancelled", "the inviter never signed the invite",
+                            notify: nil)
                         return
                     }
-                    Thread.sleep(forTimeInterval: 0.02)
+                    // A joiner who comes before the record (or whose inviter was removed before
+                    // sending it) is answered rather than left waiting.
+                    try serveOneUse(invite, until: invite.createdAt + configuration.recordTimeout)
                 case .open:
                     try serveOneUse(invite)
                 case .usedUp, .burned, .expired, .cancelled:
@@ -194,10 +214,12 @@ public final class BotRunner: Sendable {
     }
 
     private func allocate(_ invite: BotInvite) throws {
-        let (connection, nameplate) = try InviteAttendance.allocate(relayURL: invite.relay, timeout: .seconds(20))
+        let (connection, nameplate) = try InviteAttendance.allocate(
+            relayURL: invite.relay, timeout: .seconds(20))
         defer { connection.disconnect() }
         try InviteAttendance.publish(
-            on: connection, words: invite.secret.words, binding: JoinBinding(intent: .join, nameplate: nameplate),
+            on: connection, words: invite.secret.words,
+            binding: JoinBinding(intent: .join, nameplate: nameplate),
             seed: invite.secret.seedBytes, use: invite.use, timeout: .seconds(20))
         let machine = connection.machine
         try store.update(invite.id) { saved in
@@ -210,25 +232,46 @@ public final class BotRunner: Sendable {
 
     /// A use's mailbox: the same nameplate claimed again with a side derived from the invite's
     /// seed, so a bot killed while preparing it claims as the same side after a restart.
-    private func prepareUse(_ invite: BotInvite, nameplate: Rendezvous.Nameplate) throws -> RendezvousMachine {
-        var info = Array("eleven-bot/side/v1".utf8)
-        info += withUnsafeBytes(of: UInt64(invite.use).littleEndian) { Array($0) }
-        let side = HKDFSHA256.deriveKey(from: invite.secret.seedBytes, info: info, byteCount: 5)
-            .unredactedBytes().map { String(format: "%02x", $0) }.joined()
+    private func prepareUse(_ invite: BotInvite, nameplate: Rendezvous.Nameplate) throws -> RendezvousMachine
+    {
         let connection = RendezvousConnection(
             url: invite.relay,
             machine: RendezvousMachine(
-                appID: JoinIntent.join.appID, side: Rendezvous.Side(side), start: .claim(nameplate)))
+                appID: JoinIntent.join.appID, side: Self.side(invite, use: invite.use),
+                start: .claim(nameplate)))
         defer { connection.disconnect() }
         try connection.start()
         try InviteAttendance.publish(
-            on: connection, words: invite.secret.words, binding: JoinBinding(intent: .join, nameplate: nameplate),
+            on: connection, words: invite.secret.words,
+            binding: JoinBinding(intent: .join, nameplate: nameplate),
             seed: invite.secret.seedBytes, use: invite.use, timeout: .seconds(20))
         return connection.machine
     }
 
-    private func serveOneUse(_ invite: BotInvite) throws {
-        guard let nameplateText = invite.nameplate else { throw BotError(.state, code: "no_nameplate", "no nameplate") }
+    static func side(_ invite: BotInvite, use: Int) -> Rendezvous.Side {
+        var info = Array("eleven-bot/side/v1".utf8)
+        info += withUnsafeBytes(of: UInt64(use).littleEndian) { Array($0) }
+        let side = HKDFSHA256.deriveKey(from: invite.secret.seedBytes, info: info, byteCount: 5)
+        return Rendezvous.Side(side.unredactedBytes().map { String(format: "%02x", $0) }.joined())
+    }
+
+    /// A bot killed in the instant between a joiner's first message and saving it finds the
+    /// nameplate gone (its resumed claim made a fresh one): let that claim go and end the use.
+    private func abandonVanishedNameplate(
+        _ invite: BotInvite, machine: RendezvousMachine, nameplate: Rendezvous.Nameplate
+    ) {
+        let connection = RendezvousConnection(
+            url: invite.relay,
+            machine: RendezvousMachine(appID: machine.appID, side: machine.side, start: .claim(nameplate)))
+        if (try? connection.start()) != nil { connection.close(mood: .lonely, timeout: .seconds(2)) }
+        advance(invite, consumed: false)
+        record("abandoned", nameplate: nameplate.value, "a join was interrupted by a restart", Self.now())
+    }
+
+    private func serveOneUse(_ invite: BotInvite, until: Int64? = nil) throws {
+        guard let nameplateText = invite.nameplate else {
+            throw BotError(.state, code: "no_nameplate", "no nameplate")
+        }
         let nameplate = Rendezvous.Nameplate(nameplateText)
         guard let machine = invite.machine else {
             let prepared = try prepareUse(invite, nameplate: nameplate)
@@ -236,25 +279,36 @@ public final class BotRunner: Sendable {
             return
         }
         let connection = try InviteAttendance.resume(relayURL: invite.relay, machine: machine)
-        let deadline = ContinuousClock.now + .seconds(max(1, invite.expiresAt - Self.now()))
+        let deadline =
+            ContinuousClock.now + .seconds(max(1, min(invite.expiresAt, until ?? .max) - Self.now()))
         let decision = Decision()
         let outcome: InviteAttendance.Outcome
         do {
             outcome = try InviteAttendance.attendOne(
-                on: connection, words: invite.secret.words, binding: JoinBinding(intent: .join, nameplate: nameplate),
-                seed: invite.secret.seedBytes, use: invite.use, published: true, inviterName: invite.inviterName,
+                on: connection, words: invite.secret.words,
+                binding: JoinBinding(intent: .join, nameplate: nameplate),
+                seed: invite.secret.seedBytes, use: invite.use, published: true,
+                inviterName: invite.inviterName,
                 deadline: deadline, keepOpenOnTimeout: true, stepTimeout: configuration.stepTimeout,
                 announceWaiting: invite.ask,
+                onFirstPeerMessage: { machine in
+                    // From now on a restart must hear the joiner again from the start.
+                    _ = try? self.store.update(invite.id) { $0.machine = machine.replayingPeer() }
+                },
                 decide: { request, verifier in self.decide(invite.id, request, verifier, decision) })
         } catch {
             switch error {
             case .relay(.timedOut):
                 return  // nobody came before the deadline; the expiry check ends the invite
+            case .relay(.rendezvous(.protocolViolation(let what))) where what.contains("another mailbox"):
+                abandonVanishedNameplate(invite, machine: machine, nameplate: nameplate)
+                return
             case .failed(let failure):
                 // A joiner who stopped answering: this use ends, the invite goes on.
                 advance(invite, consumed: false)
                 record(
-                    "abandoned", nameplate: nameplateText, "a joiner stopped answering (\(failure.code))", Self.now())
+                    "abandoned", nameplate: nameplateText, "a joiner stopped answering (\(failure.code))",
+                    Self.now())
                 return
             default:
                 throw error
@@ -279,7 +333,11 @@ public final class BotRunner: Sendable {
             let refusal = decision.refusal ?? BotRefusal("declined", "declined")
             record("refused", nameplate: nameplateText, "a joiner was turned away: \(refusal.message)", now)
             if refusal.reason == "revoked" || refusal.reason == "expired" || refusal.reason == "used_up" {
-                end(invite, refusal.reason == "expired" ? .expired : .cancelled, kind: "ended", refusal.message, notify: nil)
+                // The mailbox is closed and the nameplate released already.
+                end(
+                    invite, refusal.reason == "expired" ? .expired : .cancelled, kind: "ended",
+                    refusal.message,
+                    notify: nil, closeMailbox: false)
             } else {
                 advance(invite, consumed: false)
             }
@@ -291,14 +349,16 @@ public final class BotRunner: Sendable {
                 saved.approval = nil
                 if saved.failures >= saved.maxFailures { saved.state = .burned }
             }
-            record("wrong_code", nameplate: nameplateText, "someone tried a wrong code (\(failure.code))", now)
+            record(
+                "wrong_code", nameplate: nameplateText, "someone tried a wrong code (\(failure.code))", now)
             if after?.state == .burned {
                 record("burned", nameplate: nameplateText, "the invite was burned", now)
                 tell(
                     invite.inviter,
                     .notice(
                         .inviteBurned, id: invite.noteID, reason: "burned",
-                        message: "Someone tried a wrong code for your invite \(invite.code ?? ""); it has been "
+                        message:
+                            "Someone tried a wrong code for your invite \(invite.code ?? ""); it has been "
                             + "cancelled. Run `eleven invite --short` to make a new one."), roster: nil)
             }
         }
@@ -314,18 +374,20 @@ public final class BotRunner: Sendable {
             decision.refusal = r
             return .refuse(reason: r.reason, message: r.message)
         }
-        guard var invite = try? store.invite(id), let signed = invite.record else {
-            return refuse(BotRefusal("unavailable", "The invite is not ready; try again in a moment."))
-        }
-        guard let roster = try? session.roster() else {
+        guard var invite = try? store.invite(id), let roster = try? session.roster() else {
             return refuse(BotRefusal("unavailable", "The space's server cannot be reached; try again soon."))
         }
         if let r = BotPolicy.checkAdmission(invite, roster: roster, now: Self.now()) { return refuse(r) }
+        guard let signed = invite.record else {
+            return refuse(BotRefusal("unavailable", "The invite is not ready yet; try again in a moment."))
+        }
         if invite.ask {
             var ask = AttendantNote(.approvalNeeded, id: invite.noteID)
             ask.name = request.displayName
             ask.verification = VerificationWords.words(for: verifier).joined(separator: " ")
-            guard let inviter = roster.members[invite.inviter], (try? session.send(ask, to: inviter)) != nil else {
+            ask.use = invite.use
+            guard let inviter = roster.members[invite.inviter], (try? session.send(ask, to: inviter)) != nil
+            else {
                 return refuse(BotRefusal("unavailable", "The inviter cannot be asked right now."))
             }
             let until = ContinuousClock.now + configuration.askTimeout
@@ -347,7 +409,8 @@ public final class BotRunner: Sendable {
             decision.admitted = record
             return .approve(grant: grant.encoded())
         } catch {
-            return refuse(BotRefusal("unavailable", "The bot could not add you to the space: \(error.message)"))
+            return refuse(
+                BotRefusal("unavailable", "The bot could not add you to the space: \(error.message)"))
         }
     }
 
@@ -363,9 +426,12 @@ public final class BotRunner: Sendable {
     }
 
     private func end(
-        _ invite: BotInvite, _ state: BotInvite.State, kind: String, _ why: String, notify: AttendantNote.Kind?
+        _ invite: BotInvite, _ state: BotInvite.State, kind: String, _ why: String,
+        notify: AttendantNote.Kind?,
+        closeMailbox: Bool = true
     ) {
-        if let machine = invite.machine,
+        // Close the mailbox and release the nameplate, so later joiners hear nobody attends.
+        if closeMailbox, let machine = (try? store.invite(invite.id))?.machine,
             let connection = try? InviteAttendance.resume(relayURL: invite.relay, machine: machine)
         {
             connection.close(mood: .lonely, timeout: .seconds(2))
@@ -373,7 +439,9 @@ public final class BotRunner: Sendable {
         _ = try? store.update(invite.id) { $0.state = state }
         record(kind, nameplate: invite.nameplate, why, Self.now())
         if let notify {
-            tell(invite.inviter, .notice(notify, id: invite.noteID, reason: kind, message: "Your invite \(why)."), roster: nil)
+            tell(
+                invite.inviter,
+                .notice(notify, id: invite.noteID, reason: kind, message: "Your invite \(why)."), roster: nil)
         }
     }
 

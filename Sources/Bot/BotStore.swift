@@ -86,13 +86,16 @@ public final class BotStore: @unchecked Sendable {
             guard create else {
                 throw BotError(
                     .state, code: "state_missing",
-                    "There is no bot state in \(directory); run `eleven-bot init --state \(directory)` first.")
+                    "There is no bot state in \(directory); run `eleven-bot init --state \(directory)` first."
+                )
             }
             do {
                 try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                    atPath: directory, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
             } catch {
-                throw BotError(.state, code: "state_unwritable", "Cannot create the state directory \(directory).")
+                throw BotError(
+                    .state, code: "state_unwritable", "Cannot create the state directory \(directory).")
             }
         }
         let database: SQLiteDatabase
@@ -151,7 +154,8 @@ public final class BotStore: @unchecked Sendable {
 
     private func setMeta(_ name: String, _ value: [UInt8]) throws(BotError) {
         try run {
-            try $0.query("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", [.text(name), .blob(value)])
+            try $0.query(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", [.text(name), .blob(value)])
         }
     }
 
@@ -159,7 +163,8 @@ public final class BotStore: @unchecked Sendable {
         -> T
     {
         guard var plain = key.open(sealed, purpose: purpose) else {
-            throw BotError(.state, code: "state_corrupt", "A sealed record in \(path) does not open (damaged).")
+            throw BotError(
+                .state, code: "state_corrupt", "A sealed record in \(path) does not open (damaged).")
         }
         defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
         guard let value = try? JSONDecoder().decode(T.self, from: Data(plain)) else {
@@ -187,7 +192,8 @@ public final class BotStore: @unchecked Sendable {
             return identity
         }
         guard create else {
-            throw BotError(.state, code: "state_missing", "The bot has no identity yet; run `eleven-bot init`.")
+            throw BotError(
+                .state, code: "state_missing", "The bot has no identity yet; run `eleven-bot init`.")
         }
         let identity = DeviceIdentity.generate()
         try setMeta("identity", key.seal(identity.storedForm().unredactedBytes(), purpose: "identity"))
@@ -225,10 +231,13 @@ public final class BotStore: @unchecked Sendable {
     public func openInvites() throws(BotError) -> [BotInvite] {
         let rows = try run {
             try $0.query(
-                "SELECT body FROM invites WHERE state IN ('allocating', 'awaiting_record', 'open') ORDER BY id")
+                "SELECT body FROM invites WHERE state IN ('allocating', 'awaiting_record', 'open') ORDER BY id"
+            )
         }
         var invites: [BotInvite] = []
-        for row in rows { invites.append(try sealedJSON(BotInvite.self, row[0].blob ?? [], purpose: "invite")) }
+        for row in rows {
+            invites.append(try sealedJSON(BotInvite.self, row[0].blob ?? [], purpose: "invite"))
+        }
         return invites
     }
 
@@ -283,10 +292,13 @@ public final class BotStore: @unchecked Sendable {
     public func recentLog(limit: Int = 20) throws(BotError) -> [BotLogEntry] {
         let rows = try run {
             try $0.query(
-                "SELECT at, kind, nameplate, detail FROM log ORDER BY id DESC LIMIT ?", [.integer(Int64(limit))])
+                "SELECT at, kind, nameplate, detail FROM log ORDER BY id DESC LIMIT ?",
+                [.integer(Int64(limit))])
         }
         return rows.reversed().map {
-            BotLogEntry(at: $0[0].integer ?? 0, kind: $0[1].text ?? "", nameplate: $0[2].text, detail: $0[3].text ?? "")
+            BotLogEntry(
+                at: $0[0].integer ?? 0, kind: $0[1].text ?? "", nameplate: $0[2].text,
+                detail: $0[3].text ?? "")
         }
     }
 

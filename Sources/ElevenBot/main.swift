@@ -7,13 +7,15 @@ import Foundation
 // the key, wiring and exit statuses; the logic lives in the Bot module.
 
 private let stateOption = OptionSpec(
-    "state", value: "DIR", help: "the bot's state directory (one SQLite file)", environment: "ELEVEN_BOT_STATE")
+    "state", value: "DIR", help: "the bot's state directory (one SQLite file)",
+    environment: "ELEVEN_BOT_STATE")
 private let keyOption = OptionSpec(
     "key-file", value: "FILE",
     help: "the key that seals the bot's private keys (default $ELEVEN_BOT_KEY_FILE, else "
         + "$CREDENTIALS_DIRECTORY/eleven-bot.key)")
 private let relayOption = OptionSpec(
-    "relay", value: "URL", help: "the join relay", environment: "ELEVEN_RELAY", default: "ws://127.0.0.1:4000/v1")
+    "relay", value: "URL", help: "the join relay", environment: "ELEVEN_RELAY",
+    default: "ws://127.0.0.1:4000/v1")
 private let jsonOption = OptionSpec("json", help: "print JSON for scripts")
 
 private func stateDirectory(_ arguments: ParsedArguments) throws -> String {
@@ -24,7 +26,8 @@ private func stateDirectory(_ arguments: ParsedArguments) throws -> String {
 }
 
 private func keyPath(_ arguments: ParsedArguments) -> String? {
-    BotSealingKey.location(explicit: arguments.value("key-file"), environment: ProcessInfo.processInfo.environment)
+    BotSealingKey.location(
+        explicit: arguments.value("key-file"), environment: ProcessInfo.processInfo.environment)
 }
 
 private func cliError(_ error: BotError) -> CLIError {
@@ -62,7 +65,8 @@ private func relayURL(_ arguments: ParsedArguments) throws -> String {
 
 let program = CommandGroup(
     program: "eleven-bot",
-    summary: "The sidecar bot: a member of one space that attends short-code joins, so nobody has to be online.",
+    summary:
+        "The sidecar bot: a member of one space that attends short-code joins, so nobody has to be online.",
     entries: [
         .init(
             CommandSpec(
@@ -82,16 +86,28 @@ let program = CommandGroup(
                         + "$CREDENTIALS_DIRECTORY/eleven-bot.key under systemd.",
                     status: .usage)
             }
-            let (key, created) = try withBotErrors { () throws(BotError) in try BotSealingKey.loadOrCreate(path: path) }
-            let store = try withBotErrors { () throws(BotError) in try BotStore(directory: directory, key: key, create: true) }
+            let (key, created) = try withBotErrors { () throws(BotError) in
+                try BotSealingKey.loadOrCreate(path: path)
+            }
+            let store = try withBotErrors { () throws(BotError) in
+                try BotStore(directory: directory, key: key, create: true)
+            }
             let identity = try withBotErrors { () throws(BotError) in try store.identity(create: true) }
             if arguments.flag("json") {
-                Terminal.json(["state": store.path, "keyFile": path, "keyCreated": created, "publicKeys": identity.publicKeys.text])
+                Terminal.json([
+                    "state": store.path, "keyFile": path, "keyCreated": created,
+                    "publicKeys": identity.publicKeys.text,
+                ])
             } else {
                 Terminal.out("Bot state: \(store.path)")
-                Terminal.out(created ? "Created the key file \(path) (keep it safe; the state is useless without it)." : "Key file: \(path)")
+                Terminal.out(
+                    created
+                        ? "Created the key file \(path) (keep it safe; the state is useless without it)."
+                        : "Key file: \(path)")
                 Terminal.out("Public keys: \(identity.publicKeys.text)")
-                Terminal.out("Next: a member runs `eleven invite --short --yes`; then `eleven-bot join CODE --state \(directory)`.")
+                Terminal.out(
+                    "Next: a member runs `eleven invite --short --yes`; then `eleven-bot join CODE --state \(directory)`."
+                )
             }
         },
         .init(
@@ -102,30 +118,39 @@ let program = CommandGroup(
                     OptionSpec("name", value: "NAME", help: "the bot's name in the space", default: "Bot"),
                     jsonOption,
                 ],
-                positionals: [PositionalSpec("CODE", help: "the code a member read out, e.g. coral-piano-42")],
-                discussion: "Then the space's owner runs `eleven bot enable --member NAME` to let it attend invites.")
+                positionals: [
+                    PositionalSpec("CODE", help: "the code a member read out, e.g. coral-piano-42")
+                ],
+                discussion:
+                    "Then the space's owner runs `eleven bot enable --member NAME` to let it attend invites.")
         ) { arguments in
-            let store = try openStore(arguments)
             let relay = try relayURL(arguments)
+            let store = try openStore(arguments)
             guard let code = arguments.positional(0) else { throw CLIError.usage("missing CODE", help: nil) }
             let name = arguments.value("name") ?? "Bot"
             let saved = try withBotErrors { () throws(BotError) in
                 try BotProvisioning.join(store: store, code: code, relay: relay, name: name)
             }
             if arguments.flag("json") {
-                Terminal.json(["event": "joined", "space": saved.space.base64URL, "name": saved.name, "member": saved.member.base64URL])
+                Terminal.json([
+                    "event": "joined", "space": saved.space.base64URL, "name": saved.name,
+                    "member": saved.member.base64URL,
+                ])
             } else {
                 Terminal.out("The bot joined \(saved.name) as \(name) (member \(saved.member)).")
-                Terminal.out("Next: the owner runs `eleven bot enable --member \(name)`, then start `eleven-bot run`.")
+                Terminal.out(
+                    "Next: the owner runs `eleven bot enable --member \(name)`, then start `eleven-bot run`.")
             }
         },
         .init(
             CommandSpec(
-                ["eleven-bot", "run"], summary: "Attend invites: read the inbox, serve joiners, until stopped.",
+                ["eleven-bot", "run"],
+                summary: "Attend invites: read the inbox, serve joiners, until stopped.",
                 options: [
                     stateOption, keyOption, relayOption,
                     OptionSpec(
-                        "joins-per-minute", value: "N", help: "admissions per minute across the space (0: no limit)",
+                        "joins-per-minute", value: "N",
+                        help: "admissions per minute across the space (0: no limit)",
                         environment: "ELEVEN_BOT_JOINS_PER_MINUTE", default: "600"),
                     OptionSpec(
                         "step-timeout", value: "DURATION", help: "longest wait for a joiner's next message",
@@ -137,8 +162,8 @@ let program = CommandGroup(
                     stop it at once.
                     """)
         ) { arguments in
-            let store = try openStore(arguments)
             var configuration = BotConfiguration(relay: try relayURL(arguments))
+            let store = try openStore(arguments)
             configuration.joinsPerMinute = try arguments.int("joins-per-minute", in: 0...1_000_000) ?? 600
             configuration.stepTimeout = .seconds(try arguments.duration("step-timeout", max: 3600) ?? 30)
             let runner = try withBotErrors { () throws(BotError) in
@@ -161,14 +186,18 @@ let program = CommandGroup(
                 return
             }
             if let space = status.space {
-                Terminal.out("Space: \(space.name) (\(space.space)) on \(space.server); the bot is member \(status.member).")
+                Terminal.out(
+                    "Space: \(space.name) (\(space.space)) on \(space.server); the bot is member \(status.member)."
+                )
             } else {
                 Terminal.out("Not in a space yet (run `eleven-bot join CODE`).")
             }
             Terminal.out("Open invites: \(status.openInvites.count)")
             for invite in status.openInvites {
                 let expires = Date(timeIntervalSince1970: TimeInterval(invite.expiresAt))
-                Terminal.out("  nameplate \(invite.nameplate ?? "-")  \(invite.state)  \(invite.usesLeft) use(s) left  expires \(expires)")
+                Terminal.out(
+                    "  nameplate \(invite.nameplate ?? "-")  \(invite.state)  \(invite.usesLeft) use(s) left  expires \(expires)"
+                )
             }
             let counters = status.counters.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
             Terminal.out("Counters: \(counters.isEmpty ? "none" : counters.joined(separator: ", "))")
@@ -176,7 +205,9 @@ let program = CommandGroup(
                 Terminal.out("Recent:")
                 for entry in status.recent {
                     let at = Date(timeIntervalSince1970: TimeInterval(entry.at))
-                    Terminal.out("  \(at)  \(entry.kind)  \(entry.nameplate.map { "nameplate \($0)  " } ?? "")\(entry.detail)")
+                    Terminal.out(
+                        "  \(at)  \(entry.kind)  \(entry.nameplate.map { "nameplate \($0)  " } ?? "")\(entry.detail)"
+                    )
                 }
             }
         },

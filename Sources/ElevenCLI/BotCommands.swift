@@ -38,7 +38,8 @@ let botCommands: [CommandGroup.Entry] = [
             ["eleven", "bot", "notes"],
             summary: "Show what the space's bot told you: who joined, which invites were burned.",
             options: [
-                OptionSpec("keep", help: "leave the notes in the inbox"), CommonOptions.space, CommonOptions.json,
+                OptionSpec("keep", help: "leave the notes in the inbox"), CommonOptions.space,
+                CommonOptions.json,
             ])
     ) { arguments in
         let session = try openSpace(arguments)
@@ -73,7 +74,8 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
     if let text = arguments.value("member") {
         guard let found = SpaceSession.findMember(text, in: roster) else {
             throw CLIError(
-                code: "unknown_member", message: "\(session.saved.name) has no member \"\(text)\" (see `eleven members`).",
+                code: "unknown_member",
+                message: "\(session.saved.name) has no member \"\(text)\" (see `eleven members`).",
                 status: .usage)
         }
         target = found
@@ -82,7 +84,9 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
     } else {
         throw CLIError.usage("missing --member MEMBER (the bot's name in the space)", help: nil)
     }
-    let rights = enable ? target.rights.union([.invite, .attendant]) : target.rights.subtracting([.invite, .attendant])
+    let rights =
+        enable
+        ? target.rights.union([.invite, .attendant]) : target.rights.subtracting([.invite, .attendant])
     let event: MembershipEvent
     do throws(KeyModelError) {
         event = try roster.nextEvent(.rightsChanged(target.id, rights), signedBy: session.identity)
@@ -92,7 +96,9 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
     }
     _ = try withSpaceErrors { try session.client.appendEvent(event) }
     if arguments.flag("json") {
-        Terminal.json(["event": enable ? "enabled" : "disabled", "member": target.id.base64URL, "rights": rights.names])
+        Terminal.json([
+            "event": enable ? "enabled" : "disabled", "member": target.id.base64URL, "rights": rights.names,
+        ])
     } else if enable {
         Terminal.out(
             "\(displayName(target)) now attends short-code invites for \(session.saved.name): "
@@ -105,8 +111,11 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
 /// `eleven invite --short` when the space has a bot: sends it the invite and prints the code it
 /// attends. Returns false when the space has no bot (the caller attends itself).
 func inviteThroughBot(
-    _ session: SpaceSession, uses: Int, wordCount: Int, lifetime: TimeInterval, ask: Bool, yes: Bool, json: Bool
+    _ session: SpaceSession, _ arguments: ParsedArguments, uses: Int, wordCount: Int, lifetime: TimeInterval
 ) throws -> Bool {
+    let ask = arguments.flag("ask")
+    let yes = arguments.flag("yes")
+    let json = arguments.flag("json")
     let roster = try withSpaceErrors { try session.roster() }
     guard let bot = roster.attendant, bot.id != session.saved.member else { return false }
     var random = SystemRandom()
@@ -126,7 +135,8 @@ func inviteThroughBot(
     else {
         throw CLIError(
             code: "bot_unavailable",
-            message: "\(displayName(bot)), the bot of \(session.saved.name), did not answer: is eleven-bot running? "
+            message:
+                "\(displayName(bot)), the bot of \(session.saved.name), did not answer: is eleven-bot running? "
                 + "(`eleven bot disable` lets members attend their own invites again.)",
             status: .unavailable)
     }
@@ -163,21 +173,26 @@ func inviteThroughBot(
     while joined < uses, ContinuousClock.now < end {
         guard
             let note = try awaitNote(
-                session, id: id, types: [.approvalNeeded, .joined, .inviteBurned, .inviteEnded], since: &since,
+                session, id: id, types: [.approvalNeeded, .joined, .inviteBurned, .inviteEnded],
+                since: &since,
                 timeout: end - .now)
         else { break }
         switch note.type {
         case .approvalNeeded:
             let name = (note.name ?? "").isEmpty ? "Someone" : note.name ?? ""
-            if let words = note.verification { Terminal.out("\(name) proved the code (verification words: \(words)).") }
+            if let words = note.verification {
+                Terminal.out("\(name) proved the code (verification words: \(words)).")
+            }
             var answer = AttendantNote(.approval, id: id)
+            answer.use = note.use
             answer.approve = yes || askYesOrNo("Let \(name) join \(session.saved.name)? [y/N] ")
             try withSpaceErrors { try session.send(answer, to: bot) }
         case .joined:
             joined += 1
             Terminal.out(note.message ?? "Someone joined.")
         default:
-            throw CLIError(code: "invite_burned", message: note.message ?? "The invite ended.", status: .codeRejected)
+            throw CLIError(
+                code: "invite_burned", message: note.message ?? "The invite ended.", status: .codeRejected)
         }
     }
     return true
@@ -186,7 +201,8 @@ func inviteThroughBot(
 /// Waits for a note about invite `id` of one of `types` from the inbox; notes about other
 /// things are left there for `eleven bot notes`.
 private func awaitNote(
-    _ session: SpaceSession, id: String, types: Set<AttendantNote.Kind>, since: inout Int64, timeout: Swift.Duration
+    _ session: SpaceSession, id: String, types: Set<AttendantNote.Kind>, since: inout Int64,
+    timeout: Swift.Duration
 ) throws -> AttendantNote? {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {

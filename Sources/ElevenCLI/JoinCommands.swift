@@ -90,10 +90,10 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
     let relay = try relayURL(arguments)
     let session = try openSpace(arguments)
-    let yes = arguments.flag("yes")
-    if try inviteThroughBot(
-        session, uses: uses, wordCount: wordCount, lifetime: lifetime, ask: arguments.flag("ask"), yes: yes, json: json)
-    { return }
+    // A space with a bot: the invite goes to the bot (BotCommands.swift).
+    if try inviteThroughBot(session, arguments, uses: uses, wordCount: wordCount, lifetime: lifetime) {
+        return
+    }
 
     let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
     var random = SystemRandom()

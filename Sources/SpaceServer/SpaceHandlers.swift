@@ -195,7 +195,8 @@ extension SpaceService {
         let body = try decode(EventBody.self, from: request)
         let event = body.event
         switch (expect, event.change) {
-        case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved), (.any, .rightsChanged): break
+        case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved), (.any, .rightsChanged):
+            break
         case (.removing(let text), .memberRemoved(let id)):
             guard text == Substring(id.base64URL) else {
                 throw APIError.badRequest(

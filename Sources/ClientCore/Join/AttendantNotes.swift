@@ -50,12 +50,14 @@ public struct AttendantNote: Codable, Sendable, Equatable {
     public var name: String?
     public var member: MemberID?
     public var verification: String?
+    // approval_needed, approval: which use of the invite is being decided
+    public var use: Int?
     // approval
     public var approve: Bool?
 
     enum CodingKeys: String, CodingKey {
         case v, type, id, words, uses, ask, nameplate, invite, reason, message, name, member, verification
-        case approve
+        case use, approve
         case expiresAt = "expires_at"
         case maxFailures = "max_failures"
         case inviterName = "inviter_name"

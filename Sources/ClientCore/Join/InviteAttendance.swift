@@ -90,10 +90,13 @@ public enum InviteAttendance {
     /// `connection.machine`). `stepTimeout` bounds each wait once a joiner has spoken, so a
     /// joiner who stops answering cannot hold the invite until `deadline`. `announceWaiting`:
     /// tell the joiner a person decides (a bot that answers at once need not).
+    /// `onFirstPeerMessage` sees the connection's state once the joiner has spoken (a bot saves
+    /// ``RendezvousMachine/replayingPeer()`` of it to resume mid-join after a restart).
     public static func attendOne(
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
         published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
         keepOpenOnTimeout: Bool = false, stepTimeout: Duration? = nil, announceWaiting: Bool = true,
+        onFirstPeerMessage: (RendezvousMachine) -> Void = { _ in },
         onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
         decide: (JoinRequest, [UInt8]) -> JoinDecision
     ) throws(JoinRunError) -> Outcome {
@@ -146,6 +149,7 @@ public enum InviteAttendance {
                     outputs = []
                     continue
                 }
+                if !receivedAny { onFirstPeerMessage(connection.machine) }
                 receivedAny = true
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }

@@ -250,7 +250,8 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         identity: DeviceIdentity, state: LocalState, deviceLabel: String?, now: Int64,
         nameplate: String? = nil
     ) throws -> (saved: SavedSpace, verified: Verified) {
-        let (saved, verified) = try open(identity: identity, deviceLabel: deviceLabel, now: now, nameplate: nameplate)
+        let (saved, verified) = try open(
+            identity: identity, deviceLabel: deviceLabel, now: now, nameplate: nameplate)
         var spaces = try state.spaces()
         spaces.save(saved)
         try state.save(spaces)
@@ -301,10 +302,14 @@ extension SpaceSession {
                 .rejected, code: "invalid_request",
                 message: "The joiner sent unusable keys (\(error.message)).")
         }
-        let earlier = carryInvite ? try client.events(saved.space).last { event in
-            if case .memberAdded(let added) = event.change { return added.keys == keys && event.invite == invite }
-            return false
-        } : nil
+        let earlier =
+            carryInvite
+            ? try client.events(saved.space).last { event in
+                if case .memberAdded(let added) = event.change {
+                    return added.keys == keys && event.invite == invite
+                }
+                return false
+            } : nil
         let record: MemberRecord
         if let earlier, case .memberAdded(let added) = earlier.change {
             record = added

@@ -164,7 +164,8 @@ public struct MembershipEvent: Hashable, Sendable {
     /// The bytes the signer signed.
     var signedBytes: [UInt8] {
         Self.signedBytes(
-            space: space, sequence: sequence, previous: previous, change: change, signer: signer, invite: invite)
+            space: space, sequence: sequence, previous: previous, change: change, signer: signer,
+            invite: invite)
     }
 
     /// This event's hash, which the next event names as its predecessor.
@@ -181,7 +182,8 @@ public struct MembershipEvent: Hashable, Sendable {
         invite: SignedInvite? = nil, identity: DeviceIdentity
     ) -> MembershipEvent {
         let signed = signedBytes(
-            space: space, sequence: sequence, previous: previous, change: change, signer: signer, invite: invite)
+            space: space, sequence: sequence, previous: previous, change: change, signer: signer,
+            invite: invite)
         return MembershipEvent(
             space: space, sequence: sequence, previous: previous, change: change, signer: signer,
             invite: invite, signature: identity.sign(signed))
@@ -222,7 +224,8 @@ extension MembershipEvent: Codable {
         case "member_removed": change = .memberRemoved(try c.decode(MemberID.self, forKey: .memberID))
         case "rights_changed":
             change = .rightsChanged(
-                try c.decode(MemberID.self, forKey: .memberID), try c.decode(MemberRights.self, forKey: .rights))
+                try c.decode(MemberID.self, forKey: .memberID),
+                try c.decode(MemberRights.self, forKey: .rights))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "unknown event type \"\(type)\"")

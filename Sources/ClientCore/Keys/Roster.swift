@@ -105,7 +105,8 @@ public struct Roster: Sendable, Equatable {
                 throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
             }
             guard MemberRights.all.isSuperset(of: rights) else {
-                throw KeyModelError(.invalidEvent, "A member record grants rights this version does not know.")
+                throw KeyModelError(
+                    .invalidEvent, "A member record grants rights this version does not know.")
             }
             members[id] = MemberRecord(id: id, keys: record.keys, rights: rights, name: record.name)
         case .memberAdded(let record):

@@ -126,6 +126,21 @@ public struct RendezvousMachine: Codable, Sendable {
     /// Whether every message we sent has been stored by the relay.
     public var allEchoed: Bool { unechoed.isEmpty }
 
+    /// This machine as saved by a side that must hear the peer again from the start after a
+    /// restart (an attendant re-deriving its key agreement, as the bot does): no peer phase
+    /// counts as seen, so reopening the mailbox delivers everything again; and the nameplate
+    /// counts as released (the peer has spoken, so both sides let it go), so resuming opens the
+    /// mailbox without claiming the nameplate again.
+    public func replayingPeer() -> RendezvousMachine {
+        var copy = self
+        copy.seenPeerPhases = []
+        if copy.nameplate != nil {
+            copy.releaseRequested = true
+            copy.nameplateReleased = true
+        }
+        return copy
+    }
+
     // MARK: Events
 
     /// A new connection to the relay is open: bind and resume whatever was in flight.
