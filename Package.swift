@@ -52,7 +52,7 @@ let package = Package(
             name: "ElevenCLI", dependencies: ["PAKE", "WordCodes", "ClientCore", "CLISupport"]),
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
-        .executableTarget(name: "ElevenBot", dependencies: ["Bot", "ClientCore", "CLISupport"]),
+        .executableTarget(name: "ElevenBot", dependencies: ["Bot", "ClientCore", "CLISupport", "Net"]),
         .executableTarget(
             name: "ElevenBench",
             dependencies: ["PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore"]),

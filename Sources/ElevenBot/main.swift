@@ -2,6 +2,7 @@ import Bot
 import CLISupport
 import ClientCore
 import Foundation
+import Net
 
 // `eleven-bot`: the sidecar bot that attends short-code joins for one space. Thin: arguments,
 // the key, wiring and exit statuses; the logic lives in the Bot module.
@@ -169,10 +170,10 @@ let program = CommandGroup(
             let runner = try withBotErrors { () throws(BotError) in
                 try BotRunner(store: store, configuration: configuration) { line in Terminal.json(line) }
             }
-            for signal in [SIGTERM, SIGINT] {
-                Glibc.signal(signal) { _ in _exit(0) }
-            }
+            // Every step is saved before the next, so stopping at once loses nothing.
+            let watchers = [SIGTERM, SIGINT].map { SignalWatcher(signal: $0) { _exit(0) } }
             runner.run()
+            watchers.forEach { $0.cancel() }
         },
         .init(
             CommandSpec(

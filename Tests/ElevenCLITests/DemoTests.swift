@@ -39,9 +39,9 @@ import Testing
             #expect(result.stdout.contains("Paul      Sam joined Family with your invite "))
             #expect(result.stdout.contains("; it has been cancelled."))
             #expect(result.stdout.contains("Ann       Paul: First book: The Left Hand of Darkness"))
-            // Both sides show the same verification words.
+            // Both sides of Ann's join (Paul attending) show the same verification words.
             let words = result.stdout.split(separator: "\n").compactMap { line -> String? in
-                guard let r = line.range(of: "erification words: ") else { return nil }
+                guard line.contains("Ann"), let r = line.range(of: "erification words: ") else { return nil }
                 return String(line[r.upperBound...].prefix { $0.isLetter || $0 == " " })
                     .trimmingCharacters(in: .whitespaces)
             }
