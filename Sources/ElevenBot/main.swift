@@ -173,7 +173,7 @@ let program = CommandGroup(
             // Every step is saved before the next, so stopping at once loses nothing.
             let watchers = [SIGTERM, SIGINT].map { SignalWatcher(signal: $0) { _exit(0) } }
             runner.run()
-            watchers.forEach { $0.cancel() }
+            for watcher in watchers { watcher.cancel() }
         },
         .init(
             CommandSpec(
