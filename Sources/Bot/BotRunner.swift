@@ -221,7 +221,7 @@ public final class BotRunner: Sendable {
             on: connection, words: invite.secret.words,
             binding: JoinBinding(intent: .join, nameplate: nameplate),
             seed: invite.secret.seedBytes, use: invite.use, timeout: .seconds(20))
-        let machine = connection.machine
+        let machine = connection.machine.replayingPeer()
         try store.update(invite.id) { saved in
             saved.nameplate = nameplate.value
             saved.machine = machine
@@ -245,7 +245,8 @@ public final class BotRunner: Sendable {
             on: connection, words: invite.secret.words,
             binding: JoinBinding(intent: .join, nameplate: nameplate),
             seed: invite.secret.seedBytes, use: invite.use, timeout: .seconds(20))
-        return connection.machine
+        // A joiner may already have spoken on this connection: hear them again on resuming.
+        return connection.machine.replayingPeer()
     }
 
     static func side(_ invite: BotInvite, use: Int) -> Rendezvous.Side {

@@ -104,7 +104,7 @@ public final class BotStore: @unchecked Sendable {
             try database.execute(
                 """
                 PRAGMA journal_mode = WAL;
-                PRAGMA synchronous = FULL;
+                PRAGMA synchronous = NORMAL;
                 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
                 CREATE TABLE IF NOT EXISTS invites (
                     id TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at INTEGER NOT NULL, body BLOB NOT NULL);

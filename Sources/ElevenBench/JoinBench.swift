@@ -156,17 +156,17 @@ private func fail(_ message: String) -> Int32 {
     return 1
 }
 
-private func milliseconds(_ d: Duration) -> Double {
+func milliseconds(_ d: Duration) -> Double {
     Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
 }
 
-private func percentile(_ values: [Double], _ p: Double) -> Double {
+func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
     return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p + 0.5))]
 }
 
 /// A child process with both outputs collected, stopped by process id.
-private final class BenchProcess: @unchecked Sendable {
+final class BenchProcess: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
     private var out = Data()
@@ -251,7 +251,7 @@ private func freeLoopbackPort() -> UInt16 {
     return UInt16(bigEndian: address.sin_port)
 }
 
-private func waitForPort(_ port: UInt16) -> Bool {
+func waitForPort(_ port: UInt16) -> Bool {
     let deadline = Date().addingTimeInterval(20)
     while Date() < deadline {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -13,6 +13,7 @@ let usage = """
       spaces   messages appended and read per second through eleven-server, server memory
       relay    mailbox pairs/s, latency and idle-connection memory, against the reference mailbox server
       join     short-code join latency end to end, against `wormhole receive` through the same relay
+      bot      bot-attended joins/s with 20 concurrent joiners (1, 10, 100 threads), p50/p99, bot memory
 
     Run `eleven-bench <command> --help` for a command's options.
     """
@@ -30,6 +31,7 @@ case "net": exit(runNetBench(rest))
 case "spaces": exit(runSpacesBench(rest))
 case "relay": exit(runRelayBench(rest))
 case "join": exit(runJoinBench(rest))
+case "bot": exit(runBotBench(rest))
 default:
     FileHandle.standardError.write(Data("eleven-bench: unknown command '\(command)'\n\n\(usage)\n".utf8))
     exit(2)

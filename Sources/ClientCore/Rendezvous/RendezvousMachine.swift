@@ -128,16 +128,17 @@ public struct RendezvousMachine: Codable, Sendable {
 
     /// This machine as saved by a side that must hear the peer again from the start after a
     /// restart (an attendant re-deriving its key agreement, as the bot does): no peer phase
-    /// counts as seen, so reopening the mailbox delivers everything again; and the nameplate
-    /// counts as released (the peer has spoken, so both sides let it go), so resuming opens the
-    /// mailbox without claiming the nameplate again.
+    /// counts as seen, so reopening the mailbox delivers everything again. Once the peer has
+    /// spoken the nameplate counts as released (both sides let it go on the first message), so
+    /// resuming opens the mailbox without claiming a nameplate that may be gone; before that
+    /// the claim stands and is resumed as it is.
     public func replayingPeer() -> RendezvousMachine {
         var copy = self
-        copy.seenPeerPhases = []
-        if copy.nameplate != nil {
+        if nameplate != nil && (!seenPeerPhases.isEmpty || releaseRequested) {
             copy.releaseRequested = true
             copy.nameplateReleased = true
         }
+        copy.seenPeerPhases = []
         return copy
     }
 
