@@ -55,7 +55,9 @@ let package = Package(
         .executableTarget(name: "ElevenBot", dependencies: ["Bot", "ClientCore", "CLISupport", "Net"]),
         .executableTarget(
             name: "ElevenBench",
-            dependencies: ["PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore", "Bot"]),
+            dependencies: [
+                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore", "Bot",
+            ]),
 
         // Helpers shared by the test targets (process control, free ports, the Python venv).
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -275,18 +275,18 @@ private func measureSelfAttended(threads: Int, seconds: Double, relayURL: String
             onNameplate: {
                 attended = $0.value
                 plate.put($0.value)
-            }
-        ) { request, _ in
-            let now = Int64(Date().timeIntervalSince1970)
-            let invite = owner.identity.signInvite(
-                space: owner.saved.space, inviter: owner.saved.member, nameplate: attended ?? "",
-                createdAt: now,
-                expiresAt: now + 600, uses: 1)
-            guard let (grant, _) = try? owner.admit(request: request, invite: invite) else {
-                return .refuse(reason: "unavailable", message: "bench")
-            }
-            return .approve(grant: grant.encoded())
-        }
+            },
+            decide: { request, _ in
+                let now = Int64(Date().timeIntervalSince1970)
+                let invite = owner.identity.signInvite(
+                    space: owner.saved.space, inviter: owner.saved.member, nameplate: attended ?? "",
+                    createdAt: now,
+                    expiresAt: now + 600, uses: 1)
+                guard let (grant, _) = try? owner.admit(request: request, invite: invite) else {
+                    return .refuse(reason: "unavailable", message: "bench")
+                }
+                return .approve(grant: grant.encoded())
+            })
         let latency = joined.take(timeout: 30) ?? -1
         if latency >= 0 { results.add(latency) } else { results.fail() }
     }
