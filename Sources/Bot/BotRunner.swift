@@ -403,10 +403,9 @@ public final class BotRunner: Sendable {
         guard limiter.withLock({ $0.allow(now: .now) }) else {
             return refuse(BotRefusal("busy", "Too many people are joining right now; try again in a minute."))
         }
-        admitLock.lock()
-        defer { admitLock.unlock() }
         do {
-            let (grant, record) = try session.admit(request: request, invite: signed, carryInvite: true)
+            let (grant, record) = try session.admit(
+                request: request, invite: signed, carryInvite: true, exclusive: admitLock)
             decision.admitted = record
             return .approve(grant: grant.encoded())
         } catch {

@@ -290,10 +290,12 @@ extension SpaceSession {
     ///
     /// An attendant that is not the inviter (the space's bot) passes `carryInvite`: the
     /// `member_added` event then carries `invite`, and a joiner it already added with this
-    /// invite (a bot restarted mid-join) is answered again instead of added twice.
-    public func admit(request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false)
-        throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord)
-    {
+    /// invite (a bot restarted mid-join) is answered again instead of added twice. `exclusive`
+    /// is held only while the membership chain is read and extended, so an attendant admitting
+    /// several joiners at once keeps the chain in order and wraps keys for them in parallel.
+    public func admit(
+        request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false, exclusive: NSLock? = nil
+    ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
             keys = try MemberPublicKeys(text: request.publicKeys)
@@ -302,33 +304,52 @@ extension SpaceSession {
                 .rejected, code: "invalid_request",
                 message: "The joiner sent unusable keys (\(error.message)).")
         }
-        let earlier =
-            carryInvite
-            ? try client.events(saved.space).last { event in
-                if case .memberAdded(let added) = event.change {
-                    return added.keys == keys && event.invite == invite
-                }
-                return false
-            } : nil
+        exclusive?.lock()
+        var locked = exclusive != nil
+        defer { if locked { exclusive?.unlock() } }
+        var events = try client.events(saved.space)
+        var roster = try verifiedRoster(events)
+        let earlier = events.last { event in
+            guard carryInvite, case .memberAdded(let added) = event.change else { return false }
+            return added.keys == keys && event.invite == invite
+        }
         let record: MemberRecord
         if let earlier, case .memberAdded(let added) = earlier.change {
+            guard roster.members[added.id] != nil else {
+                throw SpaceClientError(
+                    .refused, code: "not_member", message: "The joiner was removed from the space meanwhile.")
+            }
             record = added
         } else {
-            record = try addMember(keys: keys, name: request.displayName, invite: carryInvite ? invite : nil)
+            if let existing = roster.members.values.first(where: { $0.keys == keys }) {
+                throw SpaceClientError(
+                    .rejected, code: "already_member",
+                    message: "That key already belongs to \(Self.label(existing)) in \(saved.name).")
+            }
+            record = MemberRecord(id: .random(), keys: keys, rights: [], name: request.displayName)
+            let event = try signed { () throws(KeyModelError) in
+                try roster.nextEvent(
+                    .memberAdded(record), signedBy: identity, invite: carryInvite ? invite : nil)
+            }
+            _ = try client.addMember(saved.space, event: event)
+            try signed { () throws(KeyModelError) in try roster.apply(event) }
+            events.append(event)
         }
-        let roster = try roster()
-        guard roster.members[record.id] != nil else {
-            throw SpaceClientError(
-                .refused, code: "not_member", message: "The joiner was removed from the space meanwhile.")
+        if locked {
+            exclusive?.unlock()
+            locked = false
         }
-        let events = try client.events(saved.space)
         let threadKeys = try threadKeys(roster: roster)
         var wraps: [KeyWrap] = []
         var messages = 0
         for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
             let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
-            // A resumed admission may have stopped before posting every wrap.
-            if earlier != nil { try? client.postWraps(saved.space, thread: thread, wraps: [wrap]) }
+            if earlier == nil {
+                try client.postWraps(saved.space, thread: thread, wraps: [wrap])
+            } else {
+                // A resumed admission may have stopped before posting every wrap.
+                try? client.postWraps(saved.space, thread: thread, wraps: [wrap])
+            }
             wraps.append(wrap)
             if let read = try? read(thread, roster: roster, keys: threadKeys) {
                 messages += read.messages.count

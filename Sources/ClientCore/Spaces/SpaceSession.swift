@@ -89,13 +89,24 @@ public struct SpaceSession: Sendable {
 
     /// The membership chain, verified from the saved owner key.
     public func roster() throws(SpaceClientError) -> Roster {
+        try verifiedRoster(try client.events(saved.space))
+    }
+
+    /// `events` verified from the saved owner key.
+    func verifiedRoster(_ events: [MembershipEvent]) throws(SpaceClientError) -> Roster {
         let ownerKey: SigningPublicKey
         do throws(LocalStateError) {
             ownerKey = try saved.ownerKey()
         } catch {
             throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
         }
-        return try client.roster(saved.space, ownerKey: ownerKey)
+        do throws(KeyModelError) {
+            return try Roster.verify(events: events, ownerKey: ownerKey)
+        } catch {
+            throw SpaceClientError(
+                .verification, code: error.code.rawValue,
+                message: "The member list from \(client.server) does not check out: \(error.message)")
+        }
     }
 
     /// Adds a member by public keys, then wraps every thread key this device holds to them so
@@ -287,7 +298,7 @@ public struct SpaceSession: Sendable {
         return String(decoding: plain, as: UTF8.self)
     }
 
-    private func signed<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
+    func signed<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
         do {
             return try body()
         } catch {
