@@ -14,6 +14,7 @@ public final class BotRunner: Sendable {
     let session: SpaceSession
     private let emit: @Sendable ([String: Any]) -> Void
     private let admitLock = NSLock()
+    private let rosters = RosterCache()
     private let limiter: Mutex<JoinRateLimiter>
     private let workers = Mutex(Set<String>())
     private let stopped = Atomic<Bool>(false)
@@ -375,7 +376,7 @@ public final class BotRunner: Sendable {
             decision.refusal = r
             return .refuse(reason: r.reason, message: r.message)
         }
-        guard var invite = try? store.invite(id), let roster = try? session.roster() else {
+        guard var invite = try? store.invite(id), let roster = try? rosters.refresh(session).roster else {
             return refuse(BotRefusal("unavailable", "The space's server cannot be reached; try again soon."))
         }
         if let r = BotPolicy.checkAdmission(invite, roster: roster, now: Self.now()) { return refuse(r) }
@@ -405,7 +406,7 @@ public final class BotRunner: Sendable {
         }
         do {
             let (grant, record) = try session.admit(
-                request: request, invite: signed, carryInvite: true, exclusive: admitLock)
+                request: request, invite: signed, carryInvite: true, exclusive: admitLock, rosters: rosters)
             decision.admitted = record
             return .approve(grant: grant.encoded())
         } catch {
@@ -455,7 +456,7 @@ public final class BotRunner: Sendable {
     }
 
     private func member(_ id: MemberID) throws -> MemberRecord {
-        guard let record = try session.roster().members[id] else {
+        guard let record = try rosters.refresh(session).roster.members[id] else {
             throw BotError(.state, code: "not_member", "member \(id) left the space")
         }
         return record

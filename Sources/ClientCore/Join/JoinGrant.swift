@@ -292,9 +292,11 @@ extension SpaceSession {
     /// `member_added` event then carries `invite`, and a joiner it already added with this
     /// invite (a bot restarted mid-join) is answered again instead of added twice. `exclusive`
     /// is held only while the membership chain is read and extended, so an attendant admitting
-    /// several joiners at once keeps the chain in order and wraps keys for them in parallel.
+    /// several joiners at once keeps the chain in order and wraps keys for them in parallel;
+    /// `rosters` saves verifying the whole chain each time.
     public func admit(
-        request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false, exclusive: NSLock? = nil
+        request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false, exclusive: NSLock? = nil,
+        rosters: RosterCache? = nil
     ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
@@ -307,8 +309,14 @@ extension SpaceSession {
         exclusive?.lock()
         var locked = exclusive != nil
         defer { if locked { exclusive?.unlock() } }
-        var events = try client.events(saved.space)
-        var roster = try verifiedRoster(events)
+        var events: [MembershipEvent]
+        var roster: Roster
+        if let rosters {
+            (events, roster) = try rosters.refresh(self)
+        } else {
+            events = try client.events(saved.space)
+            roster = try verifiedRoster(events)
+        }
         let earlier = events.last { event in
             guard carryInvite, case .memberAdded(let added) = event.change else { return false }
             return added.keys == keys && event.invite == invite
