@@ -60,16 +60,14 @@ func runBotBench(_ arguments: [String]) -> Int32 {
             programs[0],
             ["--listen", "127.0.0.1:0", "--db", directory.path + "/relay.sqlite", "--no-limits"],
             environment: [:]),
-        let relayLine = relay.line(startingWith: "eleven-relay listening on ", inStderr: false)
-    else { return botFail("eleven-relay did not start") }
-    children.append(relay)
-    guard
         let server = BenchProcess.start(
             programs[1], ["--listen", "127.0.0.1:0", "--db", directory.path + "/server.sqlite", "--quiet"],
-            environment: [:]),
+            environment: [:])
+    else { return botFail("eleven-relay or eleven-server did not start") }
+    children += [relay, server]
+    guard let relayLine = relay.line(startingWith: "eleven-relay listening on ", inStderr: false),
         let serverLine = server.line(startingWith: "eleven-server listening on ", inStderr: false)
-    else { return botFail("eleven-server did not start") }
-    children.append(server)
+    else { return botFail("eleven-relay or eleven-server did not start") }
     let relayURL = String(relayLine.dropFirst("eleven-relay listening on ".count))
     let serverURL = String(serverLine.dropFirst("eleven-server listening on ".count))
 
@@ -156,12 +154,14 @@ private func measureBotRow(
         let bot = BenchProcess.start(
             botProgram,
             ["run", "--state", state, "--key-file", keyFile, "--relay", relayURL, "--joins-per-minute", "0"],
-            environment: [:]),
-        bot.line(startingWith: "{", inStderr: false) != nil
+            environment: [:])
     else { throw BenchError(description: "eleven-bot did not start") }
     defer {
-        kill(bot.process.processIdentifier, SIGTERM)
+        kill(bot.process.processIdentifier, SIGKILL)
         bot.process.waitUntilExit()
+    }
+    guard bot.line(startingWith: "{", inStderr: false) != nil else {
+        throw BenchError(description: "eleven-bot did not start")
     }
 
     // One long-lived invite per joiner.
