@@ -379,6 +379,15 @@ public final class BotRunner: Sendable {
         guard var invite = try? store.invite(id), let roster = try? rosters.refresh(session).roster else {
             return refuse(BotRefusal("unavailable", "The space's server cannot be reached; try again soon."))
         }
+        // A joiner quicker than the inviter's signed record (on its way through the inbox) waits
+        // for it a little.
+        let recordDeadline = ContinuousClock.now + .seconds(10)
+        while invite.record == nil, ContinuousClock.now < recordDeadline, !isStopped,
+            BotPolicy.checkInviter(invite.inviter, roster: roster) == nil
+        {
+            Thread.sleep(forTimeInterval: 0.02)
+            invite = (try? store.invite(id)) ?? invite
+        }
         if let r = BotPolicy.checkAdmission(invite, roster: roster, now: Self.now()) { return refuse(r) }
         guard let signed = invite.record else {
             return refuse(BotRefusal("unavailable", "The invite is not ready yet; try again in a moment."))
