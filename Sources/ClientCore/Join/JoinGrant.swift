@@ -352,15 +352,19 @@ extension SpaceSession {
         var messages = 0
         for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
             let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
-            if earlier == nil {
-                try client.postWraps(saved.space, thread: thread, wraps: [wrap])
-            } else {
+            if earlier != nil {
                 // A resumed admission may have stopped before posting every wrap.
                 try? client.postWraps(saved.space, thread: thread, wraps: [wrap])
             }
             wraps.append(wrap)
             if let read = try? read(thread, roster: roster, keys: threadKeys) {
                 messages += read.messages.count
+            }
+        }
+        // Every thread's wrap in one request (one commit on the server).
+        if earlier == nil && !wraps.isEmpty {
+            for start in stride(from: 0, to: wraps.count, by: 500) {
+                try client.postWraps(saved.space, wraps: Array(wraps[start..<min(start + 500, wraps.count)]))
             }
         }
         let grant = JoinGrant(

@@ -57,6 +57,12 @@ extension SpaceClient {
         let _: SpaceWire.Done = try call(.delete, spacePath(space, "inbox", String(id)))
     }
 
+    /// Stores key wraps for several threads in one request (`POST …/wraps`).
+    public func postWraps(_ space: SpaceID, wraps: [KeyWrap]) throws(SpaceClientError) {
+        let _: SpaceWire.StoredCount = try call(
+            .post, spacePath(space, "wraps"), body: SpaceWire.WrapsRequest(wraps: wraps))
+    }
+
     /// Submits any membership event the caller signed (`POST …/events`).
     @discardableResult
     public func appendEvent(_ event: MembershipEvent) throws(SpaceClientError) -> SpaceWire.AppendedEvent {
