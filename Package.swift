@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "eleven-relay", targets: ["ElevenRelay"]),
         .executable(name: "eleven-server", targets: ["ElevenServer"]),
         .executable(name: "eleven-bench", targets: ["ElevenBench"]),
+        .executable(name: "eleven-bot", targets: ["ElevenBot"]),
         .library(name: "PAKE", targets: ["PAKE"]),
         .library(name: "WordCodes", targets: ["WordCodes"]),
         .library(name: "Net", targets: ["Net"]),
@@ -40,6 +41,9 @@ let package = Package(
             name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "CSQLite", "CSodium"],
             exclude: ["API.md"]),
 
+        // The sidecar bot: attends short-code joins for its space.
+        .target(name: "Bot", dependencies: ["ClientCore", "PAKE", "WordCodes", "SpaceServer", "CSodium"]),
+
         // Argument parsing, help text, exit codes and output shared by the executables.
         .target(name: "CLISupport", dependencies: ["CQRencode"]),
 
@@ -48,10 +52,12 @@ let package = Package(
             name: "ElevenCLI", dependencies: ["PAKE", "WordCodes", "ClientCore", "CLISupport"]),
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
+        .executableTarget(name: "ElevenBot", dependencies: ["Bot", "ClientCore", "CLISupport", "Net"]),
         .executableTarget(
             name: "ElevenBench",
             dependencies: [
-                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore", "TestSupport",
+                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore", "Bot",
+                "TestSupport",
             ]),
 
         // Helpers shared by the test targets (process control, free ports, the Python venv).
@@ -66,5 +72,6 @@ let package = Package(
             name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "Net", "TestSupport"]),
         .testTarget(
             name: "ElevenCLITests", dependencies: ["CLISupport", "ClientCore", "Net", "TestSupport"]),
+        .testTarget(name: "BotTests", dependencies: ["Bot", "ClientCore", "SpaceServer", "TestSupport"]),
     ]
 )

@@ -8,7 +8,7 @@ let demoCommands: [CommandGroup.Entry] = [
     .init(
         CommandSpec(
             ["eleven", "demo"],
-            summary: "Run a local short-code join end to end (a relay on loopback, two clients).",
+            summary: "Run a local short-code join end to end (relay, space server and bot on loopback).",
             options: [
                 OptionSpec(
                     "relay", value: "URL",
@@ -16,12 +16,14 @@ let demoCommands: [CommandGroup.Entry] = [
                 OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
             ],
             discussion: """
-                Starts eleven-relay and eleven-server on free loopback ports. Paul creates the
-                space Family and writes in it, then invites with a short code; Sam types the code
-                (with a typo the code reader fixes before any traffic), the two clients agree on a
-                key through the relay with SPAKE2, Paul lets Sam in, and Sam reads the history.
-                Then Eve guesses a code: it fails, and the code is burned. Nothing leaves this
-                machine; the state lives in a temporary directory removed at the end.
+                Starts eleven-relay, eleven-server and eleven-bot on free loopback ports. Paul creates
+                the space Family, writes in it and gives it a bot; he mints a short code the bot
+                attends, and Sam types it (with a typo the code reader fixes before any traffic): the
+                bot and Sam agree on a key through the relay with SPAKE2, the bot lets Sam in while
+                nobody else is online, and Sam reads the history. Eve guesses a code: it fails, the
+                code is burned and the bot tells Paul. Without a bot, Paul's own device attends: Ann
+                joins his Book club after he says yes. Nothing leaves this machine; the state lives
+                in a temporary directory removed at the end.
                 """)
     ) { arguments in
         try Demo(words: try arguments.int("words", in: Code.wordCountRange) ?? 2).run(
@@ -30,7 +32,7 @@ let demoCommands: [CommandGroup.Entry] = [
 ]
 
 /// The demo's script: the real programs, as people would run them. `eleven-relay` and
-/// `eleven-server` run on free loopback ports; Paul, Sam and Eve are `eleven` processes, each
+/// `eleven-server` (and `eleven-bot`) run on free loopback ports; Paul, Sam, Eve and Ann are `eleven` processes, each
 /// with a state directory of their own, and their output is shown as it comes.
 struct Demo {
     let words: Int
@@ -72,46 +74,28 @@ struct Demo {
         try paul.runShown(["send", "Dinner on Sunday at seven?"])
         say("")
 
-        // Paul invites; Sam types the code with a typo the code reader fixes before any traffic.
+        try runBotStory(paul: paul, sam: sam, eve: eve, directory: directory, relayURL: relayURL)
+
+        // Without a bot, Paul's own device attends and asks him first.
+        say("Without a bot, Paul's own device attends: a second space, Book club, and Ann.")
+        let ann = Person(name: "Ann", home: directory.appendingPathComponent("ann"), relay: relayURL)
+        try paul.runShown(["space", "create", "Book club", "--server", server.url, "--as", "Paul"])
+        try paul.runShown(["send", "First book: The Left Hand of Darkness"])
         let invite = try paul.start(
-            ["invite", "--short", "--words", String(words)], answer: ("Let Sam join", "y"))
-        guard let text = invite.value(afterPrefix: "Invite code: "),
-            let code = try? CodeParser.parse(text).code
-        else {
+            ["invite", "--short", "--words", String(words)], answer: ("Let Ann join", "y"))
+        guard let text = invite.value(afterPrefix: "Invite code: ") else {
             invite.stop()
             throw Self.failure(of: invite, "Paul's invite did not start")
         }
-        let typed = Self.mistype(code) ?? code.description
-        say("  Sam       (types the code Paul read out: \"\(typed)\")")
-        try sam.runShown(["join", typed, "--name", "Sam", "--verify"])
+        try ann.runShown(["join", text, "--name", "Ann", "--verify"])
         guard invite.finish() == 0 else {
             throw CLIError(code: "demo_failed", message: "Paul's invite did not end well", status: .failure)
         }
-        try sam.runShown(["read"])
+        try ann.runShown(["read"])
         say("")
-
-        // Eve guesses: one guess, and the code is burned.
-        let second = try paul.start(["invite", "--short", "--words", String(words)], answer: nil)
-        guard let text2 = second.value(afterPrefix: "Invite code: "),
-            let code2 = try? CodeParser.parse(text2).code
-        else {
-            second.stop()
-            throw Self.failure(of: second, "Paul's second invite did not start")
-        }
-        var guess = Code.generate(nameplate: code2.nameplate, wordCount: words)
-        while guess.words == code2.words {
-            guess = Code.generate(nameplate: code2.nameplate, wordCount: words)
-        }
-        say("  Eve       (guesses \"\(guess)\" for Paul's new code)")
-        let eveStatus = try eve.runShown(["join", guess.description, "--name", "Eve"], allowFailure: true)
-        _ = second.finish()
-        guard eveStatus == ExitStatus.codeRejected.rawValue else {
-            throw CLIError(
-                code: "demo_failed", message: "Eve's wrong guess was not refused", status: .failure)
-        }
-        say("")
-        say("Done. The code worked once, the relay never saw the words or the keys, and Sam read the")
-        say("history end-to-end encrypted. Try it yourself: eleven --help")
+        say("Done. The bot let Sam in while nobody else was online, each code worked once, the relay never")
+        say("saw the words or the keys, and Sam and Ann read the history end-to-end encrypted.")
+        say("Try it yourself: eleven --help")
     }
 
     /// A step that failed, with the exit status the program itself gave (its message is shown).
@@ -299,7 +283,7 @@ final class ShownProcess: @unchecked Sendable {
     }
 }
 
-private func say(_ line: String) {
+func say(_ line: String) {
     Terminal.out(line)
 }
 
@@ -309,7 +293,10 @@ struct ServiceChild {
     let process: Process
     let url: String
 
-    static func start(_ name: String, _ arguments: [String], scheme: String) throws -> ServiceChild {
+    /// `readyText`: wait for this text instead of the "listening on" line (the URL is then empty).
+    static func start(_ name: String, _ arguments: [String], scheme: String, readyText: String? = nil) throws
+        -> ServiceChild
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try siblingBinary(name))
         process.arguments = arguments
@@ -325,6 +312,7 @@ struct ServiceChild {
                 if chunk.isEmpty { return ready.put("") }
                 buffer.append(chunk)
                 let text = String(decoding: buffer, as: UTF8.self)
+                if let readyText, text.contains(readyText) { return ready.put(" ") }
                 if let range = text.range(of: "listening on \(scheme)"),
                     let end = text[range.upperBound...].firstIndex(of: "\n")
                 {
@@ -332,11 +320,11 @@ struct ServiceChild {
                 }
             }
         }
-        guard let url = ready.take(timeout: 20), !url.isEmpty else {
+        guard let taken = ready.take(timeout: 20), !taken.isEmpty else {
             kill(process.processIdentifier, SIGKILL)
             throw CLIError(code: "service_failed", message: "\(name) did not start", status: .unavailable)
         }
-        return ServiceChild(process: process, url: url)
+        return ServiceChild(process: process, url: taken.trimmingCharacters(in: .whitespaces))
     }
 
     func stop() {

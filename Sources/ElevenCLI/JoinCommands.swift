@@ -35,12 +35,14 @@ let joinCommands: [CommandGroup.Entry] = [
                 OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
                 OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
                 OptionSpec("yes", help: "let in whoever proves the code, without asking (scripts)"),
+                OptionSpec("ask", help: "when the space's bot attends: ask me before it lets anyone in"),
                 relayOption, CommonOptions.json,
             ] + linkInviteOptions,
             discussion: """
                 Without --short: prints a full-length link (and a QR code) that works while you are \
-                offline; the person runs `eleven join LINK`. With --short: prints the code and a \
-                link, then waits here until someone joins with it, asking \
+                offline; the person runs `eleven join LINK`. With --short, when the space has a bot \
+                (`eleven bot enable`), the invite goes to it and this returns at once; otherwise prints \
+                the code and a link, then waits here until someone joins with it, asking \
                 "Let Sam join Family?" first. A wrong code burns the invite at once. With --detach \
                 the invite waits in the relay and `eleven approve` attends it later.
                 """)
@@ -102,6 +104,10 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
     let relay = try relayURL(arguments)
     let session = try openSpace(arguments)
+    // A space with a bot: the invite goes to the bot (BotCommands.swift).
+    if try inviteThroughBot(session, arguments, uses: uses, wordCount: wordCount, lifetime: lifetime) {
+        return
+    }
 
     let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
     var random = SystemRandom()

@@ -195,6 +195,8 @@ extension SpaceService {
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space, sequence: event.sequence)
             try store.revokeTokens(space: space, member: id, now: now)
+        case .rightsChanged(let id, let rights):
+            try store.setRights(rights, of: id, space: space)
         case .spaceCreated:
             throw APIError.badRequest("invalid_event", "A space is created only once.")
         }

@@ -7,36 +7,37 @@ public enum SQLValue: Hashable, Sendable {
     case text(String)
     case blob([UInt8])
 
-    var integer: Int64? {
+    public var integer: Int64? {
         if case .integer(let value) = self { return value }
         return nil
     }
 
-    var text: String? {
+    public var text: String? {
         if case .text(let value) = self { return value }
         return nil
     }
 
-    var blob: [UInt8]? {
+    public var blob: [UInt8]? {
         if case .blob(let value) = self { return value }
         return nil
     }
 }
 
 /// A failure inside SQLite (not the caller's fault).
-struct SQLiteError: Error, CustomStringConvertible {
-    let code: Int32
-    let message: String
-    var description: String { "SQLite error \(code): \(message)" }
+public struct SQLiteError: Error, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+    public var description: String { "SQLite error \(code): \(message)" }
 }
 
 /// One SQLite connection with a cache of prepared statements. Not thread-safe: its owner
-/// serialises every use (``SpaceStore`` is only touched under ``SpaceAPI``'s lock).
-final class SQLiteDatabase {
+/// serialises every use (``SpaceStore`` is only touched under ``SpaceAPI``'s lock; the sidecar
+/// bot's store under its own).
+public final class SQLiteDatabase {
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
-    init(path: String) throws {
+    public init(path: String) throws {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -60,7 +61,7 @@ final class SQLiteDatabase {
     }
 
     /// Runs SQL without parameters (schema, pragmas); may hold several statements.
-    func execute(_ sql: String) throws {
+    public func execute(_ sql: String) throws {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc) }
     }
@@ -76,7 +77,7 @@ final class SQLiteDatabase {
 
     /// Runs one statement with bound values and returns every row.
     @discardableResult
-    func query(_ sql: String, _ values: [SQLValue] = []) throws -> [[SQLValue]] {
+    public func query(_ sql: String, _ values: [SQLValue] = []) throws -> [[SQLValue]] {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -135,13 +136,13 @@ final class SQLiteDatabase {
     }
 
     /// Rows changed by the last statement.
-    var changes: Int { Int(sqlite3_changes(handle)) }
+    public var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// The rowid of the last insert.
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// Runs `body` in one write transaction: committed if it returns, rolled back if it throws.
-    func transaction<T>(_ body: () throws -> T) throws -> T {
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()

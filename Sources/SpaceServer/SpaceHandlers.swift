@@ -195,7 +195,8 @@ extension SpaceService {
         let body = try decode(EventBody.self, from: request)
         let event = body.event
         switch (expect, event.change) {
-        case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved): break
+        case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved), (.any, .rightsChanged):
+            break
         case (.removing(let text), .memberRemoved(let id)):
             guard text == Substring(id.base64URL) else {
                 throw APIError.badRequest(
@@ -226,6 +227,8 @@ extension SpaceService {
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space.id, sequence: event.sequence)
             try store.revokeTokens(space: space.id, member: id, now: now)
+        case .rightsChanged(let id, let rights):
+            try store.setRights(rights, of: id, space: space.id)
         case .spaceCreated:
             break
         }

@@ -37,7 +37,8 @@ extension SpaceService {
         case "members", "events", "tokens", "threads", "inbox": methods = ["GET", "POST"]
         case "members/*", "tokens/*", "inbox/*": methods = ["DELETE"]
         case "sign-in", "sign-in/challenge": methods = ["POST"]
-        case "wraps", "avatar", "group": methods = ["GET"]
+        case "avatar", "group": methods = ["GET"]
+        case "wraps": methods = ["GET", "POST"]
         case "threads/*/wraps", "threads/*/messages": methods = ["GET", "POST"]
         default: throw Self.unknownRoute
         }
@@ -74,7 +75,8 @@ extension SpaceService {
         case ("threads/*/wraps", _):
             return try postWraps(
                 request, space: space, thread: thread(tail[1], in: space), principal: principal)
-        case ("wraps", _): return try ownWraps(space, thread: nil, principal: principal)
+        case ("wraps", "GET"): return try ownWraps(space, thread: nil, principal: principal)
+        case ("wraps", _): return try postWrapsForThreads(request, space: space, principal: principal)
         case ("threads/*/messages", "GET"):
             return try listMessages(
                 request, space: space, thread: thread(tail[1], in: space), principal: principal)

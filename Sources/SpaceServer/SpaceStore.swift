@@ -176,6 +176,12 @@ final class SpaceStore {
             [.integer(Int64(sequence)), .blob(space.bytes), .blob(id.bytes)])
     }
 
+    func setRights(_ rights: MemberRights, of id: MemberID, space: SpaceID) throws {
+        try db.query(
+            "UPDATE members SET rights = ? WHERE space_id = ? AND member_id = ?",
+            [.integer(Int64(bitPattern: rights.rawValue)), .blob(space.bytes), .blob(id.bytes)])
+    }
+
     // MARK: Device tokens
 
     func insertToken(

@@ -54,6 +54,38 @@ extension SpaceService {
             status: 201)
     }
 
+    /// `POST …/wraps`: wraps for several threads in one request (one transaction), each thread
+    /// checked as by ``postWraps(_:space:thread:principal:)``.
+    func postWrapsForThreads(_ request: APIRequest, space: SpaceRow, principal: Principal) throws
+        -> APIResponse
+    {
+        let member = try requireMember(principal)
+        let body = try decode(WrapsBody.self, from: request)
+        guard !body.wraps.isEmpty else {
+            throw APIError.badRequest("invalid_field", "Field wraps must hold at least one key wrap.")
+        }
+        guard body.wraps.count <= configuration.maximumWrapsPerRequest else {
+            throw APIError(
+                413, "too_many_wraps", "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
+        }
+        var stored = 0
+        for thread in Set(body.wraps.map(\.thread)).sorted() {
+            guard let row = try store.thread(thread, space: space.id) else {
+                throw APIError.notFound("unknown_thread", "A wrap names a thread this space does not have.")
+            }
+            guard
+                try row.createdBy == member.id
+                    || store.hasWrap(space: space.id, thread: thread, recipient: member.id)
+            else {
+                throw APIError.forbidden(
+                    "not_authorised", "Only members who hold a thread's key may wrap it.")
+            }
+            stored += try storeWraps(
+                body.wraps.filter { $0.thread == thread }, space: space, thread: thread, member: member)
+        }
+        return .json(StoredCount(stored: stored), status: 201)
+    }
+
     /// Checks and stores wraps made by `member` for one thread: each names this space and thread,
     /// is signed by the caller, verifies against the roster, and is addressed to a current member
     /// who has no usable wrap for the thread yet.

@@ -19,7 +19,7 @@ import Testing
             #expect(result.stdout.contains("Waiting for Paul to let you in…"))
             #expect(result.stdout.contains("Joined Family"))
             #expect(result.stdout.contains("That code didn't match. Codes work once: ask for a new one."))
-            #expect(result.stdout.contains("Someone tried a wrong code for your invite; it no longer works."))
+            #expect(result.stdout.contains("Someone tried a wrong code for your invite "))
             // The typo Sam made was fixed locally, and said so.
             #expect(result.stdout.contains("reading '"))
         }
@@ -34,9 +34,14 @@ import Testing
             #expect(result.stdout.contains("Joined Family"))
             #expect(result.stdout.contains("That code didn't match. Codes work once: ask for a new one."))
             #expect(result.stdout.contains("Sam       Paul: Welcome to the family space!"))
-            // Both sides show the same verification words.
+            // The bot let Sam in and told Paul; the wrong guess was reported by the bot too.
+            #expect(result.stdout.contains("Bot now attends short-code invites for Family"))
+            #expect(result.stdout.contains("Paul      Sam joined Family with your invite "))
+            #expect(result.stdout.contains("; it has been cancelled."))
+            #expect(result.stdout.contains("Ann       Paul: First book: The Left Hand of Darkness"))
+            // Both sides of Ann's join (Paul attending) show the same verification words.
             let words = result.stdout.split(separator: "\n").compactMap { line -> String? in
-                guard let r = line.range(of: "erification words: ") else { return nil }
+                guard line.contains("Ann"), let r = line.range(of: "erification words: ") else { return nil }
                 return String(line[r.upperBound...].prefix { $0.isLetter || $0 == " " })
                     .trimmingCharacters(in: .whitespaces)
             }

@@ -87,18 +87,24 @@ public enum InviteAttendance {
     /// the mailbox is closed. The connection is closed when this returns or throws, except that
     /// with `keepOpenOnTimeout` a deadline that passes before any joiner proved the code only
     /// drops the connection when no joiner message arrived yet (the invite stays pending; save
-    /// `connection.machine`).
+    /// `connection.machine`). `stepTimeout` bounds each wait once a joiner has spoken, so a
+    /// joiner who stops answering cannot hold the invite until `deadline`. `announceWaiting`:
+    /// tell the joiner a person decides (a bot that answers at once need not).
+    /// `onFirstPeerMessage` sees the connection's state once the joiner has spoken (a bot saves
+    /// ``RendezvousMachine/replayingPeer()`` of it to resume mid-join after a restart).
     public static func attendOne(
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
         published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
-        keepOpenOnTimeout: Bool = false,
+        keepOpenOnTimeout: Bool = false, stepTimeout: Duration? = nil, announceWaiting: Bool = true,
+        onFirstPeerMessage: (RendezvousMachine) -> Void = { _ in },
         onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
         decide: (JoinRequest, [UInt8]) -> JoinDecision
     ) throws(JoinRunError) -> Outcome {
         var random = SystemRandom()
         var derived = DerivedRandom(seed: seed, use: use)
         var session = AttendantSession(
-            words: words, binding: binding, inviterName: inviterName, announceWaiting: true, using: &derived)
+            words: words, binding: binding, inviterName: inviterName, announceWaiting: announceWaiting,
+            using: &derived)
         var outputs = published ? [] : session.start
         // A resumed connection does not deliver a peer message twice, so the invite can stay
         // pending only while no joiner message arrived.
@@ -136,11 +142,14 @@ public enum InviteAttendance {
                         return approved ? .admitted(request) : .refused(request)
                     }
                 }
-                guard case .received(let phase, let body) = try connection.next(timeout: deadline - .now)
+                var limit = deadline
+                if receivedAny, let stepTimeout { limit = min(deadline, .now + stepTimeout) }
+                guard case .received(let phase, let body) = try connection.next(timeout: limit - .now)
                 else {
                     outputs = []
                     continue
                 }
+                if !receivedAny { onFirstPeerMessage(connection.machine) }
                 receivedAny = true
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }

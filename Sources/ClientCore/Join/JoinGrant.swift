@@ -29,7 +29,7 @@ public struct JoinGrantError: Error, Equatable, Sendable, CustomStringConvertibl
 
 /// The inviter's signed record of an invite: who invited, into which space, for how long and
 /// how many uses. Signed with the inviter's Ed25519 key over a domain-separated encoding.
-public struct SignedInvite: Codable, Sendable, Equatable {
+public struct SignedInvite: Codable, Sendable, Hashable {
     public static let currentVersion = 1
 
     public let v: Int
@@ -224,7 +224,8 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             if case .memberAdded(let record) = $0.change { return record.id == memberID }
             return false
         }
-        guard let added, added.signer == inviter.id else {
+        // Added by the inviter, or by an attendant (the space's bot) carrying this very invite.
+        guard let added, added.signer == inviter.id || added.invite == invite else {
             throw .forged("this device was not added by the inviter")
         }
         guard now <= invite.expiresAt else { throw .forged("the invite had expired") }
@@ -249,6 +250,19 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         identity: DeviceIdentity, state: LocalState, deviceLabel: String?, now: Int64,
         nameplate: String? = nil
     ) throws -> (saved: SavedSpace, verified: Verified) {
+        let (saved, verified) = try open(
+            identity: identity, deviceLabel: deviceLabel, now: now, nameplate: nameplate)
+        var spaces = try state.spaces()
+        spaces.save(saved)
+        try state.save(spaces)
+        return (saved, verified)
+    }
+
+    /// ``accept(identity:state:deviceLabel:now:nameplate:)`` without saving: verifies, signs in
+    /// and checks the server's member list; returns what to save (the bot keeps it elsewhere).
+    public func open(identity: DeviceIdentity, deviceLabel: String?, now: Int64, nameplate: String? = nil)
+        throws -> (saved: SavedSpace, verified: Verified)
+    {
         let verified = try verify(identity: identity, now: now, nameplate: nameplate)
         var client = try SpaceClient(server: space.server)
         if let deviceToken {
@@ -265,9 +279,6 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         let saved = SavedSpace(
             space: space.id, name: space.name, server: client.server, member: memberID,
             ownerSigningKey: ownerSigningKey, deviceToken: client.token ?? "")
-        var spaces = try state.spaces()
-        spaces.save(saved)
-        try state.save(spaces)
         return (saved, verified)
     }
 }
@@ -276,9 +287,17 @@ extension SpaceSession {
     /// The attendant's side of a grant: registers the joiner on the space server with the keys
     /// from `request` (a signed membership event by this device), wraps every thread key this
     /// device holds to them, and assembles the grant. `invite` is this device's signed record.
-    public func admit(request: JoinRequest, invite: SignedInvite) throws(SpaceClientError)
-        -> (grant: JoinGrant, member: MemberRecord)
-    {
+    ///
+    /// An attendant that is not the inviter (the space's bot) passes `carryInvite`: the
+    /// `member_added` event then carries `invite`, and a joiner it already added with this
+    /// invite (a bot restarted mid-join) is answered again instead of added twice. `exclusive`
+    /// is held only while the membership chain is read and extended, so an attendant admitting
+    /// several joiners at once keeps the chain in order and wraps keys for them in parallel;
+    /// `rosters` saves verifying the whole chain each time.
+    public func admit(
+        request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false, exclusive: NSLock? = nil,
+        rosters: RosterCache? = nil
+    ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
             keys = try MemberPublicKeys(text: request.publicKeys)
@@ -287,16 +306,65 @@ extension SpaceSession {
                 .rejected, code: "invalid_request",
                 message: "The joiner sent unusable keys (\(error.message)).")
         }
-        let record = try addMember(keys: keys, name: request.displayName)
-        let roster = try roster()
-        let events = try client.events(saved.space)
+        exclusive?.lock()
+        var locked = exclusive != nil
+        defer { if locked { exclusive?.unlock() } }
+        var events: [MembershipEvent]
+        var roster: Roster
+        if let rosters {
+            (events, roster) = try rosters.refresh(self)
+        } else {
+            events = try client.events(saved.space)
+            roster = try verifiedRoster(events)
+        }
+        let earlier = events.last { event in
+            guard carryInvite, case .memberAdded(let added) = event.change else { return false }
+            return added.keys == keys && event.invite == invite
+        }
+        let record: MemberRecord
+        if let earlier, case .memberAdded(let added) = earlier.change {
+            guard roster.members[added.id] != nil else {
+                throw SpaceClientError(
+                    .refused, code: "not_member", message: "The joiner was removed from the space meanwhile.")
+            }
+            record = added
+        } else {
+            if let existing = roster.members.values.first(where: { $0.keys == keys }) {
+                throw SpaceClientError(
+                    .rejected, code: "already_member",
+                    message: "That key already belongs to \(Self.label(existing)) in \(saved.name).")
+            }
+            record = MemberRecord(id: .random(), keys: keys, rights: [], name: request.displayName)
+            let event = try signed { () throws(KeyModelError) in
+                try roster.nextEvent(
+                    .memberAdded(record), signedBy: identity, invite: carryInvite ? invite : nil)
+            }
+            _ = try client.addMember(saved.space, event: event)
+            try signed { () throws(KeyModelError) in try roster.apply(event) }
+            events.append(event)
+        }
+        if locked {
+            exclusive?.unlock()
+            locked = false
+        }
         let threadKeys = try threadKeys(roster: roster)
         var wraps: [KeyWrap] = []
         var messages = 0
         for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
-            wraps.append(identity.wrap(key, for: record, in: saved.space, thread: thread))
+            let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
+            if earlier != nil {
+                // A resumed admission may have stopped before posting every wrap.
+                try? client.postWraps(saved.space, thread: thread, wraps: [wrap])
+            }
+            wraps.append(wrap)
             if let read = try? read(thread, roster: roster, keys: threadKeys) {
                 messages += read.messages.count
+            }
+        }
+        // Every thread's wrap in one request (one commit on the server).
+        if earlier == nil && !wraps.isEmpty {
+            for start in stride(from: 0, to: wraps.count, by: 500) {
+                try client.postWraps(saved.space, wraps: Array(wraps[start..<min(start + 500, wraps.count)]))
             }
         }
         let grant = JoinGrant(

@@ -9,12 +9,16 @@ public struct MemberRights: OptionSet, Hashable, Sendable {
     public static let admin = MemberRights(rawValue: 1 << 0)
     /// May add members, granting at most the rights the inviter holds.
     public static let invite = MemberRights(rawValue: 1 << 1)
+    /// Attends short-code joins for the space (the sidecar bot): members send it their invites.
+    public static let attendant = MemberRights(rawValue: 1 << 2)
 
     /// Every right this version knows.
-    public static let all: MemberRights = [.admin, .invite]
+    public static let all: MemberRights = [.admin, .invite, .attendant]
 
     /// Names used in JSON, in a fixed order.
-    static let names: [(String, MemberRights)] = [("admin", .admin), ("invite", .invite)]
+    static let names: [(String, MemberRights)] = [
+        ("admin", .admin), ("invite", .invite), ("attendant", .attendant),
+    ]
 
     /// The JSON names of the rights held, in a fixed order.
     public var names: [String] { Self.names.filter { contains($0.1) }.map(\.0) }
@@ -76,12 +80,16 @@ public enum MembershipChange: Hashable, Sendable {
     case memberAdded(MemberRecord)
     /// A member is removed; their later requests fail and new threads are not wrapped to them.
     case memberRemoved(MemberID)
+    /// A current member's rights become exactly these (the owner and admins only; for example
+    /// `eleven bot enable` grants a bot `invite` and `attendant`).
+    case rightsChanged(MemberID, MemberRights)
 
     var tag: String {
         switch self {
         case .spaceCreated: "space_created"
         case .memberAdded: "member_added"
         case .memberRemoved: "member_removed"
+        case .rightsChanged: "rights_changed"
         }
     }
 }
@@ -98,23 +106,28 @@ public struct MembershipEvent: Hashable, Sendable {
     public let change: MembershipChange
     /// The member who signed this event.
     public let signer: MemberID
+    /// On a `member_added` signed by an attendant (the bot): the inviter's signed invite record
+    /// the member joined with, so every member can audit who let whom in.
+    public let invite: SignedInvite?
     public let signature: Signature
 
     /// Assembles an event from received parts (nothing verified yet; see ``Roster``).
     public init(
         space: SpaceID, sequence: UInt64, previous: EventHash, change: MembershipChange, signer: MemberID,
-        signature: Signature
+        invite: SignedInvite? = nil, signature: Signature
     ) {
         self.space = space
         self.sequence = sequence
         self.previous = previous
         self.change = change
         self.signer = signer
+        self.invite = invite
         self.signature = signature
     }
 
     static func signedBytes(
-        space: SpaceID, sequence: UInt64, previous: EventHash, change: MembershipChange, signer: MemberID
+        space: SpaceID, sequence: UInt64, previous: EventHash, change: MembershipChange, signer: MemberID,
+        invite: SignedInvite? = nil
     ) -> [UInt8] {
         var encoder = CanonicalEncoder(domain: Domain.membershipEvent)
         encoder.append(space.bytes)
@@ -130,14 +143,29 @@ public struct MembershipEvent: Hashable, Sendable {
             encoder.append(member.name)
         case .memberRemoved(let id):
             encoder.append(id.bytes)
+        case .rightsChanged(let id, let rights):
+            encoder.append(id.bytes)
+            encoder.append(rights.rawValue)
         }
         encoder.append(signer.bytes)
+        // Events without an invite keep the encoding they always had.
+        if let invite {
+            encoder.append("invite")
+            encoder.append(
+                SignedInvite.signedBytes(
+                    space: invite.space, inviter: invite.inviter, inviterKey: invite.inviterKey,
+                    nameplate: invite.nameplate, createdAt: invite.createdAt, expiresAt: invite.expiresAt,
+                    uses: invite.uses))
+            encoder.append(invite.signature)
+        }
         return encoder.bytes
     }
 
     /// The bytes the signer signed.
     var signedBytes: [UInt8] {
-        Self.signedBytes(space: space, sequence: sequence, previous: previous, change: change, signer: signer)
+        Self.signedBytes(
+            space: space, sequence: sequence, previous: previous, change: change, signer: signer,
+            invite: invite)
     }
 
     /// This event's hash, which the next event names as its predecessor.
@@ -151,13 +179,14 @@ public struct MembershipEvent: Hashable, Sendable {
     /// Makes and signs an event.
     static func make(
         space: SpaceID, sequence: UInt64, previous: EventHash, change: MembershipChange, signer: MemberID,
-        identity: DeviceIdentity
+        invite: SignedInvite? = nil, identity: DeviceIdentity
     ) -> MembershipEvent {
         let signed = signedBytes(
-            space: space, sequence: sequence, previous: previous, change: change, signer: signer)
+            space: space, sequence: sequence, previous: previous, change: change, signer: signer,
+            invite: invite)
         return MembershipEvent(
             space: space, sequence: sequence, previous: previous, change: change, signer: signer,
-            signature: identity.sign(signed))
+            invite: invite, signature: identity.sign(signed))
     }
 }
 
@@ -174,7 +203,7 @@ extension DeviceIdentity {
 
 extension MembershipEvent: Codable {
     private enum CodingKeys: String, CodingKey {
-        case version, space, sequence, previous, type, member, memberID, signer, signature
+        case version, space, sequence, previous, type, member, memberID, rights, signer, invite, signature
     }
 
     /// The JSON form's version.
@@ -193,6 +222,10 @@ extension MembershipEvent: Codable {
         case "space_created": change = .spaceCreated(owner: try c.decode(MemberRecord.self, forKey: .member))
         case "member_added": change = .memberAdded(try c.decode(MemberRecord.self, forKey: .member))
         case "member_removed": change = .memberRemoved(try c.decode(MemberID.self, forKey: .memberID))
+        case "rights_changed":
+            change = .rightsChanged(
+                try c.decode(MemberID.self, forKey: .memberID),
+                try c.decode(MemberRights.self, forKey: .rights))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "unknown event type \"\(type)\"")
@@ -205,6 +238,7 @@ extension MembershipEvent: Codable {
             },
             change: change,
             signer: try c.decode(MemberID.self, forKey: .signer),
+            invite: try c.decodeIfPresent(SignedInvite.self, forKey: .invite),
             signature: try c.decodeChecked(forKey: .signature) { b throws(KeyModelError) in
                 try Signature(bytes: b)
             })
@@ -220,8 +254,12 @@ extension MembershipEvent: Codable {
         switch change {
         case .spaceCreated(let member), .memberAdded(let member): try c.encode(member, forKey: .member)
         case .memberRemoved(let id): try c.encode(id, forKey: .memberID)
+        case .rightsChanged(let id, let rights):
+            try c.encode(id, forKey: .memberID)
+            try c.encode(rights, forKey: .rights)
         }
         try c.encode(signer, forKey: .signer)
+        try c.encodeIfPresent(invite, forKey: .invite)
         try c.encodeBytes(signature.bytes, forKey: .signature)
     }
 }

@@ -5,7 +5,9 @@
 /// (``init(genesis:)``) on a server that then checks each new event with ``apply(_:)``.
 /// Rules: only the owner, admins and members with the invite right add members, granting at most
 /// their own rights (the owner and admins may grant any); only the owner and admins remove
-/// members, except that a member may remove themselves (leave); nobody removes the owner.
+/// members, except that a member may remove themselves (leave); nobody removes the owner; only
+/// the owner and admins change a member's rights. A `member_added` that carries an invite record
+/// must carry one its inviter signed while a current member entitled to add members.
 public struct Roster: Sendable, Equatable {
     public let space: SpaceID
     public let owner: MemberID
@@ -84,9 +86,29 @@ public struct Roster: Sendable, Equatable {
             throw KeyModelError(.badSignature, "This membership event's signature does not verify.")
         }
         let signerRights = rights(of: signer.id)
+        if event.invite != nil {
+            guard case .memberAdded = event.change else {
+                throw KeyModelError(.invalidEvent, "Only a member_added event may carry an invite record.")
+            }
+        }
         switch event.change {
         case .spaceCreated:
             throw KeyModelError(.invalidEvent, "A space can only be created once.")
+        case .rightsChanged(let id, let rights):
+            guard signerRights.contains(.admin) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not change members' rights.")
+            }
+            guard id != owner else {
+                throw KeyModelError(.notAuthorised, "The owner's rights cannot be changed.")
+            }
+            guard let record = members[id] else {
+                throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
+            }
+            guard MemberRights.all.isSuperset(of: rights) else {
+                throw KeyModelError(
+                    .invalidEvent, "A member record grants rights this version does not know.")
+            }
+            members[id] = MemberRecord(id: id, keys: record.keys, rights: rights, name: record.name)
         case .memberAdded(let record):
             guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
                 throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not add members.")
@@ -101,6 +123,7 @@ public struct Roster: Sendable, Equatable {
             guard currentMember(signingKey: record.keys.signing) == nil else {
                 throw KeyModelError(.invalidEvent, "A current member already uses that signing key.")
             }
+            if let invite = event.invite { try checkInvite(invite) }
             members[record.id] = record
         case .memberRemoved(let id):
             // Admins remove anyone; any member may leave (how an invite's signer retires itself).
@@ -128,15 +151,42 @@ public struct Roster: Sendable, Equatable {
 
     /// Makes and signs the next event of this roster's chain with `identity`, which must belong
     /// to a current member. The result still has to pass ``apply(_:)``.
-    public func nextEvent(_ change: MembershipChange, signedBy identity: DeviceIdentity) throws(KeyModelError)
-        -> MembershipEvent
-    {
+    public func nextEvent(
+        _ change: MembershipChange, signedBy identity: DeviceIdentity, invite: SignedInvite? = nil
+    ) throws(KeyModelError) -> MembershipEvent {
         guard let signer = currentMember(signingKey: identity.publicKeys.signing) else {
             throw KeyModelError(.signerNotMember, "This device is not a member of the space.")
         }
         return MembershipEvent.make(
             space: space, sequence: nextSequence, previous: head, change: change, signer: signer.id,
-            identity: identity)
+            invite: invite, identity: identity)
+    }
+
+    /// The space's attendant (its bot): the current member holding the `attendant` right, or nil
+    /// when members attend their own invites. With several, the one with the smallest id.
+    public var attendant: MemberRecord? {
+        members.values.filter { $0.id != owner && $0.rights.contains(.attendant) }.min { $0.id < $1.id }
+    }
+
+    /// Checks an invite record against this roster: signed by its inviter, for this space, and
+    /// the inviter a current member entitled to add members.
+    public func checkInvite(_ invite: SignedInvite) throws(KeyModelError) {
+        guard invite.space == space else {
+            throw KeyModelError(.wrongContext, "The invite record belongs to another space.")
+        }
+        let key: SigningPublicKey
+        do throws(JoinGrantError) {
+            key = try invite.verifySignature()
+        } catch {
+            throw KeyModelError(.badSignature, "The invite record does not verify: \(error.message)")
+        }
+        guard let inviter = currentMember(signingKey: key), inviter.id == invite.inviter else {
+            throw KeyModelError(.signerNotMember, "The invite record's inviter is not a current member.")
+        }
+        let rights = rights(of: inviter.id)
+        guard rights.contains(.admin) || rights.contains(.invite) else {
+            throw KeyModelError(.notAuthorised, "\(Self.label(inviter)) may not add members.")
+        }
     }
 
     /// The effective rights of a current member (the owner holds all); empty for non-members.

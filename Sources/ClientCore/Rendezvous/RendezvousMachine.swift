@@ -126,6 +126,22 @@ public struct RendezvousMachine: Codable, Sendable {
     /// Whether every message we sent has been stored by the relay.
     public var allEchoed: Bool { unechoed.isEmpty }
 
+    /// This machine as saved by a side that must hear the peer again from the start after a
+    /// restart (an attendant re-deriving its key agreement, as the bot does): no peer phase
+    /// counts as seen, so reopening the mailbox delivers everything again. Once the peer has
+    /// spoken the nameplate counts as released (both sides let it go on the first message), so
+    /// resuming opens the mailbox without claiming a nameplate that may be gone; before that
+    /// the claim stands and is resumed as it is.
+    public func replayingPeer() -> RendezvousMachine {
+        var copy = self
+        if nameplate != nil && (!seenPeerPhases.isEmpty || releaseRequested) {
+            copy.releaseRequested = true
+            copy.nameplateReleased = true
+        }
+        copy.seenPeerPhases = []
+        return copy
+    }
+
     // MARK: Events
 
     /// A new connection to the relay is open: bind and resume whatever was in flight.

@@ -89,20 +89,32 @@ public struct SpaceSession: Sendable {
 
     /// The membership chain, verified from the saved owner key.
     public func roster() throws(SpaceClientError) -> Roster {
+        try verifiedRoster(try client.events(saved.space))
+    }
+
+    /// `events` verified from the saved owner key.
+    func verifiedRoster(_ events: [MembershipEvent]) throws(SpaceClientError) -> Roster {
         let ownerKey: SigningPublicKey
         do throws(LocalStateError) {
             ownerKey = try saved.ownerKey()
         } catch {
             throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
         }
-        return try client.roster(saved.space, ownerKey: ownerKey)
+        do throws(KeyModelError) {
+            return try Roster.verify(events: events, ownerKey: ownerKey)
+        } catch {
+            throw SpaceClientError(
+                .verification, code: error.code.rawValue,
+                message: "The member list from \(client.server) does not check out: \(error.message)")
+        }
     }
 
     /// Adds a member by public keys, then wraps every thread key this device holds to them so
-    /// they can read the history. Returns the new record.
-    public func addMember(keys: MemberPublicKeys, name: String, rights: MemberRights = [])
-        throws(SpaceClientError) -> MemberRecord
-    {
+    /// they can read the history. Returns the new record. `invite`: the inviter's signed record,
+    /// carried in the event when this device attends for someone else (the space's bot).
+    public func addMember(
+        keys: MemberPublicKeys, name: String, rights: MemberRights = [], invite: SignedInvite? = nil
+    ) throws(SpaceClientError) -> MemberRecord {
         var roster = try roster()
         if let existing = roster.members.values.first(where: { $0.keys == keys }) {
             throw SpaceClientError(
@@ -111,7 +123,7 @@ public struct SpaceSession: Sendable {
         }
         let record = MemberRecord(id: .random(), keys: keys, rights: rights, name: name)
         let event = try signed { () throws(KeyModelError) in
-            try roster.nextEvent(.memberAdded(record), signedBy: identity)
+            try roster.nextEvent(.memberAdded(record), signedBy: identity, invite: invite)
         }
         _ = try client.addMember(saved.space, event: event)
         try signed { () throws(KeyModelError) in try roster.apply(event) }
@@ -286,7 +298,7 @@ public struct SpaceSession: Sendable {
         return String(decoding: plain, as: UTF8.self)
     }
 
-    private func signed<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
+    func signed<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
         do {
             return try body()
         } catch {

@@ -1,0 +1,139 @@
+import ClientCore
+
+/// How the bot runs: where, how fast it looks, and the limits of its policy.
+public struct BotConfiguration: Sendable {
+    /// The join relay (`ws://…/v1`).
+    public var relay: String
+    /// How often the inbox is read when nothing arrives.
+    public var pollInterval: Duration = .milliseconds(100)
+    /// The longest wait for a joiner's next message once they started.
+    public var stepTimeout: Duration = .seconds(30)
+    /// How long an inviter has to sign the invite record after the nameplate went back.
+    public var recordTimeout: Int64 = 120
+    /// How long the inviter has to answer "Let Sam join?" (policy "ask").
+    public var askTimeout: Duration = .seconds(600)
+    /// Joins admitted per minute across the space (0: no limit).
+    public var joinsPerMinute: Int = 600
+    public var maxUses = 100
+    public var maxLifetime: Int64 = 30 * 86_400
+    public var maxFailures = 10
+
+    public init(relay: String) {
+        self.relay = relay
+    }
+}
+
+/// Why the bot turns something down: a stable reason code and a sentence for people.
+public struct BotRefusal: Equatable, Sendable {
+    public let reason: String
+    public let message: String
+
+    public init(_ reason: String, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+}
+
+/// The bot's rules, without I/O: what it accepts from members and whom it lets in.
+public enum BotPolicy {
+    /// Checks an invite request: its sender must currently hold the right to add members in the
+    /// verified roster (never the server's word), and the policy must be within limits.
+    public static func checkRequest(
+        _ note: AttendantNote, sender: MemberID, roster: Roster, now: Int64, configuration: BotConfiguration
+    ) -> BotRefusal? {
+        guard note.type == .inviteRequest, let uses = note.uses, let expiresAt = note.expiresAt else {
+            return BotRefusal("invalid", "That is not an invite request.")
+        }
+        if let refusal = checkInviter(sender, roster: roster) { return refusal }
+        guard (1...configuration.maxUses).contains(uses) else {
+            return BotRefusal("invalid", "An invite may be used 1 to \(configuration.maxUses) times.")
+        }
+        guard expiresAt > now, expiresAt - now <= configuration.maxLifetime else {
+            return BotRefusal("invalid", "The invite's expiry is in the past or too far ahead.")
+        }
+        guard (1...configuration.maxFailures).contains(note.maxFailures ?? 1) else {
+            return BotRefusal("invalid", "The failed-attempt cap is 1 to \(configuration.maxFailures).")
+        }
+        guard let words = note.words, words.split(separator: "-").count >= 2,
+            words.allSatisfy({ $0 == "-" || ($0.isASCII && $0.isLowercase) })
+        else {
+            return BotRefusal("invalid", "The invite's words are malformed.")
+        }
+        return nil
+    }
+
+    /// The inviter must be a current member holding the `invite` or `admin` right.
+    public static func checkInviter(_ inviter: MemberID, roster: Roster) -> BotRefusal? {
+        guard roster.members[inviter] != nil else {
+            return BotRefusal("revoked", "The inviter is no longer a member of the space.")
+        }
+        let rights = roster.rights(of: inviter)
+        guard rights.contains(.admin) || rights.contains(.invite) else {
+            return BotRefusal("revoked", "The inviter may not add members to the space.")
+        }
+        return nil
+    }
+
+    /// Checks the inviter's signed record against the request the bot accepted: the same
+    /// invite, signed with the inviter's key. Whether the inviter may still add members is
+    /// checked when someone joins (a revoked inviter's joiner is told so).
+    public static func checkRecord(_ record: SignedInvite, for invite: BotInvite, roster: Roster)
+        -> BotRefusal?
+    {
+        guard record.inviter == invite.inviter, record.nameplate == invite.nameplate,
+            record.expiresAt == invite.expiresAt, record.uses == invite.uses, record.space == roster.space
+        else {
+            return BotRefusal("invalid", "The signed invite does not match the request.")
+        }
+        guard let key = try? record.verifySignature(), roster.everMember(invite.inviter)?.keys.signing == key
+        else {
+            return BotRefusal("invalid", "The signed invite is not signed by the inviter.")
+        }
+        return nil
+    }
+
+    /// Whether a joiner who proved the code may come in now.
+    public static func checkAdmission(_ invite: BotInvite, roster: Roster, now: Int64) -> BotRefusal? {
+        if let refusal = checkInviter(invite.inviter, roster: roster) {
+            return BotRefusal(
+                "revoked",
+                "\(refusal.message) The invite no longer works; ask a current member for a new one.")
+        }
+        guard let record = invite.record else {
+            return BotRefusal("unavailable", "The invite is not ready yet; try again in a moment.")
+        }
+        guard now <= invite.expiresAt else {
+            return BotRefusal("expired", "The invite has expired. Ask for a new one.")
+        }
+        guard invite.usesLeft > 0 else {
+            return BotRefusal("used_up", "The invite has been used up. Ask for a new one.")
+        }
+        do throws(KeyModelError) {
+            try roster.checkInvite(record)
+        } catch {
+            return BotRefusal("revoked", "The invite no longer verifies: \(error.message)")
+        }
+        return nil
+    }
+}
+
+/// A per-space limit on admissions: at most `limit` in any `window` (a sliding window).
+public struct JoinRateLimiter: Sendable {
+    public let limit: Int
+    public let window: Duration
+    private var admitted: [ContinuousClock.Instant] = []
+
+    public init(limit: Int, window: Duration = .seconds(60)) {
+        self.limit = limit
+        self.window = window
+    }
+
+    /// Records an admission at `now` when the limit allows it.
+    public mutating func allow(now: ContinuousClock.Instant) -> Bool {
+        guard limit > 0 else { return true }
+        admitted.removeAll { now - $0 >= window }
+        guard admitted.count < limit else { return false }
+        admitted.append(now)
+        return true
+    }
+}

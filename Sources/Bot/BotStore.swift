@@ -1,0 +1,310 @@
+import CSodium
+import ClientCore
+import Foundation
+import PAKE
+import SpaceServer
+
+/// One invite the bot attends, as it is saved (sealed) after every step so a bot killed at any
+/// point resumes it: its secret words and key-agreement seed, its policy, where the relay
+/// connection stands, which use comes next and how it ended.
+public struct BotInvite: Codable, Sendable {
+    public enum State: String, Codable, Sendable {
+        /// Accepted; no nameplate yet.
+        case allocating
+        /// The nameplate went back to the inviter; waiting for their signed invite record.
+        case awaitingRecord = "awaiting_record"
+        /// Attending joiners.
+        case open
+        case usedUp = "used_up"
+        case burned
+        case expired
+        /// Ended without a joiner: the inviter lost the right to add members, or never signed.
+        case cancelled
+
+        public var isOpen: Bool { self == .allocating || self == .awaitingRecord || self == .open }
+    }
+
+    /// Unique in the bot: the inviter's member id and the id the inviter chose.
+    public let id: String
+    public let noteID: String
+    public let inviter: MemberID
+    public let inviterName: String?
+    public let secret: InviteSecret
+    public let relay: String
+    public var nameplate: String?
+    /// The relay connection of the current use, saved once its first message is in the mailbox
+    /// (nil while the next use's mailbox is being prepared).
+    public var machine: RendezvousMachine?
+    /// Which use comes next (a fresh mailbox and key-agreement stream for each), how many
+    /// admissions remain, and how many wrong codes were seen.
+    public var use: Int
+    public var usesLeft: Int
+    public let uses: Int
+    public var failures: Int
+    public let maxFailures: Int
+    /// Ask the inviter before letting anyone in.
+    public let ask: Bool
+    public let createdAt: Int64
+    public let expiresAt: Int64
+    public var record: SignedInvite?
+    public var state: State
+    /// The inviter's answer for the current use (policy "ask").
+    public var approval: Bool?
+
+    /// The code as people type it (secret).
+    var code: String? { nameplate.map { "\(secret.words)-\($0)" } }
+}
+
+/// One line of the bot's history (`eleven-bot status`): joins, refusals, burned codes. Never a
+/// secret: invites are named by nameplate only.
+public struct BotLogEntry: Codable, Sendable, Equatable {
+    public let at: Int64
+    public let kind: String
+    public let nameplate: String?
+    public let detail: String
+}
+
+/// The bot's state: one SQLite file (`bot.sqlite` in the state directory). Private keys, the
+/// space's device token and invite secrets are sealed under ``BotSealingKey``; nothing secret is
+/// stored in clear. Thread-safe (one connection under a lock).
+public final class BotStore: @unchecked Sendable {
+    public static let fileName = "bot.sqlite"
+    static let schemaVersion = 1
+
+    public let path: String
+    private let key: BotSealingKey
+    /// Touched only under `lock`.
+    private let db: SQLiteDatabase
+    private let lock = NSLock()
+
+    /// Opens the state in `directory`. `create` makes the directory and file when missing;
+    /// otherwise a missing state is an error. A state sealed under another key is refused.
+    public init(directory: String, key: BotSealingKey, create: Bool = false) throws(BotError) {
+        path = (directory as NSString).appendingPathComponent(Self.fileName)
+        self.key = key
+        if !FileManager.default.fileExists(atPath: path) {
+            guard create else {
+                throw BotError(
+                    .state, code: "state_missing",
+                    "There is no bot state in \(directory); run `eleven-bot init --state \(directory)` first."
+                )
+            }
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw BotError(
+                    .state, code: "state_unwritable", "Cannot create the state directory \(directory).")
+            }
+        }
+        let database: SQLiteDatabase
+        do {
+            database = try SQLiteDatabase(path: path)
+            try database.execute(
+                """
+                PRAGMA journal_mode = WAL;
+                PRAGMA synchronous = NORMAL;
+                CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+                CREATE TABLE IF NOT EXISTS invites (
+                    id TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at INTEGER NOT NULL, body BLOB NOT NULL);
+                CREATE TABLE IF NOT EXISTS log (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, kind TEXT NOT NULL,
+                    nameplate TEXT, detail TEXT NOT NULL);
+                """)
+            chmod(path, 0o600)
+        } catch {
+            throw Self.corrupt(path, error)
+        }
+        db = database
+        let check = try meta("key_check")
+        if let check {
+            guard key.open(check, purpose: "key-check") == Array("eleven-bot".utf8) else {
+                throw BotError(
+                    .key, code: "key_wrong",
+                    "The key does not open the bot's state in \(directory) (a different key file?).")
+            }
+        } else {
+            try setMeta("key_check", key.seal(Array("eleven-bot".utf8), purpose: "key-check"))
+            try setMeta("schema_version", Array(String(Self.schemaVersion).utf8))
+        }
+    }
+
+    private static func corrupt(_ path: String, _ error: Error) -> BotError {
+        BotError(
+            .state, code: "state_corrupt",
+            "\(path) is damaged or not an eleven-bot state file (\(error)). Move it away and provision the "
+                + "bot again.")
+    }
+
+    @discardableResult
+    private func run<T>(_ body: (SQLiteDatabase) throws -> T) throws(BotError) -> T {
+        do {
+            lock.lock()
+            defer { lock.unlock() }
+            return try body(db)
+        } catch {
+            throw Self.corrupt(path, error)
+        }
+    }
+
+    private func meta(_ name: String) throws(BotError) -> [UInt8]? {
+        try run { try $0.query("SELECT value FROM meta WHERE name = ?", [.text(name)]).first?[0].blob }
+    }
+
+    private func setMeta(_ name: String, _ value: [UInt8]) throws(BotError) {
+        try run {
+            try $0.query(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", [.text(name), .blob(value)])
+        }
+    }
+
+    private func sealedJSON<T: Decodable>(_ type: T.Type, _ sealed: [UInt8], purpose: String) throws(BotError)
+        -> T
+    {
+        guard var plain = key.open(sealed, purpose: purpose) else {
+            throw BotError(
+                .state, code: "state_corrupt", "A sealed record in \(path) does not open (damaged).")
+        }
+        defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
+        guard let value = try? JSONDecoder().decode(T.self, from: Data(plain)) else {
+            throw BotError(.state, code: "state_corrupt", "A sealed record in \(path) is damaged.")
+        }
+        return value
+    }
+
+    private func seal(_ value: some Encodable, purpose: String) -> [UInt8] {
+        var plain = (try? JSONEncoder().encode(value)).map { Array($0) } ?? []
+        defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
+        return key.seal(plain, purpose: purpose)
+    }
+
+    // MARK: Identity and space
+
+    /// The bot's device identity, made on first use.
+    public func identity(create: Bool = false) throws(BotError) -> DeviceIdentity {
+        if let sealed = try meta("identity") {
+            guard let plain = key.open(sealed, purpose: "identity"),
+                let identity = try? DeviceIdentity(storedForm: SecretBytes(plain))
+            else {
+                throw BotError(.state, code: "state_corrupt", "The bot's identity in \(path) is damaged.")
+            }
+            return identity
+        }
+        guard create else {
+            throw BotError(
+                .state, code: "state_missing", "The bot has no identity yet; run `eleven-bot init`.")
+        }
+        let identity = DeviceIdentity.generate()
+        try setMeta("identity", key.seal(identity.storedForm().unredactedBytes(), purpose: "identity"))
+        return identity
+    }
+
+    /// The space the bot belongs to (nil before `eleven-bot join`).
+    public func space() throws(BotError) -> SavedSpace? {
+        guard let sealed = try meta("space") else { return nil }
+        return try sealedJSON(SavedSpace.self, sealed, purpose: "space")
+    }
+
+    public func saveSpace(_ space: SavedSpace) throws(BotError) {
+        try setMeta("space", seal(space, purpose: "space"))
+    }
+
+    /// The inbox position after the last note handled.
+    public func inboxNext() throws(BotError) -> Int64 {
+        try meta("inbox_next").flatMap { Int64(String(decoding: $0, as: UTF8.self)) } ?? 0
+    }
+
+    public func setInboxNext(_ next: Int64) throws(BotError) {
+        try setMeta("inbox_next", Array(String(next).utf8))
+    }
+
+    // MARK: Invites
+
+    public func invite(_ id: String) throws(BotError) -> BotInvite? {
+        guard let row = try run({ try $0.query("SELECT body FROM invites WHERE id = ?", [.text(id)]).first })
+        else { return nil }
+        return try sealedJSON(BotInvite.self, row[0].blob ?? [], purpose: "invite")
+    }
+
+    /// Every invite still being attended.
+    public func openInvites() throws(BotError) -> [BotInvite] {
+        let rows = try run {
+            try $0.query(
+                "SELECT body FROM invites WHERE state IN ('allocating', 'awaiting_record', 'open') ORDER BY id"
+            )
+        }
+        var invites: [BotInvite] = []
+        for row in rows {
+            invites.append(try sealedJSON(BotInvite.self, row[0].blob ?? [], purpose: "invite"))
+        }
+        return invites
+    }
+
+    /// Saves an invite; with `onlyIfNew` returns false (and changes nothing) when it exists.
+    @discardableResult
+    public func save(_ invite: BotInvite, onlyIfNew: Bool = false) throws(BotError) -> Bool {
+        let body = seal(invite, purpose: "invite")
+        return try run { db in
+            try db.query(
+                onlyIfNew
+                    ? "INSERT OR IGNORE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)"
+                    : "INSERT OR REPLACE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)",
+                [.text(invite.id), .text(invite.state.rawValue), .integer(invite.expiresAt), .blob(body)])
+            return db.changes > 0
+        }
+    }
+
+    /// Changes a saved invite in place (under the store's lock, so concurrent updates from the
+    /// inbox and the invite's worker do not lose each other). Returns the result.
+    @discardableResult
+    public func update(_ id: String, _ change: (inout BotInvite) -> Void) throws(BotError) -> BotInvite? {
+        try run { db -> BotInvite? in
+            guard let row = try db.query("SELECT body FROM invites WHERE id = ?", [.text(id)]).first,
+                let plain = key.open(row[0].blob ?? [], purpose: "invite")
+            else { return nil }
+            var invite = try JSONDecoder().decode(BotInvite.self, from: Data(plain))
+            change(&invite)
+            try db.query(
+                "UPDATE invites SET state = ?, body = ? WHERE id = ?",
+                [.text(invite.state.rawValue), .blob(seal(invite, purpose: "invite")), .text(id)])
+            return invite
+        }
+    }
+
+    /// How many invites are in each state.
+    public func inviteCounts() throws(BotError) -> [String: Int] {
+        let rows = try run { try $0.query("SELECT state, COUNT(*) FROM invites GROUP BY state") }
+        return Dictionary(uniqueKeysWithValues: rows.map { ($0[0].text ?? "", Int($0[1].integer ?? 0)) })
+    }
+
+    // MARK: History
+
+    public func log(_ kind: String, nameplate: String?, _ detail: String, at: Int64) throws(BotError) {
+        try run {
+            try $0.query(
+                "INSERT INTO log (at, kind, nameplate, detail) VALUES (?, ?, ?, ?)",
+                [.integer(at), .text(kind), nameplate.map { .text($0) } ?? .null, .text(detail)])
+        }
+    }
+
+    /// The latest `limit` history lines, newest last.
+    public func recentLog(limit: Int = 20) throws(BotError) -> [BotLogEntry] {
+        let rows = try run {
+            try $0.query(
+                "SELECT at, kind, nameplate, detail FROM log ORDER BY id DESC LIMIT ?",
+                [.integer(Int64(limit))])
+        }
+        return rows.reversed().map {
+            BotLogEntry(
+                at: $0[0].integer ?? 0, kind: $0[1].text ?? "", nameplate: $0[2].text,
+                detail: $0[3].text ?? "")
+        }
+    }
+
+    /// How many history lines of each kind (counters for `status`).
+    public func logCounts() throws(BotError) -> [String: Int] {
+        let rows = try run { try $0.query("SELECT kind, COUNT(*) FROM log GROUP BY kind") }
+        return Dictionary(uniqueKeysWithValues: rows.map { ($0[0].text ?? "", Int($0[1].integer ?? 0)) })
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// A space's membership chain kept verified between calls: each refresh fetches only the events
+/// after the last one seen and applies them to the verified roster, instead of fetching and
+/// verifying the whole chain again (what an attendant admitting many joiners needs). A chain
+/// that no longer extends the cached one is fetched and verified from the start.
+public final class RosterCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [MembershipEvent] = []
+    private var roster: Roster?
+
+    public init() {}
+
+    /// The current events and the roster verified from the session's saved owner key.
+    public func refresh(_ session: SpaceSession) throws(SpaceClientError) -> (
+        events: [MembershipEvent], roster: Roster
+    ) {
+        lock.lock()
+        defer { lock.unlock() }
+        if var current = roster {
+            let newer = try session.client.events(session.saved.space, from: events.count)
+            do throws(KeyModelError) {
+                for event in newer { try current.apply(event) }
+                events += newer
+                roster = current
+                return (events, current)
+            } catch {
+                // Not an extension of what we verified: start over below.
+            }
+        }
+        let all = try session.client.events(session.saved.space)
+        let verified = try session.verifiedRoster(all)
+        events = all
+        roster = verified
+        return (all, verified)
+    }
+}
+
+extension SpaceClient {
+    /// The membership events from sequence `from` on, in order.
+    public func events(_ space: SpaceID, from: Int) throws(SpaceClientError) -> [MembershipEvent] {
+        var events: [MembershipEvent] = []
+        while true {
+            let page: SpaceWire.EventList = try call(
+                .get, "/api/spaces/\(space.base64URL)/events?from=\(from + events.count)&limit=500")
+            events += page.events
+            if page.events.count < 500 { return events }
+        }
+    }
+}

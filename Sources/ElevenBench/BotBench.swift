@@ -1,0 +1,339 @@
+import Bot
+import ClientCore
+import Foundation
+import PAKE
+import WordCodes
+
+// `eleven-bench bot`: joins per second that `eleven-bot run` sustains with 20 concurrent joiners
+// (each on an invite of its own, used again and again), for spaces of 1, 10 and 100 threads,
+// with p50/p99 join latency (claim to verified grant) and the bot's memory. The reference, in
+// the same run: the same joins attended one at a time by an inviter's own device (the code
+// `eleven approve` runs), on the 10-thread space.
+
+private let botUsage = """
+    usage: eleven-bench bot [--seconds S] [--joiners N] [--threads LIST]
+
+      --seconds S     measuring time per row (default 3)
+      --joiners N     concurrent joiners, each on its own invite (default 20)
+      --threads LIST  space sizes in threads (default 1,10,100)
+    """
+
+func runBotBench(_ arguments: [String]) -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(botUsage)
+        return 0
+    }
+    var seconds = 3.0
+    var joiners = 20
+    var sizes = [1, 10, 100]
+    var index = 0
+    while index < arguments.count {
+        let value = index + 1 < arguments.count ? arguments[index + 1] : nil
+        switch (arguments[index], value) {
+        case ("--seconds", let v?): seconds = min(max(Double(v) ?? seconds, 0.5), 60)
+        case ("--joiners", let v?): joiners = min(max(Int(v) ?? joiners, 1), 200)
+        case ("--threads", let v?):
+            sizes = v.split(separator: ",").compactMap { Int($0) }.filter { (1...500).contains($0) }
+        default:
+            FileHandle.standardError.write(
+                Data("eleven-bench bot: unknown option \(arguments[index])\n\n\(botUsage)\n".utf8))
+            return 2
+        }
+        index += 2
+    }
+    let bin = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        .deletingLastPathComponent()
+    let programs = ["eleven-relay", "eleven-server", "eleven-bot"].map { bin.appendingPathComponent($0).path }
+    for path in programs where !FileManager.default.isExecutableFile(atPath: path) {
+        return botFail("\(path) not found; build it (swift build -c release --product …)")
+    }
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "eleven-bench-bot-\(getpid())")
+    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    var children: [BenchProcess] = []
+    defer {
+        for child in children { child.stop() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+    guard
+        let relay = BenchProcess.start(
+            programs[0],
+            ["--listen", "127.0.0.1:0", "--db", directory.path + "/relay.sqlite", "--no-limits"],
+            environment: [:]),
+        let server = BenchProcess.start(
+            programs[1], ["--listen", "127.0.0.1:0", "--db", directory.path + "/server.sqlite", "--quiet"],
+            environment: [:])
+    else { return botFail("eleven-relay or eleven-server did not start") }
+    children += [relay, server]
+    guard let relayLine = relay.line(startingWith: "eleven-relay listening on ", inStderr: false),
+        let serverLine = server.line(startingWith: "eleven-server listening on ", inStderr: false)
+    else { return botFail("eleven-relay or eleven-server did not start") }
+    let relayURL = String(relayLine.dropFirst("eleven-relay listening on ".count))
+    let serverURL = String(serverLine.dropFirst("eleven-server listening on ".count))
+
+    print(
+        "eleven-bench bot: \(joiners) concurrent joiners, \(seconds) s per row, relay and server on loopback")
+    print("threads  joins   joins/s   p50 ms   p99 ms   failed   bot RSS MB")
+    var results: [Int: Double] = [:]
+    for size in sizes {
+        do {
+            let row = try measureBotRow(
+                threads: size, joiners: joiners, seconds: seconds, relayURL: relayURL, serverURL: serverURL,
+                directory: directory, botProgram: programs[2])
+            results[size] = row.perSecond
+            print(
+                String(
+                    format: "%7d  %5d  %8.1f  %7.1f  %7.1f   %6d   %10.1f", size, row.latencies.count,
+                    row.perSecond,
+                    percentile(row.latencies, 0.5), percentile(row.latencies, 0.99), row.failures, row.rssMB))
+        } catch {
+            print(String(format: "%7d  failed: %@", size, "\(error)"))
+        }
+    }
+    if let reference = try? measureSelfAttended(
+        threads: 10, seconds: seconds, relayURL: relayURL, serverURL: serverURL)
+    {
+        print(
+            String(
+                format:
+                    "reference: inviter's own device attending one joiner at a time, 10 threads: %.1f joins/s, "
+                    + "p50 %.1f ms", reference.perSecond, percentile(reference.latencies, 0.5)))
+        if let bot = results[10] {
+            print(String(format: "ratio bot / reference at 10 threads: %.2f×", bot / reference.perSecond))
+        }
+    }
+    if let ten = results[10] {
+        print(
+            String(
+                format: "target ≥ 100 joins/s with 10 threads: %@ (%.1f)", ten >= 100 ? "met" : "not met", ten
+            ))
+    }
+    return 0
+}
+
+private struct BotRow {
+    var latencies: [Double] = []
+    var failures = 0
+    var perSecond = 0.0
+    var rssMB = 0.0
+}
+
+private struct BenchError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A space of `threads` threads with one message each, owned by a fresh identity.
+private func makeSpace(threads: Int, serverURL: String) throws -> SpaceSession {
+    let owner = DeviceIdentity.generate()
+    let saved = try SpaceSession.createSpace(
+        name: "Bench \(threads)", server: serverURL, identity: owner, ownerName: "Owner")
+    let session = try SpaceSession(saved: saved, identity: owner)
+    for n in 1..<max(1, threads) { _ = try session.createThread(named: "t\(n)") }
+    let roster = try session.roster()
+    let keys = try session.threadKeys(roster: roster)
+    for thread in keys.keys { try session.send("hello", to: thread, keys: keys) }
+    return session
+}
+
+private func measureBotRow(
+    threads: Int, joiners: Int, seconds: Double, relayURL: String, serverURL: String, directory: URL,
+    botProgram: String
+) throws -> BotRow {
+    let owner = try makeSpace(threads: threads, serverURL: serverURL)
+    // The bot: a member with the invite and attendant rights, its state sealed under a key file.
+    let state = directory.appendingPathComponent("bot-\(threads)").path
+    let keyFile = directory.appendingPathComponent("bot-\(threads).key").path
+    let (key, _) = try BotSealingKey.loadOrCreate(path: keyFile)
+    let store = try BotStore(directory: state, key: key, create: true)
+    let identity = try store.identity(create: true)
+    let record = try owner.addMember(keys: identity.publicKeys, name: "Bot", rights: [.invite, .attendant])
+    try store.saveSpace(
+        try SpaceSession.join(
+            server: serverURL, space: owner.saved.space, member: record.id, identity: identity))
+    guard
+        let bot = BenchProcess.start(
+            botProgram,
+            ["run", "--state", state, "--key-file", keyFile, "--relay", relayURL, "--joins-per-minute", "0"],
+            environment: [:])
+    else { throw BenchError(description: "eleven-bot did not start") }
+    defer {
+        kill(bot.process.processIdentifier, SIGKILL)
+        bot.process.waitUntilExit()
+    }
+    guard bot.line(startingWith: "{", inStderr: false) != nil else {
+        throw BenchError(description: "eleven-bot did not start")
+    }
+
+    // One long-lived invite per joiner.
+    let now = Int64(Date().timeIntervalSince1970)
+    var words: [String: String] = [:]
+    for n in 0..<joiners {
+        let id = "bench\(n)"
+        words[id] = Code.generate(nameplate: Nameplate(1)!, wordCount: 2).secretWords
+        try owner.send(
+            .inviteRequest(
+                id: id, words: words[id] ?? "", uses: 100, expiresAt: now + 3600, maxFailures: 1, ask: false,
+                inviterName: "Owner"), to: record)
+    }
+    var codes: [(nameplate: String, words: String)] = []
+    var since: Int64 = 0
+    let setupDeadline = Date().addingTimeInterval(30)
+    while codes.count < joiners, Date() < setupDeadline {
+        let page = try owner.receiveNotes(since: since)
+        since = page.next
+        for case .success(let note) in page.notes.map(\.content) where note.type == .inviteReady {
+            guard let nameplate = note.nameplate, let secret = words[note.id] else { continue }
+            var signed = AttendantNote(.inviteRecord, id: note.id)
+            signed.invite = owner.identity.signInvite(
+                space: owner.saved.space, inviter: owner.saved.member, nameplate: nameplate, createdAt: now,
+                expiresAt: now + 3600, uses: 100)
+            try owner.send(signed, to: record)
+            codes.append((nameplate, secret))
+        }
+        if page.notes.isEmpty { usleep(20_000) }
+    }
+    guard codes.count == joiners else {
+        throw BenchError(description: "the bot readied \(codes.count) invites")
+    }
+    usleep(300_000)
+
+    let results = BenchResults()
+    let start = ContinuousClock.now
+    let end = start + .milliseconds(Int(seconds * 1000))
+    let group = DispatchGroup()
+    for code in codes {
+        group.enter()
+        Thread.detachNewThread {
+            while ContinuousClock.now < end {
+                let joiner = DeviceIdentity.generate()
+                let began = ContinuousClock.now
+                do {
+                    let grant = try JoinRunner.join(
+                        relayURL: relayURL, nameplate: Rendezvous.Nameplate(code.nameplate),
+                        words: code.words,
+                        request: JoinRequest(
+                            displayName: "Joiner", deviceLabel: "bench", publicKeys: joiner.publicKeys.text),
+                        timeout: .seconds(30), firstAnswer: .seconds(10)
+                    ) { _ in }
+                    try JoinGrant(decoding: grant).verify(
+                        identity: joiner, now: Int64(Date().timeIntervalSince1970), nameplate: code.nameplate)
+                    results.add(milliseconds(ContinuousClock.now - began))
+                } catch {
+                    results.fail("\(error)")
+                }
+            }
+            group.leave()
+        }
+    }
+    group.wait()
+    let elapsed = milliseconds(ContinuousClock.now - start) / 1000
+    var row = BotRow()
+    (row.latencies, row.failures) = results.snapshot()
+    row.perSecond = Double(row.latencies.count) / elapsed
+    row.rssMB = residentMegabytes(pid: bot.process.processIdentifier)
+    for (reason, count) in results.reasons.sorted(by: { $0.value > $1.value }).prefix(3) {
+        FileHandle.standardError.write(Data("  \(count)× \(reason)\n".utf8))
+    }
+    return row
+}
+
+/// The reference: the inviter's own device attends (`JoinRunner.attend` and `SpaceSession.admit`,
+/// as `eleven invite --short --yes` does), one joiner at a time.
+private func measureSelfAttended(threads: Int, seconds: Double, relayURL: String, serverURL: String) throws
+    -> BotRow
+{
+    let owner = try makeSpace(threads: threads, serverURL: serverURL)
+    let results = BenchResults()
+    let start = ContinuousClock.now
+    let end = start + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < end {
+        let words = Code.generate(nameplate: Nameplate(1)!, wordCount: 2).secretWords
+        let plate = Handoff<String>()
+        let joined = Handoff<Double>()
+        var attended: String?
+        Thread.detachNewThread {
+            guard let nameplate = plate.take(timeout: 20) else { return joined.put(-1) }
+            let joiner = DeviceIdentity.generate()
+            let began = ContinuousClock.now
+            do {
+                let grant = try JoinRunner.join(
+                    relayURL: relayURL, nameplate: Rendezvous.Nameplate(nameplate), words: words,
+                    request: JoinRequest(
+                        displayName: "Joiner", deviceLabel: "bench", publicKeys: joiner.publicKeys.text),
+                    timeout: .seconds(30)
+                ) { _ in }
+                try JoinGrant(decoding: grant).verify(
+                    identity: joiner, now: Int64(Date().timeIntervalSince1970), nameplate: nameplate)
+                joined.put(milliseconds(ContinuousClock.now - began))
+            } catch {
+                joined.put(-1)
+            }
+        }
+        _ = try? JoinRunner.attend(
+            relayURL: relayURL, words: words, inviterName: "Owner", announceWaiting: false,
+            timeout: .seconds(30),
+            onNameplate: {
+                attended = $0.value
+                plate.put($0.value)
+            },
+            decide: { request, _ in
+                let now = Int64(Date().timeIntervalSince1970)
+                let invite = owner.identity.signInvite(
+                    space: owner.saved.space, inviter: owner.saved.member, nameplate: attended ?? "",
+                    createdAt: now,
+                    expiresAt: now + 600, uses: 1)
+                guard let (grant, _) = try? owner.admit(request: request, invite: invite) else {
+                    return .refuse(reason: "unavailable", message: "bench")
+                }
+                return .approve(grant: grant.encoded())
+            })
+        let latency = joined.take(timeout: 30) ?? -1
+        if latency >= 0 { results.add(latency) } else { results.fail() }
+    }
+    var row = BotRow()
+    (row.latencies, row.failures) = results.snapshot()
+    row.perSecond = Double(row.latencies.count) / (milliseconds(ContinuousClock.now - start) / 1000)
+    return row
+}
+
+/// Latencies and failures collected from the joiner threads.
+private final class BenchResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var latencies: [Double] = []
+    private var failures = 0
+
+    func add(_ latency: Double) {
+        lock.lock()
+        latencies.append(latency)
+        lock.unlock()
+    }
+
+    private(set) var reasons: [String: Int] = [:]
+
+    func fail(_ reason: String = "") {
+        lock.lock()
+        failures += 1
+        reasons[reason, default: 0] += 1
+        lock.unlock()
+    }
+
+    func snapshot() -> ([Double], Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (latencies, failures)
+    }
+}
+
+/// Resident memory of a process from /proc (MB); 0 when unreadable.
+private func residentMegabytes(pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
+    return kilobytes / 1024
+}
+
+private func botFail(_ message: String) -> Int32 {
+    FileHandle.standardError.write(Data("eleven-bench bot: \(message)\n".utf8))
+    return 1
+}

@@ -1,0 +1,229 @@
+import CLISupport
+import ClientCore
+import Foundation
+import PAKE
+import WordCodes
+
+// `eleven bot enable|disable|notes`, and the path `eleven invite --short` takes when the space
+// has a bot: the invite goes to the bot (sealed to it, signed by this device) and the bot hands
+// the code's nameplate back; nobody needs to stay online (docs/bot.md).
+
+let botCommands: [CommandGroup.Entry] = [
+    .init(
+        CommandSpec(
+            ["eleven", "bot", "enable"], summary: "Let a member (the space's bot) attend short-code invites.",
+            options: [
+                OptionSpec("member", value: "MEMBER", help: "the bot, by name or member id"),
+                CommonOptions.space, CommonOptions.json,
+            ],
+            discussion: """
+                Signs a membership event giving the member the invite and attendant rights; every client \
+                learns from the space that invites go to it. Only the owner and admins may do this.
+                """)
+    ) { arguments in
+        try setAttendant(arguments, enable: true)
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "bot", "disable"], summary: "Stop sending invites to the space's bot.",
+            options: [
+                OptionSpec("member", value: "MEMBER", help: "the bot (default: the space's attendant)"),
+                CommonOptions.space, CommonOptions.json,
+            ])
+    ) { arguments in
+        try setAttendant(arguments, enable: false)
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "bot", "notes"],
+            summary: "Show what the space's bot told you: who joined, which invites were burned.",
+            options: [
+                OptionSpec("keep", help: "leave the notes in the inbox"), CommonOptions.space,
+                CommonOptions.json,
+            ])
+    ) { arguments in
+        let session = try openSpace(arguments)
+        let json = arguments.flag("json")
+        let page = try withSpaceErrors { try session.receiveNotes(since: 0) }
+        var shown = 0
+        for received in page.notes {
+            guard case .success(let note) = received.content,
+                [.joined, .inviteBurned, .inviteEnded, .inviteRefused].contains(note.type)
+            else { continue }
+            shown += 1
+            if json {
+                var object: [String: Any] = ["event": note.type.rawValue, "invite": note.id]
+                if let name = note.name { object["name"] = name }
+                if let message = note.message { object["message"] = message }
+                Terminal.json(object)
+            } else {
+                Terminal.out(note.message ?? note.type.rawValue)
+            }
+            if !arguments.flag("keep") {
+                try? session.client.deleteNote(session.saved.space, id: received.inboxID)
+            }
+        }
+        if shown == 0 && !json { Terminal.out("No news from the bot.") }
+    },
+]
+
+private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
+    let session = try openSpace(arguments)
+    let roster = try withSpaceErrors { try session.roster() }
+    let target: MemberRecord
+    if let text = arguments.value("member") {
+        guard let found = SpaceSession.findMember(text, in: roster) else {
+            throw CLIError(
+                code: "unknown_member",
+                message: "\(session.saved.name) has no member \"\(text)\" (see `eleven members`).",
+                status: .usage)
+        }
+        target = found
+    } else if !enable, let attendant = roster.attendant {
+        target = attendant
+    } else {
+        throw CLIError.usage("missing --member MEMBER (the bot's name in the space)", help: nil)
+    }
+    let rights =
+        enable
+        ? target.rights.union([.invite, .attendant]) : target.rights.subtracting([.invite, .attendant])
+    let event: MembershipEvent
+    do throws(KeyModelError) {
+        event = try roster.nextEvent(.rightsChanged(target.id, rights), signedBy: session.identity)
+        _ = try roster.applying(event)
+    } catch {
+        throw CLIError(code: error.code.rawValue, message: error.message, status: .refused)
+    }
+    _ = try withSpaceErrors { try session.client.appendEvent(event) }
+    if arguments.flag("json") {
+        Terminal.json([
+            "event": enable ? "enabled" : "disabled", "member": target.id.base64URL, "rights": rights.names,
+        ])
+    } else if enable {
+        Terminal.out(
+            "\(displayName(target)) now attends short-code invites for \(session.saved.name): "
+                + "`eleven invite --short` sends them to it, and nobody has to stay online.")
+    } else {
+        Terminal.out("\(displayName(target)) no longer attends invites for \(session.saved.name).")
+    }
+}
+
+/// `eleven invite --short` when the space has a bot: sends it the invite and prints the code it
+/// attends. Returns false when the space has no bot (the caller attends itself).
+func inviteThroughBot(
+    _ session: SpaceSession, _ arguments: ParsedArguments, uses: Int, wordCount: Int, lifetime: TimeInterval
+) throws -> Bool {
+    let ask = arguments.flag("ask")
+    let yes = arguments.flag("yes")
+    let json = arguments.flag("json")
+    let roster = try withSpaceErrors { try session.roster() }
+    guard let bot = roster.attendant, bot.id != session.saved.member else { return false }
+    var random = SystemRandom()
+    let id = Base64URL.encode(random.bytes(count: 9))
+    let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
+    let now = Int64(Date().timeIntervalSince1970)
+    let expiresAt = now + Int64(lifetime)
+    let me = roster.members[session.saved.member]
+    let request = AttendantNote.inviteRequest(
+        id: id, words: words, uses: uses, expiresAt: expiresAt, maxFailures: 1, ask: ask,
+        inviterName: me.flatMap { $0.name.isEmpty ? nil : $0.name })
+    try withSpaceErrors { try session.send(request, to: bot) }
+    var since: Int64 = 0
+    guard
+        let ready = try awaitNote(
+            session, id: id, types: [.inviteReady, .inviteRefused], since: &since, timeout: .seconds(20))
+    else {
+        throw CLIError(
+            code: "bot_unavailable",
+            message:
+                "\(displayName(bot)), the bot of \(session.saved.name), did not answer: is eleven-bot running? "
+                + "(`eleven bot disable` lets members attend their own invites again.)",
+            status: .unavailable)
+    }
+    guard ready.type == .inviteReady, let nameplate = ready.nameplate else {
+        throw CLIError(
+            code: "refused_\(ready.reason ?? "invite")",
+            message: "The bot refused the invite: \(ready.message ?? "no reason given").", status: .refused)
+    }
+    var record = AttendantNote(.inviteRecord, id: id)
+    record.invite = session.identity.signInvite(
+        space: session.saved.space, inviter: session.saved.member, nameplate: nameplate, createdAt: now,
+        expiresAt: expiresAt, uses: uses)
+    try withSpaceErrors { try session.send(record, to: bot) }
+    let code = "\(words)-\(nameplate)"
+    let link = inviteLink(server: session.saved.server, name: me?.name ?? session.saved.name, code: code)
+    if json {
+        Terminal.json([
+            "event": "code", "code": code, "link": link, "expiresAt": expiresAt, "attendant": bot.name,
+        ])
+    } else {
+        Terminal.out("Invite code: \(code)")
+        Terminal.out("Link: \(link)")
+        if Terminal.isInteractive, let lines = TerminalQR.render(link) {
+            for line in lines { Terminal.out(line) }
+        }
+        Terminal.out(
+            "\(displayName(bot)) attends it for \(session.saved.name): nobody needs to stay online. "
+                + "`eleven bot notes` shows who joined.")
+    }
+    guard ask else { return true }
+    // Asked to be asked: answer the bot for each joiner until the uses are taken or it ends.
+    var joined = 0
+    let end = ContinuousClock.now + .seconds(lifetime)
+    while joined < uses, ContinuousClock.now < end {
+        guard
+            let note = try awaitNote(
+                session, id: id, types: [.approvalNeeded, .joined, .inviteBurned, .inviteEnded],
+                since: &since,
+                timeout: end - .now)
+        else { break }
+        switch note.type {
+        case .approvalNeeded:
+            let name = (note.name ?? "").isEmpty ? "Someone" : note.name ?? ""
+            if let words = note.verification {
+                Terminal.out("\(name) proved the code (verification words: \(words)).")
+            }
+            var answer = AttendantNote(.approval, id: id)
+            answer.use = note.use
+            answer.approve = yes || askYesOrNo("Let \(name) join \(session.saved.name)? [y/N] ")
+            try withSpaceErrors { try session.send(answer, to: bot) }
+        case .joined:
+            joined += 1
+            Terminal.out(note.message ?? "Someone joined.")
+        default:
+            throw CLIError(
+                code: "invite_burned", message: note.message ?? "The invite ended.", status: .codeRejected)
+        }
+    }
+    return true
+}
+
+/// Waits for a note about invite `id` of one of `types` from the inbox; notes about other
+/// things are left there for `eleven bot notes`.
+private func awaitNote(
+    _ session: SpaceSession, id: String, types: Set<AttendantNote.Kind>, since: inout Int64,
+    timeout: Swift.Duration
+) throws -> AttendantNote? {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        let page = try withSpaceErrors { try session.receiveNotes(since: since) }
+        since = page.next
+        for received in page.notes {
+            guard case .success(let note) = received.content, note.id == id, types.contains(note.type) else {
+                continue
+            }
+            if note.type != .joined && note.type != .inviteBurned {
+                try? session.client.deleteNote(session.saved.space, id: received.inboxID)
+            }
+            return note
+        }
+        if page.notes.isEmpty { Thread.sleep(forTimeInterval: 0.05) }
+    }
+    return nil
+}
+
+private func askYesOrNo(_ question: String) -> Bool {
+    FileHandle.standardError.write(Data(question.utf8))
+    let answer = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces).lowercased()
+    return answer == "y" || answer == "yes"
+}
