@@ -8,7 +8,7 @@ let program = CommandGroup(
     program: "eleven",
     summary: "Eleven: join spaces with a short code, read and send end-to-end encrypted messages.",
     entries: demoCommands + spaceCommands + memberCommands + messageCommands + wormholeCommands
-        + joinCommands + linkCommands + deviceCommands)
+        + joinCommands + linkCommands + deviceCommands + recoveryCommands)
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 runProgram(name: "eleven", json: arguments.contains("--json")) {
