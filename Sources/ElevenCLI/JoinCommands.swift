@@ -31,7 +31,7 @@ let joinCommands: [CommandGroup.Entry] = [
                 OptionSpec("words", value: "N", help: "words in the code (2 to 8)", default: "2"),
                 OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
                 OptionSpec("yes", help: "let in whoever proves the code, without asking (scripts)"),
-                relayOption, CommonOptions.json,
+                readmitOption, relayOption, CommonOptions.json,
             ] + linkInviteOptions,
             discussion: """
                 Without --short: prints a full-length link (and a QR code) that works while you are \
@@ -94,6 +94,7 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
     let relay = try relayURL(arguments)
     let session = try openSpace(arguments)
+    let readmit = try readmitTarget(arguments, session: session)
 
     let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
     var random = SystemRandom()
@@ -148,7 +149,8 @@ private func runInvite(_ arguments: ParsedArguments) throws {
         printQR(link)
         Terminal.out("Waiting for someone to join \(session.saved.name) with it…")
     }
-    var attendant = Attendant(session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
+    var attendant = Attendant(
+        session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate, readmit: readmit)
     var current = connection
     for use in 0..<uses {
         if use > 0 {
@@ -275,6 +277,7 @@ private struct Attendant {
     let yes: Bool
     let json: Bool
     let nameplate: Rendezvous.Nameplate
+    var readmit: MemberID? = nil
 
     mutating func attend(
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
@@ -284,6 +287,7 @@ private struct Attendant {
         let yes = self.yes
         let json = self.json
         let nameplate = self.nameplate
+        let readmit = self.readmit
         var admitted: MemberRecord?
         var admitFailure: Error?
         let inviterName =
@@ -310,7 +314,8 @@ private struct Attendant {
                         space: session.saved.space, inviter: session.saved.member, nameplate: nameplate.value,
                         createdAt: now, expiresAt: expiresAt, uses: 1)
                     do {
-                        let (grant, record) = try session.admit(request: request, invite: invite)
+                        let (grant, record) = try session.admit(
+                            request: request, invite: invite, readmit: readmit)
                         admitted = record
                         return .approve(grant: grant.encoded())
                     } catch {

@@ -195,6 +195,8 @@ extension SpaceService {
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space, sequence: event.sequence)
             try store.revokeTokens(space: space, member: id, now: now)
+        case .memberRekeyed(let old, let record):
+            try applyRekey(old: old, record: record, space: space, sequence: event.sequence)
         case .spaceCreated:
             throw APIError.badRequest("invalid_event", "A space is created only once.")
         }

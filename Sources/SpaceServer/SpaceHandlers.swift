@@ -196,6 +196,7 @@ extension SpaceService {
         let event = body.event
         switch (expect, event.change) {
         case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved): break
+        case (.adding, .memberRekeyed), (.any, .memberRekeyed): break
         case (.removing(let text), .memberRemoved(let id)):
             guard text == Substring(id.base64URL) else {
                 throw APIError.badRequest(
@@ -226,6 +227,8 @@ extension SpaceService {
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space.id, sequence: event.sequence)
             try store.revokeTokens(space: space.id, member: id, now: now)
+        case .memberRekeyed(let old, let record):
+            try applyRekey(old: old, record: record, space: space.id, sequence: event.sequence)
         case .spaceCreated:
             break
         }

@@ -261,3 +261,55 @@ import Testing
         }
     }
 }
+
+/// Rung 4, the re-invite floor: with every device and credential gone, Sam gets a new identity
+/// and Paul re-admits them in place of the old one.
+@Suite(.serialized) struct ReadmitEndToEndTests {
+    @Test func rung4ReadmitWithANewIdentityReadsTheHistory() async throws {
+        try await TestSupport.offPool {
+            let w = try VaultEndToEndTests.world()
+            defer { w.home.stop() }
+            let paul = try RecoveryEndToEndTests.samWithTwoSpaces(w)
+            #expect(try w.run(w.a, ["send", "--space", "Club", "sam", "was", "here"]).status == 0)
+            // Sam loses the laptop (A keeps its files here only to show they stop working).
+            let invite = try BackgroundProcess(
+                eleven, ["invite", "--short", "--yes", "--space", "Club", "--readmit", "Sam"],
+                environment: ["ELEVEN_HOME": paul.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url])
+            let code = try invite.value(afterPrefix: "Invite code:")
+            let joined = try w.run(w.b, ["join", code, "--name", "Sam"])
+            #expect(joined.status == 0, "\(joined.stderr)")
+            #expect(invite.finish(timeout: 20).status == 0)
+            // Every message, the old identity's included, reads on the new device.
+            let read = try w.run(w.b, ["read", "--space", "Club"])
+            #expect(
+                read.stdout == "(Sam has a new identity.)\nPaul: hello club\nSam: sam was here\n",
+                "\(read.stderr)")
+            #expect(try w.run(w.b, ["send", "--space", "Club", "back", "again"]).status == 0)
+            // Every member sees that Sam's keys changed.
+            let members = try w.run(paul, ["members", "--space", "Club"])
+            #expect(members.stdout.contains("Sam has a new identity."))
+            let listed = try paul.json(["members", "--space", "Club", "--json"])
+            let current = listed["members"] as? [[String: Any]] ?? []
+            #expect(current.first { $0["name"] as? String == "Sam" }?["newIdentity"] as? Bool == true)
+            #expect((listed["formerMembers"] as? [[String: Any]])?.count == 1)
+            let paulReads = try w.run(paul, ["read", "--space", "Club"])
+            #expect(paulReads.stdout.hasSuffix("Sam: sam was here\nSam: back again\n"))
+            #expect(paulReads.stdout.hasPrefix("(Sam has a new identity.)\n"))
+            // The old identity's device is out.
+            let old = try w.run(w.a, ["read", "--space", "Club", "--json"])
+            #expect(old.status != 0)
+
+            // Bad input: nobody by that name, yourself, not with several uses.
+            for (arguments, code) in [
+                (["--readmit", "Nobody"], "unknown_member"), (["--readmit", "Paul"], "usage"),
+                (["--readmit", "Sam", "--uses", "2"], "usage"),
+            ] {
+                let result = try paul.run(
+                    ["invite", "--short", "--yes", "--space", "Club", "--json"] + arguments,
+                    environment: ["ELEVEN_RELAY": w.relay.url])
+                #expect(result.status == 2, "\(arguments) \(result.stdout)")
+                #expect(try errorCode(result) == code)
+            }
+        }
+    }
+}

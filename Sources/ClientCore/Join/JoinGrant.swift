@@ -221,8 +221,10 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             throw .forged("\(inviter.name.isEmpty ? "the inviter" : inviter.name) may not add members")
         }
         let added = self.roster.first {
-            if case .memberAdded(let record) = $0.change { return record.id == memberID }
-            return false
+            switch $0.change {
+            case .memberAdded(let record), .memberRekeyed(_, let record): return record.id == memberID
+            default: return false
+            }
         }
         guard let added, added.signer == inviter.id else {
             throw .forged("this device was not added by the inviter")
@@ -276,7 +278,9 @@ extension SpaceSession {
     /// The attendant's side of a grant: registers the joiner on the space server with the keys
     /// from `request` (a signed membership event by this device), wraps every thread key this
     /// device holds to them, and assembles the grant. `invite` is this device's signed record.
-    public func admit(request: JoinRequest, invite: SignedInvite) throws(SpaceClientError)
+    /// With `readmit`, the joiner replaces that member (a new identity; see ``readmit(_:keys:name:)``).
+    public func admit(request: JoinRequest, invite: SignedInvite, readmit: MemberID? = nil)
+        throws(SpaceClientError)
         -> (grant: JoinGrant, member: MemberRecord)
     {
         let keys: MemberPublicKeys
@@ -287,7 +291,12 @@ extension SpaceSession {
                 .rejected, code: "invalid_request",
                 message: "The joiner sent unusable keys (\(error.message)).")
         }
-        let record = try addMember(keys: keys, name: request.displayName)
+        let record =
+            if let readmit {
+                try self.readmit(readmit, keys: keys, name: request.displayName)
+            } else {
+                try addMember(keys: keys, name: request.displayName)
+            }
         let roster = try roster()
         let events = try client.events(saved.space)
         let threadKeys = try threadKeys(roster: roster)

@@ -76,12 +76,16 @@ public enum MembershipChange: Hashable, Sendable {
     case memberAdded(MemberRecord)
     /// A member is removed; their later requests fail and new threads are not wrapped to them.
     case memberRemoved(MemberID)
+    /// A member who lost every device is re-admitted with a new identity: `old` becomes a former
+    /// member (their past messages still verify) and `new` takes their place and rights.
+    case memberRekeyed(old: MemberID, new: MemberRecord)
 
     var tag: String {
         switch self {
         case .spaceCreated: "space_created"
         case .memberAdded: "member_added"
         case .memberRemoved: "member_removed"
+        case .memberRekeyed: "member_rekeyed"
         }
     }
 }
@@ -130,6 +134,13 @@ public struct MembershipEvent: Hashable, Sendable {
             encoder.append(member.name)
         case .memberRemoved(let id):
             encoder.append(id.bytes)
+        case .memberRekeyed(let old, let member):
+            encoder.append(old.bytes)
+            encoder.append(member.id.bytes)
+            encoder.append(member.keys.encryption.bytes)
+            encoder.append(member.keys.signing.bytes)
+            encoder.append(member.rights.rawValue)
+            encoder.append(member.name)
         }
         encoder.append(signer.bytes)
         return encoder.bytes
@@ -193,6 +204,10 @@ extension MembershipEvent: Codable {
         case "space_created": change = .spaceCreated(owner: try c.decode(MemberRecord.self, forKey: .member))
         case "member_added": change = .memberAdded(try c.decode(MemberRecord.self, forKey: .member))
         case "member_removed": change = .memberRemoved(try c.decode(MemberID.self, forKey: .memberID))
+        case "member_rekeyed":
+            change = .memberRekeyed(
+                old: try c.decode(MemberID.self, forKey: .memberID),
+                new: try c.decode(MemberRecord.self, forKey: .member))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "unknown event type \"\(type)\"")
@@ -220,6 +235,9 @@ extension MembershipEvent: Codable {
         switch change {
         case .spaceCreated(let member), .memberAdded(let member): try c.encode(member, forKey: .member)
         case .memberRemoved(let id): try c.encode(id, forKey: .memberID)
+        case .memberRekeyed(let old, let member):
+            try c.encode(old, forKey: .memberID)
+            try c.encode(member, forKey: .member)
         }
         try c.encode(signer, forKey: .signer)
         try c.encodeBytes(signature.bytes, forKey: .signature)

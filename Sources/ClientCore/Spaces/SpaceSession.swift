@@ -115,10 +115,7 @@ public struct SpaceSession: Sendable {
         }
         _ = try client.addMember(saved.space, event: event)
         try signed { () throws(KeyModelError) in try roster.apply(event) }
-        for (thread, key) in try threadKeys(roster: roster) {
-            let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
-            try client.postWraps(saved.space, thread: thread, wraps: [wrap])
-        }
+        try wrapThreadKeys(to: record, roster: roster)
         return record
     }
 
@@ -286,7 +283,7 @@ public struct SpaceSession: Sendable {
         return String(decoding: plain, as: UTF8.self)
     }
 
-    private func signed<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
+    func signed<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
         do {
             return try body()
         } catch {
