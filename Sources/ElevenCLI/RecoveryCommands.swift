@@ -1,13 +1,15 @@
 import CLISupport
 import ClientCore
 import Foundation
+import PAKE
 
 // `eleven recovery add|list|remove`, `eleven recover`: ways back in when every device is lost.
 // A recovery file (or a security key) is one more key to your saved spaces; the home server never
 // sees its secret.
 
 private let fileOption = OptionSpec(
-    "file", value: "PATH", help: "a recovery file (made by `eleven recovery add --file PATH`)")
+    "file", value: "PATH",
+    help: "a recovery file (made by `eleven recovery add --file PATH`); with --security-key, its card")
 private let securityKeyOption = OptionSpec(
     "security-key", help: "a FIDO2 security key (with the hmac-secret extension) plugged in now")
 private let verboseOption = OptionSpec("verbose", help: "say what happens with the keys")
@@ -38,8 +40,8 @@ let recoveryCommands: [CommandGroup.Entry] = [
                 message: "Sign in first with `eleven signin --server URL`, then add a way back in.",
                 status: .localState)
         }
-        let path = try recoveryChoice(arguments)
-        guard let path else { throw securityKeyUnavailable() }
+        let (path, securityKey) = try recoveryChoice(arguments)
+        if securityKey { return try addSecurityKey(arguments, card: path) }
         let label = arguments.value("label") ?? "recovery file \((path as NSString).lastPathComponent)"
         let id: AnchorID = try recoveryErrors {
             let home = try sync.home()
@@ -136,8 +138,17 @@ let recoveryCommands: [CommandGroup.Entry] = [
     ) { arguments in
         let sync = homeSync()
         let json = arguments.flag("json")
-        guard let path = try recoveryChoice(arguments) else { throw securityKeyUnavailable() }
+        let (path, securityKey) = try recoveryChoice(arguments)
         let report = try recoveryErrors {
+            if securityKey {
+                let card = try SecurityKeyCard(bytes: try readCard(path))
+                let key = SecurityKey(path: try SecurityKey.firstDevice(), credentialID: card.credentialID)
+                if !json { Terminal.out("Touch your security key…") }
+                return try sync.recover(
+                    home: card.home, anchor: card.anchor,
+                    identity: try RecoveryAnchor.identity(key, salt: card.saltBytes),
+                    label: deviceLabel(arguments))
+            }
             let file = try RecoveryFile(path: path)
             return try sync.recover(
                 home: file.home, anchor: file.anchor,
@@ -156,20 +167,59 @@ let recoveryCommands: [CommandGroup.Entry] = [
     },
 ]
 
-/// The recovery file path, or nil for a security key; exactly one of the two.
-private func recoveryChoice(_ arguments: ParsedArguments) throws -> String? {
-    let path = arguments.value("file")
-    let key = arguments.flag("security-key")
-    guard (path != nil) != key else {
-        throw CLIError.usage("choose one: --file PATH or --security-key", help: nil)
+/// The file (a recovery file, or a security key's card) and whether a security key is used.
+private func recoveryChoice(_ arguments: ParsedArguments) throws -> (String, Bool) {
+    guard let path = arguments.value("file") else {
+        throw CLIError.usage(
+            "missing --file PATH (a recovery file, or with --security-key its card)", help: nil)
     }
-    return path
+    return (path, arguments.flag("security-key"))
 }
 
-private func securityKeyUnavailable() -> CLIError {
-    CLIError(
-        code: "security_key_unavailable", message: "Security keys are not supported by this eleven yet.",
-        status: .unavailable)
+private func readCard(_ path: String) throws -> [UInt8] {
+    let parent = (path as NSString).deletingLastPathComponent
+    guard
+        let bytes = try StateDirectory(path: parent.isEmpty ? "." : parent).read(
+            (path as NSString).lastPathComponent)
+    else { throw RecoveryError("no_recovery_file", "There is no file \(path).") }
+    return bytes
+}
+
+/// `eleven recovery add --security-key --file CARD`: a credential made on the key (one touch),
+/// its output for a fresh salt (a second touch) makes the anchor; the card keeps what a new
+/// device needs besides the key.
+private func addSecurityKey(_ arguments: ParsedArguments, card path: String) throws {
+    let sync = homeSync()
+    let json = arguments.flag("json")
+    let label = arguments.value("label") ?? "security key"
+    let id: AnchorID = try recoveryErrors {
+        guard access(path, F_OK) != 0 else {
+            throw RecoveryError("file_exists", "\(path) already exists; choose a new name.")
+        }
+        let device = try SecurityKey.firstDevice()
+        if !json { Terminal.out("Touch your security key (twice)…") }
+        let key = try SecurityKey.makeCredential(path: device)
+        var random = SystemRandom()
+        let salt = random.bytes(count: RecoveryAnchor.byteCount)
+        let identity = try RecoveryAnchor.identity(key, salt: salt)
+        let anchor = identity.anchor(.recovery).id(accountKey: try sync.accountKey())
+        let card = SecurityKeyCard(
+            home: try sync.home()?.server ?? "", anchor: anchor, salt: salt, credentialID: key.credentialID)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        try RecoveryFile.writeNew(SecretBytes(Array(try encoder.encode(card))), to: path)
+        do {
+            return try sync.addRecovery(identity, label: label)
+        } catch {
+            unlink(path)
+            throw error
+        }
+    }
+    if json {
+        Terminal.json(["event": "recovery_added", "id": id.base64URL, "kind": "security-key", "path": path])
+    } else {
+        Terminal.out("Added a way back in: your security key (its card is \(path)).")
+    }
 }
 
 /// Maps recovery errors (and home errors) to CLIErrors.
@@ -179,7 +229,8 @@ private func recoveryErrors<T>(_ body: () throws -> T) throws -> T {
     } catch let error as RecoveryError {
         let status: ExitStatus =
             switch error.code {
-            case "file_exists", "no_recovery_file": .usage
+            case "file_exists", "no_recovery_file", "invalid_security_key_card": .usage
+            case "no_security_key", "security_key_unreachable": .unavailable
             case "invalid_recovery_file", "unsupported_recovery_file": .usage
             default: .failure
             }

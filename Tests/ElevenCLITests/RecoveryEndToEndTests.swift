@@ -75,6 +75,11 @@ import Testing
             let again = try w.run(w.a, ["recovery", "add", "--file", file, "--json"])
             #expect(again.status == 2)
             #expect(try errorCode(again) == "file_exists")
+            // No security key is plugged in on this machine: a clear error, no card written.
+            let card = w.a.path + "-card.json"
+            let noKey = try w.run(w.a, ["recovery", "add", "--security-key", "--file", card, "--json"])
+            #expect(try errorCode(noKey) == "no_security_key", "\(noKey.stdout)")
+            #expect(!FileManager.default.fileExists(atPath: card))
             let listed = try w.json(w.a, ["recovery", "list"])["credentials"] as? [[String: Any]] ?? []
             #expect(listed.count == 1)
             #expect(listed.first?["id"] as? String == credential.anchor.base64URL)
@@ -217,11 +222,13 @@ import Testing
         try expect(["recovery", "add", "--file", a.path + "-r.json"], status: 5, code: "not_signed_in")
         try expect(["recovery", "list"], status: 5, code: "not_signed_in")
         try expect(["recover"], status: 2, code: "usage")
-        try expect(["recover", "--file", "x", "--security-key"], status: 2, code: "usage")
+        try expect(["recover", "--security-key"], status: 2, code: "usage")
         try expect(["recover", "--file", a.path + "-missing.json"], status: 2, code: "no_recovery_file")
         let junk = a.path + "-junk.json"
         try Data("{\"format\": \"something else\"}".utf8).write(to: URL(fileURLWithPath: junk))
         try expect(["recover", "--file", junk], status: 2, code: "invalid_recovery_file")
+        try expect(
+            ["recover", "--file", junk, "--security-key"], status: 2, code: "invalid_security_key_card")
         #expect(!FileManager.default.fileExists(atPath: a.path + "/home.json"))
     }
 

@@ -153,13 +153,16 @@ public struct RecoveryFile: RecoverySecret, Sendable, CustomStringConvertible {
     }
 
     /// Writes the file at `path` atomically with mode 0600; refuses to replace an existing file.
-    public func write(to path: String) throws {
+    public func write(to path: String) throws { try Self.writeNew(fileBytes(), to: path) }
+
+    /// Writes `bytes` as a new file at `path` atomically with mode 0600; refuses to replace one.
+    public static func writeNew(_ bytes: SecretBytes, to path: String) throws {
         guard access(path, F_OK) != 0 else {
             throw RecoveryError(
                 "file_exists", "\(path) already exists; choose a new name so no other file is replaced.")
         }
         let parent = (path as NSString).deletingLastPathComponent
         let directory = StateDirectory(path: parent.isEmpty ? "." : parent)
-        try directory.write((path as NSString).lastPathComponent, fileBytes())
+        try directory.write((path as NSString).lastPathComponent, bytes)
     }
 }
