@@ -28,6 +28,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CFIDO2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
         // Linux declarations Glibc does not import (epoll, accept4, eventfd, timerfd).
         .systemLibrary(name: "CNet"),
 
@@ -36,7 +37,7 @@ let package = Package(
         .target(name: "WordCodes", exclude: ["README.md"]),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
         .target(name: "Relay", dependencies: ["Net", "CSQLite", "CPostgres", "COpenSSL"]),
-        .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium"]),
+        .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium", "CFIDO2"]),
         .target(
             name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "CSQLite", "CSodium"],
             exclude: ["API.md"]),

@@ -401,16 +401,16 @@ private func linkCLIError(_ error: Error, attendant: Bool) -> Error {
 
 // MARK: Helpers
 
-private func homeSync() -> HomeSync { HomeSync(state: localState()) }
+func homeSync() -> HomeSync { HomeSync(state: localState()) }
 
-private func deviceLabel(_ arguments: ParsedArguments) -> String {
+func deviceLabel(_ arguments: ParsedArguments) -> String {
     arguments.value("label") ?? ProcessInfo.processInfo.hostName
 }
 
-private func spacesPhrase(_ count: Int) -> String { count == 1 ? "1 space" : "\(count) spaces" }
+func spacesPhrase(_ count: Int) -> String { count == 1 ? "1 space" : "\(count) spaces" }
 
 /// Maps home, client and local-state errors to CLIErrors.
-private func homeErrors<T>(_ body: () throws -> T) throws -> T {
+func homeErrors<T>(_ body: () throws -> T) throws -> T {
     do {
         return try withSpaceErrors(body)
     } catch {
@@ -418,7 +418,7 @@ private func homeErrors<T>(_ body: () throws -> T) throws -> T {
     }
 }
 
-private func homeErrorsRethrow(_ error: Error) -> Error {
+func homeErrorsRethrow(_ error: Error) -> Error {
     switch error {
     case let error as HomeError:
         let status: ExitStatus =

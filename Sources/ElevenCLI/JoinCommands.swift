@@ -36,7 +36,7 @@ let joinCommands: [CommandGroup.Entry] = [
                 OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
                 OptionSpec("yes", help: "let in whoever proves the code, without asking (scripts)"),
                 OptionSpec("ask", help: "when the space's bot attends: ask me before it lets anyone in"),
-                relayOption, CommonOptions.json,
+                readmitOption, relayOption, CommonOptions.json,
             ] + linkInviteOptions,
             discussion: """
                 Without --short: prints a full-length link (and a QR code) that works while you are \
@@ -104,8 +104,12 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
     let relay = try relayURL(arguments)
     let session = try openSpace(arguments)
-    // A space with a bot: the invite goes to the bot (BotCommands.swift).
-    if try inviteThroughBot(session, arguments, uses: uses, wordCount: wordCount, lifetime: lifetime) {
+    let readmit = try readmitTarget(arguments, session: session)
+    // A space with a bot: the invite goes to the bot (BotCommands.swift); a re-admission is
+    // attended here, by the member who vouches for the new identity.
+    if readmit == nil,
+        try inviteThroughBot(session, arguments, uses: uses, wordCount: wordCount, lifetime: lifetime)
+    {
         return
     }
 
@@ -163,7 +167,8 @@ private func runInvite(_ arguments: ParsedArguments) throws {
         printQR(link)
         Terminal.out("Waiting for someone to join \(session.saved.name) with it…")
     }
-    var attendant = Attendant(session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
+    var attendant = Attendant(
+        session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate, readmit: readmit)
     var policy = InvitePolicy(uses: uses, maxFailures: maxFailures, expiresAt: expiresAt)
     var current = connection
     var use = 0
@@ -337,6 +342,7 @@ private struct Attendant {
     let yes: Bool
     let json: Bool
     let nameplate: Rendezvous.Nameplate
+    var readmit: MemberID? = nil
 
     mutating func attend(
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
@@ -346,6 +352,7 @@ private struct Attendant {
         let yes = self.yes
         let json = self.json
         let nameplate = self.nameplate
+        let readmit = self.readmit
         var admitted: MemberRecord?
         var admitFailure: Error?
         let inviterName =
@@ -372,7 +379,8 @@ private struct Attendant {
                         space: session.saved.space, inviter: session.saved.member, nameplate: nameplate.value,
                         createdAt: now, expiresAt: expiresAt, uses: 1)
                     do {
-                        let (grant, record) = try session.admit(request: request, invite: invite)
+                        let (grant, record) = try session.admit(
+                            request: request, invite: invite, readmit: readmit)
                         admitted = record
                         return .approve(grant: grant.encoded())
                     } catch {

@@ -20,6 +20,7 @@ let memberCommands: [CommandGroup.Entry] = [
                 [
                     "id": record.id.base64URL, "name": record.name, "key": record.keys.text,
                     "rights": rightsNames(record, roster: roster), "you": record.id == session.saved.member,
+                    "newIdentity": roster.newIdentities[record.id] != nil,
                 ]
             }
             Terminal.json([
@@ -36,6 +37,7 @@ let memberCommands: [CommandGroup.Entry] = [
             let suffix = notes.isEmpty ? "" : " (\(notes.joined(separator: ", ")))"
             Terminal.out("  \(displayName(record))\(suffix)  \(record.id)")
         }
+        for note in SpaceSession.newIdentityNotes(roster) { Terminal.out("\(note).") }
         if !former.isEmpty {
             Terminal.out("Former members:")
             for record in former { Terminal.out("  \(displayName(record))  \(record.id)") }

@@ -74,6 +74,9 @@ let messageCommands: [CommandGroup.Entry] = [
                         Terminal.err("(\(page.rejected) message(s) could not be verified and were skipped)")
                     }
                 }
+                if first && !json {
+                    for note in SpaceSession.newIdentityNotes(roster) { Terminal.out("(\(note).)") }
+                }
                 for message in page.messages {
                     if json {
                         Terminal.json([

@@ -8,7 +8,8 @@ let program = CommandGroup(
     program: "eleven",
     summary: "Eleven: join spaces with a short code, read and send end-to-end encrypted messages.",
     entries: demoCommands + spaceCommands + memberCommands + messageCommands + wormholeCommands
-        + joinCommands + linkCommands + deviceCommands + completionCommands + botCommands)
+        + joinCommands + linkCommands + deviceCommands + completionCommands + botCommands
+        + recoveryCommands)
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 runProgram(name: "eleven", json: arguments.contains("--json")) {

@@ -197,6 +197,8 @@ extension SpaceService {
             try store.revokeTokens(space: space, member: id, now: now)
         case .rightsChanged(let id, let rights):
             try store.setRights(rights, of: id, space: space)
+        case .memberRekeyed(let old, let record):
+            try applyRekey(old: old, record: record, space: space, sequence: event.sequence)
         case .spaceCreated:
             throw APIError.badRequest("invalid_event", "A space is created only once.")
         }

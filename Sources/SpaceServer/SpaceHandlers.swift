@@ -197,6 +197,7 @@ extension SpaceService {
         switch (expect, event.change) {
         case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved), (.any, .rightsChanged):
             break
+        case (.adding, .memberRekeyed), (.any, .memberRekeyed): break
         case (.removing(let text), .memberRemoved(let id)):
             guard text == Substring(id.base64URL) else {
                 throw APIError.badRequest(
@@ -229,6 +230,8 @@ extension SpaceService {
             try store.revokeTokens(space: space.id, member: id, now: now)
         case .rightsChanged(let id, let rights):
             try store.setRights(rights, of: id, space: space.id)
+        case .memberRekeyed(let old, let record):
+            try applyRekey(old: old, record: record, space: space.id, sequence: event.sequence)
         case .spaceCreated:
             break
         }

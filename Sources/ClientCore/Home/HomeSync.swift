@@ -102,7 +102,7 @@ public struct HomeSync: Sendable {
         return value
     }
 
-    private func writeJSON(_ value: some Encodable, _ name: String) throws(LocalStateError) {
+    func writeJSON(_ value: some Encodable, _ name: String) throws(LocalStateError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(value) else {
@@ -232,7 +232,7 @@ public struct HomeSync: Sendable {
     }
 
     /// Runs `body` with a session, starting a new one once if the cached one was refused.
-    private func withSession<T>(_ home: inout HomeState, _ body: (HomeClient) throws -> T) throws -> T {
+    func withSession<T>(_ home: inout HomeState, _ body: (HomeClient) throws -> T) throws -> T {
         let first = try client(&home)
         do {
             return try body(first)
@@ -242,7 +242,7 @@ public struct HomeSync: Sendable {
     }
 
     /// The remote vault opened with this device's wrap.
-    private func pull(_ client: HomeClient) throws -> (HomeWire.Vault, VaultKey, VaultDocument) {
+    func pull(_ client: HomeClient) throws -> (HomeWire.Vault, VaultKey, VaultDocument) {
         let remote = try client.vault()
         let key = try deviceKey().unwrapVaultKey(Base64URL.decode(remote.wrap) ?? [])
         let document = try VaultDocument(decoding: try key.open(Base64URL.decode(remote.vault) ?? []))
@@ -372,29 +372,14 @@ public struct HomeSync: Sendable {
     /// it needs: the home server, the account key, its anchor id and the vault key. Sent only over
     /// the confirmed channel.
     public func approveLink(_ request: JoinRequest) throws -> [UInt8] {
-        guard var home = try home() else { throw HomeError.notSignedIn }
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
             keys = try MemberPublicKeys(text: request.publicKeys)
         } catch {
             throw HomeError("invalid_device_key", "The new device sent a key that is not valid.")
         }
-        let accountKey = try AccountKey(base64URL: home.accountKey)
-        let anchor = AnchorKeys(kind: .device, publicKeys: keys)
-        let id = anchor.id(accountKey: accountKey)
-        let vaultKey: VaultKey = try withSession(&home) { client in
-            let (_, key, _) = try pull(client)
-            _ = try client.enrol(
-                HomeWire.EnrolRequest(
-                    anchor: HomeWire.AnchorUpload(id: id, keys: anchor, wrap: key.wrap(for: anchor)),
-                    generation: key.generation))
-            return key
-        }
-        var local = try localVault()
-        local.document.note(device: id, label: request.deviceLabel, by: local.device)
-        try writeJSON(local, Self.vaultFile)
-        home.pending = true
-        try save(home)
+        let (id, vaultKey, home) = try enrol(
+            AnchorKeys(kind: .device, publicKeys: keys), label: request.deviceLabel)
         let grant = LinkGrant(
             home: home.server, accountKey: home.accountKey, anchor: id, vaultKey: vaultKey.base64URL,
             generation: vaultKey.generation)

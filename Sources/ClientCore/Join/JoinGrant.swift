@@ -221,8 +221,10 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             throw .forged("\(inviter.name.isEmpty ? "the inviter" : inviter.name) may not add members")
         }
         let added = self.roster.first {
-            if case .memberAdded(let record) = $0.change { return record.id == memberID }
-            return false
+            switch $0.change {
+            case .memberAdded(let record), .memberRekeyed(_, let record): return record.id == memberID
+            default: return false
+            }
         }
         // Added by the inviter, or by an attendant (the space's bot) carrying this very invite.
         guard let added, added.signer == inviter.id || added.invite == invite else {
@@ -288,6 +290,9 @@ extension SpaceSession {
     /// from `request` (a signed membership event by this device), wraps every thread key this
     /// device holds to them, and assembles the grant. `invite` is this device's signed record.
     ///
+    /// With `readmit`, the joiner replaces that member (a new identity; see
+    /// ``readmit(_:keys:name:)``).
+    ///
     /// An attendant that is not the inviter (the space's bot) passes `carryInvite`: the
     /// `member_added` event then carries `invite`, and a joiner it already added with this
     /// invite (a bot restarted mid-join) is answered again instead of added twice. `exclusive`
@@ -296,7 +301,7 @@ extension SpaceSession {
     /// `rosters` saves verifying the whole chain each time.
     public func admit(
         request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false, exclusive: NSLock? = nil,
-        rosters: RosterCache? = nil
+        rosters: RosterCache? = nil, readmit: MemberID? = nil
     ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
@@ -328,6 +333,11 @@ extension SpaceSession {
                     .refused, code: "not_member", message: "The joiner was removed from the space meanwhile.")
             }
             record = added
+        } else if let readmit {
+            // The event only: the thread keys are wrapped below, with everyone else's.
+            record = try rekey(readmit, keys: keys, name: request.displayName).record
+            events = try client.events(saved.space)
+            roster = try verifiedRoster(events)
         } else {
             if let existing = roster.members.values.first(where: { $0.keys == keys }) {
                 throw SpaceClientError(

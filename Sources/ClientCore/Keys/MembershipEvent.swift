@@ -83,6 +83,9 @@ public enum MembershipChange: Hashable, Sendable {
     /// A current member's rights become exactly these (the owner and admins only; for example
     /// `eleven bot enable` grants a bot `invite` and `attendant`).
     case rightsChanged(MemberID, MemberRights)
+    /// A member who lost every device is re-admitted with a new identity: `old` becomes a former
+    /// member (their past messages still verify) and `new` takes their place and rights.
+    case memberRekeyed(old: MemberID, new: MemberRecord)
 
     var tag: String {
         switch self {
@@ -90,6 +93,7 @@ public enum MembershipChange: Hashable, Sendable {
         case .memberAdded: "member_added"
         case .memberRemoved: "member_removed"
         case .rightsChanged: "rights_changed"
+        case .memberRekeyed: "member_rekeyed"
         }
     }
 }
@@ -146,6 +150,13 @@ public struct MembershipEvent: Hashable, Sendable {
         case .rightsChanged(let id, let rights):
             encoder.append(id.bytes)
             encoder.append(rights.rawValue)
+        case .memberRekeyed(let old, let member):
+            encoder.append(old.bytes)
+            encoder.append(member.id.bytes)
+            encoder.append(member.keys.encryption.bytes)
+            encoder.append(member.keys.signing.bytes)
+            encoder.append(member.rights.rawValue)
+            encoder.append(member.name)
         }
         encoder.append(signer.bytes)
         // Events without an invite keep the encoding they always had.
@@ -226,6 +237,10 @@ extension MembershipEvent: Codable {
             change = .rightsChanged(
                 try c.decode(MemberID.self, forKey: .memberID),
                 try c.decode(MemberRights.self, forKey: .rights))
+        case "member_rekeyed":
+            change = .memberRekeyed(
+                old: try c.decode(MemberID.self, forKey: .memberID),
+                new: try c.decode(MemberRecord.self, forKey: .member))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "unknown event type \"\(type)\"")
@@ -257,6 +272,9 @@ extension MembershipEvent: Codable {
         case .rightsChanged(let id, let rights):
             try c.encode(id, forKey: .memberID)
             try c.encode(rights, forKey: .rights)
+        case .memberRekeyed(let old, let member):
+            try c.encode(old, forKey: .memberID)
+            try c.encode(member, forKey: .member)
         }
         try c.encode(signer, forKey: .signer)
         try c.encodeIfPresent(invite, forKey: .invite)

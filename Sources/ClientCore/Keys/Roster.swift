@@ -10,11 +10,13 @@
 /// must carry one its inviter signed while a current member entitled to add members.
 public struct Roster: Sendable, Equatable {
     public let space: SpaceID
-    public let owner: MemberID
+    public private(set) var owner: MemberID
     /// Current members, the owner included.
     public private(set) var members: [MemberID: MemberRecord]
     /// Members who were removed (their past messages still verify).
     public private(set) var formerMembers: [MemberID: MemberRecord]
+    /// Members re-admitted with a new identity: new member id to the id they had before.
+    public private(set) var newIdentities: [MemberID: MemberID] = [:]
     /// Hash of the last event applied.
     public private(set) var head: EventHash
     /// The sequence number the next event must carry.
@@ -137,9 +139,53 @@ public struct Roster: Sendable, Equatable {
                 throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
             }
             formerMembers[id] = removed
+        case .memberRekeyed(let old, let record):
+            try applyRekey(old: old, record: record, signer: signer)
         }
         head = event.hash
         nextSequence += 1
+    }
+
+    /// Re-admission rules: the owner, admins and inviters may re-key a member (an inviter only one
+    /// whose rights they hold); only another admin may re-key the owner. The new identity keeps
+    /// the member's rights and name slot; the old one becomes a former member.
+    private mutating func applyRekey(old: MemberID, record: MemberRecord, signer: MemberRecord)
+        throws(KeyModelError)
+    {
+        let signerRights = rights(of: signer.id)
+        guard let previous = members[old] else {
+            throw KeyModelError(.invalidEvent, "Member \(old) is not a current member.")
+        }
+        guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
+            throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not re-admit members.")
+        }
+        guard signer.id != old else {
+            throw KeyModelError(.notAuthorised, "A member cannot re-admit themselves.")
+        }
+        if old == owner {
+            guard signerRights.contains(.admin) else {
+                throw KeyModelError(.notAuthorised, "Only another admin may re-admit the owner.")
+            }
+        } else {
+            guard signerRights.contains(.admin) || signerRights.isSuperset(of: previous.rights) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not grant rights they lack.")
+            }
+        }
+        guard record.rights == rights(of: old) else {
+            throw KeyModelError(.invalidEvent, "A re-admitted member keeps exactly the rights they had.")
+        }
+        try Self.checkRecord(record)
+        guard members[record.id] == nil, formerMembers[record.id] == nil else {
+            throw KeyModelError(.invalidEvent, "Member id \(record.id) is already taken in this space.")
+        }
+        guard currentMember(signingKey: record.keys.signing) == nil else {
+            throw KeyModelError(.invalidEvent, "A current member already uses that signing key.")
+        }
+        members.removeValue(forKey: old)
+        formerMembers[old] = previous
+        members[record.id] = record
+        newIdentities[record.id] = old
+        if old == owner { owner = record.id }
     }
 
     /// A copy with `event` applied.

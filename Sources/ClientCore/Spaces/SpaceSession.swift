@@ -127,10 +127,7 @@ public struct SpaceSession: Sendable {
         }
         _ = try client.addMember(saved.space, event: event)
         try signed { () throws(KeyModelError) in try roster.apply(event) }
-        for (thread, key) in try threadKeys(roster: roster) {
-            let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
-            try client.postWraps(saved.space, thread: thread, wraps: [wrap])
-        }
+        try wrapThreadKeys(to: record, roster: roster)
         return record
     }
 

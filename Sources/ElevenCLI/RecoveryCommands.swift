@@ -1,0 +1,239 @@
+import CLISupport
+import ClientCore
+import Foundation
+import PAKE
+
+// `eleven recovery add|list|remove`, `eleven recover`: ways back in when every device is lost.
+// A recovery file (or a security key) is one more key to your saved spaces; the home server never
+// sees its secret.
+
+private let fileOption = OptionSpec(
+    "file", value: "PATH",
+    help: "a recovery file (made by `eleven recovery add --file PATH`); with --security-key, its card")
+private let securityKeyOption = OptionSpec(
+    "security-key", help: "a FIDO2 security key (with the hmac-secret extension) plugged in now")
+private let verboseOption = OptionSpec("verbose", help: "say what happens with the keys")
+
+let recoveryCommands: [CommandGroup.Entry] = [
+    .init(
+        CommandSpec(
+            ["eleven", "recovery", "add"],
+            summary:
+                "Add another way back in: a recovery file (or a security key) that restores your spaces.",
+            options: [
+                fileOption, securityKeyOption,
+                OptionSpec("label", value: "NAME", help: "its name in `eleven recovery list`"),
+                verboseOption, CommonOptions.json,
+            ],
+            discussion: """
+                With --file PATH, writes a new recovery file (readable only by you). Keep it in your \
+                password manager or on a removable drive: if you lose every device, \
+                `eleven recover --file PATH` on a new one brings your spaces back. Anyone who has the \
+                file can do that too; remove a lost one with `eleven recovery remove`.
+                """)
+    ) { arguments in
+        let sync = homeSync()
+        let json = arguments.flag("json")
+        guard try homeErrors({ try sync.home() }) != nil else {
+            throw CLIError(
+                code: "not_signed_in",
+                message: "Sign in first with `eleven signin --server URL`, then add a way back in.",
+                status: .localState)
+        }
+        let (path, securityKey) = try recoveryChoice(arguments)
+        if securityKey { return try addSecurityKey(arguments, card: path) }
+        let label = arguments.value("label") ?? "recovery file \((path as NSString).lastPathComponent)"
+        let id: AnchorID = try recoveryErrors {
+            let home = try sync.home()
+            let file = try RecoveryFile.make(home: home?.server ?? "", accountKey: try sync.accountKey())
+            try file.write(to: path)
+            do {
+                return try sync.addRecovery(try RecoveryAnchor.identity(file, salt: file.salt), label: label)
+            } catch {
+                unlink(path)
+                throw error
+            }
+        }
+        if json {
+            Terminal.json(["event": "recovery_added", "id": id.base64URL, "kind": "file", "path": path])
+        } else {
+            Terminal.out("Added a way back in: \(path).")
+            Terminal.out(
+                "Keep it in your password manager or on a removable drive. Anyone with it can restore your spaces."
+            )
+            if arguments.flag("verbose") {
+                Terminal.out("(A new key anchor \(id) holds its own wrap of your vault key.)")
+            }
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "recovery", "list"], summary: "List your ways back in (recovery files and keys).",
+            options: [CommonOptions.json])
+    ) { arguments in
+        let credentials = try homeErrors { try homeSync().recoveryCredentials() }
+        if arguments.flag("json") {
+            Terminal.json([
+                "credentials": credentials.map {
+                    ["id": $0.id.base64URL, "label": $0.label, "createdAt": $0.createdAt] as [String: Any]
+                }
+            ])
+            return
+        }
+        if credentials.isEmpty {
+            Terminal.out("No ways back in yet. Add one with `eleven recovery add --file PATH`.")
+        }
+        for credential in credentials {
+            let added = Date(timeIntervalSince1970: TimeInterval(credential.createdAt)).formatted(
+                date: .abbreviated, time: .shortened)
+            let name = credential.label.isEmpty ? "a way back in" : credential.label
+            Terminal.out("  \(name)  added \(added)  (\(credential.id))")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "recovery", "remove"],
+            summary: "Remove a lost recovery file or key; it can no longer restore your spaces.",
+            options: [CommonOptions.json],
+            positionals: [
+                PositionalSpec("ID", help: "the credential, by id or name (see `eleven recovery list`)")
+            ],
+            discussion:
+                "Your spaces are locked again with a new key that the removed credential does not have.")
+    ) { arguments in
+        let sync = homeSync()
+        let wanted = arguments.positional(0) ?? ""
+        let credentials = try homeErrors { try sync.recoveryCredentials() }
+        let matches = credentials.filter {
+            $0.id.base64URL == wanted || $0.label.caseInsensitiveCompare(wanted) == .orderedSame
+        }
+        guard matches.count == 1, let target = matches.first else {
+            throw CLIError(
+                code: matches.isEmpty ? "unknown_credential" : "ambiguous_credential",
+                message: matches.isEmpty
+                    ? "You have no way back in called \"\(wanted)\". See `eleven recovery list`."
+                    : "Several are called \"\(wanted)\"; name it by id (see `eleven recovery list`).",
+                status: .usage)
+        }
+        _ = try homeErrors { try sync.removeRecovery(target.id) }
+        if arguments.flag("json") {
+            Terminal.json(["event": "recovery_removed", "id": target.id.base64URL])
+        } else {
+            Terminal.out("Removed it. Your spaces are locked with a new key it does not have.")
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "recover"],
+            summary: "Restore your spaces on this device with a recovery file or security key.",
+            options: [
+                fileOption, securityKeyOption,
+                OptionSpec("label", value: "NAME", help: "this device's name in `eleven devices`"),
+                verboseOption, CommonOptions.json,
+            ],
+            discussion: """
+                For when every device of yours is lost. This device is signed in to your home account \
+                and gets all your spaces back, ready to read. Your recovery file keeps working.
+                """)
+    ) { arguments in
+        let sync = homeSync()
+        let json = arguments.flag("json")
+        let (path, securityKey) = try recoveryChoice(arguments)
+        let report = try recoveryErrors {
+            if securityKey {
+                let card = try SecurityKeyCard(bytes: try readCard(path))
+                let key = SecurityKey(path: try SecurityKey.firstDevice(), credentialID: card.credentialID)
+                if !json { Terminal.out("Touch your security key…") }
+                return try sync.recover(
+                    home: card.home, anchor: card.anchor,
+                    identity: try RecoveryAnchor.identity(key, salt: card.saltBytes),
+                    label: deviceLabel(arguments))
+            }
+            let file = try RecoveryFile(path: path)
+            return try sync.recover(
+                home: file.home, anchor: file.anchor,
+                identity: try RecoveryAnchor.identity(file, salt: file.salt),
+                label: deviceLabel(arguments))
+        }
+        let names = try withSpaceErrors { try localState().spaces() }.spaces.map(\.name)
+        if json {
+            Terminal.json(["event": "recovered", "spaces": names])
+        } else {
+            Terminal.out("Your spaces are back: \(names.joined(separator: ", ")).")
+            if arguments.flag("verbose") {
+                Terminal.out("(Opened vault key generation \(report.generation) with the recovery anchor.)")
+            }
+        }
+    },
+]
+
+/// The file (a recovery file, or a security key's card) and whether a security key is used.
+private func recoveryChoice(_ arguments: ParsedArguments) throws -> (String, Bool) {
+    guard let path = arguments.value("file") else {
+        throw CLIError.usage(
+            "missing --file PATH (a recovery file, or with --security-key its card)", help: nil)
+    }
+    return (path, arguments.flag("security-key"))
+}
+
+private func readCard(_ path: String) throws -> [UInt8] {
+    let parent = (path as NSString).deletingLastPathComponent
+    guard
+        let bytes = try StateDirectory(path: parent.isEmpty ? "." : parent).read(
+            (path as NSString).lastPathComponent)
+    else { throw RecoveryError("no_recovery_file", "There is no file \(path).") }
+    return bytes
+}
+
+/// `eleven recovery add --security-key --file CARD`: a credential made on the key (one touch),
+/// its output for a fresh salt (a second touch) makes the anchor; the card keeps what a new
+/// device needs besides the key.
+private func addSecurityKey(_ arguments: ParsedArguments, card path: String) throws {
+    let sync = homeSync()
+    let json = arguments.flag("json")
+    let label = arguments.value("label") ?? "security key"
+    let id: AnchorID = try recoveryErrors {
+        guard access(path, F_OK) != 0 else {
+            throw RecoveryError("file_exists", "\(path) already exists; choose a new name.")
+        }
+        let device = try SecurityKey.firstDevice()
+        if !json { Terminal.out("Touch your security key (twice)…") }
+        let key = try SecurityKey.makeCredential(path: device)
+        var random = SystemRandom()
+        let salt = random.bytes(count: RecoveryAnchor.byteCount)
+        let identity = try RecoveryAnchor.identity(key, salt: salt)
+        let anchor = identity.anchor(.recovery).id(accountKey: try sync.accountKey())
+        let card = SecurityKeyCard(
+            home: try sync.home()?.server ?? "", anchor: anchor, salt: salt, credentialID: key.credentialID)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        try RecoveryFile.writeNew(SecretBytes(Array(try encoder.encode(card))), to: path)
+        do {
+            return try sync.addRecovery(identity, label: label)
+        } catch {
+            unlink(path)
+            throw error
+        }
+    }
+    if json {
+        Terminal.json(["event": "recovery_added", "id": id.base64URL, "kind": "security-key", "path": path])
+    } else {
+        Terminal.out("Added a way back in: your security key (its card is \(path)).")
+    }
+}
+
+/// Maps recovery errors (and home errors) to CLIErrors.
+private func recoveryErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try homeErrors(body)
+    } catch let error as RecoveryError {
+        let status: ExitStatus =
+            switch error.code {
+            case "file_exists", "no_recovery_file", "invalid_security_key_card": .usage
+            case "no_security_key", "security_key_unreachable": .unavailable
+            case "invalid_recovery_file", "unsupported_recovery_file": .usage
+            default: .failure
+            }
+        throw CLIError(code: error.code, message: error.message, status: status)
+    }
+}
