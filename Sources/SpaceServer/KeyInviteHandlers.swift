@@ -216,8 +216,11 @@ extension SpaceService {
         var inviterName: String?
         var head: EventHead?
         if row.shape != .setup, let space = try store.space(row.space) {
-            spaceName = space.name
-            avatar = space.avatarType == nil ? nil : "/api/server-avatar?space=\(space.id)"
+            // A sealed invite shows its branding only to the link: no name or picture in clear.
+            if row.sealedBranding == nil {
+                spaceName = space.name
+                avatar = space.avatarType == nil ? nil : "/api/server-avatar?space=\(space.id)"
+            }
             let roster = try roster(space.id)
             if let inviter = row.inviter { inviterName = roster.everMember(inviter)?.name }
             head = EventHead(sequence: roster.nextSequence - 1, hash: roster.head.description)

@@ -611,15 +611,26 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
                                 url: proxy.url, nameplate: sessions[i].nameplate, words: words)
                         }
                         for (i, (result, verifier)) in joined.enumerated() {
-                            report.check(
-                                (try? result.get()) == nil, "run \(run): joiner \(i) accepted a splice")
+                            // A joiner the splice missed (the proxy swaps the first messages of
+                            // each kind it sees, and an echo can come first) may finish, but only
+                            // with its own session's grant: nobody accepts the other session's.
+                            if let grant = try? result.get() {
+                                report.check(
+                                    grant == AdversarialRuns.grant(10 + i),
+                                    "run \(run): joiner \(i) accepted the other session's grant")
+                                report.counts["missed by the splice", default: 0] += 1
+                                _ = sessions[i].outcome.take(timeout: 25)
+                                continue
+                            }
                             if phase == .pake {
                                 report.check(
                                     verifier == nil, "run \(run): joiner \(i) accepted a spliced key")
                                 let outcome = sessions[i].outcome.take(timeout: 25)
+                                let burned: Bool = {
+                                    if case .success(.burned) = outcome { true } else { false }
+                                }()
                                 report.check(
-                                    (try? outcome?.get()) == .burned(.codeMismatch),
-                                    "run \(run): attendant \(i) \(String(describing: outcome))")
+                                    burned, "run \(run): attendant \(i) \(String(describing: outcome))")
                             } else {
                                 report.check(
                                     {
@@ -645,6 +656,8 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
         print("adversarial relay, cross-session splices of '\(phase)': \(report.summary)")
         #expect(report.violations.isEmpty, "\(report.violations)")
         #expect(report.counts["runs"] == runs)
+        // The splice reached nearly every joiner.
+        #expect((report.counts["missed by the splice"] ?? 0) <= runs / 5, "\(report.summary)")
     }
 
     /// One bit of one message flipped in flight, anywhere in the exchange: the join either

@@ -362,8 +362,14 @@ import Testing
         let card = try parsed.inspect()
         #expect(card.isSealed)
         #expect(card.spaceName == "Family")
+        // Without the branding key the server shows no name in clear.
         let stripped = InviteLink(server: parsed.server, name: parsed.name, secret: parsed.secret)
-        #expect(try stripped.inspect().isSealed == false)
+        let blind = try stripped.inspect()
+        #expect(blind.isSealed == false)
+        #expect(blind.spaceName.isEmpty && blind.avatar == nil)
+        // Claiming with the key saves the space under its real name.
+        let saved = try parsed.claim(name: "Sam", deviceLabel: "test").saved
+        #expect(saved.name == "Family")
     }
 
     /// Promise 2: the fragment never reaches a server. After minting and claiming every shape, the

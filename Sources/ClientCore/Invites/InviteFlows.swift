@@ -177,19 +177,23 @@ extension InviteLink {
 
     // MARK: Inspect
 
+    /// The space's name as the link shows it: opened with the link's branding key when the
+    /// invite is sealed (its server then shows no name in clear), else the server's.
+    func branding(of invite: KeyInviteWire.Invite, id: KeyInviteID) -> (name: String, sealed: Bool) {
+        if let brandingKey, let text = invite.sealedBranding, let bytes = Base64URL.decode(text),
+            let name = SealedBranding.open(bytes, key: brandingKey, id: id)
+        {
+            return (name, true)
+        }
+        return (invite.spaceName, false)
+    }
+
     /// Reads the invite's card from its server without consuming it. Fails when the link does not
     /// open the invite (a changed link), or with the server's `invite_expired` / `invite_used`.
     public func inspect() throws(SpaceClientError) -> InviteCard {
         let keys = secret.derive()
         let invite = try fetch(keys)
-        var spaceName = invite.spaceName
-        var sealed = false
-        if let brandingKey, let text = invite.sealedBranding, let bytes = Base64URL.decode(text),
-            let name = SealedBranding.open(bytes, key: brandingKey, id: keys.id)
-        {
-            spaceName = name
-            sealed = true
-        }
+        let (spaceName, sealed) = branding(of: invite, id: keys.id)
         return InviteCard(
             server: server, space: invite.space, spaceName: spaceName, avatar: invite.avatar,
             // The name slot holds the space's name when no person was named: not a name to suggest.
@@ -350,6 +354,7 @@ extension InviteLink {
         _ invite: KeyInviteWire.Invite, _ payload: InvitePayload, member: MemberID, identity: DeviceIdentity,
         claimed: KeyInviteWire.Claimed, signerWraps: [KeyWrap] = []
     ) throws(SpaceClientError) -> SavedSpace {
+        let spaceName = branding(of: invite, id: invite.id).name
         guard claimed.space == invite.space, claimed.member == member, let ownerKey = payload.ownerSigningKey
         else {
             throw SpaceClientError(
@@ -357,19 +362,19 @@ extension InviteLink {
                 message: "\(server) answered the claim for someone else.")
         }
         let saved = SavedSpace(
-            space: invite.space, name: invite.spaceName, server: server, member: member,
+            space: invite.space, name: spaceName, server: server, member: member,
             ownerSigningKey: ownerKey.description, deviceToken: claimed.deviceToken.token)
         let roster = try SpaceSession(saved: saved, identity: identity).roster()
         guard roster.members[member]?.keys == identity.publicKeys else {
             throw SpaceClientError(
                 .verification, code: "not_member",
-                message: "The member list of \(invite.spaceName) does not list this device after joining.")
+                message: "The member list of \(spaceName) does not list this device after joining.")
         }
         let everyone = Array(roster.members.values) + Array(roster.formerMembers.values)
         for wrap in signerWraps where !everyone.contains(where: { $0.keys.signing == wrap.signer }) {
             throw SpaceClientError(
                 .verification, code: "signer_not_member",
-                message: "A thread key of \(invite.spaceName) was wrapped by someone who was never a member.")
+                message: "A thread key of \(spaceName) was wrapped by someone who was never a member.")
         }
         return saved
     }
