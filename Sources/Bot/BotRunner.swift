@@ -413,6 +413,11 @@ public final class BotRunner: Sendable {
         guard limiter.withLock({ $0.allow(now: .now) }) else {
             return refuse(BotRefusal("busy", "Too many people are joining right now; try again in a minute."))
         }
+        // Admit only a joiner whose use the state can record (not on a full disk).
+        guard (try? store.update(id) { _ in }) != nil else {
+            return refuse(
+                BotRefusal("unavailable", "The bot cannot record your join right now; try again soon."))
+        }
         do {
             let (grant, record) = try session.admit(
                 request: request, invite: signed, carryInvite: true, exclusive: admitLock, rosters: rosters)
@@ -426,12 +431,25 @@ public final class BotRunner: Sendable {
 
     @discardableResult
     private func advance(_ invite: BotInvite, consumed: Bool) -> BotInvite? {
-        try? store.update(invite.id) { saved in
-            saved.use += 1
-            if consumed { saved.usesLeft -= 1 }
-            saved.machine = nil
-            saved.approval = nil
-            if saved.usesLeft <= 0 { saved.state = .usedUp }
+        var delay = 0.1
+        while true {
+            do {
+                return try store.update(invite.id) { saved in
+                    saved.use += 1
+                    if consumed { saved.usesLeft -= 1 }
+                    saved.machine = nil
+                    saved.approval = nil
+                    if saved.usesLeft <= 0 { saved.state = .usedUp }
+                }
+            } catch {
+                // An admitted joiner's use must be counted: when the state cannot be written (a
+                // full disk) retry until it can, so the use is never lost and nobody else is
+                // served on this invite meanwhile.
+                guard consumed, !isStopped else { return nil }
+                log("state_failed", ["message": error.message])
+                Thread.sleep(forTimeInterval: delay)
+                delay = min(delay * 2, 2)
+            }
         }
     }
 

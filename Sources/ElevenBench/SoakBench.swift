@@ -75,11 +75,14 @@ func runSoakBench(_ arguments: [String]) -> Int32 {
         print(
             String(format: "%6.0f s  ", at)
                 + zip(world.pids, values).map {
-                    String(format: "%@ %6.1f MB %3d fds", $0.name, Double($1.rssKB) / 1024, $1.fds)
+                    String(
+                        format: "%@ %6.1f MB %3d fds %3d thr", $0.name, Double($1.rssKB) / 1024, $1.fds,
+                        $1.threads)
                 }.joined(separator: "   ") + "   \(load.progress)")
         for process in world.pids where kill(process.pid, 0) != 0 || !world.botIsRunning {
             load.error("\(process.name) exited")
         }
+        fflush(nil)  // the curve as it goes, also into a file
         if at >= seconds { break }
         Thread.sleep(forTimeInterval: min(interval, max(0.1, seconds - at)))
     }
@@ -113,6 +116,16 @@ func runSoakBench(_ arguments: [String]) -> Int32 {
         print("  \(count)× \(message)")
     }
     print("growth: \(growing.isEmpty ? "none" : growing.joined(separator: "; "))")
+    if !errors.isEmpty {
+        // Keep the bot's and the relay's logs for a post-mortem.
+        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("eleven-soak-\(getpid())")
+        try? FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
+        try? world.botOutput.write(
+            to: kept.appendingPathComponent("bot.log"), atomically: true, encoding: .utf8)
+        try? world.relay.log.write(
+            to: kept.appendingPathComponent("relay.log"), atomically: true, encoding: .utf8)
+        print("logs kept in \(kept.path)")
+    }
     return errors.isEmpty && growing.isEmpty ? 0 : 1
 }
 

@@ -2,8 +2,8 @@ import CSQLite
 
 extension SQLiteError {
     /// The database cannot be written (disk full, file too large, read-only, I/O error), as
-    /// opposed to a defect in a request: the server stays up and answers 503 until it can.
-    var isStorageFailure: Bool {
+    /// opposed to a defect in a request or a damaged file: the caller stays up and retries.
+    public var isStorageFailure: Bool {
         [SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_BUSY, SQLITE_LOCKED]
             .contains(code & 0xff)
     }

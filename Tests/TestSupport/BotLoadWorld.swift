@@ -74,9 +74,12 @@ public final class BotLoadWorld: @unchecked Sendable {
         botLog = directory.appendingPathComponent("bot.log")
         _ = FileManager.default.createFile(atPath: botLog.path, contents: nil)
         botProcess = Process()
-        botProcess.executableURL = URL(fileURLWithPath: program("eleven-bot"))
-        botProcess.arguments =
-            ["run", "--state", botState, "--key-file", keyFile, "--relay", relayURL] + botArguments
+        // Through FileSizeLimit, so a test may fill the bot's disk (the process id is the bot's).
+        let (shell, command) = FileSizeLimit.command(
+            program("eleven-bot"),
+            ["run", "--state", botState, "--key-file", keyFile, "--relay", relayURL] + botArguments)
+        botProcess.executableURL = URL(fileURLWithPath: shell)
+        botProcess.arguments = command
         botProcess.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let log = try FileHandle(forWritingTo: botLog)
         botProcess.standardOutput = log
