@@ -131,7 +131,7 @@ func runSoakBench(_ arguments: [String]) -> Int32 {
 
 /// A clear growth trend in a series of samples: descriptors that end more than 16 above where
 /// they started and above every sample of the first half, or memory whose last third averages
-/// 50 % + 16 MB above its first third.
+/// 25 % + 8 MB above its first third.
 func growthTrend(_ series: [ProcessSample]) -> String? {
     guard series.count >= 3 else { return nil }
     let third = max(1, series.count / 3)
@@ -139,7 +139,7 @@ func growthTrend(_ series: [ProcessSample]) -> String? {
     let late = series.suffix(third)
     let earlyRSS = Double(early.map(\.rssKB).reduce(0, +)) / Double(early.count)
     let lateRSS = Double(late.map(\.rssKB).reduce(0, +)) / Double(late.count)
-    if lateRSS > earlyRSS * 1.5 + 16 * 1024 {
+    if lateRSS > earlyRSS * 1.25 + 8 * 1024 {
         return String(format: "memory %.1f → %.1f MB", earlyRSS / 1024, lateRSS / 1024)
     }
     let firstHalfMax = series.prefix(series.count / 2).map(\.fds).max() ?? 0
