@@ -62,7 +62,9 @@ let package = Package(
             ]),
 
         // Helpers shared by the test targets (process control, free ports, the Python venv).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport", dependencies: ["Bot", "ClientCore", "PAKE", "WordCodes"],
+            path: "Tests/TestSupport"),
 
         .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "TestSupport"]),
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),

@@ -67,7 +67,11 @@ public final class BotRunner: Sendable {
                 let page = try session.receiveNotes(since: next)
                 if let roster = page.roster {
                     for note in page.notes {
-                        handle(note, roster: roster)
+                        guard handle(note, roster: roster) else {
+                            throw BotError(
+                                .state, code: "state_unwritable",
+                                "The bot cannot write its state; the note stays in the inbox for later.")
+                        }
                         try? session.client.deleteNote(session.saved.space, id: note.inboxID)
                     }
                 }
@@ -89,7 +93,9 @@ public final class BotRunner: Sendable {
 
     // MARK: Inbox
 
-    private func handle(_ received: ReceivedNote, roster: Roster) {
+    /// Acts on one note; false when the state could not be written (a full disk), so the note
+    /// stays in the inbox and is read again.
+    private func handle(_ received: ReceivedNote, roster: Roster) -> Bool {
         let now = Self.now()
         let note: AttendantNote
         switch received.content {
@@ -98,7 +104,7 @@ public final class BotRunner: Sendable {
             record(
                 "request_refused", nameplate: nil, "a note from \(received.sender) was refused: \(error)", now
             )
-            return
+            return true
         case .success(let opened):
             note = opened
         }
@@ -115,7 +121,7 @@ public final class BotRunner: Sendable {
                     received.sender,
                     .notice(.inviteRefused, id: note.id, reason: refusal.reason, message: refusal.message),
                     roster: roster)
-                return
+                return true
             }
             var random = SystemRandom()
             let invite = BotInvite(
@@ -127,14 +133,19 @@ public final class BotRunner: Sendable {
                 uses: note.uses ?? 1, failures: 0, maxFailures: note.maxFailures ?? 1, ask: note.ask ?? false,
                 createdAt: now, expiresAt: note.expiresAt ?? now, record: nil, state: .allocating,
                 approval: nil)
-            if (try? store.save(invite, onlyIfNew: true)) == true {
-                record("invite_accepted", nameplate: nil, "an invite request from \(received.sender)", now)
+            do {
+                if try store.save(invite, onlyIfNew: true) {
+                    record(
+                        "invite_accepted", nameplate: nil, "an invite request from \(received.sender)", now)
+                }
+            } catch {
+                return false
             }
             startWorker(id)
         case .inviteRecord:
             guard let signed = note.invite, let invite = try? store.invite(id),
                 invite.state == .awaitingRecord
-            else { return }
+            else { return true }
             if let refusal = BotPolicy.checkRecord(signed, for: invite, roster: roster) {
                 _ = try? store.update(id) { $0.state = .cancelled }
                 record("request_refused", nameplate: invite.nameplate, refusal.message, now)
@@ -142,11 +153,15 @@ public final class BotRunner: Sendable {
                     received.sender,
                     .notice(.inviteRefused, id: note.id, reason: refusal.reason, message: refusal.message),
                     roster: roster)
-                return
+                return true
             }
-            _ = try? store.update(id) { invite in
-                invite.record = signed
-                invite.state = .open
+            do {
+                try store.update(id) { invite in
+                    invite.record = signed
+                    invite.state = .open
+                }
+            } catch {
+                return false
             }
         case .approval:
             // An answer for an earlier use (a bot restarted mid-question asks again) is stale.
@@ -156,6 +171,7 @@ public final class BotRunner: Sendable {
         case .inviteReady, .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined:
             break
         }
+        return true
     }
 
     // MARK: Invites
@@ -413,6 +429,11 @@ public final class BotRunner: Sendable {
         guard limiter.withLock({ $0.allow(now: .now) }) else {
             return refuse(BotRefusal("busy", "Too many people are joining right now; try again in a minute."))
         }
+        // Admit only a joiner whose use the state can record (not on a full disk).
+        guard (try? store.update(id) { _ in }) != nil else {
+            return refuse(
+                BotRefusal("unavailable", "The bot cannot record your join right now; try again soon."))
+        }
         do {
             let (grant, record) = try session.admit(
                 request: request, invite: signed, carryInvite: true, exclusive: admitLock, rosters: rosters)
@@ -426,12 +447,25 @@ public final class BotRunner: Sendable {
 
     @discardableResult
     private func advance(_ invite: BotInvite, consumed: Bool) -> BotInvite? {
-        try? store.update(invite.id) { saved in
-            saved.use += 1
-            if consumed { saved.usesLeft -= 1 }
-            saved.machine = nil
-            saved.approval = nil
-            if saved.usesLeft <= 0 { saved.state = .usedUp }
+        var delay = 0.1
+        while true {
+            do {
+                return try store.update(invite.id) { saved in
+                    saved.use += 1
+                    if consumed { saved.usesLeft -= 1 }
+                    saved.machine = nil
+                    saved.approval = nil
+                    if saved.usesLeft <= 0 { saved.state = .usedUp }
+                }
+            } catch {
+                // An admitted joiner's use must be counted: when the state cannot be written (a
+                // full disk) retry until it can, so the use is never lost and nobody else is
+                // served on this invite meanwhile.
+                guard consumed, !isStopped else { return nil }
+                log("state_failed", ["message": error.message])
+                Thread.sleep(forTimeInterval: delay)
+                delay = min(delay * 2, 2)
+            }
         }
     }
 

@@ -131,7 +131,14 @@ public final class BotStore: @unchecked Sendable {
     }
 
     private static func corrupt(_ path: String, _ error: Error) -> BotError {
-        BotError(
+        // A full disk or a read-only file is not damage: never advise moving the state away.
+        if let failure = error as? SQLiteError, failure.isStorageFailure {
+            return BotError(
+                .state, code: "state_unwritable",
+                "The bot cannot write its state in \(path) (\(failure)): is the disk full or the file "
+                    + "read-only? Nothing is lost; the bot retries and carries on once it can write.")
+        }
+        return BotError(
             .state, code: "state_corrupt",
             "\(path) is damaged or not an eleven-bot state file (\(error)). Move it away and provision the "
                 + "bot again.")

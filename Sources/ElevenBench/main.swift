@@ -15,6 +15,7 @@ let usage = """
       join     short-code join latency end to end, against `wormhole receive` through the same relay
       vault    device link to every space readable; vault push/pull with 1,000 saved spaces
       bot      bot-attended joins/s with 20 concurrent joiners (1, 10, 100 threads), p50/p99, bot memory
+      soak     relay + server + bot under a steady mixed load; memory and descriptor curves
 
     Run `eleven-bench <command> --help` for a command's options.
     """
@@ -34,6 +35,7 @@ case "relay": exit(runRelayBench(rest))
 case "join": exit(runJoinBench(rest))
 case "vault": exit(runVaultBench(rest))
 case "bot": exit(runBotBench(rest))
+case "soak": exit(runSoakBench(rest))
 default:
     FileHandle.standardError.write(Data("eleven-bench: unknown command '\(command)'\n\n\(usage)\n".utf8))
     exit(2)

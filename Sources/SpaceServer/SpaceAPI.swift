@@ -156,6 +156,8 @@ final class SpaceService {
             return error.response
         } catch let error as KeyModelError {
             return Self.apiError(error).response
+        } catch let error as SQLiteError where error.isStorageFailure {
+            return error.storageAPIError.response
         } catch {
             return APIError(500, "internal", "The server failed to handle this request; nothing was changed.")
                 .response

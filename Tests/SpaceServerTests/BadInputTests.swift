@@ -323,6 +323,16 @@ struct BadInputFixture {
                 "forged note", "POST", "\(base)/inbox", token: sam.token, body: try json(["note": spoofed]),
                 422, "bad_signature"))
 
+        // A note bigger than any sealed note may be (16 KiB) is refused before anything else.
+        var oversized = try #require(
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(noteFromSam)) as? [String: Any])
+        oversized["sealed"] = String(repeating: "A", count: 40_000)
+        list.append(
+            bad(
+                "oversized note", "POST", "\(base)/inbox", token: sam.token,
+                body: try json(["note": oversized]),
+                400, "invalid_field"))
+
         // Spaces, branding, tokens, sign-in.
         list.append(
             bad(

@@ -1,0 +1,186 @@
+import Foundation
+import Net
+import TestSupport
+import Testing
+
+/// Hostile peers against the real `eleven-relay` (default limits, behind a trusted proxy so each
+/// peer has an address of its own): clients that fill mailboxes and never read what the relay
+/// sends them, and a flood of claims from one address. Their limits hold, the relay's memory
+/// stays bounded, and an honest pair from another address is served throughout.
+@Suite(.serialized) struct RelayHostilePeersTests {
+    /// A WebSocket client on a raw socket that sends (masked frames) and reads only when told.
+    final class RawPeer {
+        let fd: Int32
+
+        init(port: UInt16, address: String) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var small: Int32 = 4096
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = port.bigEndian
+            addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            let connected = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            guard connected else { throw TestSupportError.system("connect", errno) }
+            var timeout = timeval(tv_sec: 2, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var sendTimeout = timeval(tv_sec: 0, tv_usec: 200_000)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
+            write(
+                "GET /v1 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                    + "X-Forwarded-For: \(address)\r\n\r\n")
+        }
+
+        deinit { close(fd) }
+
+        @discardableResult
+        func write(_ text: String) -> Bool {
+            let bytes = Array(text.utf8)
+            return bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                == bytes.count
+        }
+
+        /// One masked text frame (mask key zero: the payload goes as is).
+        @discardableResult
+        func frame(_ object: [String: Any]) -> Bool {
+            let payload = (try? JSONSerialization.data(withJSONObject: object)).map { Array($0) } ?? []
+            var bytes: [UInt8] = [0x81]
+            if payload.count < 126 {
+                bytes.append(0x80 | UInt8(payload.count))
+            } else if payload.count <= 0xFFFF {
+                bytes += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+            } else {
+                bytes.append(0x80 | 127)
+                for shift in stride(from: 56, through: 0, by: -8) {
+                    bytes.append(UInt8((payload.count >> shift) & 0xFF))
+                }
+            }
+            bytes += [0, 0, 0, 0] + payload
+            return bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                == bytes.count
+        }
+
+        /// What arrives until it contains `until` (or the receive timeout passes), as text.
+        func readSome(until: String = "") -> String {
+            var text = ""
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            repeat {
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { break }
+                text += String(decoding: buffer[..<n], as: UTF8.self)
+            } while !text.contains(until)
+            return text
+        }
+    }
+
+    @Test func neverReadersAndClaimFloodsDoNotStarveHonestClients() async throws {
+        try await TestSupport.offPool {
+            let scratch = try ScratchDirectory()
+            defer { scratch.remove() }
+            let relay = try RelayProcess(
+                databasePath: scratch.path("relay.sqlite"), metrics: true,
+                arguments: ["--trusted-proxy", "127.0.0.1/32"])
+            defer { relay.stop() }
+            let honestHeaders: HTTPHeaders = ["X-Forwarded-For": "10.1.1.1"]
+
+            /// An honest pair from 10.1.1.1 allocates, claims, opens and exchanges one message.
+            func honestPairWorks(_ n: Int) -> Bool {
+                do {
+                    let a = try WireClient(relay.url, headers: honestHeaders)
+                    let b = try WireClient(relay.url, headers: honestHeaders)
+                    defer {
+                        a.close()
+                        b.close()
+                    }
+                    try a.send(["type": "bind", "appid": "example.com/honest", "side": "a\(n)"])
+                    try b.send(["type": "bind", "appid": "example.com/honest", "side": "b\(n)"])
+                    try a.send(["type": "allocate"])
+                    let nameplate = try a.next(type: "allocated")["nameplate"] as? String ?? ""
+                    try a.send(["type": "claim", "nameplate": nameplate])
+                    try b.send(["type": "claim", "nameplate": nameplate])
+                    let mailbox = try a.next(type: "claimed")["mailbox"] as? String ?? ""
+                    _ = try b.next(type: "claimed")
+                    try a.send(["type": "open", "mailbox": mailbox])
+                    try b.send(["type": "open", "mailbox": mailbox])
+                    try a.send(["type": "add", "phase": "pake", "body": "00ff"])
+                    let got = try b.next(type: "message")
+                    return got["body"] as? String == "00ff"
+                } catch {
+                    return false
+                }
+            }
+            #expect(honestPairWorks(0))
+            let before = ProcessSample(pid: relay.pid)
+
+            // Never-readers: each fills its own mailbox with large messages the relay echoes back
+            // to it, and never reads them.
+            var readers: [RawPeer] = []
+            var sentBytes = 0
+            for r in 0..<12 {
+                let peer = try RawPeer(port: relay.port, address: "10.66.0.\(r + 1)")
+                _ = peer.readSome(until: "welcome")
+                peer.frame(["type": "bind", "appid": "example.com/hostile", "side": "r\(r)"])
+                peer.frame(["type": "claim", "nameplate": "\(7000 + r)"])
+                let reply = peer.readSome(until: "\"mailbox\":")
+                guard let range = reply.range(of: #""mailbox":"[^"]+""#, options: .regularExpression) else {
+                    Issue.record("no claimed reply: \(reply)")
+                    continue
+                }
+                let mailbox = reply[range].dropFirst(#""mailbox":""#.count).dropLast()
+                peer.frame(["type": "open", "mailbox": String(mailbox)])
+                let body = String(repeating: "ab", count: 50_000)
+                for m in 0..<60 {
+                    // The relay stops taking more once the mailbox or the connection is full.
+                    guard peer.frame(["type": "add", "phase": "p\(m)", "body": body]) else { break }
+                    sentBytes += body.count
+                }
+                readers.append(peer)
+            }
+            // A flood of claims from one address (one claim per connection, as the protocol
+            // allows), never reading the answers.
+            var flooders: [RawPeer] = []
+            var claims = 0
+            for n in 0..<150 {
+                guard let flooder = try? RawPeer(port: relay.port, address: "10.66.1.1") else { continue }
+                flooder.frame(["type": "bind", "appid": "example.com/hostile", "side": "flood\(n)"])
+                if flooder.frame(["type": "claim", "nameplate": "\(20_000 + n)"]) { claims += 1 }
+                flooders.append(flooder)
+            }
+            // Honest pairs are served meanwhile.
+            var honest = 0
+            for n in 1...5 where honestPairWorks(n) { honest += 1 }
+            let during = ProcessSample(pid: relay.pid)
+            let metrics = try HTTPClient.send(.get, url: (relay.metricsURL ?? "") + "/metrics").bodyText
+            let limited = metrics.split(separator: "\n").filter {
+                $0.contains("rate_limited") || $0.contains("slow") || $0.contains("dropped")
+                    || $0.contains("full")
+            }.filter { !$0.hasPrefix("#") }
+            print(
+                """
+                hostile peers: 12 never-readers sent \(sentBytes / 1_000_000) MB of messages, \
+                \(claims) flood claims; honest pairs served \(honest)/5
+                  relay before: \(before); during: \(during)
+                  \(limited.joined(separator: "\n  "))
+                """)
+            #expect(honest == 5)
+            #expect(during.rssKB < before.rssKB + 150 * 1024, "\(before) → \(during)")
+            #expect(relay.server.process.isRunning)
+            // The flooding address is out of claims (rate or open-nameplate cap).
+            let probe = try WireClient(relay.url, headers: ["X-Forwarded-For": "10.66.1.1"])
+            try probe.send(["type": "bind", "appid": "example.com/hostile", "side": "probe"])
+            try probe.send(["type": "claim", "nameplate": "30000"])
+            let answer = try probe.nextReply()
+            print("  a further claim from the flooding address: \(answer)")
+            #expect(answer["type"] as? String == "error", "\(answer)")
+            probe.close()
+            readers.removeAll()
+            flooders.removeAll()
+            #expect(honestPairWorks(9))
+        }
+    }
+}

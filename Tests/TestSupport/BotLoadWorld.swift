@@ -1,0 +1,242 @@
+import Bot
+import ClientCore
+import Foundation
+import PAKE
+import WordCodes
+
+/// Relay, space server and bot as real processes on loopback, for load, flood and soak runs:
+/// `eleven-relay` (SQLite), `eleven-server` and `eleven-bot run`, with a space owned by an
+/// in-process owner who opens invites through the bot's inbox (as `eleven invite --short` does).
+/// Every process is stopped by its process id in ``stop()``.
+public final class BotLoadWorld: @unchecked Sendable {
+    public let directory: URL
+    public let relay: ServerProcess
+    public let server: ServerProcess
+    public let relayURL: String
+    public let serverURL: String
+    public let owner: SpaceSession
+    public let botMember: MemberRecord
+    /// A thread of the space the owner writes to.
+    public let thread: ThreadID
+    public let botState: String
+    public let keyFile: String
+    private let botProcess: Process
+    private let botLog: URL
+    private let lock = NSLock()
+    private var serial = 0
+
+    /// A short code of an open invite through the bot.
+    public struct Invite: Sendable {
+        public let nameplate: String
+        public let words: String
+        public var code: String { "\(words)-\(nameplate)" }
+    }
+
+    /// Starts the three programs found by `program` (a product name to a path). `relayArguments`
+    /// and `botArguments` are appended to their command lines.
+    public init(
+        program: (String) -> String, relayArguments: [String] = [], botArguments: [String] = [],
+        environment: [String: String] = [:]
+    ) throws {
+        directory = try TestSupport.temporaryDirectory()
+        let relayPort = try TestSupport.freePort()
+        relay = try ServerProcess(
+            program("eleven-relay"),
+            ["--listen", "127.0.0.1:\(relayPort)", "--db", directory.path + "/relay.sqlite"] + relayArguments,
+            port: relayPort, environment: environment)
+        relayURL = "ws://127.0.0.1:\(relayPort)/v1"
+        let serverPort = try TestSupport.freePort()
+        server = try ServerProcess(
+            program("eleven-server"),
+            ["--listen", "127.0.0.1:\(serverPort)", "--db", directory.path + "/server.sqlite", "--quiet"],
+            port: serverPort, environment: environment)
+        serverURL = "http://127.0.0.1:\(serverPort)"
+
+        let identity = DeviceIdentity.generate()
+        let saved = try SpaceSession.createSpace(
+            name: "Load", server: serverURL, identity: identity, ownerName: "Owner")
+        owner = try SpaceSession(saved: saved, identity: identity)
+        thread = try owner.createThread(named: "general")
+        let roster = try owner.roster()
+        try owner.send("hello", to: thread, keys: try owner.threadKeys(roster: roster))
+
+        botState = directory.appendingPathComponent("bot").path
+        keyFile = directory.appendingPathComponent("bot.key").path
+        let (key, _) = try BotSealingKey.loadOrCreate(path: keyFile)
+        let store = try BotStore(directory: botState, key: key, create: true)
+        let botIdentity = try store.identity(create: true)
+        botMember = try owner.addMember(
+            keys: botIdentity.publicKeys, name: "Bot", rights: [.invite, .attendant])
+        try store.saveSpace(
+            try SpaceSession.join(
+                server: serverURL, space: saved.space, member: botMember.id, identity: botIdentity))
+
+        botLog = directory.appendingPathComponent("bot.log")
+        _ = FileManager.default.createFile(atPath: botLog.path, contents: nil)
+        botProcess = Process()
+        // Through FileSizeLimit, so a test may fill the bot's disk (the process id is the bot's).
+        let (shell, command) = FileSizeLimit.command(
+            program("eleven-bot"),
+            ["run", "--state", botState, "--key-file", keyFile, "--relay", relayURL] + botArguments)
+        botProcess.executableURL = URL(fileURLWithPath: shell)
+        botProcess.arguments = command
+        botProcess.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let log = try FileHandle(forWritingTo: botLog)
+        botProcess.standardOutput = log
+        botProcess.standardError = log
+        botProcess.standardInput = FileHandle.nullDevice
+        try botProcess.run()
+        let deadline = Date().addingTimeInterval(20)
+        while !botOutput.contains("\"started\"") {
+            guard botProcess.isRunning, Date() < deadline else {
+                stop()
+                throw TestSupportError.server("eleven-bot did not start:\n\(botOutput)")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// Everything the bot logged so far (JSON lines).
+    public var botOutput: String { (try? String(contentsOf: botLog, encoding: .utf8)) ?? "" }
+    public var botPID: Int32 { botProcess.processIdentifier }
+    public var botIsRunning: Bool { botProcess.isRunning }
+
+    /// Process ids by name: relay, server, bot.
+    public var pids: [(name: String, pid: Int32)] {
+        [
+            ("relay", relay.process.processIdentifier), ("server", server.process.processIdentifier),
+            ("bot", botPID),
+        ]
+    }
+
+    /// Opens `count` invites of `uses` uses each through the bot and waits (up to `timeout`
+    /// seconds) until every one is ready and signed. Call it from one thread at a time.
+    public func openInvites(_ count: Int, uses: Int = 1, timeout: TimeInterval = 30) throws -> [Invite] {
+        let now = Int64(Date().timeIntervalSince1970)
+        var words: [String: String] = [:]
+        let first = lock.withLock { () -> Int in
+            defer { serial += count }
+            return serial
+        }
+        for n in first..<(first + count) {
+            let id = "load\(n)"
+            words[id] = Code.generate(nameplate: Nameplate(1)!, wordCount: 2).secretWords
+            try owner.send(
+                .inviteRequest(
+                    id: id, words: words[id] ?? "", uses: uses, expiresAt: now + 3600, maxFailures: 1,
+                    ask: false, inviterName: "Owner"), to: botMember)
+        }
+        var invites: [Invite] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while invites.count < count {
+            guard Date() < deadline else {
+                throw TestSupportError.server("the bot readied \(invites.count) of \(count) invites")
+            }
+            let page = try owner.receiveNotes(since: noteCursor)
+            noteCursor = page.next
+            for case .success(let note) in page.notes.map(\.content) where note.type == .inviteReady {
+                guard let nameplate = note.nameplate, let secret = words[note.id] else { continue }
+                var signed = AttendantNote(.inviteRecord, id: note.id)
+                signed.invite = owner.identity.signInvite(
+                    space: owner.saved.space, inviter: owner.saved.member, nameplate: nameplate,
+                    createdAt: now, expiresAt: now + 3600, uses: uses)
+                try owner.send(signed, to: botMember)
+                invites.append(Invite(nameplate: nameplate, words: secret))
+            }
+            if page.notes.isEmpty { usleep(20_000) }
+        }
+        // The bot marks an invite open when it reads the record from its inbox.
+        usleep(300_000)
+        return invites
+    }
+
+    private var noteCursor: Int64 = 0
+
+    /// Joins with `words` on `nameplate` as a fresh device and verifies the grant; returns nil on
+    /// success, else the error's stable code.
+    public func join(nameplate: String, words: String, timeout: Duration = .seconds(20)) -> String? {
+        let joiner = DeviceIdentity.generate()
+        do {
+            let grant = try JoinRunner.join(
+                relayURL: relayURL, nameplate: Rendezvous.Nameplate(nameplate), words: words,
+                request: JoinRequest(
+                    displayName: "Joiner", deviceLabel: "load", publicKeys: joiner.publicKeys.text),
+                timeout: timeout, firstAnswer: timeout
+            ) { _ in }
+            try JoinGrant(decoding: grant).verify(
+                identity: joiner, now: Int64(Date().timeIntervalSince1970), nameplate: nameplate)
+            return nil
+        } catch let error as JoinRunError {
+            return error.code
+        } catch {
+            return "grant_invalid"
+        }
+    }
+
+    /// Words that are not `words` (a wrong guess at the same invite).
+    public static func wrongWords(for words: String) -> String {
+        var guess = Code.generate(nameplate: Nameplate(1)!, wordCount: 2).secretWords
+        while guess == words { guess = Code.generate(nameplate: Nameplate(1)!, wordCount: 2).secretWords }
+        return guess
+    }
+
+    /// The bot's counters (`joined`, `wrong_code`, `burned`, …) and invite states, read from its
+    /// state file beside the running bot.
+    public func botCounters() throws -> [String: Int] {
+        let (key, _) = try BotSealingKey.loadOrCreate(path: keyFile)
+        let store = try BotStore(directory: botState, key: key)
+        return try store.logCounts().merging(store.inviteCounts().map { ("invites_" + $0.key, $0.value) }) {
+            $1
+        }
+    }
+
+    /// Stops the bot, the server and the relay by process id.
+    public func stop() {
+        if botProcess.isRunning {
+            kill(botProcess.processIdentifier, SIGTERM)
+            let deadline = Date().addingTimeInterval(5)
+            while botProcess.isRunning && Date() < deadline { usleep(10_000) }
+            if botProcess.isRunning { kill(botProcess.processIdentifier, SIGKILL) }
+            botProcess.waitUntilExit()
+        }
+        server.stop()
+        relay.stop()
+    }
+
+    /// Stops everything and removes the files.
+    public func remove() {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// What /proc says about one process: resident memory, open descriptors, threads.
+public struct ProcessSample: Sendable, CustomStringConvertible {
+    public let rssKB: Int
+    public let fds: Int
+    public let threads: Int
+
+    public init(rssKB: Int, fds: Int, threads: Int) {
+        self.rssKB = rssKB
+        self.fds = fds
+        self.threads = threads
+    }
+
+    /// Reads /proc/`pid`; zeros where unreadable.
+    public init(pid: Int32) {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else {
+                return 0
+            }
+            return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") ?? 0
+        }
+        rssKB = field("VmRSS")
+        threads = field("Threads")
+        fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+    }
+
+    public var description: String {
+        String(format: "RSS %.1f MB, %d fds, %d threads", Double(rssKB) / 1024, fds, threads)
+    }
+}
