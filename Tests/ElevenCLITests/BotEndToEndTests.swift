@@ -168,7 +168,7 @@ final class BotWorld: @unchecked Sendable {
             let code = try w.invite()
             let nameplate = code.split(separator: "-").last.map(String.init) ?? ""
             let words = code.split(separator: "-").dropLast().joined(separator: "-")
-            let guess = words == "acorn-wave" ? "zebra-wave" : "acorn-wave"
+            let guess = words == "apple-garden" ? "zebra-raven" : "apple-garden"
             let eve = try ElevenHome("eve")
             let wrong = try w.run(eve, ["join", "\(guess)-\(nameplate)", "--name", "Eve"])
             #expect(wrong.status == 3, "\(wrong.stdout) \(wrong.stderr)")
