@@ -74,7 +74,9 @@ func runBotBench(_ arguments: [String]) -> Int32 {
 
     print(
         "eleven-bench bot: \(joiners) concurrent joiners, \(seconds) s per row, relay and server on loopback")
-    print("threads  joins   joins/s   p50 ms   p99 ms   failed   bot RSS MB   CPU ms/join: bot  server")
+    print(
+        "threads  joins   joins/s   p50 ms   p99 ms   failed   bot RSS MB   CPU ms/join: bot  server  joiners"
+    )
     var results: [Int: Double] = [:]
     for size in sizes {
         do {
@@ -84,9 +86,10 @@ func runBotBench(_ arguments: [String]) -> Int32 {
             results[size] = row.perSecond
             print(
                 String(
-                    format: "%7d  %5d  %8.1f  %7.1f  %7.1f   %6d   %10.1f   %16.1f  %6.1f", size,
+                    format: "%7d  %5d  %8.1f  %7.1f  %7.1f   %6d   %10.1f   %16.1f  %6.1f  %7.1f", size,
                     row.latencies.count, row.perSecond, percentile(row.latencies, 0.5),
-                    percentile(row.latencies, 0.99), row.failures, row.rssMB, row.botCPU, row.serverCPU))
+                    percentile(row.latencies, 0.99), row.failures, row.rssMB, row.botCPU, row.serverCPU,
+                    row.joinerCPU))
         } catch {
             print(String(format: "%7d  failed: %@", size, "\(error)"))
         }
@@ -120,6 +123,8 @@ private struct BotRow {
     /// CPU time (user + system) the bot and the space server spent per join while measuring.
     var botCPU = 0.0
     var serverCPU = 0.0
+    /// The same for this process, whose threads are the joiners.
+    var joinerCPU = 0.0
 }
 
 private struct BenchError: Error, CustomStringConvertible {
@@ -202,7 +207,10 @@ private func measureBotRow(
     usleep(300_000)
 
     let results = BenchResults()
-    let cpuBefore = (cpuMilliseconds(pid: bot.process.processIdentifier), cpuMilliseconds(pid: serverPID))
+    let cpuBefore = (
+        cpuMilliseconds(pid: bot.process.processIdentifier), cpuMilliseconds(pid: serverPID),
+        cpuMilliseconds(pid: getpid())
+    )
     let start = ContinuousClock.now
     let end = start + .milliseconds(Int(seconds * 1000))
     let group = DispatchGroup()
@@ -240,6 +248,7 @@ private func measureBotRow(
     let joins = Double(max(1, row.latencies.count))
     row.botCPU = (cpuMilliseconds(pid: bot.process.processIdentifier) - cpuBefore.0) / joins
     row.serverCPU = (cpuMilliseconds(pid: serverPID) - cpuBefore.1) / joins
+    row.joinerCPU = (cpuMilliseconds(pid: getpid()) - cpuBefore.2) / joins
     for (reason, count) in results.reasons.sorted(by: { $0.value > $1.value }).prefix(3) {
         FileHandle.standardError.write(Data("  \(count)× \(reason)\n".utf8))
     }
