@@ -15,6 +15,7 @@ public final class BotRunner: Sendable {
     private let emit: @Sendable ([String: Any]) -> Void
     private let admitLock = NSLock()
     private let rosters = RosterCache()
+    private let threadKeys = ThreadKeyCache()
     private let limiter: Mutex<JoinRateLimiter>
     private let workers = Mutex(Set<String>())
     private let stopped = Atomic<Bool>(false)
@@ -436,7 +437,8 @@ public final class BotRunner: Sendable {
         }
         do {
             let (grant, record) = try session.admit(
-                request: request, invite: signed, carryInvite: true, exclusive: admitLock, rosters: rosters)
+                request: request, invite: signed, carryInvite: true, exclusive: admitLock, rosters: rosters,
+                keys: threadKeys)
             decision.admitted = record
             return .approve(grant: grant.encoded())
         } catch {

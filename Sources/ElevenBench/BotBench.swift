@@ -6,7 +6,8 @@ import WordCodes
 
 // `eleven-bench bot`: joins per second that `eleven-bot run` sustains with 20 concurrent joiners
 // (each on an invite of its own, used again and again), for spaces of 1, 10 and 100 threads,
-// with p50/p99 join latency (claim to verified grant) and the bot's memory. The reference, in
+// with p50/p99 join latency (claim to a grant verified against the space server's member list,
+// as `eleven join` does it, without saving) and the bot's memory. The reference, in
 // the same run: the same joins attended one at a time by an inviter's own device (the code
 // `eleven approve` runs), on the 10-thread space.
 
@@ -73,19 +74,22 @@ func runBotBench(_ arguments: [String]) -> Int32 {
 
     print(
         "eleven-bench bot: \(joiners) concurrent joiners, \(seconds) s per row, relay and server on loopback")
-    print("threads  joins   joins/s   p50 ms   p99 ms   failed   bot RSS MB")
+    print(
+        "threads  joins   joins/s   p50 ms   p99 ms   failed   bot RSS MB   CPU ms/join: bot  server  joiners"
+    )
     var results: [Int: Double] = [:]
     for size in sizes {
         do {
             let row = try measureBotRow(
                 threads: size, joiners: joiners, seconds: seconds, relayURL: relayURL, serverURL: serverURL,
-                directory: directory, botProgram: programs[2])
+                directory: directory, botProgram: programs[2], serverPID: server.process.processIdentifier)
             results[size] = row.perSecond
             print(
                 String(
-                    format: "%7d  %5d  %8.1f  %7.1f  %7.1f   %6d   %10.1f", size, row.latencies.count,
-                    row.perSecond,
-                    percentile(row.latencies, 0.5), percentile(row.latencies, 0.99), row.failures, row.rssMB))
+                    format: "%7d  %5d  %8.1f  %7.1f  %7.1f   %6d   %10.1f   %16.1f  %6.1f  %7.1f", size,
+                    row.latencies.count, row.perSecond, percentile(row.latencies, 0.5),
+                    percentile(row.latencies, 0.99), row.failures, row.rssMB, row.botCPU, row.serverCPU,
+                    row.joinerCPU))
         } catch {
             print(String(format: "%7d  failed: %@", size, "\(error)"))
         }
@@ -116,6 +120,11 @@ private struct BotRow {
     var failures = 0
     var perSecond = 0.0
     var rssMB = 0.0
+    /// CPU time (user + system) the bot and the space server spent per join while measuring.
+    var botCPU = 0.0
+    var serverCPU = 0.0
+    /// The same for this process, whose threads are the joiners.
+    var joinerCPU = 0.0
 }
 
 private struct BenchError: Error, CustomStringConvertible {
@@ -137,7 +146,7 @@ private func makeSpace(threads: Int, serverURL: String) throws -> SpaceSession {
 
 private func measureBotRow(
     threads: Int, joiners: Int, seconds: Double, relayURL: String, serverURL: String, directory: URL,
-    botProgram: String
+    botProgram: String, serverPID: Int32
 ) throws -> BotRow {
     let owner = try makeSpace(threads: threads, serverURL: serverURL)
     // The bot: a member with the invite and attendant rights, its state sealed under a key file.
@@ -198,6 +207,10 @@ private func measureBotRow(
     usleep(300_000)
 
     let results = BenchResults()
+    let cpuBefore = (
+        cpuMilliseconds(pid: bot.process.processIdentifier), cpuMilliseconds(pid: serverPID),
+        cpuMilliseconds(pid: getpid())
+    )
     let start = ContinuousClock.now
     let end = start + .milliseconds(Int(seconds * 1000))
     let group = DispatchGroup()
@@ -215,8 +228,9 @@ private func measureBotRow(
                             displayName: "Joiner", deviceLabel: "bench", publicKeys: joiner.publicKeys.text),
                         timeout: .seconds(30), firstAnswer: .seconds(10)
                     ) { _ in }
-                    try JoinGrant(decoding: grant).verify(
-                        identity: joiner, now: Int64(Date().timeIntervalSince1970), nameplate: code.nameplate)
+                    _ = try JoinGrant(decoding: grant).open(
+                        identity: joiner, deviceLabel: "bench", now: Int64(Date().timeIntervalSince1970),
+                        nameplate: code.nameplate)
                     results.add(milliseconds(ContinuousClock.now - began))
                 } catch {
                     results.fail("\(error)")
@@ -231,6 +245,10 @@ private func measureBotRow(
     (row.latencies, row.failures) = results.snapshot()
     row.perSecond = Double(row.latencies.count) / elapsed
     row.rssMB = residentMegabytes(pid: bot.process.processIdentifier)
+    let joins = Double(max(1, row.latencies.count))
+    row.botCPU = (cpuMilliseconds(pid: bot.process.processIdentifier) - cpuBefore.0) / joins
+    row.serverCPU = (cpuMilliseconds(pid: serverPID) - cpuBefore.1) / joins
+    row.joinerCPU = (cpuMilliseconds(pid: getpid()) - cpuBefore.2) / joins
     for (reason, count) in results.reasons.sorted(by: { $0.value > $1.value }).prefix(3) {
         FileHandle.standardError.write(Data("  \(count)× \(reason)\n".utf8))
     }
@@ -262,8 +280,9 @@ private func measureSelfAttended(threads: Int, seconds: Double, relayURL: String
                         displayName: "Joiner", deviceLabel: "bench", publicKeys: joiner.publicKeys.text),
                     timeout: .seconds(30)
                 ) { _ in }
-                try JoinGrant(decoding: grant).verify(
-                    identity: joiner, now: Int64(Date().timeIntervalSince1970), nameplate: nameplate)
+                _ = try JoinGrant(decoding: grant).open(
+                    identity: joiner, deviceLabel: "bench", now: Int64(Date().timeIntervalSince1970),
+                    nameplate: nameplate)
                 joined.put(milliseconds(ContinuousClock.now - began))
             } catch {
                 joined.put(-1)
@@ -331,6 +350,17 @@ private func residentMegabytes(pid: Int32) -> Double {
         let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
     else { return 0 }
     return kilobytes / 1024
+}
+
+/// User plus system CPU time of a process from /proc (ms); 0 when unreadable.
+private func cpuMilliseconds(pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
+    // After the command name: state is field 3, utime and stime are fields 14 and 15.
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 private func botFail(_ message: String) -> Int32 {

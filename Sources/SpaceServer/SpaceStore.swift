@@ -318,6 +318,20 @@ final class SpaceStore {
         ).map(threadRow)
     }
 
+    /// How many messages each thread of `space` holds (threads without any are left out).
+    func messageCounts(space: SpaceID) throws -> [ThreadID: Int] {
+        var counts: [ThreadID: Int] = [:]
+        for row in try db.query(
+            "SELECT thread_id, COUNT(*) FROM messages WHERE space_id = ? GROUP BY thread_id",
+            [.blob(space.bytes)])
+        {
+            if let thread = try? ThreadID(bytes: row[0].blob ?? []) {
+                counts[thread] = Int(row[1].integer ?? 0)
+            }
+        }
+        return counts
+    }
+
     func insertWrap(_ wrap: KeyWrap, now: Int64) throws {
         try db.query(
             """

@@ -3,12 +3,13 @@ import ClientCore
 // Threads, key wraps, messages, inbox notes.
 extension SpaceService {
     func listThreads(_ space: SpaceRow) throws -> APIResponse {
-        .json(
+        let counts = try store.messageCounts(space: space.id)
+        return .json(
             ThreadList(
                 threads: try store.threads(space: space.id).map {
                     ThreadInfo(
                         id: $0.id, createdBy: $0.createdBy, createdAt: $0.createdAt,
-                        metadata: $0.metadata.map { Base64URL.encode($0) })
+                        metadata: $0.metadata.map { Base64URL.encode($0) }, messages: counts[$0.id] ?? 0)
                 }))
     }
 

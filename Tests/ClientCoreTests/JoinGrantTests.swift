@@ -164,10 +164,54 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "[]", "{}", #"{"v":2}"#, #"{"v":1}"#, #"{"v":1,"space":7}"#, "not json",
+        "", "[]", "{}", #"{"v":2}"#, #"{"v":3}"#, #"{"v":1}"#, #"{"v":1,"space":7}"#, "not json",
     ])
     func badGrantObjectsGetAClearError(text: String) {
         #expect(throws: JoinGrantError.self) { try JoinGrant(decoding: Array(text.utf8)) }
+    }
+
+    /// Version 2 (what attendants send): no member list in the grant; the joiner verifies the
+    /// chain it fetched from the space server, and the same checks hold.
+    @Test func aVersion2GrantLeavesTheChainOutAndVerifiesAgainstTheFetchedOne() throws {
+        let s = try Scenario()
+        let honest = s.grant()
+        let grant = JoinGrant(
+            space: honest.space, ownerSigningKey: honest.ownerSigningKey, memberID: honest.memberID,
+            deviceToken: nil, wraps: honest.wraps, invite: honest.invite, historyHint: honest.historyHint)
+        let bytes = grant.encoded()
+        let json = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        #expect(json?["roster"] == nil)
+        #expect(json?["v"] as? Int == 2)
+        let decoded = try JoinGrant(decoding: bytes)
+        #expect(decoded == grant)
+        #expect(code { try decoded.verify(identity: s.sam, now: 1_500) } == "grant_invalid")
+        let verified = try decoded.verify(identity: s.sam, now: 1_500, events: s.fixture.events)
+        #expect(verified.threadKeys.count == 3)
+        // A server chain that does not list this device, or a forged invite, is refused.
+        #expect(
+            code {
+                try decoded.verify(identity: s.sam, now: 1_500, events: Array(s.fixture.events.dropLast()))
+            } == "grant_forged")
+        #expect(
+            code {
+                try decoded.verify(
+                    identity: DeviceIdentity.generate(), now: 1_500, events: s.fixture.events)
+            } == "grant_forged")
+    }
+
+    /// A version 1 grant (from an older attendant) still carries its chain and is accepted; one
+    /// that lost its chain is malformed.
+    @Test func aVersion1GrantIsStillAccepted() throws {
+        let s = try Scenario()
+        var json = try #require(
+            try JSONSerialization.jsonObject(with: Data(s.grant().encoded())) as? [String: Any])
+        json["v"] = 1
+        let v1 = try JoinGrant(decoding: Array(try JSONSerialization.data(withJSONObject: json)))
+        #expect(v1.v == 1)
+        #expect(try v1.verify(identity: s.sam, now: 1_500).threadKeys.count == 3)
+        json["roster"] = nil
+        let missing = Array(try JSONSerialization.data(withJSONObject: json))
+        #expect(code { _ = try JoinGrant(decoding: missing) } == "grant_invalid")
     }
 
     private func code(_ body: () throws -> Void) -> String? {

@@ -163,8 +163,10 @@ public final class BotLoadWorld: @unchecked Sendable {
                     displayName: "Joiner", deviceLabel: "load", publicKeys: joiner.publicKeys.text),
                 timeout: timeout, firstAnswer: timeout
             ) { _ in }
-            try JoinGrant(decoding: grant).verify(
-                identity: joiner, now: Int64(Date().timeIntervalSince1970), nameplate: nameplate)
+            // As `eleven join` does: sign in, fetch the member list, check the grant against it.
+            _ = try JoinGrant(decoding: grant).open(
+                identity: joiner, deviceLabel: "load", now: Int64(Date().timeIntervalSince1970),
+                nameplate: nameplate)
             return nil
         } catch let error as JoinRunError {
             return error.code

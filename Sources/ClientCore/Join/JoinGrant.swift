@@ -72,6 +72,21 @@ public struct SignedInvite: Codable, Sendable, Hashable {
         guard v == Self.currentVersion else { throw .invalid("invite record version \(v) is not supported") }
         guard let keyBytes = Base64URL.decode(inviterKey), let key = try? SigningPublicKey(bytes: keyBytes)
         else { throw .invalid("the inviter's key is malformed") }
+        try verifySignature(knownKey: key)
+        return key
+    }
+
+    /// Whether the record names `key` as the inviter's key.
+    public func names(_ key: SigningPublicKey) -> Bool {
+        inviterKey == Base64URL.encode(key.bytes)
+    }
+
+    /// Checks the signature with `key`, the inviter's key as already known and validated (from a
+    /// verified roster), which saves decoding and validating the key again for every event of a
+    /// chain; the record must name that very key.
+    public func verifySignature(knownKey key: SigningPublicKey) throws(JoinGrantError) {
+        guard v == Self.currentVersion else { throw .invalid("invite record version \(v) is not supported") }
+        guard names(key) else { throw .forged("the invite record names another inviter key") }
         guard let sigBytes = Base64URL.decode(signature), let sig = try? Signature(bytes: sigBytes) else {
             throw .invalid("the invite signature is malformed")
         }
@@ -81,7 +96,6 @@ public struct SignedInvite: Codable, Sendable, Hashable {
         guard key.isValidSignature(sig, for: signed) else {
             throw .forged("the invite record is not signed by the inviter")
         }
-        return key
     }
 }
 
@@ -106,8 +120,14 @@ extension DeviceIdentity {
 ///
 /// The joiner does not receive a bearer token unless the attendant chose to send one: by default
 /// (`device_token` null) it signs in to the space server with its own device key.
+///
+/// Version 2 leaves the membership chain out (`roster` absent): the joiner fetches it from the
+/// space server once signed in and verifies it from the owner's key, which it did anyway, so the
+/// grant no longer grows with the space. Version 1 grants (with `roster`) are still accepted.
 public struct JoinGrant: Codable, Sendable, Equatable {
-    public static let currentVersion = 1
+    public static let currentVersion = 2
+    /// The versions this device accepts.
+    public static let acceptedVersions = 1...2
 
     public struct Space: Codable, Sendable, Equatable {
         public let server: String
@@ -118,6 +138,11 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     public struct HistoryHint: Codable, Sendable, Equatable {
         public let threads: Int
         public let messages: Int
+
+        public init(threads: Int, messages: Int) {
+            self.threads = threads
+            self.messages = messages
+        }
     }
 
     public let v: Int
@@ -128,7 +153,8 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     public let deviceToken: String?
     public let wraps: [KeyWrap]
     public let invite: SignedInvite
-    public let roster: [MembershipEvent]
+    /// The signed membership chain (version 1 only; version 2 joiners fetch it themselves).
+    public let roster: [MembershipEvent]?
     public let historyHint: HistoryHint
 
     enum CodingKeys: String, CodingKey {
@@ -141,7 +167,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     public init(
         space: Space, ownerSigningKey: String, memberID: MemberID, deviceToken: String?, wraps: [KeyWrap],
-        invite: SignedInvite, roster: [MembershipEvent], historyHint: HistoryHint
+        invite: SignedInvite, roster: [MembershipEvent]? = nil, historyHint: HistoryHint
     ) {
         v = Self.currentVersion
         self.space = space
@@ -167,7 +193,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         guard let version = try? JSONDecoder().decode(Version.self, from: Data(bytes)) else {
             throw .invalid("it is not a grant object")
         }
-        guard version.v == Self.currentVersion else {
+        guard Self.acceptedVersions.contains(version.v) else {
             throw .invalid("grant version \(version.v) is not supported; update eleven")
         }
         do {
@@ -175,6 +201,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         } catch {
             throw .invalid("a field is missing or malformed")
         }
+        if v == 1 && roster == nil { throw .invalid("the member list is missing") }
     }
 
     /// What a verified grant proves.
@@ -184,16 +211,18 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         public let threadKeys: [ThreadID: ThreadKey]
     }
 
-    /// Checks everything on this device, without any I/O: the roster chain from the owner's key,
-    /// this device's membership under `memberID` with exactly its keys, the inviter's signed
+    /// Checks everything on this device, without any I/O: the membership chain (`events`, as
+    /// fetched from the space server, or the grant's own `roster` in version 1) from the owner's
+    /// key, this device's membership under `memberID` with exactly its keys, the inviter's signed
     /// record (signature, a current member with the right to add, the one who added us, not
     /// expired at `now`, for the nameplate we joined on when `nameplate` is given), and every
     /// thread-key wrap (signed by a member, addressed to us, opens).
     @discardableResult
-    public func verify(identity: DeviceIdentity, now: Int64, nameplate: String? = nil) throws(JoinGrantError)
-        -> Verified
-    {
-        guard v == Self.currentVersion else { throw .invalid("grant version \(v) is not supported") }
+    public func verify(
+        identity: DeviceIdentity, now: Int64, nameplate: String? = nil, events: [MembershipEvent]? = nil
+    ) throws(JoinGrantError) -> Verified {
+        guard Self.acceptedVersions.contains(v) else { throw .invalid("grant version \(v) is not supported") }
+        guard let chain = events ?? roster else { throw .invalid("the member list is missing") }
         if let nameplate, nameplate != invite.nameplate {
             throw .forged("the invite record is for another code")
         }
@@ -202,7 +231,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         else { throw .invalid("the owner's key is malformed") }
         let roster: Roster
         do throws(KeyModelError) {
-            roster = try Roster.verify(events: self.roster, ownerKey: ownerKey)
+            roster = try Roster.verify(events: chain, ownerKey: ownerKey)
         } catch {
             throw .forged("the member list does not verify (\(error.message))")
         }
@@ -220,7 +249,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         guard rights.contains(.admin) || rights.contains(.invite) else {
             throw .forged("\(inviter.name.isEmpty ? "the inviter" : inviter.name) may not add members")
         }
-        let added = self.roster.first {
+        let added = chain.first {
             switch $0.change {
             case .memberAdded(let record), .memberRekeyed(_, let record): return record.id == memberID
             default: return false
@@ -245,9 +274,10 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         return Verified(roster: roster, inviter: inviter, threadKeys: keys)
     }
 
-    /// Verifies the grant, signs in to the space server with this device's key (unless a token
-    /// came with the grant), checks that the server's member list from the owner's key lists this
-    /// device, and only then saves the space atomically in `state`. Returns what was saved.
+    /// Signs in to the space server with this device's key (unless a token came with the grant),
+    /// fetches the member list, verifies the grant against it (it must list this device; see
+    /// ``verify(identity:now:nameplate:events:)``), and only then saves the space atomically in
+    /// `state`. Returns what was saved.
     public func accept(
         identity: DeviceIdentity, state: LocalState, deviceLabel: String?, now: Int64,
         nameplate: String? = nil
@@ -260,12 +290,17 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         return (saved, verified)
     }
 
-    /// ``accept(identity:state:deviceLabel:now:nameplate:)`` without saving: verifies, signs in
-    /// and checks the server's member list; returns what to save (the bot keeps it elsewhere).
+    /// ``accept(identity:state:deviceLabel:now:nameplate:)`` without saving: signs in, fetches
+    /// the server's member list and verifies against it; returns what to save (the bot keeps it
+    /// elsewhere).
     public func open(identity: DeviceIdentity, deviceLabel: String?, now: Int64, nameplate: String? = nil)
         throws -> (saved: SavedSpace, verified: Verified)
     {
-        let verified = try verify(identity: identity, now: now, nameplate: nameplate)
+        // What needs no server first: a wrong code or a forged invite stops before any request.
+        if let nameplate, nameplate != invite.nameplate {
+            throw JoinGrantError.forged("the invite record is for another code")
+        }
+        _ = try invite.verifySignature()
         var client = try SpaceClient(server: space.server)
         if let deviceToken {
             client.token = deviceToken
@@ -273,11 +308,11 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             client.token = try client.signIn(space.id, as: memberID, identity: identity, label: deviceLabel)
                 .token
         }
-        let ownerKey = try SigningPublicKey(bytes: Base64URL.decode(ownerSigningKey) ?? [])
-        let serverRoster = try client.roster(space.id, ownerKey: ownerKey)
-        guard serverRoster.members[memberID]?.keys == identity.publicKeys else {
-            throw JoinGrantError.forged("the space server does not list this device as a member")
-        }
+        // The server's chain, verified from the owner's key: it must list this device (a version
+        // 1 grant's own chain is checked against it too).
+        let events = try client.events(space.id)
+        if roster != nil { try verify(identity: identity, now: now, nameplate: nameplate) }
+        let verified = try verify(identity: identity, now: now, nameplate: nameplate, events: events)
         let saved = SavedSpace(
             space: space.id, name: space.name, server: client.server, member: memberID,
             ownerSigningKey: ownerSigningKey, deviceToken: client.token ?? "")
@@ -298,10 +333,10 @@ extension SpaceSession {
     /// invite (a bot restarted mid-join) is answered again instead of added twice. `exclusive`
     /// is held only while the membership chain is read and extended, so an attendant admitting
     /// several joiners at once keeps the chain in order and wraps keys for them in parallel;
-    /// `rosters` saves verifying the whole chain each time.
+    /// `rosters` saves verifying the whole chain each time, `keys` opening every thread key.
     public func admit(
         request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false, exclusive: NSLock? = nil,
-        rosters: RosterCache? = nil, readmit: MemberID? = nil
+        rosters: RosterCache? = nil, keys cachedKeys: ThreadKeyCache? = nil, readmit: MemberID? = nil
     ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
@@ -357,9 +392,11 @@ extension SpaceSession {
             exclusive?.unlock()
             locked = false
         }
-        let threadKeys = try threadKeys(roster: roster)
+        let threadKeys =
+            if let cachedKeys { try cachedKeys.refresh(self, roster: roster) } else {
+                try threadKeys(roster: roster)
+            }
         var wraps: [KeyWrap] = []
-        var messages = 0
         for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
             let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
             if earlier != nil {
@@ -367,9 +404,11 @@ extension SpaceSession {
                 try? client.postWraps(saved.space, thread: thread, wraps: [wrap])
             }
             wraps.append(wrap)
-            if let read = try? read(thread, roster: roster, keys: threadKeys) {
-                messages += read.messages.count
-            }
+        }
+        // The history hint counts what the server holds in the threads the joiner gets keys to
+        // (one request; reading every message just to count them cost more than the join).
+        let messages = ((try? client.threads(saved.space)) ?? []).reduce(0) { total, info in
+            total + (threadKeys[info.id] != nil ? info.messages ?? 0 : 0)
         }
         // Every thread's wrap in one request (one commit on the server).
         if earlier == nil && !wraps.isEmpty {
@@ -380,8 +419,7 @@ extension SpaceSession {
         let grant = JoinGrant(
             space: .init(server: saved.server, id: saved.space, name: saved.name),
             ownerSigningKey: saved.ownerSigningKey, memberID: record.id, deviceToken: nil, wraps: wraps,
-            invite: invite, roster: events,
-            historyHint: .init(threads: threadKeys.count, messages: messages))
+            invite: invite, historyHint: .init(threads: threadKeys.count, messages: messages))
         return (grant, record)
     }
 }

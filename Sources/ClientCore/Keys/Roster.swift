@@ -222,7 +222,14 @@ public struct Roster: Sendable, Equatable {
         }
         let key: SigningPublicKey
         do throws(JoinGrantError) {
-            key = try invite.verifySignature()
+            // The inviter's key as this roster holds it (validated once, when decoded) when the
+            // record names it; otherwise decoded from the record.
+            if let known = members[invite.inviter]?.keys.signing, invite.names(known) {
+                try invite.verifySignature(knownKey: known)
+                key = known
+            } else {
+                key = try invite.verifySignature()
+            }
         } catch {
             throw KeyModelError(.badSignature, "The invite record does not verify: \(error.message)")
         }

@@ -197,11 +197,16 @@ public enum SpaceWire {
         public let createdBy: MemberID
         public let createdAt: Int64
         public let metadata: String?
-        public init(id: ThreadID, createdBy: MemberID, createdAt: Int64, metadata: String? = nil) {
+        /// How many messages the thread holds (absent from servers before it was added).
+        public let messages: Int?
+        public init(
+            id: ThreadID, createdBy: MemberID, createdAt: Int64, metadata: String? = nil, messages: Int? = nil
+        ) {
             self.id = id
             self.createdBy = createdBy
             self.createdAt = createdAt
             self.metadata = metadata
+            self.messages = messages
         }
     }
 
