@@ -557,13 +557,17 @@ private func relayURL(_ arguments: ParsedArguments) throws -> String {
     return relay
 }
 
-/// `https://<space-host>/invite#<Name>/<code>`, the name percent-encoded so `/` stays ours.
+/// `<space server>/invite#<Name>/<code>` (the server as saved: scheme, host and port, like a
+/// full-length link), the name percent-encoded so `/` stays ours.
 func inviteLink(server: String, name space: String, code: String) -> String {
-    let host = URL(string: server)?.host ?? "elevenmessenger.com"
+    var base = "https://elevenmessenger.com"
+    if let url = URL(string: server), let scheme = url.scheme, let host = url.host {
+        base = "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+    }
     var allowed = CharacterSet.alphanumerics
     allowed.insert(charactersIn: "-._~")
     let name = space.addingPercentEncoding(withAllowedCharacters: allowed) ?? "space"
-    return "https://\(host)/invite#\(name)/\(code)"
+    return "\(base)/invite#\(name)/\(code)"
 }
 
 private func joinErrors<T>(_ body: () throws(JoinRunError) -> T) throws -> T {
