@@ -1,4 +1,5 @@
 import CSodium
+import ClientCore
 import Foundation
 import PAKE
 
@@ -80,39 +81,15 @@ public struct BotSealingKey: Sendable {
         return SecretBytes(bytes)
     }
 
-    /// `0x01 ‖ nonce (24) ‖ XChaCha20-Poly1305(key, nonce, plaintext, ad = purpose)`.
+    /// `0x01 ‖ SecretBox(key, plaintext, ad = "eleven-bot/<purpose>/v1")`.
     func seal(_ plaintext: [UInt8], purpose: String) -> [UInt8] {
-        PAKE.Sodium.ensureInitialized()
-        let ad = Array("eleven-bot/\(purpose)/v1".utf8)
-        var random = SystemRandom()
-        let nonce = random.bytes(count: Int(crypto_aead_xchacha20poly1305_ietf_npubbytes()))
-        var cipher = [UInt8](
-            repeating: 0, count: plaintext.count + Int(crypto_aead_xchacha20poly1305_ietf_abytes()))
-        var written: UInt64 = 0
-        key.withUnsafeBytes { k in
-            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                &cipher, &written, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce,
-                k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        return [1] + nonce + cipher
+        [1] + SecretBox.seal(plaintext, key: key, ad: Array("eleven-bot/\(purpose)/v1".utf8))
     }
 
     /// Opens what ``seal(_:purpose:)`` made for the same purpose; nil when the key is wrong or
     /// the bytes were changed.
     func open(_ sealed: [UInt8], purpose: String) -> [UInt8]? {
-        let nonceCount = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
-        let tagCount = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
-        guard sealed.count >= 1 + nonceCount + tagCount, sealed[0] == 1 else { return nil }
-        let ad = Array("eleven-bot/\(purpose)/v1".utf8)
-        let nonce = Array(sealed[1...nonceCount])
-        let cipher = Array(sealed[(1 + nonceCount)...])
-        var plain = [UInt8](repeating: 0, count: cipher.count - tagCount)
-        var written: UInt64 = 0
-        let rc = key.withUnsafeBytes { k in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(
-                &plain, &written, nil, cipher, UInt64(cipher.count), ad, UInt64(ad.count), nonce,
-                k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        return rc == 0 ? plain : nil
+        guard sealed.first == 1 else { return nil }
+        return SecretBox.open(sealed.dropFirst(), key: key, ad: Array("eleven-bot/\(purpose)/v1".utf8))
     }
 }

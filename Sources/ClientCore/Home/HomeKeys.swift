@@ -68,8 +68,6 @@ public struct AccountKey: Sendable, Equatable, CustomStringConvertible {
 /// removed) makes a new key with the next generation.
 public struct VaultKey: Sendable, Equatable, CustomStringConvertible {
     public static var byteCount: Int { Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES) }
-    static let nonceByteCount = 24
-    static let tagByteCount = 16
     /// Sealed wrap: generation (8) and key (32) sealed to the anchor's X25519 key.
     public static var wrapByteCount: Int { 8 + byteCount + Int(crypto_box_sealbytes()) }
 
@@ -107,22 +105,12 @@ public struct VaultKey: Sendable, Equatable, CustomStringConvertible {
 
     /// `0x01 ‖ generation (8, big-endian) ‖ nonce (24) ‖ ciphertext ‖ tag (16)`.
     public func seal(_ plaintext: [UInt8]) -> [UInt8] {
-        PAKE.Sodium.ensureInitialized()
-        let nonce = SecretBytes.randomBytes(Self.nonceByteCount)
-        let ad = additionalData()
-        var cipher = [UInt8](repeating: 0, count: plaintext.count + Self.tagByteCount)
-        var written: UInt64 = 0
-        secret.withUnsafeBytes { k in
-            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                &cipher, &written, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce,
-                k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        return [1] + Self.bigEndian(generation) + nonce + cipher
+        [1] + Self.bigEndian(generation) + SecretBox.seal(plaintext, key: secret, ad: additionalData())
     }
 
     /// The generation a sealed vault names (nil when it is not a vault).
     public static func generation(of sealed: [UInt8]) -> Int64? {
-        guard sealed.count >= 1 + 8 + nonceByteCount + tagByteCount, sealed[0] == 1 else { return nil }
+        guard sealed.count >= 1 + 8 + SecretBox.overhead, sealed[0] == 1 else { return nil }
         return sealed[1..<9].reduce(Int64(0)) { $0 << 8 | Int64($1) }
     }
 
@@ -134,17 +122,7 @@ public struct VaultKey: Sendable, Equatable, CustomStringConvertible {
         guard named == generation else {
             throw KeyModelError(.wrongContext, "The saved spaces were locked with another key generation.")
         }
-        let nonce = Array(sealed[9..<(9 + Self.nonceByteCount)])
-        let cipher = Array(sealed[(9 + Self.nonceByteCount)...])
-        let ad = additionalData()
-        var plain = [UInt8](repeating: 0, count: cipher.count - Self.tagByteCount)
-        var written: UInt64 = 0
-        let rc = secret.withUnsafeBytes { k in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(
-                &plain, &written, nil, cipher, UInt64(cipher.count), ad, UInt64(ad.count), nonce,
-                k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        guard rc == 0 else {
+        guard let plain = SecretBox.open(sealed.dropFirst(9), key: secret, ad: additionalData()) else {
             throw KeyModelError(.decryptionFailed, "The saved spaces do not open with this key.")
         }
         return plain

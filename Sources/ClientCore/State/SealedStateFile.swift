@@ -3,7 +3,7 @@ import Foundation
 import PAKE
 
 /// A JSON value kept in the state directory encrypted at rest: `<name>.sealed` is
-/// `0x01 ‖ nonce (24) ‖ XChaCha20-Poly1305(key, nonce, JSON, ad)` under a random 32-byte key in
+/// `0x01 ‖ SecretBox(key, JSON, ad)` (nonce ‖ XChaCha20-Poly1305 ciphertext ‖ tag) under a random 32-byte key in
 /// `<name>.key` (mode 0600). Writes are atomic. Pending invites and pending joins live in these.
 struct SealedStateFile<Value: Codable> {
     let directory: StateDirectory
@@ -24,20 +24,10 @@ struct SealedStateFile<Value: Codable> {
                 .corrupt, "\(directory.file(keyFile)) is missing or damaged; \(what) cannot be read.")
         }
         let key = SecretBytes(keyBytes)
-        let nonceCount = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
-        let tagCount = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
-        guard sealed.count >= 1 + nonceCount + tagCount, sealed[0] == 1 else { throw corrupt() }
-        let nonce = Array(sealed[1...nonceCount])
-        let cipher = Array(sealed[(1 + nonceCount)...])
-        var plain = [UInt8](repeating: 0, count: cipher.count - tagCount)
-        var written: UInt64 = 0
-        let rc = key.withUnsafeBytes { k in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(
-                &plain, &written, nil, cipher, UInt64(cipher.count), additionalData,
-                UInt64(additionalData.count), nonce, k.bindMemory(to: UInt8.self).baseAddress!)
-        }
+        guard sealed.first == 1, var plain = SecretBox.open(sealed.dropFirst(), key: key, ad: additionalData)
+        else { throw corrupt() }
         defer { wipe(&plain) }
-        guard rc == 0, let value = try? JSONDecoder().decode(Value.self, from: Data(plain)) else {
+        guard let value = try? JSONDecoder().decode(Value.self, from: Data(plain)) else {
             throw corrupt()
         }
         return value
@@ -61,17 +51,8 @@ struct SealedStateFile<Value: Codable> {
             throw LocalStateError(.unwritable, "could not encode the \(what)")
         }
         defer { wipe(&plain) }
-        PAKE.Sodium.ensureInitialized()
-        let nonce = SecretBytes.randomBytes(Int(crypto_aead_xchacha20poly1305_ietf_npubbytes()))
-        var cipher = [UInt8](
-            repeating: 0, count: plain.count + Int(crypto_aead_xchacha20poly1305_ietf_abytes()))
-        var written: UInt64 = 0
-        key.withUnsafeBytes { k in
-            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                &cipher, &written, plain, UInt64(plain.count), additionalData,
-                UInt64(additionalData.count), nil, nonce, k.bindMemory(to: UInt8.self).baseAddress!)
-        }
-        try directory.write(sealedFile, [1] + nonce + cipher, durable: durable)
+        try directory.write(
+            sealedFile, [1] + SecretBox.seal(plain, key: key, ad: additionalData), durable: durable)
     }
 
     private func corrupt() -> LocalStateError {
