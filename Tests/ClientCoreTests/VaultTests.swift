@@ -17,6 +17,19 @@ private struct Seeded: RandomNumberGenerator {
 }
 
 @Suite struct VaultDocumentTests {
+    /// Found by `FuzzPeerMessages`: a vault naming one space twice crashed the merge.
+    @Test func aVaultNamingASpaceTwiceIsRefusedAsCorrupt() throws {
+        let id = "AAAAAAAAAAAAAAAAAAAAAA"
+        let entry = { (counter: Int) in
+            #"{"space":"\#(id)","clock":{"counter":\#(counter),"device":"d"},"position":1}"#
+        }
+        let twice = #"{"version":1,"entries":[\#(entry(3)),\#(entry(4))],"devices":[]}"#
+        #expect(throws: LocalStateError.self) { try VaultDocument(decoding: Array(twice.utf8)) }
+        let once = #"{"version":1,"entries":[\#(entry(3))],"devices":[]}"#
+        let document = try VaultDocument(decoding: Array(once.utf8))
+        #expect(document.merged(with: document) == document)
+    }
+
     @Test func concurrentEditsOfDifferentSpacesBothSurvive() {
         var base = VaultDocument()
         let family = space("Family")

@@ -12,7 +12,7 @@ public func fuzzPeerMessages(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CI
     let selector = start[0]
     let body = Array(UnsafeBufferPointer(start: start + 1, count: count - 1))
     let decoder = JSONDecoder()
-    switch selector % 8 {
+    switch selector % 10 {
     case 0:
         _ = try? JoinMessage(decoding: body, allowed: ["request", "status", "grant", "refusal"])
     case 1:
@@ -29,10 +29,31 @@ public func fuzzPeerMessages(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CI
         _ = try? decoder.decode(KeyInviteWire.Invite.self, from: Data(body))
     case 6:
         attackJoiner(body)
+    case 7:
+        vaultDocument(body)
+    case 8:
+        if let note = try? decoder.decode(AttendantNote.self, from: Data(body)) {
+            let again = try? decoder.decode(AttendantNote.self, from: JSONEncoder().encode(note))
+            precondition(again == note, "an attendant note did not round-trip")
+        }
     default:
         attackAttendant(body)
     }
     return 0
+}
+
+/// A vault plaintext as another device wrote it: parse, merge both ways with a local copy, and
+/// re-encode; a document that parses must survive all three.
+private func vaultDocument(_ bytes: [UInt8]) {
+    guard let remote = try? VaultDocument(decoding: bytes),
+        let anchor = try? AnchorID(bytes: [UInt8](repeating: 9, count: AnchorID.byteCount))
+    else { return }
+    var local = VaultDocument()
+    local.note(device: anchor, label: "laptop", by: "fuzz-device")
+    _ = local.merged(with: remote)
+    let merged = remote.merged(with: local)
+    precondition((try? VaultDocument(decoding: merged.encoded())) != nil, "a merged vault did not re-read")
+    _ = merged.spaces
 }
 
 private let binding = JoinBinding(intent: .join, nameplate: Rendezvous.Nameplate("42"))

@@ -79,12 +79,12 @@ public struct VaultDocument: Codable, Sendable, Equatable {
         var result = self
         result.version = max(version, other.version)
         result.accountKey = accountKey ?? other.accountKey
-        var byID = Dictionary(uniqueKeysWithValues: entries.map { ($0.space, $0) })
+        var byID = Dictionary(entries.map { ($0.space, $0) }) { $0.clock < $1.clock ? $1 : $0 }
         for entry in other.entries where byID[entry.space].map({ $0.clock < entry.clock }) ?? true {
             byID[entry.space] = entry
         }
         result.entries = byID.values.sorted { $0.space < $1.space }
-        var notes = Dictionary(uniqueKeysWithValues: devices.map { ($0.anchor, $0) })
+        var notes = Dictionary(devices.map { ($0.anchor, $0) }) { $0.clock < $1.clock ? $1 : $0 }
         for note in other.devices where notes[note.anchor].map({ $0.clock < note.clock }) ?? true {
             notes[note.anchor] = note
         }
@@ -99,7 +99,7 @@ public struct VaultDocument: Codable, Sendable, Equatable {
     public mutating func absorb(_ local: [SavedSpace], device: String) -> Bool {
         var counter = highestCounter
         var lastPosition = liveEntries.last?.position ?? 0
-        var byID = Dictionary(uniqueKeysWithValues: entries.map { ($0.space, $0) })
+        var byID = Dictionary(entries.map { ($0.space, $0) }) { $0.clock < $1.clock ? $1 : $0 }
         let present = Set(local.map(\.space))
         var changed = false
         for space in local where byID[space.space]?.saved != space {
@@ -180,7 +180,10 @@ public struct VaultDocument: Codable, Sendable, Equatable {
                 "Your saved spaces were written by a newer eleven (format \(version.version)). Update eleven."
             )
         }
-        guard let document = try? JSONDecoder().decode(VaultDocument.self, from: Data(bytes)) else {
+        guard let document = try? JSONDecoder().decode(VaultDocument.self, from: Data(bytes)),
+            Set(document.entries.map(\.space)).count == document.entries.count,
+            Set(document.devices.map(\.anchor)).count == document.devices.count
+        else {
             throw LocalStateError(.corrupt, "The saved spaces from your home server cannot be read.")
         }
         self = document
