@@ -20,7 +20,7 @@ public final class BotLoadWorld: @unchecked Sendable {
     public let thread: ThreadID
     public let botState: String
     public let keyFile: String
-    private let botProcess: Process
+    private var botProcess: Process
     private let botLog: URL
     private let lock = NSLock()
     private var serial = 0
@@ -73,33 +73,64 @@ public final class BotLoadWorld: @unchecked Sendable {
 
         botLog = directory.appendingPathComponent("bot.log")
         _ = FileManager.default.createFile(atPath: botLog.path, contents: nil)
+        botProgram = program("eleven-bot")
+        self.botArguments = botArguments
+        self.environment = environment
         botProcess = Process()
+        do {
+            try launchBot()
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    private let botProgram: String
+    private let botArguments: [String]
+    private let environment: [String: String]
+
+    /// Starts `eleven-bot run` and waits (up to 20 s) until it logs that it started once more.
+    private func launchBot() throws {
+        let startedBefore = botOutput.components(separatedBy: "\"started\"").count
+        let process = Process()
         // Through FileSizeLimit, so a test may fill the bot's disk (the process id is the bot's).
         let (shell, command) = FileSizeLimit.command(
-            program("eleven-bot"),
+            botProgram,
             ["run", "--state", botState, "--key-file", keyFile, "--relay", relayURL] + botArguments)
-        botProcess.executableURL = URL(fileURLWithPath: shell)
-        botProcess.arguments = command
-        botProcess.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.executableURL = URL(fileURLWithPath: shell)
+        process.arguments = command
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let log = try FileHandle(forWritingTo: botLog)
-        botProcess.standardOutput = log
-        botProcess.standardError = log
-        botProcess.standardInput = FileHandle.nullDevice
-        try botProcess.run()
+        log.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        lock.withLock { botProcess = process }
         let deadline = Date().addingTimeInterval(20)
-        while !botOutput.contains("\"started\"") {
-            guard botProcess.isRunning, Date() < deadline else {
-                stop()
-                throw TestSupportError.server("eleven-bot did not start:\n\(botOutput)")
+        while botOutput.components(separatedBy: "\"started\"").count <= startedBefore {
+            guard process.isRunning, Date() < deadline else {
+                throw TestSupportError.server("eleven-bot did not start:\n\(botOutput.suffix(2000))")
             }
             usleep(20_000)
         }
     }
 
+    /// Kills the bot with SIGKILL (as abrupt as a crash or a power cut) and starts it again on
+    /// the same state; returns once it has started.
+    public func killAndRestartBot() throws {
+        let victim = lock.withLock { botProcess }
+        if victim.isRunning {
+            kill(victim.processIdentifier, SIGKILL)
+            victim.waitUntilExit()
+        }
+        try launchBot()
+    }
+
     /// Everything the bot logged so far (JSON lines).
     public var botOutput: String { (try? String(contentsOf: botLog, encoding: .utf8)) ?? "" }
-    public var botPID: Int32 { botProcess.processIdentifier }
-    public var botIsRunning: Bool { botProcess.isRunning }
+    public var botPID: Int32 { lock.withLock { botProcess }.processIdentifier }
+    public var botIsRunning: Bool { lock.withLock { botProcess }.isRunning }
 
     /// Process ids by name: relay, server, bot.
     public var pids: [(name: String, pid: Int32)] {
@@ -194,6 +225,7 @@ public final class BotLoadWorld: @unchecked Sendable {
 
     /// Stops the bot, the server and the relay by process id.
     public func stop() {
+        let botProcess = lock.withLock { self.botProcess }
         if botProcess.isRunning {
             kill(botProcess.processIdentifier, SIGTERM)
             let deadline = Date().addingTimeInterval(5)

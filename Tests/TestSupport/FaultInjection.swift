@@ -37,10 +37,11 @@ public final class RestartingServer: @unchecked Sendable {
     }
 }
 
-/// Kills a ``RestartingServer`` at random intervals (uniform in `every` milliseconds, from a
-/// seeded generator), at most `maxKills` times; run it on its own thread.
+/// Kills a ``RestartingServer`` (or anything `killAndRestart` kills and starts again) at random
+/// intervals (uniform in `every` milliseconds, from a seeded generator), at most `maxKills` times;
+/// run it on its own thread.
 public final class RandomKiller: @unchecked Sendable {
-    private let server: RestartingServer
+    private let killAndRestart: @Sendable () throws -> Void
     private let every: ClosedRange<Int>
     private let maxKills: Int
     private let lock = NSLock()
@@ -49,8 +50,15 @@ public final class RandomKiller: @unchecked Sendable {
     private var killCount = 0
     private var failure: String?
 
-    public init(server: RestartingServer, seed: UInt64, every: ClosedRange<Int>, maxKills: Int) {
-        self.server = server
+    public convenience init(server: RestartingServer, seed: UInt64, every: ClosedRange<Int>, maxKills: Int) {
+        self.init(seed: seed, every: every, maxKills: maxKills) { try server.killAndRestart() }
+    }
+
+    public init(
+        seed: UInt64, every: ClosedRange<Int>, maxKills: Int,
+        killAndRestart: @escaping @Sendable () throws -> Void
+    ) {
+        self.killAndRestart = killAndRestart
         self.every = every
         self.maxKills = maxKills
         state = seed
@@ -69,7 +77,7 @@ public final class RandomKiller: @unchecked Sendable {
             usleep(UInt32(wait) * 1000)
             guard !isDone else { return }
             do {
-                try server.killAndRestart()
+                try killAndRestart()
                 lock.withLock { killCount += 1 }
             } catch {
                 lock.withLock {

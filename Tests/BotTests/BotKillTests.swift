@@ -1,0 +1,103 @@
+import Bot
+import Foundation
+import SpaceServer
+import TestSupport
+import Testing
+
+/// Fault injection on the bot: joiners arrive on single-use and multi-use invites while
+/// `eleven-bot run` is killed with SIGKILL at random moments and restarted on the same state.
+/// Every join must complete or fail with a clean error; every member the bot added must have
+/// taken exactly one counted use (no use lost, none taken twice, no invite over its uses); every
+/// joiner who completed was added; and the bot's state file must pass SQLite's integrity check.
+@Suite(.serialized) struct BotKillTests {
+    @Test func joinsSurviveBotKillsAndNoUseIsLostOrTakenTwice() async throws {
+        try await TestSupport.offPool {
+            let world = try BotLoadWorld(
+                program: TestSupport.productPath, botArguments: ["--step-timeout", "3s"])
+            defer { world.remove() }
+            // Eight single-use invites and four of two uses: sixteen joins in all.
+            let single = try world.openInvites(8, uses: 1)
+            let double = try world.openInvites(4, uses: 2)
+            let queue = JoinQueue(single + double + double)
+
+            let killer = RandomKiller(seed: 17, every: 150...600, maxKills: 6) {
+                try world.killAndRestartBot()
+            }
+            Thread.detachNewThread { killer.run() }
+            let workers = 3
+            let done = (0..<workers).map { _ in Handoff<[(String, String?)]>() }
+            for w in 0..<workers {
+                Thread.detachNewThread {
+                    var outcomes: [(String, String?)] = []
+                    while let invite = queue.next() {
+                        outcomes.append(
+                            (invite.nameplate, world.join(nameplate: invite.nameplate, words: invite.words)))
+                    }
+                    done[w].put(outcomes)
+                }
+            }
+            var outcomes: [(nameplate: String, failure: String?)] = []
+            for (w, box) in done.enumerated() {
+                guard let some = box.take(timeout: 240) else {
+                    Issue.record("worker \(w) did not finish in 240 s")
+                    continue
+                }
+                outcomes += some.map { (nameplate: $0.0, failure: $0.1) }
+            }
+            killer.stop()
+            let completed = outcomes.filter { $0.failure == nil }
+            let failures = outcomes.compactMap(\.failure)
+            #expect(killer.restartFailure == nil, "the bot restarts: \(killer.restartFailure ?? "")")
+            #expect(killer.kills >= 3, "the bot was killed while joiners arrived")
+            #expect(world.botIsRunning, "\(world.botOutput.suffix(2000))")
+            #expect(outcomes.count == 16)
+            #expect(completed.count >= 8, "joins finish across restarts: \(failures)")
+
+            // The bot counts a use just after the joiner has its grant: give it a moment.
+            let (key, _) = try BotSealingKey.loadOrCreate(path: world.keyFile)
+            let store = try BotStore(directory: world.botState, key: key)
+            let owner = world.owner.saved.member.base64URL
+            var members = 0
+            var taken: [String: Int] = [:]
+            let settle = Date().addingTimeInterval(10)
+            repeat {
+                members = try world.owner.roster().members.count
+                taken = [:]
+                for n in 0..<12 {
+                    guard let invite = try store.invite("\(owner):load\(n)"), let nameplate = invite.nameplate
+                    else { continue }
+                    #expect(
+                        invite.usesLeft >= 0 && invite.usesLeft <= invite.uses, "invite \(n) over its uses")
+                    taken[nameplate] = invite.uses - invite.usesLeft
+                }
+                if members == 2 + taken.values.reduce(0, +) { break }
+                usleep(100_000)
+            } while Date() < settle
+            print(
+                "bot kill -9: \(outcomes.count) joins, \(killer.kills) kills, \(completed.count) completed, "
+                    + "\(failures.count) failed cleanly \(failures), \(members - 2) members added, "
+                    + "uses taken \(taken.values.reduce(0, +))")
+            #expect(taken.count == 12, "every invite is still known to the bot")
+            #expect(members == 2 + taken.values.reduce(0, +), "one counted use per member added")
+            for (nameplate, joins) in Dictionary(grouping: completed, by: \.nameplate) {
+                #expect((taken[nameplate] ?? 0) >= joins.count, "a completed join took its use")
+            }
+            world.stop()
+            let check = try SQLiteDatabase(path: world.botState + "/bot.sqlite").query(
+                "PRAGMA integrity_check")
+            #expect(check.first?.first?.text == "ok", "\(check)")
+        }
+    }
+}
+
+/// The invites still to be joined, handed out one at a time to the worker threads.
+private final class JoinQueue: @unchecked Sendable {
+    private let lock = NSLock()
+    private var invites: [BotLoadWorld.Invite]
+
+    init(_ invites: [BotLoadWorld.Invite]) { self.invites = invites }
+
+    func next() -> BotLoadWorld.Invite? {
+        lock.withLock { invites.isEmpty ? nil : invites.removeFirst() }
+    }
+}
