@@ -342,7 +342,7 @@ public final class BotRunner: Sendable {
             record("joined", nameplate: nameplateText, "\(name) joined", now)
             var joined = AttendantNote(.joined, id: invite.noteID)
             joined.name = request.displayName
-            joined.member = admitted?.id
+            joined.member = admitted
             joined.message = "\(name) joined \(session.saved.name) with your invite \(invite.code ?? "")."
             try? session.send(joined, to: try member(invite.inviter))
             if after?.state == .usedUp {
@@ -396,6 +396,18 @@ public final class BotRunner: Sendable {
         guard var invite = try? store.invite(id), let roster = try? rosters.refresh(session).roster else {
             return refuse(BotRefusal("unavailable", "The space's server cannot be reached; try again soon."))
         }
+        // Restarted while this use's joiner was being added: the use is counted already and
+        // the same joiner (same keys, replayed by the relay) is answered again; anyone else ends
+        // the use.
+        let resuming = invite.admitting == invite.use
+        if resuming {
+            guard invite.admittingKeys == request.publicKeys, let signed = invite.record else {
+                return refuse(
+                    BotRefusal(
+                        "interrupted", "Your join was interrupted; try the code again if it has uses left."))
+            }
+            return admit(id, request, signed, decision, giveBack: false)
+        }
         // A joiner quicker than the inviter's signed record (on its way through the inbox) waits
         // for it a little.
         let recordDeadline = ContinuousClock.now + .seconds(10)
@@ -430,20 +442,49 @@ public final class BotRunner: Sendable {
         guard limiter.withLock({ $0.allow(now: .now) }) else {
             return refuse(BotRefusal("busy", "Too many people are joining right now; try again in a minute."))
         }
-        // Admit only a joiner whose use the state can record (not on a full disk).
-        guard (try? store.update(id) { _ in }) != nil else {
+        // Count the use before adding the member (and admit only a joiner whose use the state
+        // can record, not on a full disk): a bot killed after adding the member must find the
+        // use taken, or a single-use code would let a second person in.
+        let use = invite.use
+        let counted = try? store.update(id) { saved in
+            saved.usesLeft -= 1
+            saved.admitting = use
+            saved.admittingKeys = request.publicKeys
+        }
+        guard counted != nil else {
             return refuse(
                 BotRefusal("unavailable", "The bot cannot record your join right now; try again soon."))
         }
+        return admit(id, request, signed, decision, giveBack: true)
+    }
+
+    /// Adds the joiner (or finds them added already, for the same keys and invite) and makes
+    /// their grant. On failure the counted use goes back only when the joiner is seen not to be a
+    /// member: if in doubt it stays taken, the safe side.
+    private func admit(
+        _ id: String, _ request: JoinRequest, _ signed: SignedInvite, _ decision: Decision, giveBack: Bool
+    ) -> JoinDecision {
         do {
             let (grant, record) = try session.admit(
                 request: request, invite: signed, carryInvite: true, exclusive: admitLock, rosters: rosters,
                 keys: threadKeys)
-            decision.admitted = record
+            decision.admitted = record.id
             return .approve(grant: grant.encoded())
         } catch {
-            return refuse(
-                BotRefusal("unavailable", "The bot could not add you to the space: \(error.message)"))
+            if giveBack, let keys = try? MemberPublicKeys(text: request.publicKeys),
+                let roster = try? rosters.refresh(session).roster,
+                !roster.members.values.contains(where: { $0.keys == keys })
+            {
+                _ = try? store.update(id) { saved in
+                    saved.usesLeft += 1
+                    saved.admitting = nil
+                    saved.admittingKeys = nil
+                }
+            }
+            let refusal = BotRefusal(
+                "unavailable", "The bot could not add you to the space: \(error.message)")
+            decision.refusal = refusal
+            return .refuse(reason: refusal.reason, message: refusal.message)
         }
     }
 
@@ -453,8 +494,11 @@ public final class BotRunner: Sendable {
         while true {
             do {
                 return try store.update(invite.id) { saved in
+                    // A use whose joiner was being added was counted already.
+                    if consumed && saved.admitting != saved.use { saved.usesLeft -= 1 }
+                    saved.admitting = nil
+                    saved.admittingKeys = nil
                     saved.use += 1
-                    if consumed { saved.usesLeft -= 1 }
                     saved.machine = nil
                     saved.approval = nil
                     if saved.usesLeft <= 0 { saved.state = .usedUp }
@@ -497,7 +541,7 @@ public final class BotRunner: Sendable {
     /// worker thread only).
     private final class Decision {
         var refusal: BotRefusal?
-        var admitted: MemberRecord?
+        var admitted: MemberID?
     }
 
     private func member(_ id: MemberID) throws -> MemberRecord {

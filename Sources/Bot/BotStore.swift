@@ -50,6 +50,12 @@ public struct BotInvite: Codable, Sendable {
     public var state: State
     /// The inviter's answer for the current use (policy "ask").
     public var approval: Bool?
+    /// The use whose joiner is being added to the space: its use is counted (`usesLeft`) before
+    /// the member is added, so a bot killed in between never gives that use to someone else.
+    public var admitting: Int?
+    /// That joiner's public keys: after a restart the same joiner (replayed by the relay) is
+    /// answered again (adding is idempotent for the same keys and invite), nobody else.
+    public var admittingKeys: String?
 
     /// The code as people type it (secret).
     var code: String? { nameplate.map { "\(secret.words)-\($0)" } }
