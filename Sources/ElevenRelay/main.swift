@@ -94,6 +94,10 @@ let spec = CommandSpec(
             "exempt-address", value: "IP", help: "source address the per-address limits skip (repeatable)",
             environment: "ELEVEN_RELAY_EXEMPT_ADDRESSES", repeatable: true),
         OptionSpec(
+            "write-timeout", value: "DURATION",
+            help: "drop a client whose unread output has not moved for this long (it stopped reading)",
+            environment: "ELEVEN_RELAY_WRITE_TIMEOUT", default: "20s"),
+        OptionSpec(
             "no-limits", help: "lift every abuse limit (benchmarks against the reference, which has none)"),
     ],
     discussion: """
@@ -233,6 +237,7 @@ func configuration(_ parsed: ParsedArguments) throws(CLIError) -> RelayServerCon
         relay.limits.exemptAddresses.insert(SourceAddress(ip.description))
     }
     config.relay = relay
+    config.writeTimeout = .milliseconds(Int64(try duration(parsed, "write-timeout") * 1000))
     return config
 }
 

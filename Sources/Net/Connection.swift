@@ -48,6 +48,15 @@ class Connection: LoopHandler, @unchecked Sendable {
     private var closeWhenFlushed = false
     private var writeShut = false
     private var readPaused = false
+    /// Back-pressure: unsent output above which reading stops until half of it is sent, so a
+    /// peer that sends but does not read cannot make us queue more for it.
+    var outputHighWater = Int.max
+    /// Drop the connection when queued output has not moved for this long (nanoseconds).
+    var outputStallNanos = UInt64.max
+    /// Reading stopped because output is above ``outputHighWater``.
+    private var outputBlocked = false
+    /// When queued output last moved (or started to queue).
+    private var outputMoved: UInt64 = 0
     var lastReceive: UInt64
     /// Close (via ``deadlineExpired()``) when the monotonic clock passes this.
     var deadline: UInt64 = .max
@@ -81,6 +90,10 @@ class Connection: LoopHandler, @unchecked Sendable {
     func deadlineExpired() { abort(NetError(.timedOut, "Connection timed out")) }
     /// Periodic check (about four times a second).
     func tick(now: UInt64) {
+        if outboundOffset < outbound.count, now &- outputMoved > outputStallNanos {
+            abort(NetError(.messageTooLarge, "Peer is not reading: its output has not moved"))
+            return
+        }
         if now >= deadline {
             // After our half-close the deadline only bounds the wait for the peer's FIN.
             if writeShut { close(error: nil) } else { deadlineExpired() }
@@ -136,7 +149,7 @@ class Connection: LoopHandler, @unchecked Sendable {
 
     private func updateInterest(wantWrite: Bool? = nil) {
         var events: UInt32 = 0
-        if !readPaused { events |= EPOLLIN.rawValue }
+        if !readPaused && !outputBlocked { events |= EPOLLIN.rawValue }
         let pendingOut = outboundOffset < outbound.count
         if pendingOut || wantWrite == true { events |= EPOLLOUT.rawValue }
         setInterest(events)
@@ -207,7 +220,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     private func readAvailable() {
         let buffer = loop.readBuffer
         var rounds = 0
-        while !isClosed && !readPaused {
+        while !isClosed && !readPaused && !outputBlocked {
             rounds += 1
             switch readOnce(buffer) {
             case .data(let n):
@@ -304,7 +317,8 @@ class Connection: LoopHandler, @unchecked Sendable {
         if isClosed || closeWhenFlushed || bytes.isEmpty { return }
         var start = 0
         let handshakeDone = tls?.handshakeComplete ?? true
-        if outboundOffset >= outbound.count && handshakeDone {
+        let wasEmpty = outboundOffset >= outbound.count
+        if wasEmpty && handshakeDone {
             switch writeOnce(bytes) {
             case .wrote(let n): start = n
             case .wouldBlock: break
@@ -326,6 +340,8 @@ class Connection: LoopHandler, @unchecked Sendable {
             )
             return
         }
+        if wasEmpty { outputMoved = monotonicNanos() }
+        if outbound.count - outboundOffset > outputHighWater { outputBlocked = true }
         if handshakeDone { updateInterest() }
     }
 
@@ -361,7 +377,12 @@ class Connection: LoopHandler, @unchecked Sendable {
                 writeOnce(UnsafeRawBufferPointer(rebasing: $0[outboundOffset...]))
             }
             switch result {
-            case .wrote(let n): outboundOffset += n
+            case .wrote(let n):
+                outboundOffset += n
+                if n > 0 { outputMoved = loop.iterationTime }
+                if outputBlocked && outbound.count - outboundOffset <= outputHighWater / 2 {
+                    outputBlocked = false
+                }
             case .wouldBlock:
                 updateInterest()
                 return

@@ -14,6 +14,13 @@ public struct ServerLimits: Sendable {
     public var maxConnectionsPerAddress = 256
     /// Unsent output a connection may hold before it is dropped (a peer that does not read).
     public var maxOutputBytesPerConnection = 4 << 20
+    /// Unsent output above which a connection's input is no longer read until the peer has read
+    /// half of it (back-pressure: a peer that sends but never reads cannot make the server queue
+    /// more for it).
+    public var outputHighWaterBytes = 1 << 20
+    /// A connection whose unsent output has not moved for this long is dropped (a peer that
+    /// stopped reading), however little it holds.
+    public var outputStallTimeout: Duration = .seconds(30)
     /// Time to finish the TLS handshake and the first request (slowloris).
     public var handshakeTimeout: Duration = .seconds(10)
     /// Time a request may take to arrive once it has started.
@@ -402,6 +409,8 @@ final class ServerConnection: Connection, @unchecked Sendable {
         super.init(
             fd: fd, loop: shard.loop, tls: tls,
             maxOutboundBytes: core.configuration.limits.maxOutputBytesPerConnection)
+        outputHighWater = core.configuration.limits.outputHighWaterBytes
+        outputStallNanos = core.configuration.limits.outputStallTimeout.nanoseconds
         deadline = monotonicNanos() &+ core.configuration.limits.handshakeTimeout.nanoseconds
     }
 

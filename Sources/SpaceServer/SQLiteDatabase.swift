@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// A value bound to or read from SQLite.
 public enum SQLValue: Hashable, Sendable {
@@ -137,6 +138,25 @@ public final class SQLiteDatabase {
 
     /// Rows changed by the last statement.
     public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Rows changed since the connection opened.
+    var totalChanges: Int { Int(sqlite3_total_changes(handle)) }
+
+    /// Reads the main file's header from the disk (not SQLite's page cache): a cheap check that
+    /// the file is there and readable. Throws `SQLITE_IOERR` when it is not.
+    func readFileHeader() throws {
+        guard let name = sqlite3_db_filename(handle, "main"), name.pointee != 0 else { return }
+        let fd = open(name, O_RDONLY | O_CLOEXEC)
+        var header = [UInt8](repeating: 0, count: 16)
+        let count = fd < 0 ? -1 : header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 16, 0) }
+        if fd >= 0 { close(fd) }
+        guard count == 16, header == Array("SQLite format 3\0".utf8) else {
+            throw SQLiteError(
+                code: SQLITE_IOERR | (1 << 8),  // SQLITE_IOERR_READ
+                message: count < 0
+                    ? "cannot read the database file" : "the database file has no SQLite header")
+        }
+    }
 
     /// The rowid of the last insert.
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }

@@ -53,9 +53,9 @@ public enum SpaceChange: Sendable, Hashable {
 /// Safe to call from several threads: every request runs under one lock, in order. (An `NSLock`,
 /// a pthread mutex, rather than `Synchronization.Mutex`, whose futexes ThreadSanitizer cannot see.)
 public final class SpaceAPI: @unchecked Sendable {
-    private let lock = NSLock()
+    let lock = NSLock()
     /// Only touched while `lock` is held.
-    private let service: SpaceService
+    let service: SpaceService
     private let observer: (@Sendable (SpaceChange) -> Void)?
 
     /// Opens (or creates) the database at `databasePath`. `clock` gives the current Unix time in
@@ -123,6 +123,8 @@ final class SpaceService {
     private var committedChanges: [SpaceChange] = []
     /// The current request's time.
     private(set) var now: Int64 = 0
+    /// The last storage failure, until a write succeeds again (for `/healthz`).
+    var storageFailure: StorageFailureRecord?
 
     init(store: SpaceStore, configuration: SpaceServerConfiguration, clock: @escaping @Sendable () -> Int64) {
         self.store = store
@@ -140,6 +142,7 @@ final class SpaceService {
                 "The request body is larger than \(configuration.maximumBodyBytes) bytes."
             ).response
         }
+        let changesBefore = store.db.totalChanges
         do {
             let response = try store.db.transaction { () throws -> APIResponse in
                 let response = try route(request)
@@ -149,6 +152,8 @@ final class SpaceService {
             }
             rosters.merge(pendingRosters) { $1 }
             committedChanges = pendingChanges
+            // A write reached the disk: it takes writes again.
+            if store.db.totalChanges != changesBefore { storageFailure = nil }
             return response
         } catch let rolledBack as RolledBack {
             return rolledBack.response
@@ -157,6 +162,7 @@ final class SpaceService {
         } catch let error as KeyModelError {
             return Self.apiError(error).response
         } catch let error as SQLiteError where error.isStorageFailure {
+            noteStorageFailure(error)
             return error.storageAPIError.response
         } catch {
             return APIError(500, "internal", "The server failed to handle this request; nothing was changed.")

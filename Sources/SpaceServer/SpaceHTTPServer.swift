@@ -58,7 +58,12 @@ public final class SpaceHTTPServer: Sendable {
         serverConfiguration.limits.http.maxBodyBytes = configuration.api.maximumBodyBytes
         let router = HTTPRouter()
         server = Server(configuration: serverConfiguration, router: router)
-        router.get("/healthz") { _ in .json(["ok": true]) }
+        // A real read of the database (and a write while writes fail): on the blocking pool.
+        router.add(
+            .get, "/healthz",
+            deferred: { [api] _, responder in
+                BlockingPool.shared.submit { responder.respond(Self.httpResponse(api.health())) }
+            })
         // Every /api path of up to seven segments goes to the API, which routes it.
         for depth in 1...7 {
             let path = "/api" + (1...depth).map { "/:p\($0)" }.joined()
@@ -121,12 +126,7 @@ public final class SpaceHTTPServer: Sendable {
             remoteAddress: request.clientAddress.map { "\($0)" } ?? "")
         let log = configuration.log
         let respond: @Sendable (APIResponse) -> Void = { response in
-            var http = HTTPResponse(status: HTTPStatus(response.status, Self.reason(response.status)))
-            http.headers.set("Content-Type", response.contentType)
-            http.headers.set("Cache-Control", "no-store")
-            for (name, value) in response.headers { http.headers.set(name, value) }
-            http.body = response.body
-            responder.respond(http)
+            responder.respond(Self.httpResponse(response))
             log.log(
                 "request",
                 [
@@ -169,6 +169,15 @@ public final class SpaceHTTPServer: Sendable {
                     if waits.cancel(key, id: id) { respond(first) }
                 })
         }
+    }
+
+    static func httpResponse(_ response: APIResponse) -> HTTPResponse {
+        var http = HTTPResponse(status: HTTPStatus(response.status, Self.reason(response.status)))
+        http.headers.set("Content-Type", response.contentType)
+        http.headers.set("Cache-Control", "no-store")
+        for (name, value) in response.headers { http.headers.set(name, value) }
+        http.body = response.body
+        return http
     }
 
     private enum Wait {
@@ -218,6 +227,7 @@ public final class SpaceHTTPServer: Sendable {
         case 413: "Content Too Large"
         case 422: "Unprocessable Content"
         case 429: "Too Many Requests"
+        case 503: "Service Unavailable"
         default: status >= 500 ? "Server Error" : "Status"
         }
     }

@@ -4,62 +4,257 @@ import SpaceServer
 import TestSupport
 import Testing
 
-/// A full disk under `eleven-bot run` (``FileSizeLimit`` on its process): the bot stays up, admits
-/// nobody it cannot record, and once space returns serves invites again with its state intact.
+/// Storage faults under `eleven-bot run`: a full disk (``FileSizeLimit`` on its process), a
+/// read-only state (``ImmutableFiles``: `chattr +i`, even as root), and a real full disk
+/// (``SmallFileSystem``: a tmpfs filled until `ENOSPC`) while the bot is killed with SIGKILL in
+/// the middle of attending. The bot stays up (or restarts cleanly), admits nobody it cannot
+/// record, uses no invite twice, and once space returns serves invites again with its state
+/// intact.
 @Suite(.serialized) struct BotDiskFullTests {
     @Test func fullDiskStopsNothingForGoodAndLosesNoUse() async throws {
         try await TestSupport.offPool {
             let world = try BotLoadWorld(
                 program: TestSupport.productPath, botArguments: ["--step-timeout", "3s"])
             defer { world.remove() }
-            let invites = try world.openInvites(2, uses: 2)
-            #expect(world.join(nameplate: invites[0].nameplate, words: invites[0].words) == nil)
             let state = URL(fileURLWithPath: world.botState)
-
-            try FileSizeLimit.set(pid: world.botPID, bytes: FileSizeLimit.largestFile(in: state) + 4096)
-            // While full: a join may fail, but whoever the bot admits must be a member.
-            var outcomes: [String: Int] = [:]
-            for invite in invites {
-                let outcome = world.join(
-                    nameplate: invite.nameplate, words: invite.words, timeout: .seconds(8))
-                outcomes[outcome ?? "joined", default: 0] += 1
-            }
-            let newInvites = Result { try world.openInvites(1, timeout: 4) }
-            print(
-                "bot disk full: joins \(outcomes), new invite while full: "
-                    + "\((try? newInvites.get()).map { _ in "ready" } ?? "not ready")")
-            #expect(world.botIsRunning, "\(world.botOutput.suffix(2000))")
-
-            // Space returns: the bot serves again.
-            try FileSizeLimit.set(pid: world.botPID, bytes: nil)
-            let fresh = try world.openInvites(1, timeout: 30)
-            #expect(world.join(nameplate: fresh[0].nameplate, words: fresh[0].words) == nil)
-            #expect(world.botIsRunning)
-            // Every joiner the bot added used one counted use: none lost, none used twice. (The
-            // bot counts a use just after the joiner has its grant: give it a moment.)
-            let members = try world.owner.roster().members.count
-            let (key, _) = try BotSealingKey.loadOrCreate(path: world.keyFile)
-            let store = try BotStore(directory: world.botState, key: key)
-            var used: [Int] = []
-            let settle = Date().addingTimeInterval(5)
-            repeat {
-                used = try (0..<4).compactMap { n in
-                    try store.invite("\(world.owner.saved.member.base64URL):load\(n)")
-                }.map { $0.uses - $0.usesLeft }
-                if members == 2 + used.reduce(0, +) { break }
-                usleep(100_000)
-            } while Date() < settle
-            print("bot after recovery: \(members) members, uses taken per invite \(used)")
-            // The request sent while the disk was full stayed in the inbox and was taken later.
-            #expect(used.count == 4, "\(used)")
-            #expect(members == 2 + used.reduce(0, +), "\(used)")
-            // The operator is told the disk is the trouble, never to move a damaged state away.
-            #expect(world.botOutput.contains("cannot write its state"))
-            #expect(!world.botOutput.contains("damaged"))
-            world.stop()
-            let check = try SQLiteDatabase(path: world.botState + "/bot.sqlite").query(
-                "PRAGMA integrity_check")
-            #expect(check.first?.first?.text == "ok", "\(check)")
+            try Self.exercise(
+                world,
+                inject: {
+                    try FileSizeLimit.set(
+                        pid: world.botPID, bytes: FileSizeLimit.largestFile(in: state) + 4096)
+                },
+                clear: { try FileSizeLimit.set(pid: world.botPID, bytes: nil) })
         }
     }
+
+    @Test(.enabled(if: ImmutableFiles.isAvailable, "needs chattr +i (root, ext4)"))
+    func readOnlyStateStopsNothingForGoodAndLosesNoUse() async throws {
+        try await TestSupport.offPool {
+            let world = try BotLoadWorld(
+                program: TestSupport.productPath, botArguments: ["--step-timeout", "3s"])
+            let files = ImmutableFiles.sqliteFiles(world.botState + "/" + BotStore.fileName)
+            defer {
+                try? ImmutableFiles.set(files, immutable: false)
+                world.remove()
+            }
+            try Self.exercise(
+                world, inject: { try ImmutableFiles.set(files, immutable: true) },
+                clear: { try ImmutableFiles.set(files, immutable: false) })
+        }
+    }
+
+    /// Opens two invites of two uses, uses one, injects the fault, tries every invite and a new
+    /// one, clears the fault and checks that the bot serves again and that every admitted joiner
+    /// took exactly one counted use.
+    static func exercise(_ world: BotLoadWorld, inject: () throws -> Void, clear: () throws -> Void) throws {
+        let invites = try world.openInvites(2, uses: 2)
+        #expect(world.join(nameplate: invites[0].nameplate, words: invites[0].words) == nil)
+
+        try inject()
+        // While failing: a join may fail, but whoever the bot admits must be a member.
+        var outcomes: [String: Int] = [:]
+        for invite in invites {
+            let outcome = world.join(nameplate: invite.nameplate, words: invite.words, timeout: .seconds(8))
+            outcomes[outcome ?? "joined", default: 0] += 1
+        }
+        let newInvites = Result { try world.openInvites(1, timeout: 4) }
+        print(
+            "bot storage fault: joins \(outcomes), new invite while failing: "
+                + "\((try? newInvites.get()).map { _ in "ready" } ?? "not ready")")
+        #expect(world.botIsRunning, "\(world.botOutput.suffix(2000))")
+
+        // Writes work again: the bot serves again.
+        try clear()
+        let fresh = try world.openInvites(1, timeout: 30)
+        #expect(world.join(nameplate: fresh[0].nameplate, words: fresh[0].words) == nil)
+        #expect(world.botIsRunning)
+        // Every joiner the bot added used one counted use: none lost, none used twice. (The
+        // bot counts a use just after the joiner has its grant: give it a moment.)
+        let (members, used) = try settledUses(world, state: world.botState, invites: 4)
+        print("bot after recovery: \(members) members, uses taken per invite \(used)")
+        // The request sent while the disk was full stayed in the inbox and was taken later.
+        #expect(used.count == 4, "\(used)")
+        #expect(members == 2 + used.reduce(0, +), "\(used)")
+        // The operator is told the disk is the trouble, never to move a damaged state away.
+        #expect(world.botOutput.contains("cannot write its state"))
+        #expect(!world.botOutput.contains("damaged"))
+        world.stop()
+        try expectIntact(world.botState)
+    }
+
+    /// The space's member count and the uses each of the first `invites` invites has taken,
+    /// once the two agree (owner and bot plus one member per use) or 5 seconds passed.
+    static func settledUses(_ world: BotLoadWorld, state: String, invites: Int) throws -> (Int, [Int]) {
+        let members = try world.owner.roster().members.count
+        let (key, _) = try BotSealingKey.loadOrCreate(path: world.keyFile)
+        let store = try BotStore(directory: state, key: key)
+        var used: [Int] = []
+        let settle = Date().addingTimeInterval(5)
+        repeat {
+            used = try (0..<invites).compactMap { n in
+                try store.invite("\(world.owner.saved.member.base64URL):load\(n)")
+            }.map { $0.uses - $0.usesLeft }
+            if members == 2 + used.reduce(0, +) { break }
+            usleep(100_000)
+        } while Date() < settle
+        return (members, used)
+    }
+
+    /// The bot's state file passes SQLite's integrity check.
+    static func expectIntact(_ state: String) throws {
+        let check = try SQLiteDatabase(path: state + "/" + BotStore.fileName).query("PRAGMA integrity_check")
+        #expect(check.first?.first?.text == "ok", "\(check)")
+    }
+
+    /// The bot is killed with SIGKILL while joiners are being attended and its disk (a tmpfs) is
+    /// full, then started again once space returns: every invite is either still open and
+    /// admits its remaining joiners, or ended cleanly; no use was counted twice or lost (one
+    /// member per counted use); the state passes the integrity check.
+    @Test(.enabled(if: SmallFileSystem.isAvailable, "needs mount -t tmpfs (CAP_SYS_ADMIN)"))
+    func killedWhileTheDiskIsFullLosesAndDoublesNoUse() async throws {
+        try await TestSupport.offPool {
+            let world = try BotLoadWorld(
+                program: TestSupport.productPath, botArguments: ["--step-timeout", "3s"])
+            defer { world.remove() }
+            let invites = try world.openInvites(4, uses: 2)
+            #expect(world.join(nameplate: invites[0].nameplate, words: invites[0].words) == nil)
+
+            // The bot moves to a small disk of its own (killed, its files copied as they were).
+            kill(world.botPID, SIGKILL)
+            #expect(waitUntil(timeout: 5) { !world.botIsRunning })
+            let disk = try SmallFileSystem(bytes: 4 << 20)
+            defer { disk.unmount() }
+            let state = disk.path("bot")
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false)
+            for suffix in ["", "-wal"] {
+                let from = world.botState + "/" + BotStore.fileName + suffix
+                if FileManager.default.fileExists(atPath: from) {
+                    try FileManager.default.copyItem(
+                        atPath: from, toPath: state + "/" + BotStore.fileName + suffix)
+                }
+            }
+            let arguments = [
+                "run", "--state", state, "--key-file", world.keyFile, "--relay", world.relayURL,
+                "--step-timeout", "3s",
+            ]
+            let first = try BotRun(arguments, log: world.directory)
+
+            // The disk fills while joiners come to every invite; the bot dies mid-attending.
+            try disk.fill()
+            let outcomes = Outcomes()
+            let group = DispatchGroup()
+            for invite in invites {
+                group.enter()
+                Thread.detachNewThread {
+                    for _ in 0..<2 {
+                        outcomes.add(
+                            world.join(nameplate: invite.nameplate, words: invite.words, timeout: .seconds(5))
+                                ?? "joined")
+                    }
+                    group.leave()
+                }
+            }
+            usleep(1_500_000)
+            first.kill()
+            _ = group.wait(timeout: .now() + 30)
+            print("bot killed on a full disk: joins before the kill \(outcomes.counts)")
+
+            // Space returns; a new bot on the same state.
+            disk.free()
+            let second = try BotRun(arguments, log: world.directory)
+            defer { second.kill() }
+            // Every invite still open admits its remaining joiners (the restarted bot may first
+            // finish a join it had heard before the kill: that joiner is admitted, once).
+            let (key, _) = try BotSealingKey.loadOrCreate(path: world.keyFile)
+            let store = try BotStore(directory: state, key: key)
+            let after = Outcomes()
+            var ended: [String] = []
+            for (n, invite) in invites.enumerated() {
+                let id = "\(world.owner.saved.member.base64URL):load\(n)"
+                for _ in 0..<4 {
+                    guard let saved = try store.invite(id), saved.state == .open, saved.usesLeft > 0 else {
+                        break
+                    }
+                    after.add(
+                        world.join(nameplate: invite.nameplate, words: invite.words, timeout: .seconds(10))
+                            ?? "joined")
+                }
+                ended.append(try store.invite(id)?.state.rawValue ?? "missing")
+            }
+            let (members, used) = try Self.settledUses(world, state: state, invites: 4)
+            let joined = (outcomes.counts["joined"] ?? 0) + (after.counts["joined"] ?? 0) + 1
+            print(
+                "bot restarted after the kill: joins \(after.counts), invites \(ended), \(members) members, "
+                    + "uses taken per invite \(used)")
+            #expect(second.isRunning, "\(second.output.suffix(2000))")
+            // Each invite ended used up, or (cleanly) burned by a join it could not tell from a
+            // wrong guess; none admitted more than its two uses, and every member admitted took
+            // exactly one counted use: none lost, none used twice.
+            #expect(ended.allSatisfy { $0 == "used_up" || $0 == "burned" }, "\(ended)")
+            #expect(used.count == 4 && used.allSatisfy { $0 <= 2 }, "\(used)")
+            #expect(members == 2 + used.reduce(0, +), "\(members) members for \(used)")
+            #expect(joined <= used.reduce(0, +), "\(joined) joiners told they joined, \(used) uses counted")
+            #expect(!second.output.contains("damaged"))
+            second.kill()
+            try Self.expectIntact(state)
+        }
+    }
+}
+
+/// `eleven-bot run` started by a test, its output in a file, stopped by process id.
+private final class BotRun {
+    let process = Process()
+    let logFile: URL
+
+    init(_ arguments: [String], log directory: URL) throws {
+        logFile = directory.appendingPathComponent("bot-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: TestSupport.productPath("eleven-bot"))
+        process.arguments = arguments
+        let log = try FileHandle(forWritingTo: logFile)
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        guard waitUntil(timeout: 20, { output.contains("\"started\"") || !process.isRunning }),
+            process.isRunning
+        else {
+            kill()
+            throw TestSupportError.server("eleven-bot did not start:\n\(output)")
+        }
+    }
+
+    var output: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+    var isRunning: Bool { process.isRunning }
+
+    /// SIGKILL by process id.
+    func kill() {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit {
+        kill()
+        try? FileManager.default.removeItem(at: logFile)
+    }
+}
+
+/// Join outcomes by code, from several threads.
+private final class Outcomes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [String: Int] = [:]
+
+    func add(_ outcome: String) { lock.withLock { storage[outcome, default: 0] += 1 } }
+    var counts: [String: Int] { lock.withLock { storage } }
+}
+
+/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass.
+private func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(50_000)
+    }
+    return condition()
 }

@@ -83,6 +83,53 @@ import Testing
     }
 }
 
+extension BotFloodTests {
+    /// The bot's admission rate limit (`--joins-per-minute 3`) holds while wrong codes flood
+    /// other invites: wrong guesses burn their invites and never count against the limit, the
+    /// first three honest joiners get in, the next are refused `busy` (their invites stay open
+    /// for later), and nobody beyond the limit is admitted.
+    @Test func theJoinRateLimitHoldsUnderAWrongCodeFlood() async throws {
+        try await TestSupport.offPool {
+            let world = try BotLoadWorld(
+                program: TestSupport.productPath,
+                botArguments: ["--step-timeout", "5s", "--joins-per-minute", "3"])
+            defer { world.remove() }
+            let victims = try world.openInvites(6)
+            let honest = try world.openInvites(5)
+            let wrong = Tally()
+            let group = DispatchGroup()
+            for invite in victims {
+                group.enter()
+                Thread.detachNewThread {
+                    let guess = BotLoadWorld.wrongWords(for: invite.words)
+                    wrong.add(
+                        world.join(nameplate: invite.nameplate, words: guess, timeout: .seconds(8))
+                            ?? "joined")
+                    group.leave()
+                }
+            }
+            let good = Tally()
+            for invite in honest {
+                good.add(world.join(nameplate: invite.nameplate, words: invite.words) ?? "joined")
+            }
+            _ = group.wait(timeout: .now() + 30)
+            let counters = try world.botCounters()
+            let members = try world.owner.roster().members.count
+            print(
+                """
+                rate limit under a wrong-code flood: wrong \(wrong.counts), honest \(good.counts), \
+                \(members) members, bot counters \(counters.sorted { $0.key < $1.key })
+                """)
+            #expect(wrong.counts["joined"] == nil)
+            #expect(counters["burned"] == victims.count, "\(counters)")
+            #expect(good.counts == ["joined": 3, "refused_busy": 2], "\(good.counts)")
+            #expect(members == 2 + 3)
+            #expect(counters["invites_open"] == 2, "\(counters)")
+            #expect(world.botIsRunning)
+        }
+    }
+}
+
 /// Outcomes by code, from many threads.
 final class Tally: @unchecked Sendable {
     private let lock = NSLock()

@@ -41,13 +41,21 @@ import Testing
         @discardableResult
         func write(_ text: String) -> Bool {
             let bytes = Array(text.utf8)
-            return bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                == bytes.count
+            return send(bytes)
         }
 
         /// One masked text frame (mask key zero: the payload goes as is).
         @discardableResult
-        func frame(_ object: [String: Any]) -> Bool {
+        func frame(_ object: [String: Any]) -> Bool { send(Self.encode(object)) }
+
+        /// Sends bytes; false when they did not all go (the receiver stopped reading).
+        func send(_ bytes: [UInt8]) -> Bool {
+            bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                == bytes.count
+        }
+
+        /// The bytes of ``frame(_:)``.
+        static func encode(_ object: [String: Any]) -> [UInt8] {
             let payload = (try? JSONSerialization.data(withJSONObject: object)).map { Array($0) } ?? []
             var bytes: [UInt8] = [0x81]
             if payload.count < 126 {
@@ -60,9 +68,7 @@ import Testing
                     bytes.append(UInt8((payload.count >> shift) & 0xFF))
                 }
             }
-            bytes += [0, 0, 0, 0] + payload
-            return bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                == bytes.count
+            return bytes + [0, 0, 0, 0] + payload
         }
 
         /// What arrives until it contains `until` (or the receive timeout passes), as text.
@@ -78,6 +84,34 @@ import Testing
         }
     }
 
+    /// An honest pair from 10.1.1.1 allocates, claims, opens and exchanges one message.
+    static func honestPairWorks(_ relay: RelayProcess, _ n: Int) -> Bool {
+        let honestHeaders: HTTPHeaders = ["X-Forwarded-For": "10.1.1.1"]
+        do {
+            let a = try WireClient(relay.url, headers: honestHeaders)
+            let b = try WireClient(relay.url, headers: honestHeaders)
+            defer {
+                a.close()
+                b.close()
+            }
+            try a.send(["type": "bind", "appid": "example.com/honest", "side": "a\(n)"])
+            try b.send(["type": "bind", "appid": "example.com/honest", "side": "b\(n)"])
+            try a.send(["type": "allocate"])
+            let nameplate = try a.next(type: "allocated")["nameplate"] as? String ?? ""
+            try a.send(["type": "claim", "nameplate": nameplate])
+            try b.send(["type": "claim", "nameplate": nameplate])
+            let mailbox = try a.next(type: "claimed")["mailbox"] as? String ?? ""
+            _ = try b.next(type: "claimed")
+            try a.send(["type": "open", "mailbox": mailbox])
+            try b.send(["type": "open", "mailbox": mailbox])
+            try a.send(["type": "add", "phase": "pake", "body": "00ff"])
+            let got = try b.next(type: "message")
+            return got["body"] as? String == "00ff"
+        } catch {
+            return false
+        }
+    }
+
     @Test func neverReadersAndClaimFloodsDoNotStarveHonestClients() async throws {
         try await TestSupport.offPool {
             let scratch = try ScratchDirectory()
@@ -86,34 +120,7 @@ import Testing
                 databasePath: scratch.path("relay.sqlite"), metrics: true,
                 arguments: ["--trusted-proxy", "127.0.0.1/32"])
             defer { relay.stop() }
-            let honestHeaders: HTTPHeaders = ["X-Forwarded-For": "10.1.1.1"]
-
-            /// An honest pair from 10.1.1.1 allocates, claims, opens and exchanges one message.
-            func honestPairWorks(_ n: Int) -> Bool {
-                do {
-                    let a = try WireClient(relay.url, headers: honestHeaders)
-                    let b = try WireClient(relay.url, headers: honestHeaders)
-                    defer {
-                        a.close()
-                        b.close()
-                    }
-                    try a.send(["type": "bind", "appid": "example.com/honest", "side": "a\(n)"])
-                    try b.send(["type": "bind", "appid": "example.com/honest", "side": "b\(n)"])
-                    try a.send(["type": "allocate"])
-                    let nameplate = try a.next(type: "allocated")["nameplate"] as? String ?? ""
-                    try a.send(["type": "claim", "nameplate": nameplate])
-                    try b.send(["type": "claim", "nameplate": nameplate])
-                    let mailbox = try a.next(type: "claimed")["mailbox"] as? String ?? ""
-                    _ = try b.next(type: "claimed")
-                    try a.send(["type": "open", "mailbox": mailbox])
-                    try b.send(["type": "open", "mailbox": mailbox])
-                    try a.send(["type": "add", "phase": "pake", "body": "00ff"])
-                    let got = try b.next(type: "message")
-                    return got["body"] as? String == "00ff"
-                } catch {
-                    return false
-                }
-            }
+            func honestPairWorks(_ n: Int) -> Bool { Self.honestPairWorks(relay, n) }
             #expect(honestPairWorks(0))
             let before = ProcessSample(pid: relay.pid)
 
@@ -181,6 +188,80 @@ import Testing
             readers.removeAll()
             flooders.removeAll()
             #expect(honestPairWorks(9))
+        }
+    }
+
+    /// Clients that send but never read: each sends, unbound, messages the relay must answer with
+    /// an error quoting them (about 240 kB each, just under the error budget, so the relay has no
+    /// reason of its own to close them). The relay stops reading a client once a megabyte of
+    /// answers waits for it, and drops it when they have not moved for the write timeout: its
+    /// memory stays bounded (it used to hold every answer, over 7 MB per client, for as long as
+    /// the client stayed), the drops are counted, and honest pairs are served throughout.
+    @Test func neverReadersAreDroppedAndTheRelayStaysSmall() async throws {
+        try await TestSupport.offPool {
+            let scratch = try ScratchDirectory()
+            defer { scratch.remove() }
+            let relay = try RelayProcess(
+                databasePath: scratch.path("relay.sqlite"), metrics: true,
+                arguments: ["--trusted-proxy", "127.0.0.1/32", "--write-timeout", "2s"])
+            defer { relay.stop() }
+            func slowConsumers() -> Int {
+                let text =
+                    (try? HTTPClient.send(.get, url: (relay.metricsURL ?? "") + "/metrics").bodyText) ?? ""
+                let line = text.split(separator: "\n").first {
+                    $0.hasPrefix("eleven_relay_net_slow_consumers_total ")
+                }
+                return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+            }
+            #expect(Self.honestPairWorks(relay, 0))
+            /// The relay's peak resident memory so far (kB).
+            func peakKB() -> Int {
+                let status = (try? String(contentsOfFile: "/proc/\(relay.pid)/status", encoding: .utf8)) ?? ""
+                let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+                return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "")
+                    ?? 0
+            }
+            let before = ProcessSample(pid: relay.pid)
+            let peakBefore = peakKB()
+            let add = RawPeer.encode([
+                "type": "add", "phase": "p", "body": String(repeating: "ab", count: 120_000),
+            ])
+            var readers: [RawPeer] = []
+            for r in 0..<8 {
+                let peer = try RawPeer(port: relay.port, address: "10.77.0.\(r + 1)")
+                var patience = timeval(tv_sec: 3, tv_usec: 0)
+                setsockopt(peer.fd, SOL_SOCKET, SO_SNDTIMEO, &patience, socklen_t(MemoryLayout<timeval>.size))
+                readers.append(peer)
+            }
+            // All at once; a send that has not gone through whole in 3 s: the relay stopped reading.
+            nonisolated(unsafe) let peers = readers
+            let lock = NSLock()
+            nonisolated(unsafe) var frames = 0
+            DispatchQueue.concurrentPerform(iterations: peers.count) { r in
+                for _ in 0..<31 {
+                    guard peers[r].send(add) else { break }
+                    lock.withLock { frames += 1 }
+                }
+            }
+            var honest = 0
+            for n in 1...3 where Self.honestPairWorks(relay, n) { honest += 1 }
+            let during = ProcessSample(pid: relay.pid)
+            let dropped = eventually(timeout: 15) { slowConsumers() >= readers.count }
+            for n in 4...5 where Self.honestPairWorks(relay, n) { honest += 1 }
+            let after = ProcessSample(pid: relay.pid)
+            print(
+                """
+                never-readers: 8 clients sent \(frames) frames of 240 kB; honest pairs served \(honest)/5; \
+                slow consumers dropped \(slowConsumers())
+                  relay before: \(before); during: \(during); after: \(after); \
+                peak \(peakBefore / 1024) MB → \(peakKB() / 1024) MB
+                """)
+            #expect(honest == 5)
+            #expect(dropped, "slow consumers dropped: \(slowConsumers())")
+            // Without back-pressure the answers alone would be 8 × 7.4 MB.
+            #expect(peakKB() < peakBefore + 32 * 1024, "peak \(peakBefore) kB → \(peakKB()) kB")
+            #expect(relay.server.process.isRunning)
+            readers.removeAll()
         }
     }
 }

@@ -98,6 +98,10 @@ public final class RelayServer: Sendable {
         // A reconnecting client gets its whole mailbox replayed at once.
         let replay = min(max(limits.maximumMailboxBytes, 0), 256 << 20)
         net.limits.maxOutputBytesPerConnection = max(4 << 20, 2 * replay + 2 * frameCap)
+        // A client that sends but never reads: its frames are no longer read once a megabyte of
+        // answers waits for it, and it is dropped when they have not moved for the timeout.
+        net.limits.outputHighWaterBytes = 1 << 20
+        net.limits.outputStallTimeout = c.writeTimeout
         return net
     }
 

@@ -22,6 +22,8 @@ public struct RelayServerConfiguration: Sendable {
     /// WebSocket keep-alive: ping after this much silence, drop if no answer within the timeout.
     public var pingInterval: Duration
     public var pingTimeout: Duration
+    /// A client whose unread output has not moved for this long is dropped (it stopped reading).
+    public var writeTimeout: Duration
     /// How often a statistics line is logged.
     public var statisticsLogInterval: Duration
     /// Event loop threads (default: one per core).
@@ -40,6 +42,7 @@ public struct RelayServerConfiguration: Sendable {
         self.maximumConnectionsPerAddress = 256
         self.pingInterval = .seconds(30)
         self.pingTimeout = .seconds(20)
+        self.writeTimeout = .seconds(20)
         self.statisticsLogInterval = .seconds(60)
         self.loopCount = ProcessInfo.processInfo.activeProcessorCount
     }

@@ -298,6 +298,28 @@ public final class SQLiteRelayStorage: RelayStorage {
         if !isOnQueue { queue.sync {} }
     }
 
+    /// Whether the file takes a write now: one real write (the schema version written back
+    /// unchanged, a page in the WAL), so a relay whose commits failed (disk full, read-only
+    /// file) recovers only once it can commit again, instead of reloading and failing anew.
+    public func ping() -> RelayStorageError? {
+        do throws(RelayStorageError) {
+            try onQueue { db throws(RelayStorageError) in
+                let version = try db.integer("PRAGMA user_version")
+                try db.execute("BEGIN IMMEDIATE")
+                do throws(RelayStorageError) {
+                    try db.execute("PRAGMA user_version=\(version)")
+                    try db.execute("COMMIT")
+                } catch {
+                    try? db.execute("ROLLBACK")
+                    throw error
+                }
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
     /// Copies the WAL into the main file and truncates the WAL.
     public func checkpoint() throws(RelayStorageError) {
         try onQueue { db throws(RelayStorageError) in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
