@@ -74,15 +74,46 @@ public final class SpaceAPI: @unchecked Sendable {
 
     /// Handles one request. Never throws: every failure is a 4xx/5xx response with
     /// `{ "error": code, "message": text }`.
+    ///
+    /// Requests that arrive while another batch is being committed are handled together by the
+    /// first of them to get the lock, in one transaction (``SpaceService/handle(batch:)``): every
+    /// one is answered only after the commit that made it durable.
     public func handle(_ request: APIRequest) -> APIResponse {
-        let (response, changes) = lock.withLock {
-            let response = service.handle(request)
-            return (response, service.takeCommittedChanges())
+        let ticket = Ticket(request)
+        queueLock.withLock { queue.append(ticket) }
+        lock.lock()
+        if let response = ticket.response {
+            // A batch that took this request was committed while we waited.
+            lock.unlock()
+            return response
         }
+        let batch = queueLock.withLock {
+            defer { queue = [] }
+            return queue
+        }
+        let responses = service.handle(batch: batch.map(\.request))
+        for (waiting, response) in zip(batch, responses) { waiting.response = response }
+        let changes = service.takeCommittedChanges()
+        let response = ticket.response
+        lock.unlock()
         if let observer {
             for change in changes { observer(change) }
         }
-        return response
+        return response ?? APIError(500, "internal", "The request was lost; nothing was changed.").response
+    }
+
+    /// Requests waiting for a batch; guarded by `queueLock`.
+    private let queueLock = NSLock()
+    private var queue: [Ticket] = []
+
+    /// A request and, once its batch committed, its answer (written and read under `lock`).
+    private final class Ticket: @unchecked Sendable {
+        let request: APIRequest
+        var response: APIResponse?
+
+        init(_ request: APIRequest) {
+            self.request = request
+        }
     }
 
     /// Every row of every table, for diagnostics and for tests that check what the server stores.
@@ -131,38 +162,93 @@ final class SpaceService {
     }
 
     func handle(_ request: APIRequest) -> APIResponse {
-        now = clock()
+        handle(batch: [request])[0]
+    }
+
+    /// Handles `requests` in order in one transaction, each in a savepoint of its own (a refused
+    /// request leaves nothing behind), and commits once: one sync of the database file makes
+    /// the whole batch durable (group commit). No answer counts before that commit: if it fails,
+    /// every answer that reported success becomes the storage error, and nothing is reported.
+    func handle(batch requests: [APIRequest]) -> [APIResponse] {
         pendingRosters = [:]
         pendingChanges = []
+        defer {
+            pendingRosters = [:]
+            pendingChanges = []
+        }
+        do {
+            try store.db.execute("BEGIN IMMEDIATE")
+        } catch {
+            return requests.map { _ in Self.response(for: error) }
+        }
+        var broken = false
+        var responses: [APIResponse] = []
+        for request in requests {
+            responses.append(
+                broken ? Self.response(for: BatchAborted()) : handleInBatch(request, broken: &broken))
+        }
+        do {
+            if broken { throw BatchAborted() }
+            try store.db.execute("COMMIT")
+            rosters.merge(pendingRosters) { $1 }
+            committedChanges = pendingChanges
+            return responses
+        } catch {
+            try? store.db.execute("ROLLBACK")
+            let failure = Self.response(for: error)
+            return responses.map { $0.status < 400 ? failure : $0 }
+        }
+    }
+
+    /// One request of a batch, in a savepoint. Sets `broken` when its changes could not be undone
+    /// (then the whole batch must roll back).
+    private func handleInBatch(_ request: APIRequest, broken: inout Bool) -> APIResponse {
+        now = clock()
         guard request.body.count <= configuration.maximumBodyBytes else {
             return APIError(
                 413, "body_too_large",
                 "The request body is larger than \(configuration.maximumBodyBytes) bytes."
             ).response
         }
+        let (rostersBefore, changesBefore) = (pendingRosters, pendingChanges)
         do {
-            let response = try store.db.transaction { () throws -> APIResponse in
-                let response = try route(request)
-                // A response that is an error must leave nothing behind.
-                if response.status >= 400 { throw RolledBack(response: response) }
-                return response
-            }
-            rosters.merge(pendingRosters) { $1 }
-            committedChanges = pendingChanges
-            return response
-        } catch let rolledBack as RolledBack {
-            return rolledBack.response
-        } catch let error as APIError {
-            return error.response
-        } catch let error as KeyModelError {
-            return Self.apiError(error).response
-        } catch let error as SQLiteError where error.isStorageFailure {
-            return error.storageAPIError.response
+            try store.db.execute("SAVEPOINT request")
         } catch {
-            return APIError(500, "internal", "The server failed to handle this request; nothing was changed.")
+            return Self.response(for: error)
+        }
+        do {
+            let response = try route(request)
+            // A response that is an error must leave nothing behind.
+            if response.status >= 400 { throw RolledBack(response: response) }
+            try store.db.execute("RELEASE request")
+            return response
+        } catch {
+            do {
+                try store.db.execute("ROLLBACK TO request")
+                try store.db.execute("RELEASE request")
+            } catch {
+                broken = true
+            }
+            (pendingRosters, pendingChanges) = (rostersBefore, changesBefore)
+            return Self.response(for: error)
+        }
+    }
+
+    /// The answer for a request that failed with `error` (nothing of it was kept).
+    private static func response(for error: any Error) -> APIResponse {
+        switch error {
+        case let rolledBack as RolledBack: rolledBack.response
+        case let error as APIError: error.response
+        case let error as KeyModelError: apiError(error).response
+        case let error as SQLiteError where error.isStorageFailure: error.storageAPIError.response
+        default:
+            APIError(500, "internal", "The server failed to handle this request; nothing was changed.")
                 .response
         }
     }
+
+    /// A batch whose transaction could not be kept.
+    private struct BatchAborted: Error {}
 
     /// The changes of the last committed request (once).
     func takeCommittedChanges() -> [SpaceChange] {
