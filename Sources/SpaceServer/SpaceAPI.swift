@@ -75,41 +75,69 @@ public final class SpaceAPI: @unchecked Sendable {
     /// Handles one request. Never throws: every failure is a 4xx/5xx response with
     /// `{ "error": code, "message": text }`.
     ///
-    /// Requests that arrive while another batch is being committed are handled together by the
-    /// first of them to get the lock, in one transaction (``SpaceService/handle(batch:)``): every
-    /// one is answered only after the commit that made it durable.
+    /// Requests that arrive while a batch is being committed wait, and are then handled together
+    /// in one transaction (``SpaceService/handle(batch:)``) by the first of them, the next
+    /// leader; every one is answered only after the commit that made it durable, and as soon as
+    /// that commit is done (not after later batches).
     public func handle(_ request: APIRequest) -> APIResponse {
         let ticket = Ticket(request)
-        queueLock.withLock { queue.append(ticket) }
-        lock.lock()
-        if let response = ticket.response {
-            // A batch that took this request was committed while we waited.
-            lock.unlock()
-            return response
+        let leads = queueLock.withLock {
+            queue.append(ticket)
+            if leading { return false }
+            leading = true
+            return true
+        }
+        if !leads {
+            ticket.done.wait()
+            // Answered by a leader, or made the next leader.
+            if let response = ticket.response { return response }
         }
         let batch = queueLock.withLock {
             defer { queue = [] }
             return queue
         }
-        let responses = service.handle(batch: batch.map(\.request))
-        for (waiting, response) in zip(batch, responses) { waiting.response = response }
-        let changes = service.takeCommittedChanges()
-        let response = ticket.response
-        lock.unlock()
+        let (responses, changes) = lock.withLock {
+            batches += 1
+            let responses = service.handle(batch: batch.map(\.request))
+            return (responses, service.takeCommittedChanges())
+        }
+        // Whoever queued meanwhile is the next batch: its first request leads it.
+        queueLock.withLock {
+            if let next = queue.first {
+                next.done.signal()
+            } else {
+                leading = false
+            }
+        }
+        var own: APIResponse?
+        for (waiting, response) in zip(batch, responses) {
+            if waiting === ticket {
+                own = response
+            } else {
+                waiting.response = response
+                waiting.done.signal()
+            }
+        }
         if let observer {
             for change in changes { observer(change) }
         }
-        return response ?? APIError(500, "internal", "The request was lost; nothing was changed.").response
+        return own ?? APIError(500, "internal", "The request was lost; nothing was changed.").response
     }
 
-    /// Requests waiting for a batch; guarded by `queueLock`.
+    /// Requests waiting for a batch, and whether a leader is handling one; guarded by `queueLock`.
     private let queueLock = NSLock()
     private var queue: [Ticket] = []
+    private var leading = false
+    /// Batches handled so far (under `lock`), for tests.
+    private var batches = 0
+    var batchCount: Int { lock.withLock { batches } }
 
-    /// A request and, once its batch committed, its answer (written and read under `lock`).
+    /// A request and its answer, written before `done` is signalled; signalled without an answer,
+    /// its thread leads the next batch.
     private final class Ticket: @unchecked Sendable {
         let request: APIRequest
         var response: APIResponse?
+        let done = DispatchSemaphore(value: 0)
 
         init(_ request: APIRequest) {
             self.request = request

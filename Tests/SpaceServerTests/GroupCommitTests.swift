@@ -59,6 +59,7 @@ import Testing
             }
             let api = harness.api
             let all = requests
+            let batchesBefore = api.batchCount
             let statuses = Mutex<[Int: Int]>([:])
             DispatchQueue.concurrentPerform(iterations: workers) { worker in
                 for request in all[worker] {
@@ -67,6 +68,8 @@ import Testing
                 }
             }
             #expect(statuses.withLock { $0 } == [201: workers * perWorker, 403: workers * 2])
+            // Requests that waited were committed together.
+            #expect(api.batchCount - batchesBefore < all.joined().count)
             // Nothing of the refused wrap requests was kept.
             let own = try harness.send("GET", "\(space.base)/wraps", token: ann.token)
             #expect(own.status == 200)
