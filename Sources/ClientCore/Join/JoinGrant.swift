@@ -213,6 +213,9 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     /// What a verified grant proves.
     public struct Verified: Sendable {
+        /// The member list the grant was checked against. From a grant with a ``checkpoint``, the
+        /// members up to it carry keys as the attendant verified them, not checked again here:
+        /// verify the chain afresh (``SpaceSession/roster()``) before sealing anything to them.
         public let roster: Roster
         public let inviter: MemberRecord
         public let threadKeys: [ThreadID: ThreadKey]
