@@ -65,7 +65,7 @@ public final class BotRunner: Sendable {
         log("started", ["space": session.saved.space.base64URL, "member": session.saved.member.base64URL])
         while !isStopped {
             do {
-                let page = try session.receiveNotes(since: next)
+                let page = try session.receiveNotes(since: next, rosters: rosters)
                 if let roster = page.roster {
                     for note in page.notes {
                         guard handle(note, roster: roster) else {

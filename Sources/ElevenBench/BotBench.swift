@@ -75,21 +75,23 @@ func runBotBench(_ arguments: [String]) -> Int32 {
     print(
         "eleven-bench bot: \(joiners) concurrent joiners, \(seconds) s per row, relay and server on loopback")
     print(
-        "threads  joins   joins/s   p50 ms   p99 ms   failed   bot RSS MB   CPU ms/join: bot  server  joiners"
+        "threads  joins   joins/s   p50 ms   p99 ms   failed   bot RSS MB   CPU ms/join: bot  server  joiners  relay"
     )
     var results: [Int: Double] = [:]
     for size in sizes {
         do {
             let row = try measureBotRow(
                 threads: size, joiners: joiners, seconds: seconds, relayURL: relayURL, serverURL: serverURL,
-                directory: directory, botProgram: programs[2], serverPID: server.process.processIdentifier)
+                directory: directory, botProgram: programs[2], serverPID: server.process.processIdentifier,
+                relayPID: relay.process.processIdentifier)
             results[size] = row.perSecond
             print(
                 String(
-                    format: "%7d  %5d  %8.1f  %7.1f  %7.1f   %6d   %10.1f   %16.1f  %6.1f  %7.1f", size,
+                    format: "%7d  %5d  %8.1f  %7.1f  %7.1f   %6d   %10.1f   %16.1f  %6.1f  %7.1f  %5.1f",
+                    size,
                     row.latencies.count, row.perSecond, percentile(row.latencies, 0.5),
                     percentile(row.latencies, 0.99), row.failures, row.rssMB, row.botCPU, row.serverCPU,
-                    row.joinerCPU))
+                    row.joinerCPU, row.relayCPU))
         } catch {
             print(String(format: "%7d  failed: %@", size, "\(error)"))
         }
@@ -123,8 +125,9 @@ private struct BotRow {
     /// CPU time (user + system) the bot and the space server spent per join while measuring.
     var botCPU = 0.0
     var serverCPU = 0.0
-    /// The same for this process, whose threads are the joiners.
+    /// The same for this process, whose threads are the joiners, and for the relay.
     var joinerCPU = 0.0
+    var relayCPU = 0.0
 }
 
 private struct BenchError: Error, CustomStringConvertible {
@@ -146,7 +149,7 @@ private func makeSpace(threads: Int, serverURL: String) throws -> SpaceSession {
 
 private func measureBotRow(
     threads: Int, joiners: Int, seconds: Double, relayURL: String, serverURL: String, directory: URL,
-    botProgram: String, serverPID: Int32
+    botProgram: String, serverPID: Int32, relayPID: Int32
 ) throws -> BotRow {
     let owner = try makeSpace(threads: threads, serverURL: serverURL)
     // The bot: a member with the invite and attendant rights, its state sealed under a key file.
@@ -209,7 +212,7 @@ private func measureBotRow(
     let results = BenchResults()
     let cpuBefore = (
         cpuMilliseconds(pid: bot.process.processIdentifier), cpuMilliseconds(pid: serverPID),
-        cpuMilliseconds(pid: getpid())
+        cpuMilliseconds(pid: getpid()), cpuMilliseconds(pid: relayPID)
     )
     let start = ContinuousClock.now
     let end = start + .milliseconds(Int(seconds * 1000))
@@ -249,6 +252,7 @@ private func measureBotRow(
     row.botCPU = (cpuMilliseconds(pid: bot.process.processIdentifier) - cpuBefore.0) / joins
     row.serverCPU = (cpuMilliseconds(pid: serverPID) - cpuBefore.1) / joins
     row.joinerCPU = (cpuMilliseconds(pid: getpid()) - cpuBefore.2) / joins
+    row.relayCPU = (cpuMilliseconds(pid: relayPID) - cpuBefore.3) / joins
     for (reason, count) in results.reasons.sorted(by: { $0.value > $1.value }).prefix(3) {
         FileHandle.standardError.write(Data("  \(count)× \(reason)\n".utf8))
     }

@@ -86,10 +86,7 @@ runProgram(name: "eleven-server", json: false) {
         throw CLIError.usage("'--tls-cert' and '--tls-key' go together", help: spec.help)
     }
     let quiet = parsed.flag("quiet")
-    configuration.log = ServerLog { line in
-        if quiet && line.contains(#""event":"request""#) { return }
-        Terminal.err(line)
-    }
+    configuration.log = ServerLog(skipping: quiet ? ["request"] : []) { line in Terminal.err(line) }
 
     let server: SpaceHTTPServer
     do {

@@ -4,17 +4,21 @@ import Foundation
 /// statuses and timings: never tokens, keys or bodies, so the log can be shipped anywhere.
 public struct ServerLog: Sendable {
     private let sink: @Sendable (String) -> Void
+    /// Events not written (nor formatted: a request line costs more than the request's own work).
+    private let skipping: Set<String>
 
-    /// A log writing each line to `sink`.
-    public init(sink: @escaping @Sendable (String) -> Void) {
+    /// A log writing each line to `sink`, except entries whose event is in `skipping`.
+    public init(skipping: Set<String> = [], sink: @escaping @Sendable (String) -> Void) {
         self.sink = sink
+        self.skipping = skipping
     }
 
     /// A log that discards everything.
-    public static let silent = ServerLog { _ in }
+    public static let silent = ServerLog(skipping: ["request"]) { _ in }
 
     /// Writes one entry: `{"time": …, "event": event, …fields}` with sorted keys.
     public func log(_ event: String, _ fields: [String: any Sendable] = [:]) {
+        guard !skipping.contains(event) else { return }
         var object: [String: Any] = ["event": event, "time": Self.timestamp()]
         for (key, value) in fields { object[key] = value }
         guard JSONSerialization.isValidJSONObject(object),

@@ -74,15 +74,74 @@ public final class SpaceAPI: @unchecked Sendable {
 
     /// Handles one request. Never throws: every failure is a 4xx/5xx response with
     /// `{ "error": code, "message": text }`.
+    ///
+    /// Requests that arrive while a batch is being committed wait, and are then handled together
+    /// in one transaction (``SpaceService/handle(batch:)``) by the first of them, the next
+    /// leader; every one is answered only after the commit that made it durable, and as soon as
+    /// that commit is done (not after later batches).
     public func handle(_ request: APIRequest) -> APIResponse {
-        let (response, changes) = lock.withLock {
-            let response = service.handle(request)
-            return (response, service.takeCommittedChanges())
+        let ticket = Ticket(request)
+        let leads = queueLock.withLock {
+            queue.append(ticket)
+            if leading { return false }
+            leading = true
+            return true
+        }
+        if !leads {
+            ticket.done.wait()
+            // Answered by a leader, or made the next leader.
+            if let response = ticket.response { return response }
+        }
+        let batch = queueLock.withLock {
+            defer { queue = [] }
+            return queue
+        }
+        let (responses, changes) = lock.withLock {
+            batches += 1
+            let responses = service.handle(batch: batch.map(\.request))
+            return (responses, service.takeCommittedChanges())
+        }
+        // Whoever queued meanwhile is the next batch: its first request leads it.
+        queueLock.withLock {
+            if let next = queue.first {
+                next.done.signal()
+            } else {
+                leading = false
+            }
+        }
+        var own: APIResponse?
+        for (waiting, response) in zip(batch, responses) {
+            if waiting === ticket {
+                own = response
+            } else {
+                waiting.response = response
+                waiting.done.signal()
+            }
         }
         if let observer {
             for change in changes { observer(change) }
         }
-        return response
+        return own ?? APIError(500, "internal", "The request was lost; nothing was changed.").response
+    }
+
+    /// Requests waiting for a batch, and whether a leader is handling one; guarded by `queueLock`.
+    private let queueLock = NSLock()
+    private var queue: [Ticket] = []
+    private var leading = false
+    /// Batches handled so far (under `lock`), for tests.
+    private var batches = 0
+    var batchCount: Int { lock.withLock { batches } }
+
+    /// A request and its answer, written before `done` is signalled; signalled without an answer,
+    /// its thread leads the next batch.
+    private final class Ticket: @unchecked Sendable {
+        let request: APIRequest
+        var response: APIResponse?
+        let done = DispatchSemaphore(value: 0)
+
+        init(_ request: APIRequest) {
+            self.request = request
+        }
     }
 
     /// Every row of every table, for diagnostics and for tests that check what the server stores.
@@ -133,42 +192,100 @@ final class SpaceService {
     }
 
     func handle(_ request: APIRequest) -> APIResponse {
-        now = clock()
+        handle(batch: [request])[0]
+    }
+
+    /// Handles `requests` in order in one transaction, each in a savepoint of its own (a refused
+    /// request leaves nothing behind), and commits once: one sync of the database file makes
+    /// the whole batch durable (group commit). No answer counts before that commit: if it fails,
+    /// every answer that reported success becomes the storage error, and nothing is reported.
+    func handle(batch requests: [APIRequest]) -> [APIResponse] {
         pendingRosters = [:]
         pendingChanges = []
+        defer {
+            pendingRosters = [:]
+            pendingChanges = []
+        }
+        let changesBefore = store.db.totalChanges
+        do {
+            try store.db.execute("BEGIN IMMEDIATE")
+        } catch {
+            noteIfStorageFailure(error)
+            return requests.map { _ in Self.response(for: error) }
+        }
+        var broken = false
+        var responses: [APIResponse] = []
+        for request in requests {
+            responses.append(
+                broken ? Self.response(for: BatchAborted()) : handleInBatch(request, broken: &broken))
+        }
+        do {
+            if broken { throw BatchAborted() }
+            try store.db.execute("COMMIT")
+            rosters.merge(pendingRosters) { $1 }
+            committedChanges = pendingChanges
+            // A write reached the disk: it takes writes again.
+            if store.db.totalChanges != changesBefore { storageFailure = nil }
+            return responses
+        } catch {
+            noteIfStorageFailure(error)
+            try? store.db.execute("ROLLBACK")
+            let failure = Self.response(for: error)
+            return responses.map { $0.status < 400 ? failure : $0 }
+        }
+    }
+
+    /// One request of a batch, in a savepoint. Sets `broken` when its changes could not be undone
+    /// (then the whole batch must roll back).
+    private func handleInBatch(_ request: APIRequest, broken: inout Bool) -> APIResponse {
+        now = clock()
         guard request.body.count <= configuration.maximumBodyBytes else {
             return APIError(
                 413, "body_too_large",
                 "The request body is larger than \(configuration.maximumBodyBytes) bytes."
             ).response
         }
-        let changesBefore = store.db.totalChanges
+        let (rostersBefore, changesBefore) = (pendingRosters, pendingChanges)
         do {
-            let response = try store.db.transaction { () throws -> APIResponse in
-                let response = try route(request)
-                // A response that is an error must leave nothing behind.
-                if response.status >= 400 { throw RolledBack(response: response) }
-                return response
-            }
-            rosters.merge(pendingRosters) { $1 }
-            committedChanges = pendingChanges
-            // A write reached the disk: it takes writes again.
-            if store.db.totalChanges != changesBefore { storageFailure = nil }
-            return response
-        } catch let rolledBack as RolledBack {
-            return rolledBack.response
-        } catch let error as APIError {
-            return error.response
-        } catch let error as KeyModelError {
-            return Self.apiError(error).response
-        } catch let error as SQLiteError where error.isStorageFailure {
-            noteStorageFailure(error)
-            return error.storageAPIError.response
+            try store.db.execute("SAVEPOINT request")
         } catch {
-            return APIError(500, "internal", "The server failed to handle this request; nothing was changed.")
+            noteIfStorageFailure(error)
+            return Self.response(for: error)
+        }
+        do {
+            let response = try route(request)
+            // A response that is an error must leave nothing behind.
+            if response.status >= 400 { throw RolledBack(response: response) }
+            try store.db.execute("RELEASE request")
+            return response
+        } catch {
+            do {
+                try store.db.execute("ROLLBACK TO request")
+                try store.db.execute("RELEASE request")
+            } catch {
+                broken = true
+            }
+            (pendingRosters, pendingChanges) = (rostersBefore, changesBefore)
+            noteIfStorageFailure(error)
+            return Self.response(for: error)
+        }
+    }
+
+    /// The answer for a request that failed with `error` (nothing of it was kept).
+    private static func response(for error: any Error) -> APIResponse {
+        switch error {
+        case let rolledBack as RolledBack: rolledBack.response
+        case let error as APIError: error.response
+        case let error as KeyModelError: apiError(error).response
+        case let error as SQLiteError where error.isStorageFailure: error.storageAPIError.response
+        default:
+            APIError(500, "internal", "The server failed to handle this request; nothing was changed.")
                 .response
         }
     }
+
+    /// A batch whose transaction could not be kept.
+    private struct BatchAborted: Error {}
 
     /// The changes of the last committed request (once).
     func takeCommittedChanges() -> [SpaceChange] {

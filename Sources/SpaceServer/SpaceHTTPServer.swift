@@ -117,6 +117,11 @@ public final class SpaceHTTPServer: Sendable {
 
     // MARK: Requests
 
+    /// Threads that run requests: a request waits on one while its batch is committed, so there
+    /// are enough for the batches to grow (``SpaceAPI/handle(_:)``). Shared by every server of
+    /// the process.
+    private static let pool = BlockingPool(threads: 16)
+
     private func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
         let started = DispatchTime.now().uptimeNanoseconds
         var headers: [String: String] = [:]
@@ -144,10 +149,10 @@ public final class SpaceHTTPServer: Sendable {
             return
         }
         guard wait > 0, let key = Self.waitKey(request.path) else {
-            BlockingPool.shared.submit { [api] in respond(api.handle(apiRequest)) }
+            Self.pool.submit { [api] in respond(api.handle(apiRequest)) }
             return
         }
-        BlockingPool.shared.submit { [self] in
+        Self.pool.submit { [self] in
             let seen = waits.version(key)
             let first = api.handle(apiRequest)
             guard first.status == 200, Self.isEmptyMessageList(first.body) else {
@@ -157,7 +162,7 @@ public final class SpaceHTTPServer: Sendable {
             let timer = LoopTimerBox()
             let id = waits.register(key, seen: seen) { [api] in
                 timer.cancel()
-                BlockingPool.shared.submit { respond(api.handle(apiRequest)) }
+                Self.pool.submit { respond(api.handle(apiRequest)) }
             }
             guard let id else {
                 // A message arrived meanwhile: read again at once.

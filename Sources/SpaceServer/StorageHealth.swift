@@ -23,6 +23,11 @@ struct HealthBody: Encodable {
 }
 
 extension SpaceService {
+    /// Notes `error` when it is the disk failing (full, read-only, I/O), else nothing.
+    func noteIfStorageFailure(_ error: any Error) {
+        if let error = error as? SQLiteError, error.isStorageFailure { noteStorageFailure(error) }
+    }
+
     /// Notes a storage failure of a request (the first one of a run keeps its time).
     func noteStorageFailure(_ error: SQLiteError) {
         storageFailure = StorageFailureRecord(error: error, since: storageFailure?.since ?? clock())

@@ -199,6 +199,29 @@ import Testing
             } == "grant_forged")
     }
 
+    /// With the attendant's checkpoint the fetched chain is pinned by its hash: the same verdicts,
+    /// and a chain that does not reach the vouched hash is refused.
+    @Test func aCheckpointedGrantVerifiesAgainstTheFetchedChain() throws {
+        let s = try Scenario()
+        let honest = s.grant()
+        let events = s.fixture.events
+        let grant = JoinGrant(
+            space: honest.space, ownerSigningKey: honest.ownerSigningKey, memberID: honest.memberID,
+            deviceToken: nil, wraps: honest.wraps, invite: honest.invite, historyHint: honest.historyHint,
+            checkpoint: ChainCheckpoint(events[events.count - 1]))
+        let decoded = try JoinGrant(decoding: grant.encoded())
+        #expect(decoded == grant)
+        #expect(try decoded.verify(identity: s.sam, now: 1_500, events: events).threadKeys.count == 3)
+        #expect(
+            code { try decoded.verify(identity: s.sam, now: 1_500, events: Array(events.dropLast())) }
+                == "grant_forged")
+        let elsewhere = JoinGrant(
+            space: honest.space, ownerSigningKey: honest.ownerSigningKey, memberID: honest.memberID,
+            deviceToken: nil, wraps: honest.wraps, invite: honest.invite, historyHint: honest.historyHint,
+            checkpoint: ChainCheckpoint(sequence: UInt64(events.count - 1), hash: events[0].hash))
+        #expect(code { try elsewhere.verify(identity: s.sam, now: 1_500, events: events) } == "grant_forged")
+    }
+
     /// A version 1 grant (from an older attendant) still carries its chain and is accepted; one
     /// that lost its chain is malformed.
     @Test func aVersion1GrantIsStillAccepted() throws {

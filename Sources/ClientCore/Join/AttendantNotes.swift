@@ -160,13 +160,15 @@ extension SpaceSession {
 
     /// The notes in this member's inbox after `since`, each opened with this device's key and
     /// checked against the roster verified now (sender a member who signed it), which is
-    /// returned too (nil when the inbox was empty). Returns where to continue.
-    public func receiveNotes(since: Int64) throws(SpaceClientError)
+    /// returned too (nil when the inbox was empty). Returns where to continue. With `rosters`, the
+    /// roster is brought up to date from that cache (only new events verified) instead of being
+    /// verified from the first event.
+    public func receiveNotes(since: Int64, rosters: RosterCache? = nil) throws(SpaceClientError)
         -> (notes: [ReceivedNote], next: Int64, roster: Roster?)
     {
         let page = try client.notes(saved.space, since: since)
         guard !page.notes.isEmpty else { return ([], page.next, nil) }
-        let roster = try roster()
+        let roster = if let rosters { try rosters.refresh(self).roster } else { try roster() }
         let notes = page.notes.map { entry in
             let content: Result<AttendantNote, AttendantNoteError>
             do {

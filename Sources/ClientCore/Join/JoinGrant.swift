@@ -156,9 +156,14 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     /// The signed membership chain (version 1 only; version 2 joiners fetch it themselves).
     public let roster: [MembershipEvent]?
     public let historyHint: HistoryHint
+    /// The attendant's word that it verified the chain from the owner's key through this event
+    /// (the joiner's `member_added`): the joiner then checks that the server's chain reaches
+    /// exactly this hash instead of every signature before it (``Roster/verify(events:ownerKey:vouchedThrough:)``).
+    /// Absent in older grants, which the joiner verifies in full.
+    public let checkpoint: ChainCheckpoint?
 
     enum CodingKeys: String, CodingKey {
-        case v, space, wraps, invite, roster
+        case v, space, wraps, invite, roster, checkpoint
         case ownerSigningKey = "owner_signing_key"
         case memberID = "member_id"
         case deviceToken = "device_token"
@@ -167,7 +172,8 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     public init(
         space: Space, ownerSigningKey: String, memberID: MemberID, deviceToken: String?, wraps: [KeyWrap],
-        invite: SignedInvite, roster: [MembershipEvent]? = nil, historyHint: HistoryHint
+        invite: SignedInvite, roster: [MembershipEvent]? = nil, historyHint: HistoryHint,
+        checkpoint: ChainCheckpoint? = nil
     ) {
         v = Self.currentVersion
         self.space = space
@@ -178,6 +184,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         self.invite = invite
         self.roster = roster
         self.historyHint = historyHint
+        self.checkpoint = checkpoint
     }
 
     /// The JSON object's UTF-8 bytes, as `JoinMessage.grant` carries them.
@@ -206,6 +213,9 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     /// What a verified grant proves.
     public struct Verified: Sendable {
+        /// The member list the grant was checked against. From a grant with a ``checkpoint``, the
+        /// members up to it carry keys as the attendant verified them, not checked again here:
+        /// verify the chain afresh (``SpaceSession/roster()``) before sealing anything to them.
         public let roster: Roster
         public let inviter: MemberRecord
         public let threadKeys: [ThreadID: ThreadKey]
@@ -231,7 +241,13 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         else { throw .invalid("the owner's key is malformed") }
         let roster: Roster
         do throws(KeyModelError) {
-            roster = try Roster.verify(events: chain, ownerKey: ownerKey)
+            // A fetched chain up to the attendant's checkpoint is pinned by its hash; the grant's
+            // own chain (version 1) is verified in full.
+            if let checkpoint, let events {
+                roster = try Roster.verify(events: events, ownerKey: ownerKey, vouchedThrough: checkpoint)
+            } else {
+                roster = try Roster.verify(events: chain, ownerKey: ownerKey)
+            }
         } catch {
             throw .forged("the member list does not verify (\(error.message))")
         }
@@ -310,7 +326,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         }
         // The server's chain, verified from the owner's key: it must list this device (a version
         // 1 grant's own chain is checked against it too).
-        let events = try client.events(space.id)
+        let events = try checkpoint != nil ? client.vouchedEvents(space.id) : client.events(space.id)
         if roster != nil { try verify(identity: identity, now: now, nameplate: nameplate) }
         let verified = try verify(identity: identity, now: now, nameplate: nameplate, events: events)
         let saved = SavedSpace(
@@ -419,7 +435,8 @@ extension SpaceSession {
         let grant = JoinGrant(
             space: .init(server: saved.server, id: saved.space, name: saved.name),
             ownerSigningKey: saved.ownerSigningKey, memberID: record.id, deviceToken: nil, wraps: wraps,
-            invite: invite, historyHint: .init(threads: threadKeys.count, messages: messages))
+            invite: invite, historyHint: .init(threads: threadKeys.count, messages: messages),
+            checkpoint: events.last(where: { $0.change.adds(record.id) }).map(ChainCheckpoint.init))
         return (grant, record)
     }
 }

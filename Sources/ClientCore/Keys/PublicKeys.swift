@@ -100,6 +100,14 @@ public struct MemberPublicKeys: Hashable, Sendable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
+        if decoder.userInfo[.memberKeysVouched] as? Bool == true {
+            // Checked later, or pinned by a checkpoint (see `Roster.verify(events:ownerKey:vouchedThrough:)`).
+            encryption = EncryptionPublicKey(
+                trusted: try container.decodeBytes(forKey: .encryption, count: EncryptionPublicKey.byteCount))
+            signing = SigningPublicKey(
+                trusted: try container.decodeBytes(forKey: .signing, count: SigningPublicKey.byteCount))
+            return
+        }
         encryption = try container.decodeChecked(forKey: .encryption) { bytes throws(KeyModelError) in
             try EncryptionPublicKey(bytes: bytes)
         }

@@ -61,10 +61,17 @@ public struct SpaceClient: Sendable {
 
     /// Every membership event, in order.
     public func events(_ space: SpaceID) throws(SpaceClientError) -> [MembershipEvent] {
+        try events(space, userInfo: [:])
+    }
+
+    func events(_ space: SpaceID, userInfo: [CodingUserInfoKey: any Sendable]) throws(SpaceClientError)
+        -> [MembershipEvent]
+    {
         var events: [MembershipEvent] = []
         while true {
             let page: SpaceWire.EventList = try call(
-                .get, path(space, "events") + "?from=\(events.count)&limit=500")
+                .get, path(space, "events") + "?from=\(events.count)&limit=500", body: NoBody?.none,
+                userInfo: userInfo)
             events += page.events
             if page.events.count < 500 { return events }
         }
@@ -188,7 +195,7 @@ public struct SpaceClient: Sendable {
     }
 
     func call<Answer: Decodable, Body: Encodable>(
-        _ method: HTTPMethod, _ target: String, body: Body?
+        _ method: HTTPMethod, _ target: String, body: Body?, userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws(SpaceClientError) -> Answer {
         var headers = HTTPHeaders()
         if let token { headers.set("Authorization", "Bearer \(token)") }
@@ -213,7 +220,9 @@ public struct SpaceClient: Sendable {
             throw refusal(response)
         }
         do {
-            return try JSONDecoder().decode(Answer.self, from: Data(response.body))
+            let decoder = JSONDecoder()
+            decoder.userInfo = userInfo
+            return try decoder.decode(Answer.self, from: Data(response.body))
         } catch {
             throw invalidResponse(
                 "the answer to \(method) \(target.split(separator: "?")[0]) is not what the API sends")

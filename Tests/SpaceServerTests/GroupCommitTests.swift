@@ -1,0 +1,89 @@
+import ClientCore
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import SpaceServer
+
+/// Requests from many threads at once are committed in batches (`SpaceAPI.handle`): each gets its
+/// own answer, a refused one leaves nothing behind even when it had written before failing, and
+/// everything answered as stored is in the database file.
+@Suite struct GroupCommitTests {
+    @Test func concurrentRequestsAreAnsweredSeparatelyAndKeptOrUndoneEach() async throws {
+        try await TestSupport.offPool {
+            let harness = try APIHarness()
+            var space = try TestSpace.create(harness)
+            let ann = try space.add("Ann")
+            let owner = space.owner
+            var threads: [(ThreadID, ThreadKey)] = []
+            for _ in 0..<3 { threads.append(try space.createThread(by: owner, for: [owner])) }
+            threads.sort { $0.0 < $1.0 }
+            let target = "\(space.base)/threads/\(threads[0].0)/messages"
+            // Wraps for Ann of every thread; the last (stored after the others) is signed by
+            // someone else, so the request fails after writing the first two.
+            var wraps = threads.dropLast().map {
+                owner.identity.wrap($0.1, for: ann.record, in: space.space, thread: $0.0)
+            }
+            wraps.append(
+                ann.identity.wrap(threads[2].1, for: ann.record, in: space.space, thread: threads[2].0))
+            let wrapBody = Array(
+                try JSONSerialization.data(withJSONObject: try harness.plain(["wraps": wraps])))
+
+            let workers = 8
+            let perWorker = 10
+            // Every request made beforehand; the workers share only the API.
+            let headers = ["Authorization": "Bearer \(owner.token)"]
+            var requests: [[APIRequest]] = []
+            for worker in 0..<workers {
+                var mine: [APIRequest] = []
+                for n in 0..<perWorker {
+                    let message = owner.identity.encrypt(
+                        Array("w\(worker) m\(n)".utf8), with: threads[0].1, in: space.space,
+                        thread: threads[0].0, as: owner.id)
+                    let body = try JSONSerialization.data(
+                        withJSONObject: try harness.plain(["message": message]))
+                    mine.append(
+                        APIRequest(
+                            method: "POST", target: target, headers: headers, body: Array(body),
+                            remoteAddress: "127.0.0.1"))
+                    if n % 5 == 0 {
+                        mine.append(
+                            APIRequest(
+                                method: "POST", target: "\(space.base)/wraps", headers: headers,
+                                body: wrapBody,
+                                remoteAddress: "127.0.0.1"))
+                    }
+                }
+                requests.append(mine)
+            }
+            let api = harness.api
+            let all = requests
+            let batchesBefore = api.batchCount
+            let statuses = Mutex<[Int: Int]>([:])
+            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                for request in all[worker] {
+                    let status = api.handle(request).status
+                    statuses.withLock { $0[status, default: 0] += 1 }
+                }
+            }
+            #expect(statuses.withLock { $0 } == [201: workers * perWorker, 403: workers * 2])
+            // Requests that waited were committed together.
+            #expect(api.batchCount - batchesBefore < all.joined().count)
+            // Nothing of the refused wrap requests was kept.
+            let own = try harness.send("GET", "\(space.base)/wraps", token: ann.token)
+            #expect(own.status == 200)
+            #expect(own.array("wraps").isEmpty)
+            // Every acknowledged message is in the file, as another connection reads it.
+            let reopened = try SpaceAPI(databasePath: harness.databasePath)
+            let list = reopened.handle(
+                APIRequest(
+                    method: "GET", target: target + "?limit=500",
+                    headers: ["Authorization": "Bearer \(owner.token)"], body: [], remoteAddress: "127.0.0.1")
+            )
+            #expect(list.status == 200)
+            let json = try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any]
+            #expect((json?["messages"] as? [Any])?.count == workers * perWorker)
+        }
+    }
+}
