@@ -81,6 +81,9 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         let name: String
         let result: PairsResult?
         let cpu: Double
+        /// CPU seconds of the PostgreSQL server (all its processes) and of this load generator.
+        var databaseCPU = 0.0
+        var generatorCPU = 0.0
     }
     var rows: [Row] = []
     /// Warms up, measures, stops the servers.
@@ -97,12 +100,17 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
             url: first.url, peerURL: peer, acrossRelays: across, concurrency: 2, seconds: 10, maxPairs: 4,
             loops: loops)
         let cpu0 = started.reduce(0) { $0 + processCPUSeconds($1.pid) }
+        let database0 = postgresCPUSeconds(cluster)
+        let generator0 = processCPUSeconds(getpid())
         let result = runPairs(
             url: first.url, peerURL: peer, acrossRelays: across, concurrency: concurrency, seconds: seconds,
             maxPairs: 1_000_000,
             loops: loops)
         let cpu = started.reduce(0) { $0 + processCPUSeconds($1.pid) } - cpu0
-        rows.append(Row(name: name, result: result, cpu: cpu))
+        rows.append(
+            Row(
+                name: name, result: result, cpu: cpu, databaseCPU: postgresCPUSeconds(cluster) - database0,
+                generatorCPU: processCPUSeconds(getpid()) - generator0))
     }
 
     print(
@@ -133,7 +141,9 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
     }
 
     print("")
-    print("set-up                  pairs/s    p50 ms    p99 ms   pairs  errors  server CPU  vs reference")
+    print(
+        "set-up                  pairs/s    p50 ms    p99 ms   pairs  errors  server CPU  vs reference"
+            + "   PG CPU  load CPU")
     let referenceRate = rows.first { $0.name.hasPrefix("reference") }?.result?.rate ?? 0
     for row in rows {
         guard let r = row.result else {
@@ -146,9 +156,10 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         let ratio = referenceRate > 0 ? String(format: "%8.1fx", r.rate / referenceRate) : "       -"
         print(
             String(
-                format: "%@ %8.1f %9.2f %9.2f %7d %7d  %8.2f s  %@",
+                format: "%@ %8.1f %9.2f %9.2f %7d %7d  %8.2f s  %@     %6.2f s  %6.2f s",
                 row.name.padding(toLength: 22, withPad: " ", startingAt: 0), r.rate, r.p50 * 1000,
-                r.p99 * 1000, r.pairs, r.errors.values.reduce(0, +), row.cpu, ratio))
+                r.p99 * 1000, r.pairs, r.errors.values.reduce(0, +), row.cpu, ratio, row.databaseCPU,
+                row.generatorCPU))
     }
     for row in rows {
         guard let errors = row.result?.errors, !errors.isEmpty else { continue }
@@ -165,4 +176,24 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
                 two > one ? "(more)" : "(NOT more)"))
     }
     return 0
+}
+
+/// CPU seconds used so far by the cluster's server: the postmaster (with the backends that
+/// have exited) and its live children (the backends of the relays' connections).
+private func postgresCPUSeconds(_ cluster: PostgresCluster) -> Double {
+    let pidFile = cluster.directory.appendingPathComponent("data/postmaster.pid").path
+    guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+        let first = text.split(separator: "\n").first, let postmaster = Int32(first)
+    else { return 0 }
+    var total = processCPUSeconds(postmaster, withExitedChildren: true)
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    for entry in entries {
+        guard let pid = Int32(entry),
+            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { continue }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        if fields.count > 1, Int32(fields[1]) == postmaster { total += processCPUSeconds(pid) }
+    }
+    return total
 }
