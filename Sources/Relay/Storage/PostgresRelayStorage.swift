@@ -553,8 +553,10 @@ struct PostgresStatements {
 /// PostgreSQL `text` cannot hold NUL, which JSON strings from clients may contain (`"\u0000"`).
 /// Stored strings are escaped reversibly: a backslash becomes two, NUL becomes `\0`.
 enum PostgresText {
+    // The checks scan bytes: `String.contains` with a string argument goes through
+    // Foundation's locale-aware search, a real cost on every parameter of every statement.
     static func encode(_ text: String) -> String {
-        guard text.contains("\\") || text.contains("\u{0}") else { return text }
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == 0 }) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -567,7 +569,7 @@ enum PostgresText {
     }
 
     static func decode(_ text: String) -> String {
-        guard text.contains("\\") else { return text }
+        guard text.utf8.contains(UInt8(ascii: "\\")) else { return text }
         var out = ""
         var escaped = false
         for scalar in text.unicodeScalars {
