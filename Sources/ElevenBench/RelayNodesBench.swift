@@ -20,6 +20,9 @@ private let nodesUsage = """
       --python PATH      the interop virtualenv's python, for the reference (`twist`)
       --relay PATH       the eleven-relay executable (default: next to this one)
       --no-reference     skip the reference mailbox server
+      --rounds N         measure our set-ups N times in turn (default 1) and show each one's
+                         median round by pairs/s, so load from other processes on the machine
+                         falls on every set-up alike
     """
 
 func runRelayNodesBench(_ arguments: [String]) -> Int32 {
@@ -33,6 +36,7 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
     var relayPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("eleven-relay").path
     var withReference = true
+    var rounds = 1
     var i = 0
     while i < arguments.count {
         let value = i + 1 < arguments.count ? arguments[i + 1] : ""
@@ -41,6 +45,7 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         case "--concurrency": concurrency = min(500, max(1, Int(value) ?? concurrency))
         case "--python": python = value
         case "--relay": relayPath = value
+        case "--rounds": rounds = min(9, max(1, Int(value) ?? rounds))
         case "--no-reference":
             withReference = false
             i -= 1
@@ -121,12 +126,23 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         "          \(concurrency) pairs in flight, \(seconds) s per set-up; two nodes: half the pairs on each"
     )
     print("          (pairs split), or every pair's two sides on different nodes (sides split)")
+    if rounds > 1 { print("          \(rounds) rounds; each set-up's median round by pairs/s is shown") }
     let sqlite = workDir.appendingPathComponent("relay.sqlite").path
-    measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
     let postgres = ["--db", workDir.appendingPathComponent("unused.sqlite").path, "--postgres", cluster.url]
-    measure("1 node, PostgreSQL", [relay(postgres)])
-    measure("2 nodes, pairs split", [relay(postgres), relay(postgres)])
-    measure("2 nodes, sides split", [relay(postgres), relay(postgres)], across: true)
+    for _ in 0..<rounds {
+        measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
+        measure("1 node, PostgreSQL", [relay(postgres)])
+        measure("2 nodes, pairs split", [relay(postgres), relay(postgres)])
+        measure("2 nodes, sides split", [relay(postgres), relay(postgres)], across: true)
+    }
+    // Each set-up's median round (rows keep their first order).
+    var names: [String] = []
+    for row in rows where !names.contains(row.name) { names.append(row.name) }
+    let everyRound = rows
+    rows = names.map { name in
+        let runs = rows.filter { $0.name == name }.sorted { ($0.result?.rate ?? 0) < ($1.result?.rate ?? 0) }
+        return runs[runs.count / 2]
+    }
     if withReference {
         let twist = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("twist")
             .path
@@ -166,6 +182,17 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         print(
             "errors, \(row.name): "
                 + errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    }
+    if rounds > 1 {
+        print("\npairs/s in each round:")
+        for name in names {
+            let rates = everyRound.filter { $0.name == name }.map {
+                String(format: "%.1f", $0.result?.rate ?? 0)
+            }
+            print(
+                "  \(name.padding(toLength: 22, withPad: " ", startingAt: 0)) \(rates.joined(separator: "  "))"
+            )
+        }
     }
     let one = rows.first { $0.name == "1 node, PostgreSQL" }?.result?.rate ?? 0
     let two = rows.first { $0.name == "2 nodes, pairs split" }?.result?.rate ?? 0
