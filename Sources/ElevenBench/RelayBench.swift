@@ -389,13 +389,16 @@ private func residentKiB(_ pid: Int32) -> Int {
     return 0
 }
 
-func processCPUSeconds(_ pid: Int32) -> Double {
+/// User and system CPU seconds of `pid`; with `withExitedChildren`, also of its children
+/// that have exited and been waited for.
+func processCPUSeconds(_ pid: Int32, withExitedChildren: Bool = false) -> Double {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
         let close = text.lastIndex(of: ")")
     else { return 0 }
     let fields = text[text.index(after: close)...].split(separator: " ")
-    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    guard fields.count > 14, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    let children = withExitedChildren ? (Double(fields[13]) ?? 0) + (Double(fields[14]) ?? 0) : 0
+    return (user + system + children) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 // MARK: - Messages

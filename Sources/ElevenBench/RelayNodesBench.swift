@@ -20,6 +20,9 @@ private let nodesUsage = """
       --python PATH      the interop virtualenv's python, for the reference (`twist`)
       --relay PATH       the eleven-relay executable (default: next to this one)
       --no-reference     skip the reference mailbox server
+      --rounds N         measure our set-ups N times in turn (default 1) and show each one's
+                         median round by pairs/s, so load from other processes on the machine
+                         falls on every set-up alike
     """
 
 func runRelayNodesBench(_ arguments: [String]) -> Int32 {
@@ -33,6 +36,7 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
     var relayPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("eleven-relay").path
     var withReference = true
+    var rounds = 1
     var i = 0
     while i < arguments.count {
         let value = i + 1 < arguments.count ? arguments[i + 1] : ""
@@ -41,6 +45,7 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         case "--concurrency": concurrency = min(500, max(1, Int(value) ?? concurrency))
         case "--python": python = value
         case "--relay": relayPath = value
+        case "--rounds": rounds = min(9, max(1, Int(value) ?? rounds))
         case "--no-reference":
             withReference = false
             i -= 1
@@ -81,6 +86,9 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         let name: String
         let result: PairsResult?
         let cpu: Double
+        /// CPU seconds of the PostgreSQL server (all its processes) and of this load generator.
+        var databaseCPU = 0.0
+        var generatorCPU = 0.0
     }
     var rows: [Row] = []
     /// Warms up, measures, stops the servers.
@@ -97,12 +105,17 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
             url: first.url, peerURL: peer, acrossRelays: across, concurrency: 2, seconds: 10, maxPairs: 4,
             loops: loops)
         let cpu0 = started.reduce(0) { $0 + processCPUSeconds($1.pid) }
+        let database0 = postgresCPUSeconds(cluster)
+        let generator0 = processCPUSeconds(getpid())
         let result = runPairs(
             url: first.url, peerURL: peer, acrossRelays: across, concurrency: concurrency, seconds: seconds,
             maxPairs: 1_000_000,
             loops: loops)
         let cpu = started.reduce(0) { $0 + processCPUSeconds($1.pid) } - cpu0
-        rows.append(Row(name: name, result: result, cpu: cpu))
+        rows.append(
+            Row(
+                name: name, result: result, cpu: cpu, databaseCPU: postgresCPUSeconds(cluster) - database0,
+                generatorCPU: processCPUSeconds(getpid()) - generator0))
     }
 
     print(
@@ -113,12 +126,23 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         "          \(concurrency) pairs in flight, \(seconds) s per set-up; two nodes: half the pairs on each"
     )
     print("          (pairs split), or every pair's two sides on different nodes (sides split)")
+    if rounds > 1 { print("          \(rounds) rounds; each set-up's median round by pairs/s is shown") }
     let sqlite = workDir.appendingPathComponent("relay.sqlite").path
-    measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
     let postgres = ["--db", workDir.appendingPathComponent("unused.sqlite").path, "--postgres", cluster.url]
-    measure("1 node, PostgreSQL", [relay(postgres)])
-    measure("2 nodes, pairs split", [relay(postgres), relay(postgres)])
-    measure("2 nodes, sides split", [relay(postgres), relay(postgres)], across: true)
+    for _ in 0..<rounds {
+        measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
+        measure("1 node, PostgreSQL", [relay(postgres)])
+        measure("2 nodes, pairs split", [relay(postgres), relay(postgres)])
+        measure("2 nodes, sides split", [relay(postgres), relay(postgres)], across: true)
+    }
+    // Each set-up's median round (rows keep their first order).
+    var names: [String] = []
+    for row in rows where !names.contains(row.name) { names.append(row.name) }
+    let everyRound = rows
+    rows = names.map { name in
+        let runs = rows.filter { $0.name == name }.sorted { ($0.result?.rate ?? 0) < ($1.result?.rate ?? 0) }
+        return runs[runs.count / 2]
+    }
     if withReference {
         let twist = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("twist")
             .path
@@ -133,7 +157,9 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
     }
 
     print("")
-    print("set-up                  pairs/s    p50 ms    p99 ms   pairs  errors  server CPU  vs reference")
+    print(
+        "set-up                  pairs/s    p50 ms    p99 ms   pairs  errors  server CPU  vs reference"
+            + "   PG CPU  load CPU")
     let referenceRate = rows.first { $0.name.hasPrefix("reference") }?.result?.rate ?? 0
     for row in rows {
         guard let r = row.result else {
@@ -146,15 +172,27 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         let ratio = referenceRate > 0 ? String(format: "%8.1fx", r.rate / referenceRate) : "       -"
         print(
             String(
-                format: "%@ %8.1f %9.2f %9.2f %7d %7d  %8.2f s  %@",
+                format: "%@ %8.1f %9.2f %9.2f %7d %7d  %8.2f s  %@     %6.2f s  %6.2f s",
                 row.name.padding(toLength: 22, withPad: " ", startingAt: 0), r.rate, r.p50 * 1000,
-                r.p99 * 1000, r.pairs, r.errors.values.reduce(0, +), row.cpu, ratio))
+                r.p99 * 1000, r.pairs, r.errors.values.reduce(0, +), row.cpu, ratio, row.databaseCPU,
+                row.generatorCPU))
     }
     for row in rows {
         guard let errors = row.result?.errors, !errors.isEmpty else { continue }
         print(
             "errors, \(row.name): "
                 + errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    }
+    if rounds > 1 {
+        print("\npairs/s in each round:")
+        for name in names {
+            let rates = everyRound.filter { $0.name == name }.map {
+                String(format: "%.1f", $0.result?.rate ?? 0)
+            }
+            print(
+                "  \(name.padding(toLength: 22, withPad: " ", startingAt: 0)) \(rates.joined(separator: "  "))"
+            )
+        }
     }
     let one = rows.first { $0.name == "1 node, PostgreSQL" }?.result?.rate ?? 0
     let two = rows.first { $0.name == "2 nodes, pairs split" }?.result?.rate ?? 0
@@ -165,4 +203,24 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
                 two > one ? "(more)" : "(NOT more)"))
     }
     return 0
+}
+
+/// CPU seconds used so far by the cluster's server: the postmaster (with the backends that
+/// have exited) and its live children (the backends of the relays' connections).
+private func postgresCPUSeconds(_ cluster: PostgresCluster) -> Double {
+    let pidFile = cluster.directory.appendingPathComponent("data/postmaster.pid").path
+    guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+        let first = text.split(separator: "\n").first, let postmaster = Int32(first)
+    else { return 0 }
+    var total = processCPUSeconds(postmaster, withExitedChildren: true)
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    for entry in entries {
+        guard let pid = Int32(entry),
+            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { continue }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        if fields.count > 1, Int32(fields[1]) == postmaster { total += processCPUSeconds(pid) }
+    }
+    return total
 }

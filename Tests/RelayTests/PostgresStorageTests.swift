@@ -25,11 +25,16 @@ struct PostgresStorageTests {
         let url = PostgresURL(cluster.url)
         let store = try PostgresRelayStorage(url: url)
         #expect(try store.schemaVersion() == PostgresRelayStorage.currentSchemaVersion)
-        #expect(PostgresRelayStorage.currentSchemaVersion == 2)
+        #expect(PostgresRelayStorage.currentSchemaVersion == 3)
         #expect(try store.load() == .empty)
+        // Version 3: feed entries are stored uncompressed.
+        let storage = try PostgresConnection(url).execute(
+            "SELECT attstorage FROM pg_attribute WHERE attrelid = 'relay_changes'::regclass AND attname = 'ops'"
+        )
+        #expect(storage.text(0, 0) == "e")
         store.close()
         let again = try PostgresRelayStorage(url: url)
-        #expect(try again.schemaVersion() == 2)
+        #expect(try again.schemaVersion() == 3)
         again.close()
 
         try postgresExecute(cluster.url, "UPDATE relay_schema_version SET version = 99")
@@ -39,10 +44,16 @@ struct PostgresStorageTests {
         } catch {
             #expect(error.code == .schemaTooNew)
         }
-        try postgresExecute(cluster.url, "UPDATE relay_schema_version SET version = 2")
+        try postgresExecute(cluster.url, "UPDATE relay_schema_version SET version = 3")
         let fine = try PostgresRelayStorage(url: url)
-        #expect(try fine.schemaVersion() == 2, "the refused open changed nothing")
+        #expect(try fine.schemaVersion() == 3, "the refused open changed nothing")
         fine.close()
+
+        // A database of the previous release (version 2) is brought up to date.
+        try postgresExecute(cluster.url, "UPDATE relay_schema_version SET version = 2")
+        let upgraded = try PostgresRelayStorage(url: url)
+        #expect(try upgraded.schemaVersion() == 3)
+        upgraded.close()
     }
 
     @Test("four relays starting at once on an empty database migrate it once and all serve")
@@ -69,7 +80,7 @@ struct PostgresStorageTests {
                 ]) == nil)
         }
         #expect(try all[0].load().mailboxes.count == 4, "every node commits to the one database")
-        #expect(try all[0].schemaVersion() == 2)
+        #expect(try all[0].schemaVersion() == PostgresRelayStorage.currentSchemaVersion)
         for store in all { store.close() }
     }
 

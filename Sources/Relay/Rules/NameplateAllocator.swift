@@ -29,8 +29,13 @@ enum NameplateAllocator {
         var out: [Nameplate] = []
         for range in [1..<10, 10..<100, 100..<1000] {
             var free = range.map { Nameplate(number: $0) }.filter { !taken.contains($0) }
-            free.shuffle(using: &random)
-            out += free.prefix(count)
+            // A random `count` of them in random order: the first steps of a Fisher-Yates
+            // shuffle (one random number per name kept, not per name free).
+            let kept = min(count, free.count)
+            for i in 0..<kept {
+                free.swapAt(i, Int.random(in: i..<free.count, using: &random))
+            }
+            out += free.prefix(kept)
         }
         var chosen = Set(out)
         let target = out.count + count / 2

@@ -6,13 +6,15 @@ import Foundation
 /// node runs expiry. Everything runs on the feed's own serial queue on one dedicated
 /// connection, never on a network loop:
 ///
-/// - `LISTEN eleven_relay_changes`; every commit sends `NOTIFY`, and the connection's socket
-///   is watched with a dispatch read source, so another node's message arrives within
-///   milliseconds.
-/// - On a notification, and every `interval` whatever happens, the feed reads the entries
-///   after the position the follower has applied (catch-up by cursor): a notification lost
-///   while the connection was down loses nothing. Commits are serialised by a transaction
-///   lock, so positions become visible in order and a cursor never skips one.
+/// - `LISTEN eleven_relay_changes`; after its commits each node sends a `NOTIFY` whose payload
+///   is its feed name (``PostgresNotifier``: one per run of commits, not one per transaction),
+///   and the connection's socket is watched with a dispatch read source, so another node's
+///   message arrives within milliseconds. A node's own notifications are ignored.
+/// - On another node's notification, and every `interval` whatever happens, the feed reads
+///   the entries after the position the follower has applied (catch-up by cursor): a
+///   notification lost while a connection was down loses nothing. Every commit takes a
+///   transaction lock before it appends to the feed and holds it to its end, so positions
+///   become visible in order and a cursor never skips one.
 /// - The node whose feed connection holds the session lock `expiryLockKey` is the expiry
 ///   leader; it also prunes feed entries older than `retention` (a node cut off longer than
 ///   that reloads its state) and rows orphaned by cross-node races.
@@ -148,7 +150,7 @@ final class PostgresChangeFeed: @unchecked Sendable {
             reconnect()
             return
         }
-        if connection.takeNotifications() > 0 { catchUp() }
+        if connection.takeNotifications(ignoring: nodeID) > 0 { catchUp() }
     }
 
     /// Delivers every entry after the follower's position, then again if notifications came
@@ -159,13 +161,15 @@ final class PostgresChangeFeed: @unchecked Sendable {
             repeat {
                 guard var position = follower.appliedPosition else { return }
                 while true {
-                    // One round trip: how far the feed was pruned, and the entries after us.
+                    // One round trip: how far the feed was pruned, and the entries after us
+                    // (this node's own without their ops: it has applied them already).
                     let rows = try connection.execute(
                         """
                         SELECT f.pruned_through, c.seq, c.node, c.ops FROM relay_feed f LEFT JOIN LATERAL (
-                            SELECT seq, node, ops FROM relay_changes WHERE seq > $1 ORDER BY seq LIMIT 500
+                            SELECT seq, node, CASE WHEN node = $2 THEN NULL ELSE ops END AS ops
+                            FROM relay_changes WHERE seq > $1 ORDER BY seq LIMIT 500
                         ) c ON true
-                        """, [String(position)], code: .read)
+                        """, [String(position), nodeID], code: .read)
                     if position < Int64(rows.text(0, 0) ?? "") ?? 0 {
                         follower.feedFailed(
                             RelayStorageError(.read, "fell behind the change feed; reloading"))
@@ -187,7 +191,7 @@ final class PostgresChangeFeed: @unchecked Sendable {
                     follower.applyChanges(changes, through: position)
                     if rows.rowCount < 500 { break }
                 }
-            } while connection.takeNotifications() > 0
+            } while connection.takeNotifications(ignoring: nodeID) > 0
         } catch {
             reconnect()
         }

@@ -114,13 +114,15 @@ final class PostgresConnection {
         return PQconsumeInput(handle) == 1
     }
 
-    /// Takes the `NOTIFY`s received so far and says how many there were.
-    func takeNotifications() -> Int {
+    /// Takes the `NOTIFY`s received so far and says how many there were, leaving out those
+    /// whose payload is `ignoredPayload`.
+    func takeNotifications(ignoring ignoredPayload: String? = nil) -> Int {
         guard let handle else { return 0 }
         var count = 0
         while let notification = PQnotifies(handle) {
+            let payload = notification.pointee.extra.map { String(cString: $0) }
+            if ignoredPayload == nil || payload != ignoredPayload { count += 1 }
             PQfreemem(notification)
-            count += 1
         }
         return count
     }
@@ -175,6 +177,14 @@ final class PostgresConnection {
     func executePipelined(
         _ statements: [(sql: String, parameters: [String?])], code: RelayStorageError.Code = .write
     ) throws(RelayStorageError) -> PostgresResult? {
+        try executePipelinedRows(statements, code: code).last
+    }
+
+    /// As ``executePipelined(_:code:)``, returning the rows of every statement that returned
+    /// any (a `SELECT`, or a statement with `RETURNING`), in order.
+    func executePipelinedRows(
+        _ statements: [(sql: String, parameters: [String?])], code: RelayStorageError.Code = .write
+    ) throws(RelayStorageError) -> [PostgresResult] {
         guard let handle else { throw RelayStorageError(.closed, "database connection closed") }
         guard PQenterPipelineMode(handle) == 1 else {
             throw RelayStorageError(code, Self.message(PQerrorMessage(handle)))
@@ -212,7 +222,7 @@ final class PostgresConnection {
             close()
             throw RelayStorageError(code, message)
         }
-        var rows: PostgresResult?
+        var rows: [PostgresResult] = []
         while true {
             guard let result = PQgetResult(handle) else {
                 // Between one statement's results and the next; a broken connection says so.
@@ -228,7 +238,7 @@ final class PostgresConnection {
                 failure = Self.message(PQresultErrorMessage(result))
             }
             if status == PGRES_TUPLES_OK {
-                rows = PostgresResult(result)
+                rows.append(PostgresResult(result))
             } else {
                 PQclear(result)
             }

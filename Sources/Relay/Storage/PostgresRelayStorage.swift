@@ -40,6 +40,12 @@ enum PostgresRelaySchema {
             pruned_through bigint NOT NULL);
         INSERT INTO relay_feed (pruned_through) VALUES (0);
         """,
+        // 3: feed entries are stored without compression: a batch's ops (message bodies are
+        // random-looking) barely compress, and compressing them cost the database more CPU,
+        // inside the feed lock, than anything else it does for a commit.
+        """
+        ALTER TABLE relay_changes ALTER COLUMN ops SET STORAGE EXTERNAL;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
@@ -49,7 +55,10 @@ enum PostgresRelaySchema {
     static let migrationLockKey = "7308604897068015218"
 
     /// Serialises every commit of every node ("eleven-t", transaction-level), so feed
-    /// positions become visible in commit order.
+    /// positions become visible in commit order. Taken first: transactions of several nodes
+    /// then never hold row locks the others wait for, so they cannot deadlock (taken just
+    /// before the feed entry, two nodes' batches touching the same rows in different orders
+    /// could, and the loser's commit would fail).
     static let feedLockKey = "7308604897068015220"
 
     /// Held (session-level) by the node that runs expiry ("eleven-x").
@@ -64,9 +73,11 @@ enum PostgresRelaySchema {
 /// (plus one for the change feed). Writes queued while a transaction is being committed are
 /// committed together in the next one (group commit); each completion runs only after the
 /// transaction holding its writes has committed. Each transaction also appends its writes to
-/// the change feed the other nodes follow (``PostgresChangeFeed``). Nameplates are created
-/// in the database (``reserveNameplate(_:completion:)``), unique across nodes. The schema is
-/// migrated on start, under an advisory lock.
+/// the change feed the other nodes follow (``PostgresChangeFeed``), and the other nodes are
+/// told after the commit (``PostgresNotifier``). Nameplates are created in the database
+/// (``reserveNameplate(_:completion:)``), unique across nodes; requests queued while a batch
+/// of them is in the database go together in the next one. The schema is migrated on start,
+/// under an advisory lock.
 public final class PostgresRelayStorage: RelayStorage {
     public struct Options: Sendable, Equatable {
         /// Connections the pool may open.
@@ -95,8 +106,16 @@ public final class PostgresRelayStorage: RelayStorage {
     private let queue = DispatchQueue(label: "eleven.relay.postgres")
     private let queueKey = DispatchSpecificKey<Void>()
     private let reservations = DispatchQueue(label: "eleven.relay.postgres-nameplates")
+    private let pendingReservations = Locked(PendingReservations())
     private let commits: GroupCommit
     private let feed: PostgresChangeFeed
+    private let notifier: PostgresNotifier
+
+    private struct PendingReservations {
+        typealias Completion = @Sendable (Result<NameplateReservation, RelayStorageError>) -> Void
+        var items: [(request: NameplateRequest, completion: Completion)] = []
+        var scheduled = false
+    }
 
     /// Connects, and brings the schema up to date.
     public init(url: PostgresURL, options: Options = Options()) throws(RelayStorageError) {
@@ -108,6 +127,7 @@ public final class PostgresRelayStorage: RelayStorage {
         nodeID = UUID().uuidString.lowercased()
         feed = PostgresChangeFeed(
             url: url, nodeID: nodeID, interval: .milliseconds(max(10, options.feedPollMilliseconds)))
+        notifier = PostgresNotifier(url: url, payload: nodeID)
         queue.setSpecific(key: queueKey, value: ())
         commits = GroupCommit(queue: queue)
     }
@@ -278,36 +298,45 @@ public final class PostgresRelayStorage: RelayStorage {
     }
 
     /// Commits everything queued so far in one transaction, appended to the change feed, in
-    /// one round trip (pipelined), then runs the completions.
+    /// one round trip (pipelined), then tells the other nodes and runs the completions.
     private func drain() {
         let pool = self.pool
         let nodeID = self.nodeID
+        let notifier = self.notifier
         commits.commitPending { writes throws(RelayStorageError) in
             var statements = PostgresStatements()
             for op in writes { Self.add(op, to: &statements) }
-            statements.add(
+            var entry = PostgresStatements()
+            entry.add(
                 "INSERT INTO relay_changes (node, ops) VALUES ($1, $2)",
                 [nodeID, StorageOpCoding.encode(writes)])
-            statements.add("NOTIFY \(PostgresChangeFeed.channel)", [])
+            let inline = notifier.notifyInline()
+            if inline { entry.add(Self.notify, [PostgresChangeFeed.channel, nodeID]) }
             try pool.withConnection { connection throws(RelayStorageError) in
-                try Self.runInFeedTransaction(statements, connection)
+                try Self.runInFeedTransaction(statements, feedEntry: entry, connection)
             }
+            if !inline { notifier.committed() }
         }
     }
 
-    /// Runs `body` in one round trip, in a transaction holding the feed lock (so its feed
-    /// position becomes visible only after every earlier one's); rolls back on failure.
+    /// Tells the other nodes (``PostgresChangeFeed``) at commit; the payload is this node's name.
+    private static let notify = "SELECT pg_notify($1, $2)"
+
+    /// Runs `work` then `feedEntry` in one round trip and one transaction holding the feed lock
+    /// (so the entry's position becomes visible only after every earlier one's); rolls back
+    /// on failure. Returns the rows of every statement that returned any.
     @discardableResult
-    private static func runInFeedTransaction(_ body: PostgresStatements, _ connection: PostgresConnection)
-        throws(RelayStorageError) -> PostgresResult?
-    {
+    private static func runInFeedTransaction(
+        _ work: PostgresStatements, feedEntry: PostgresStatements, _ connection: PostgresConnection
+    ) throws(RelayStorageError) -> [PostgresResult] {
         var statements = PostgresStatements()
         statements.add("BEGIN", [])
         statements.add("SELECT pg_advisory_xact_lock(\(PostgresRelaySchema.feedLockKey))", [])
-        statements.append(body)
+        statements.append(work)
+        statements.append(feedEntry)
         statements.add("COMMIT", [])
         do throws(RelayStorageError) {
-            return try connection.executePipelined(statements.list)
+            return try connection.executePipelinedRows(statements.list)
         } catch {
             _ = try? connection.execute("ROLLBACK")
             throw error
@@ -320,79 +349,107 @@ public final class PostgresRelayStorage: RelayStorage {
         _ request: NameplateRequest,
         completion: @escaping @Sendable (Result<NameplateReservation, RelayStorageError>) -> Void
     ) {
-        let pool = self.pool
-        let nodeID = self.nodeID
-        let feed = self.feed
-        reservations.async {
-            let result: Result<NameplateReservation, RelayStorageError>
-            do throws(RelayStorageError) {
-                let reservation = try pool.withConnection { connection throws(RelayStorageError) in
-                    try Self.reserve(request, node: nodeID, connection)
-                }
-                result = .success(reservation)
-            } catch {
-                result = .failure(error)
-            }
-            completion(result)
-            // The answer waits for the feed to reach its position: read it now.
-            feed.wake()
+        let schedule: Bool = pendingReservations.withLock { p in
+            p.items.append((request, completion))
+            guard !p.scheduled else { return false }
+            p.scheduled = true
+            return true
         }
+        if schedule { reservations.async { [self] in reservePending() } }
     }
 
-    /// One round trip, in a transaction holding the feed lock: the first free candidate is
-    /// created (an allocation) or the one name is created or found (a claim), a creation is
-    /// appended to the feed (and notified), and the feed position is read. The unique key on
-    /// `nameplates` is the last word even so.
-    private static func reserve(_ request: NameplateRequest, node: String, _ connection: PostgresConnection)
-        throws(RelayStorageError) -> NameplateReservation
-    {
-        // The feed entry's JSON around the name the database picks (names are digits).
-        let placeholder = Nameplate(trusted: "\u{1}")
-        let entry = StorageOpCoding.encode([
-            .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
-        ])
-        let around = entry.components(separatedBy: "\\u0001")
-        guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
-        var statements = PostgresStatements()
-        statements.add(
-            """
-            WITH made AS (
-                INSERT INTO nameplates (app_id, name, mailbox_id)
-                SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
-                WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
-                ORDER BY o LIMIT 1
-                ON CONFLICT DO NOTHING RETURNING name),
-            logged AS (
-                INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made RETURNING seq)
-            SELECT (SELECT name FROM made),
-                (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7),
-                GREATEST((SELECT max(seq) FROM logged), (SELECT coalesce(max(seq), 0) FROM relay_changes)),
-                (SELECT count(pg_notify('\(PostgresChangeFeed.channel)', '')) FROM logged)
-            """,
-            [
-                request.app.rawValue, "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
-                request.mailbox.rawValue, node, around[0], around[1],
-                request.isAllocation ? nil : request.candidates.first?.rawValue,
+    /// On the nameplate queue: every request queued so far, in one transaction and one round
+    /// trip; then the answers, the other nodes told, and the feed read (an answer waits for
+    /// the feed to reach its position).
+    private func reservePending() {
+        let items = pendingReservations.withLock { p in
+            let items = p.items
+            p.items = []
+            p.scheduled = false
+            return items
+        }
+        guard !items.isEmpty else { return }
+        let nodeID = self.nodeID
+        do throws(RelayStorageError) {
+            let inline = notifier.notifyInline()
+            let (reservations, created) = try pool.withConnection { connection throws(RelayStorageError) in
+                try Self.reserve(items.map(\.request), node: nodeID, notify: inline, connection)
+            }
+            if created && !inline { notifier.committed() }
+            for (item, reservation) in zip(items, reservations) { item.completion(.success(reservation)) }
+        } catch {
+            for item in items { item.completion(.failure(error)) }
+        }
+        feed.wake()
+    }
+
+    /// One transaction holding the feed lock: for each request in turn, the first free
+    /// candidate is created (an allocation) or the one name is created or found (a claim), and
+    /// a creation is appended to the feed; then the feed position is read. The unique key on
+    /// `nameplates` is the last word even so. Says whether anything was created.
+    private static func reserve(
+        _ requests: [NameplateRequest], node: String, notify: Bool, _ connection: PostgresConnection
+    ) throws(RelayStorageError) -> (reservations: [NameplateReservation], created: Bool) {
+        var work = PostgresStatements()
+        for request in requests {
+            // The feed entry's JSON around the name the database picks (names are digits).
+            let placeholder = Nameplate(trusted: "\u{1}")
+            let entry = StorageOpCoding.encode([
+                .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
             ])
-        let rows = try runInFeedTransaction(statements, connection)
-        guard let rows, let position = Int64(rows.text(0, 2) ?? "") else {
+            let around = entry.components(separatedBy: "\\u0001")
+            guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
+            work.add(
+                """
+                WITH made AS (
+                    INSERT INTO nameplates (app_id, name, mailbox_id)
+                    SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
+                    WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
+                    ORDER BY o LIMIT 1
+                    ON CONFLICT DO NOTHING RETURNING name),
+                logged AS (
+                    INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made)
+                SELECT (SELECT name FROM made),
+                    (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7)
+                """,
+                [
+                    request.app.rawValue,
+                    "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
+                    request.mailbox.rawValue, node, around[0], around[1],
+                    request.isAllocation ? nil : request.candidates.first?.rawValue,
+                ])
+        }
+        var position = PostgresStatements()
+        if notify { position.add(Self.notify, [PostgresChangeFeed.channel, node]) }
+        position.add("SELECT coalesce(max(seq), 0) FROM relay_changes", [])
+        let results = try runInFeedTransaction(work, feedEntry: position, connection)
+        // One row from the lock's statement, each request's, the notification's, the position's.
+        guard results.count == requests.count + (notify ? 3 : 2), let last = results.last,
+            let position = Int64(last.text(0, 0) ?? "")
+        else {
             throw RelayStorageError(.write, "no answer for a nameplate")
         }
-        let grant: NameplateGrant
-        if let name = rows.text(0, 0) {
-            grant = NameplateGrant(
-                app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
-        } else if !request.isAllocation, let name = request.candidates.first {
-            guard let mailbox = rows.text(0, 1) else {
-                throw RelayStorageError(.write, "nameplate neither created nor found")
+        var created = false
+        var reservations: [NameplateReservation] = []
+        for (request, rows) in zip(requests, results.dropFirst()) {
+            let grant: NameplateGrant
+            if let name = rows.text(0, 0) {
+                created = true
+                grant = NameplateGrant(
+                    app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
+            } else if !request.isAllocation, let name = request.candidates.first {
+                guard let mailbox = rows.text(0, 1) else {
+                    throw RelayStorageError(.write, "nameplate neither created nor found")
+                }
+                grant = NameplateGrant(
+                    app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)),
+                    created: false)
+            } else {
+                grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
             }
-            grant = NameplateGrant(
-                app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)), created: false
-            )
-        } else {
-            grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
+            reservations.append(NameplateReservation(grant: grant, position: position))
         }
-        return NameplateReservation(grant: grant, position: position)
+        return (reservations, created)
     }
 
     /// The statements that make one write durable.
@@ -468,6 +525,7 @@ public final class PostgresRelayStorage: RelayStorage {
             queue.sync {}
         }
         feed.stop()
+        notifier.close()
         pool.close()
     }
 
@@ -501,8 +559,10 @@ struct PostgresStatements {
 /// PostgreSQL `text` cannot hold NUL, which JSON strings from clients may contain (`"\u0000"`).
 /// Stored strings are escaped reversibly: a backslash becomes two, NUL becomes `\0`.
 enum PostgresText {
+    // The checks scan bytes: `String.contains` with a string argument goes through
+    // Foundation's locale-aware search, a real cost on every parameter of every statement.
     static func encode(_ text: String) -> String {
-        guard text.contains("\\") || text.contains("\u{0}") else { return text }
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == 0 }) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -515,7 +575,7 @@ enum PostgresText {
     }
 
     static func decode(_ text: String) -> String {
-        guard text.contains("\\") else { return text }
+        guard text.utf8.contains(UInt8(ascii: "\\")) else { return text }
         var out = ""
         var escaped = false
         for scalar in text.unicodeScalars {
