@@ -9,7 +9,8 @@ import Net
 
 private let netUsage = """
     usage: eleven-bench net [--quick] [--seconds S] [--idle N] [--loops N] [--client-loops N]
-                            [--busy-poll-us U] [--client-busy-poll-us U] [--levels L,...]
+                            [--busy-poll-us U] [--client-busy-poll-us U] [--busy-poll-always]
+                            [--levels L,...]
                             [--python PATH]
 
       --seconds S   duration of each echo run (default 1; three interleaved runs per level)
@@ -20,6 +21,8 @@ private let netUsage = """
                         (default: the server's default, BusyPoll.serverDefault)
       --client-busy-poll-us U  busy polling budget of the load generator's loops, the same for
                         both servers (default 200, longer than a Python round trip)
+      --busy-poll-always  poll even when other threads wait for the cores (server and load
+                        generator; by default they poll only while the cores have room)
       --levels L,...    connection counts to measure (default 1,100,1000)
       --python P    interpreter with `websockets` for the reference server
                     (default $ELEVEN_TEST_PYTHON, else .venv-test/bin/python, else python3)
@@ -41,6 +44,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     var busyPoll = BusyPoll.serverDefault.budget
     var clientBusyPollMicros = 200
     var levels = [1, 100, 1000]
+    var pollAlways = false
     var i = 0
     while i < arguments.count {
         let arg = arguments[i]
@@ -71,6 +75,8 @@ func runNetBench(_ arguments: [String]) -> Int32 {
         case "--client-busy-poll-us":
             clientBusyPollMicros = max(0, Int(value ?? "") ?? 0)
             i += 1
+        case "--busy-poll-always":
+            pollAlways = true
         case "--levels":
             let parsed = (value ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
             if !parsed.isEmpty { levels = parsed }
@@ -86,7 +92,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
 
     var config = ServerConfiguration(host: "127.0.0.1", port: 0)
     config.loopCount = loops
-    config.busyPoll.budget = busyPoll
+    config.busyPoll = BusyPoll(budget: busyPoll, onlyWithFreeCores: !pollAlways)
     config.limits.maxConnections = 30_000
     config.limits.maxConnectionsPerAddress = 30_000
     config.limits.webSocket.pingInterval = .seconds(600)
@@ -105,7 +111,8 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     let pollMicros =
         busyPoll.components.seconds * 1_000_000 + busyPoll.components.attoseconds / 1_000_000_000_000
     print(
-        "eleven-bench net: server loops=\(loops), busy poll \(pollMicros) us; "
+        "eleven-bench net: server loops=\(loops), busy poll \(pollMicros) us"
+            + (pollAlways ? " (always)" : " (while cores are free)") + "; "
             + "load generator = this binary in a child process")
 
     // (b) first, while the heap is fresh: resident memory per idle WebSocket.
@@ -145,7 +152,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
             + "for both servers")
     print("conns  server   round trips/s   p50 ms   p99 ms   CPU us/rt   client us/rt   errors")
     var worst = Double.infinity
-    let client = LoadClient(loops: clientLoops, busyPollMicros: clientBusyPollMicros)
+    let client = LoadClient(loops: clientLoops, busyPollMicros: clientBusyPollMicros, pollAlways: pollAlways)
     for conns in levels {
         var mine: [EchoResult] = []
         var theirs: [EchoResult] = []
@@ -364,12 +371,13 @@ private func summarize(_ runs: [EchoResult]) -> EchoResult? {
 private struct LoadClient {
     var loops: Int
     var busyPollMicros: Int
+    var pollAlways: Bool
 }
 
 private func runEcho(url: String, conns: Int, seconds: Double, client: LoadClient) -> EchoResult? {
     let arguments = [
         "--load", "--echo", url, String(conns), String(seconds), String(client.loops),
-        String(client.busyPollMicros),
+        String(client.busyPollMicros), client.pollAlways ? "always" : "free-cores",
     ]
     guard let child = runChild(arguments, waitFor: "RESULT")
     else {
@@ -424,7 +432,8 @@ private func runLoadGenerator(_ arguments: [String]) -> Int32 {
     // The client loops (echo: as asked, idle: two); connection i lives on loop i % loops.
     let asked = arguments.count > 4 ? max(1, Int(arguments[4]) ?? 1) : 2
     let busyPoll = BusyPoll(
-        budget: .microseconds(arguments.count > 5 ? max(0, Int(arguments[5]) ?? 0) : 0))
+        budget: .microseconds(arguments.count > 5 ? max(0, Int(arguments[5]) ?? 0) : 0),
+        onlyWithFreeCores: !(arguments.count > 6 && arguments[6] == "always"))
     let loopCount = min(asked, max(1, count))
     let loops = (0..<loopCount).map { EventLoop(name: "load-\($0)", busyPoll: busyPoll) }
     let states = (0..<loopCount).map { _ in LoadState() }
