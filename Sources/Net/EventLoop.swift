@@ -244,6 +244,7 @@ public final class EventLoop: @unchecked Sendable {
         let gated = busyPoll.onlyWithFreeCores
         var pollAllowed = busyPollNanos > 0 && (!gated || BusyPollGate.coresAreFree())
         var activeSinceTick = false
+        var preemptions = BusyPollGate.preemptions()
         while running.load(ordering: .acquiring) {
             var now = monotonicNanos()
             var wakeAt = nextTick
@@ -255,12 +256,12 @@ public final class EventLoop: @unchecked Sendable {
             if timeoutMs != 0 && now < pollUntil {
                 // Poll without blocking until something arrives, a timer is due, or the budget
                 // is spent; cross-thread tasks arrive through the eventfd, which epoll reports.
-                // Each empty poll yields the CPU, so a peer waiting for this core (the other
-                // end of a loopback connection, say) runs at once instead of after the budget.
+                // No sched_yield between polls: under EEVDF each yield pushes the thread's
+                // deadline back, and the debt outlives the spin (the loop is then starved when
+                // it has work). A peer waiting for this core is the gate's concern.
                 repeat {
                     n = epoll_wait(epfd, events, Int32(capacity), 0)
                     if n != 0 { break }
-                    sched_yield()
                     now = monotonicNanos()
                 } while now < pollUntil && now < wakeAt && running.load(ordering: .relaxed)
                 if n == 0 {
@@ -303,7 +304,12 @@ public final class EventLoop: @unchecked Sendable {
             }
             if now >= nextTick {
                 nextTick = now &+ tickInterval
-                if busyPollNanos > 0 && gated && activeSinceTick { pollAllowed = BusyPollGate.coresAreFree() }
+                if busyPollNanos > 0 && gated && activeSinceTick {
+                    let count = BusyPollGate.preemptions()
+                    let contended = count - preemptions > BusyPollGate.contendedPreemptions
+                    preemptions = count
+                    pollAllowed = !contended && BusyPollGate.coresAreFree()
+                }
                 activeSinceTick = false
                 for body in Array(tickHandlers.values) { body() }
             }
