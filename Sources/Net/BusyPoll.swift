@@ -9,8 +9,8 @@ public struct BusyPoll: Sendable, Equatable {
     /// How long to keep polling after handling events; zero turns busy polling off.
     public var budget: Duration
     /// Poll only while the cores have room, checked four times a second while the loop is
-    /// active: the runnable threads fit on the cores (`/proc/loadavg`) and the loop's own thread
-    /// was not preempted more than a few times since the last check. A loop that spins while
+    /// active: not many more threads are runnable than there are cores (`/proc/loadavg`) and
+    /// the loop's own thread was not preempted more than a few times since the last check. A loop that spins while
     /// other threads wait for the CPU takes the core from them, possibly from the very peer it
     /// waits for (measured: with four busy loops on two cores, polling cut throughput). False:
     /// always poll (a machine dedicated to this process, or tests).
@@ -48,11 +48,13 @@ enum BusyPollGate {
         return usage.ru_nivcsw
     }
 
-    /// True when the runnable threads (the caller included) fit on the cores, give or take
-    /// one passing thread (a sample is an instant); true if `/proc/loadavg` cannot be read.
+    /// False when clearly more threads are runnable than there are cores (more than twice as
+    /// many: a sample is an instant, and a polling pair of loops plus a passing thread or two
+    /// is normal); true if `/proc/loadavg` cannot be read. Contention short of that shows in
+    /// the loop's own preemptions.
     static func coresAreFree() -> Bool {
         guard let running = runnableThreads() else { return true }
-        return running <= cores + 1
+        return running <= 2 * cores
     }
 
     /// The number of runnable threads system-wide, from `/proc/loadavg`.
