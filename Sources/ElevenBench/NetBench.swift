@@ -9,12 +9,21 @@ import Net
 
 private let netUsage = """
     usage: eleven-bench net [--quick] [--seconds S] [--idle N] [--loops N] [--client-loops N]
+                            [--busy-poll-us U] [--client-busy-poll-us U] [--busy-poll-always]
+                            [--levels L,...]
                             [--python PATH]
 
       --seconds S   duration of each echo run (default 1; three interleaved runs per level)
       --idle N      idle WebSockets to hold for the memory measurement (default 10000)
       --loops N     server event loops (default: one per core)
       --client-loops N  event loops of the load generator, the same for both servers (default 2)
+      --busy-poll-us U  busy polling budget of the server's loops in microseconds, 0 = off
+                        (default: the server's default, BusyPoll.serverDefault)
+      --client-busy-poll-us U  busy polling budget of the load generator's loops, the same for
+                        both servers (default 200, longer than a Python round trip)
+      --busy-poll-always  poll even when other threads wait for the cores (server and load
+                        generator; by default they poll only while the cores have room)
+      --levels L,...    connection counts to measure (default 1,100,1000)
       --python P    interpreter with `websockets` for the reference server
                     (default $ELEVEN_TEST_PYTHON, else .venv-test/bin/python, else python3)
       --quick       one 0.5 s run per level and 2,000 idle connections
@@ -32,6 +41,10 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     var loops = ProcessInfo.processInfo.activeProcessorCount
     var python: String?
     var clientLoops = 2
+    var busyPoll = BusyPoll.serverDefault.budget
+    var clientBusyPollMicros = 200
+    var levels = [1, 100, 1000]
+    var pollAlways = false
     var i = 0
     while i < arguments.count {
         let arg = arguments[i]
@@ -56,6 +69,18 @@ func runNetBench(_ arguments: [String]) -> Int32 {
         case "--client-loops":
             clientLoops = max(1, Int(value ?? "") ?? clientLoops)
             i += 1
+        case "--busy-poll-us":
+            busyPoll = .microseconds(max(0, Int(value ?? "") ?? 0))
+            i += 1
+        case "--client-busy-poll-us":
+            clientBusyPollMicros = max(0, Int(value ?? "") ?? 0)
+            i += 1
+        case "--busy-poll-always":
+            pollAlways = true
+        case "--levels":
+            let parsed = (value ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+            if !parsed.isEmpty { levels = parsed }
+            i += 1
         default:
             FileHandle.standardError.write(
                 Data("eleven-bench net: unknown option \(arg)\n\n\(netUsage)\n".utf8))
@@ -67,6 +92,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
 
     var config = ServerConfiguration(host: "127.0.0.1", port: 0)
     config.loopCount = loops
+    config.busyPoll = BusyPoll(budget: busyPoll, onlyWithFreeCores: !pollAlways)
     config.limits.maxConnections = 30_000
     config.limits.maxConnectionsPerAddress = 30_000
     config.limits.webSocket.pingInterval = .seconds(600)
@@ -82,7 +108,12 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     }
     defer { server.shutdown(timeout: .seconds(2)) }
     let ours = "ws://127.0.0.1:\(server.port)/echo"
-    print("eleven-bench net: server loops=\(loops), load generator = this binary in a child process")
+    let pollMicros =
+        busyPoll.components.seconds * 1_000_000 + busyPoll.components.attoseconds / 1_000_000_000_000
+    print(
+        "eleven-bench net: server loops=\(loops), busy poll \(pollMicros) us"
+            + (pollAlways ? " (always)" : " (while cores are free)") + "; "
+            + "load generator = this binary in a child process")
 
     // (b) first, while the heap is fresh: resident memory per idle WebSocket.
     let before = residentBytes()
@@ -93,6 +124,10 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     usleep(300_000)
     let held = server.connectionCount
     let after = residentBytes()
+    // Busy polling must not burn CPU while connections sit idle.
+    let idleCPUBefore = cpuSeconds(getpid())
+    usleep(1_000_000)
+    let idleCPU = cpuSeconds(getpid()) - idleCPUBefore
     idle.finish()
     let perConnection = Double(after - before) / Double(max(1, held))
     print(
@@ -101,6 +136,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
                 "idle: %d WebSockets held, server RSS %.1f MiB -> %.1f MiB, %.0f bytes (%.2f KiB) per connection %@",
             held, Double(before) / 1_048_576, Double(after) / 1_048_576, perConnection, perConnection / 1024,
             perConnection <= 4096 ? "(target <= 4 KiB: met)" : "(target <= 4 KiB: MISSED)"))
+    print(String(format: "idle: server CPU while they sit idle %.0f ms per second", idleCPU * 1000))
     _ = eventuallyTrue { server.connectionCount == 0 }
 
     // (a) echo round trips, ours against the Python reference, same client.
@@ -111,15 +147,18 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     defer { reference?.process.terminate() }
     print("echo: 32-byte text messages, closed loop (send, await echo, repeat); \(reps) interleaved runs of")
     print("      \(seconds) s per server and level, median rate; CPU = server process CPU per round trip;")
-    print("      the load generator runs \(clientLoops) event loop(s) for both servers")
+    print(
+        "      the load generator runs \(clientLoops) event loop(s), busy poll \(clientBusyPollMicros) us, "
+            + "for both servers")
     print("conns  server   round trips/s   p50 ms   p99 ms   CPU us/rt   client us/rt   errors")
     var worst = Double.infinity
-    for conns in [1, 100, 1000] {
+    let client = LoadClient(loops: clientLoops, busyPollMicros: clientBusyPollMicros, pollAlways: pollAlways)
+    for conns in levels {
         var mine: [EchoResult] = []
         var theirs: [EchoResult] = []
         for _ in 0..<reps {
             if let r = measure(
-                getpid(), { runEcho(url: ours, conns: conns, seconds: seconds, loops: clientLoops) })
+                getpid(), { runEcho(url: ours, conns: conns, seconds: seconds, client: client) })
             {
                 mine.append(r)
             }
@@ -129,7 +168,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
                     {
                         runEcho(
                             url: "ws://127.0.0.1:\(reference.port)/", conns: conns, seconds: seconds,
-                            loops: clientLoops)
+                            client: client)
                     })
             {
                 theirs.append(r)
@@ -328,8 +367,18 @@ private func summarize(_ runs: [EchoResult]) -> EchoResult? {
     return median
 }
 
-private func runEcho(url: String, conns: Int, seconds: Double, loops: Int) -> EchoResult? {
-    let arguments = ["--load", "--echo", url, String(conns), String(seconds), String(loops)]
+/// How the load generator runs: the same for both servers.
+private struct LoadClient {
+    var loops: Int
+    var busyPollMicros: Int
+    var pollAlways: Bool
+}
+
+private func runEcho(url: String, conns: Int, seconds: Double, client: LoadClient) -> EchoResult? {
+    let arguments = [
+        "--load", "--echo", url, String(conns), String(seconds), String(client.loops),
+        String(client.busyPollMicros), client.pollAlways ? "always" : "free-cores",
+    ]
     guard let child = runChild(arguments, waitFor: "RESULT")
     else {
         return nil
@@ -382,8 +431,11 @@ private func runLoadGenerator(_ arguments: [String]) -> Int32 {
     let url = arguments[1]
     // The client loops (echo: as asked, idle: two); connection i lives on loop i % loops.
     let asked = arguments.count > 4 ? max(1, Int(arguments[4]) ?? 1) : 2
+    let busyPoll = BusyPoll(
+        budget: .microseconds(arguments.count > 5 ? max(0, Int(arguments[5]) ?? 0) : 0),
+        onlyWithFreeCores: !(arguments.count > 6 && arguments[6] == "always"))
     let loopCount = min(asked, max(1, count))
-    let loops = (0..<loopCount).map { EventLoop(name: "load-\($0)") }
+    let loops = (0..<loopCount).map { EventLoop(name: "load-\($0)", busyPoll: busyPoll) }
     let states = (0..<loopCount).map { _ in LoadState() }
     let perLoop = (0..<loopCount).map { count / loopCount + ($0 < count % loopCount ? 1 : 0) }
     let opened = DispatchSemaphore(value: 0)

@@ -33,6 +33,7 @@ public final class LoopTimer: Sendable {
 
 /// One thread blocked in `epoll_wait`, with timers and a cross-thread task queue woken through an
 /// `eventfd`. Sockets registered with a loop are only touched on its thread.
+/// Optionally busy polls for a short while after handling events (see ``BusyPoll``).
 public final class EventLoop: @unchecked Sendable {
     private let epfd: Int32
     private let wakeFD: Int32
@@ -83,11 +84,16 @@ public final class EventLoop: @unchecked Sendable {
     let tickInterval: UInt64 = 250_000_000
     /// A name for diagnostics.
     public let name: String
+    /// Busy polling after events (off by default).
+    public let busyPoll: BusyPoll
+    private let busyPollNanos: UInt64
 
     /// Starts a loop on a new thread.
-    public init(name: String = "net-loop") {
+    public init(name: String = "net-loop", busyPoll: BusyPoll = .off) {
         Net.ignoreSIGPIPE()
         self.name = name
+        self.busyPoll = busyPoll
+        busyPollNanos = busyPoll.budget.nanoseconds
         epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
         precondition(epfd >= 0, "epoll_create1 failed: errno \(errno)")
         wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -233,6 +239,12 @@ public final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
         nextTick = monotonicNanos() &+ tickInterval
+        // Busy polling continues until this time (0: block when there is nothing to do).
+        var pollUntil: UInt64 = 0
+        let gated = busyPoll.onlyWithFreeCores
+        var pollAllowed = busyPollNanos > 0 && (!gated || BusyPollGate.coresAreFree())
+        var activeSinceTick = false
+        var preemptions = BusyPollGate.preemptions()
         while running.load(ordering: .acquiring) {
             var now = monotonicNanos()
             var wakeAt = nextTick
@@ -240,9 +252,29 @@ public final class EventLoop: @unchecked Sendable {
             let pendingWork = queue.withLock { !$0.isEmpty }
             let timeoutMs: Int32 =
                 pendingWork ? 0 : (wakeAt <= now ? 0 : Int32(min((wakeAt - now + 999_999) / 1_000_000, 1000)))
-            let n = epoll_wait(epfd, events, Int32(capacity), timeoutMs)
+            var n: Int32
+            if timeoutMs != 0 && now < pollUntil {
+                // Poll without blocking until something arrives, a timer is due, or the budget
+                // is spent; cross-thread tasks arrive through the eventfd, which epoll reports.
+                // No sched_yield between polls: under EEVDF each yield pushes the thread's
+                // deadline back, and the debt outlives the spin (the loop is then starved when
+                // it has work). A peer waiting for this core is the gate's concern.
+                repeat {
+                    n = epoll_wait(epfd, events, Int32(capacity), 0)
+                    if n != 0 { break }
+                    now = monotonicNanos()
+                } while now < pollUntil && now < wakeAt && running.load(ordering: .relaxed)
+                if n == 0 {
+                    pollUntil = 0
+                    continue
+                }
+            } else {
+                n = epoll_wait(epfd, events, Int32(capacity), timeoutMs)
+            }
             iterationTime = monotonicNanos()
             if n > 0 {
+                activeSinceTick = true
+                if pollAllowed { pollUntil = iterationTime &+ busyPollNanos }
                 for i in 0..<Int(n) {
                     let ev = events[i]
                     let key = ev.data.u64
@@ -272,6 +304,13 @@ public final class EventLoop: @unchecked Sendable {
             }
             if now >= nextTick {
                 nextTick = now &+ tickInterval
+                if busyPollNanos > 0 && gated && activeSinceTick {
+                    let count = BusyPollGate.preemptions()
+                    let contended = count - preemptions > BusyPollGate.contendedPreemptions
+                    preemptions = count
+                    pollAllowed = !contended && BusyPollGate.coresAreFree()
+                }
+                activeSinceTick = false
                 for body in Array(tickHandlers.values) { body() }
             }
         }
@@ -389,11 +428,12 @@ public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
     private let next = Atomic<Int>(0)
 
-    /// Starts `count` loops (default: one per core).
+    /// Starts `count` loops (default: one per core), busy polling as `busyPoll` says.
     public init(
-        loopCount count: Int = ProcessInfo.processInfo.activeProcessorCount, name: String = "net-loop"
+        loopCount count: Int = ProcessInfo.processInfo.activeProcessorCount, name: String = "net-loop",
+        busyPoll: BusyPoll = .off
     ) {
-        loops = (0..<max(1, count)).map { EventLoop(name: "\(name)-\($0)") }
+        loops = (0..<max(1, count)).map { EventLoop(name: "\(name)-\($0)", busyPoll: busyPoll) }
     }
 
     /// The next loop, round robin.

@@ -53,7 +53,10 @@ import Foundation
 /// ## Threads
 /// One loop per core by default (`ServerConfiguration.loopCount`; measured faster than one loop
 /// on this 2-core machine); the kernel spreads accepted connections over the loops
-/// (`SO_REUSEPORT`). A connection stays on its loop. Blocking client calls (`HTTPClient.send`,
+/// (`SO_REUSEPORT`). A connection stays on its loop. Server loops busy poll for up to 50 µs after
+/// handling events, only while the machine has cores to spare (``BusyPoll``,
+/// `ServerConfiguration.busyPoll`): on a virtual machine whose idle cores halt, that saves a
+/// sleep and a wakeup of tens of microseconds per message; an idle loop blocks at once. Blocking client calls (`HTTPClient.send`,
 /// `WebSocketClient.connect(url:)`, `WebSocket.receive`) must not run on a loop thread; the first
 /// two refuse with `invalidState`. ``Server/shutdown(timeout:)`` must not be called from a loop.
 /// `async` routes and ``WebSocket/messages`` consumers run on Swift's cooperative pool (one

@@ -41,6 +41,9 @@ public struct ServerConfiguration: Sendable {
     public var tls: TLSServerConfiguration?
     /// Event loops (threads); default one per core.
     public var loopCount = ProcessInfo.processInfo.activeProcessorCount
+    /// Busy polling of the loops after they handle events (``BusyPoll``; an idle server
+    /// blocks at once). ``BusyPoll/off`` turns it off.
+    public var busyPoll = BusyPoll.serverDefault
 
     /// Listens on one numeric address (`"127.0.0.1"`, `"::1"`, `"0.0.0.0"`, `"::"`); port 0 picks
     /// a free port (see ``Server/localAddresses``).
@@ -220,7 +223,8 @@ final class ServerCore: @unchecked Sendable {
             throw error
         }
         boundAddresses.withLock { $0 = bound }
-        let group = EventLoopGroup(loopCount: loopCount, name: "net-server")
+        let group = EventLoopGroup(
+            loopCount: loopCount, name: "net-server", busyPoll: configuration.busyPoll)
         self.group = group
         shards = group.loops.map { ServerShard(loop: $0) }
         for (i, shard) in shards.enumerated() {
