@@ -61,12 +61,20 @@ import Testing
             let all = requests
             let batchesBefore = api.batchCount
             let statuses = Mutex<[Int: Int]>([:])
-            DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                for request in all[worker] {
-                    let status = api.handle(request).status
-                    statuses.withLock { $0[status, default: 0] += 1 }
+            // One thread per worker (not `concurrentPerform`, which runs no more threads than
+            // there are cores: on two cores a batch would never find anyone waiting).
+            let finished = DispatchGroup()
+            for worker in 0..<workers {
+                finished.enter()
+                Thread.detachNewThread {
+                    for request in all[worker] {
+                        let status = api.handle(request).status
+                        statuses.withLock { $0[status, default: 0] += 1 }
+                    }
+                    finished.leave()
                 }
             }
+            #expect(finished.wait(timeout: .now() + 120) == .success, "the workers finish")
             #expect(statuses.withLock { $0 } == [201: workers * perWorker, 403: workers * 2])
             // Requests that waited were committed together.
             #expect(api.batchCount - batchesBefore < all.joined().count)
