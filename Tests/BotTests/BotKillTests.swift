@@ -38,9 +38,13 @@ import Testing
             for w in 0..<workers {
                 Thread.detachNewThread {
                     var outcomes: [(String, String?)] = []
+                    var n = 0
                     while let invite = queue.next() {
                         outcomes.append(
                             (invite.nameplate, world.join(nameplate: invite.nameplate, words: invite.words)))
+                        // Joiners arrive over a few seconds, so the kills fall among them.
+                        usleep(UInt32(150_000 + (w * 7 + n * 13) % 5 * 50_000))
+                        n += 1
                     }
                     done[w].put(outcomes)
                 }
