@@ -389,10 +389,7 @@ public final class BotRunner: Sendable {
     private func decide(_ id: String, _ request: JoinRequest, _ verifier: [UInt8], _ decision: Decision)
         -> JoinDecision
     {
-        func refuse(_ r: BotRefusal) -> JoinDecision {
-            decision.refusal = r
-            return .refuse(reason: r.reason, message: r.message)
-        }
+        func refuse(_ r: BotRefusal) -> JoinDecision { decision.refuse(r) }
         guard var invite = try? store.invite(id), let roster = try? rosters.refresh(session).roster else {
             return refuse(BotRefusal("unavailable", "The space's server cannot be reached; try again soon."))
         }
@@ -481,10 +478,8 @@ public final class BotRunner: Sendable {
                     saved.admittingKeys = nil
                 }
             }
-            let refusal = BotRefusal(
-                "unavailable", "The bot could not add you to the space: \(error.message)")
-            decision.refusal = refusal
-            return .refuse(reason: refusal.reason, message: refusal.message)
+            return decision.refuse(
+                BotRefusal("unavailable", "The bot could not add you to the space: \(error.message)"))
         }
     }
 
@@ -542,6 +537,12 @@ public final class BotRunner: Sendable {
     private final class Decision {
         var refusal: BotRefusal?
         var admitted: MemberID?
+
+        /// Notes the refusal and turns it into the answer for the joiner.
+        func refuse(_ r: BotRefusal) -> JoinDecision {
+            refusal = r
+            return .refuse(reason: r.reason, message: r.message)
+        }
     }
 
     private func member(_ id: MemberID) throws -> MemberRecord {

@@ -1,5 +1,6 @@
 import Foundation
 import Net
+import TestSupport
 
 // `eleven-bench net`: WebSocket echo round trips per second and p99 latency at 1, 100 and 1,000
 // concurrent connections against our server and, as the reference measured in the same run with
@@ -137,7 +138,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
             held, Double(before) / 1_048_576, Double(after) / 1_048_576, perConnection, perConnection / 1024,
             perConnection <= 4096 ? "(target <= 4 KiB: met)" : "(target <= 4 KiB: MISSED)"))
     print(String(format: "idle: server CPU while they sit idle %.0f ms per second", idleCPU * 1000))
-    _ = eventuallyTrue { server.connectionCount == 0 }
+    _ = TestSupport.eventually { server.connectionCount == 0 }
 
     // (a) echo round trips, ours against the Python reference, same client.
     let reference = startPythonEcho(interpreter)
@@ -234,15 +235,6 @@ private func residentBytes(of pid: String = "self") -> Int {
     let fields = text.split(separator: " ")
     guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
-
-private func eventuallyTrue(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return false
 }
 
 /// A child process with a line-oriented stdout.

@@ -121,7 +121,7 @@ import Testing
 
             // The bot moves to a small disk of its own (killed, its files copied as they were).
             kill(world.botPID, SIGKILL)
-            #expect(waitUntil(timeout: 5) { !world.botIsRunning })
+            #expect(TestSupport.eventually(timeout: 5) { !world.botIsRunning })
             let disk = try SmallFileSystem(bytes: 4 << 20)
             defer { disk.unmount() }
             let state = disk.path("bot")
@@ -141,7 +141,7 @@ import Testing
 
             // The disk fills while joiners come to every invite; the bot dies mid-attending.
             try disk.fill()
-            let outcomes = Outcomes()
+            let outcomes = Tally()
             let group = DispatchGroup()
             for invite in invites {
                 group.enter()
@@ -167,7 +167,7 @@ import Testing
             // finish a join it had heard before the kill: that joiner is admitted, once).
             let (key, _) = try BotSealingKey.loadOrCreate(path: world.keyFile)
             let store = try BotStore(directory: state, key: key)
-            let after = Outcomes()
+            let after = Tally()
             var ended: [String] = []
             for (n, invite) in invites.enumerated() {
                 let id = "\(world.owner.saved.member.base64URL):load\(n)"
@@ -219,7 +219,7 @@ private final class BotRun {
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        guard waitUntil(timeout: 20, { output.contains("\"started\"") || !process.isRunning }),
+        guard TestSupport.eventually(timeout: 20, { output.contains("\"started\"") || !process.isRunning }),
             process.isRunning
         else {
             kill()
@@ -241,23 +241,4 @@ private final class BotRun {
         kill()
         try? FileManager.default.removeItem(at: logFile)
     }
-}
-
-/// Join outcomes by code, from several threads.
-private final class Outcomes: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [String: Int] = [:]
-
-    func add(_ outcome: String) { lock.withLock { storage[outcome, default: 0] += 1 } }
-    var counts: [String: Int] { lock.withLock { storage } }
-}
-
-/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass.
-private func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(50_000)
-    }
-    return condition()
 }

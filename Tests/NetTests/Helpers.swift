@@ -153,12 +153,7 @@ final class RawClient {
     }
 }
 
-/// Waits for a condition with a bound.
+/// ``TestSupport/eventually(timeout:_:)`` with the Net tests' shorter bound.
 func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
+    TestSupport.eventually(timeout: timeout, condition)
 }

@@ -115,12 +115,7 @@ struct ScratchDirectory {
     func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
-/// Polls `condition` for up to `timeout` seconds.
+/// ``TestSupport/eventually(timeout:_:)``, for the relay tests.
 func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
+    TestSupport.eventually(timeout: timeout, condition)
 }

@@ -114,7 +114,7 @@ import Testing
 
         // The disk takes writes again: /healthz notices by itself, then writes work.
         try clear()
-        #expect(waitUntil(timeout: 10) { health().status == 200 }, "\(health())")
+        #expect(TestSupport.eventually(timeout: 10) { health().status == 200 }, "\(health())")
         #expect(post("after") == nil)
         #expect(try home.push("vault 3") == nil)
         let after = try session.read(opened.thread.id, roster: opened.roster, keys: opened.keys)
@@ -167,14 +167,4 @@ private struct HomeAccount {
         let stored = try client.vault()
         return String(decoding: try key.open(Base64URL.decode(stored.vault) ?? []), as: UTF8.self)
     }
-}
-
-/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass.
-private func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(50_000)
-    }
-    return condition()
 }
