@@ -28,7 +28,7 @@ func makeEchoServer(
 
 /// A blocking raw TCP client for malformed-input tests.
 final class RawClient {
-    let fd: Int32
+    private(set) var fd: Int32
 
     init(port: UInt16, host: String = "127.0.0.1") throws {
         let isV6 = host.contains(":")
@@ -60,7 +60,17 @@ final class RawClient {
         if rc != 0 { throw TestSupportError.system("connect", errno) }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Closes with an immediate RST (linger 0). The descriptor is given up here, once: closing it
+    /// again in deinit could close a socket another test has opened under the same number.
+    func reset() {
+        guard fd >= 0 else { return }
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        close(fd)
+        fd = -1
+    }
 
     func send(_ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -127,9 +127,7 @@ struct MalformedInputTests {
         for upgraded in [false, true] {
             let rst = try RawClient(port: server.port)
             if upgraded { _ = rst.upgrade() } else { rst.send("GET / HTTP/1.1\r\n") }
-            var linger = linger(l_onoff: 1, l_linger: 0)
-            setsockopt(rst.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
-            close(rst.fd)
+            rst.reset()
         }
         // Connect and vanish without a byte.
         for _ in 0..<20 { _ = try RawClient(port: server.port) }
