@@ -186,6 +186,7 @@ enum ChaosScenarios {
                     }
                     attendantBox.put((outcome, verifier))
                 } catch {
+                    print("chaos proxy run \(run): the attendant failed: \(error)")
                     attendantBox.put((nil, nil))
                 }
             }

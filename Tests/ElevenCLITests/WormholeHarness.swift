@@ -141,7 +141,7 @@ final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Waits until a line of stdout (or stderr) starts with `prefix`; returns the rest of it.
-    func value(afterPrefix prefix: String, inStderr: Bool = false, timeout: TimeInterval = 30) throws
+    func value(afterPrefix prefix: String, inStderr: Bool = false, timeout: TimeInterval = 60) throws
         -> String
     {
         let deadline = Date().addingTimeInterval(timeout)

@@ -26,7 +26,8 @@ import Testing
                 }
             }
             guard connected else { throw TestSupportError.system("connect", errno) }
-            var timeout = timeval(tv_sec: 2, tv_usec: 0)
+            // Generous: reads wait for answers that must come, on a machine that may be loaded.
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var sendTimeout = timeval(tv_sec: 0, tv_usec: 200_000)
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))

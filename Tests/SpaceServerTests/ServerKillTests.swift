@@ -34,8 +34,10 @@ import Testing
                     var sent: [String] = []
                     var failures = 0
                     var n = 0
-                    // Bounded: at most 400 posts per worker, stopping once every kill is done.
-                    while n < 400 && !killer.isDone {
+                    // Bounded: at most 400 posts per worker, stopping once every kill is done and
+                    // the worker has had 20 posts acknowledged (a slow machine may fit every kill
+                    // into a few posts).
+                    while n < 400 && (!killer.isDone || sent.count < 20) {
                         let text = "worker \(w) message \(n)"
                         n += 1
                         guard let session = try? SpaceSession(saved: saved, identity: identity) else {
