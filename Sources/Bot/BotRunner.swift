@@ -249,22 +249,31 @@ public final class BotRunner: Sendable {
     }
 
     /// A use's mailbox: the same nameplate claimed again with a side derived from the invite's
-    /// seed, so a bot killed while preparing it claims as the same side after a restart.
-    private func prepareUse(_ invite: BotInvite, nameplate: Rendezvous.Nameplate) throws -> RendezvousMachine
+    /// seed, so a bot killed while preparing it claims as the same side after a restart. The
+    /// connection stays open for the use (what a restart resumes from is saved before it is
+    /// attended), so each use costs one relay connection, not two.
+    private func prepareUse(_ invite: BotInvite, nameplate: Rendezvous.Nameplate) throws
+        -> RendezvousConnection
     {
         let connection = RendezvousConnection(
             url: invite.relay,
             machine: RendezvousMachine(
                 appID: JoinIntent.join.appID, side: Self.side(invite, use: invite.use),
                 start: .claim(nameplate)))
-        defer { connection.disconnect() }
-        try connection.start()
-        try InviteAttendance.publish(
-            on: connection, words: invite.secret.words,
-            binding: JoinBinding(intent: .join, nameplate: nameplate),
-            seed: invite.secret.seedBytes, use: invite.use, timeout: .seconds(20))
-        // A joiner may already have spoken on this connection: hear them again on resuming.
-        return connection.machine.replayingPeer()
+        do {
+            try connection.start()
+            try InviteAttendance.publish(
+                on: connection, words: invite.secret.words,
+                binding: JoinBinding(intent: .join, nameplate: nameplate),
+                seed: invite.secret.seedBytes, use: invite.use, timeout: .seconds(20))
+            // A joiner may already have spoken on this connection: a restart hears them again.
+            let machine = connection.machine.replayingPeer()
+            try store.update(invite.id) { $0.machine = machine }
+            return connection
+        } catch {
+            connection.disconnect()
+            throw error
+        }
     }
 
     static func side(_ invite: BotInvite, use: Int) -> Rendezvous.Side {
@@ -292,12 +301,13 @@ public final class BotRunner: Sendable {
             throw BotError(.state, code: "no_nameplate", "no nameplate")
         }
         let nameplate = Rendezvous.Nameplate(nameplateText)
-        guard let machine = invite.machine else {
-            let prepared = try prepareUse(invite, nameplate: nameplate)
-            try store.update(invite.id) { $0.machine = prepared }
-            return
+        let connection: RendezvousConnection
+        if let machine = invite.machine {
+            connection = try InviteAttendance.resume(relayURL: invite.relay, machine: machine)
+        } else {
+            connection = try prepareUse(invite, nameplate: nameplate)
         }
-        let connection = try InviteAttendance.resume(relayURL: invite.relay, machine: machine)
+        let machine = connection.machine
         let deadline =
             ContinuousClock.now + .seconds(max(1, min(invite.expiresAt, until ?? .max) - Self.now()))
         let decision = Decision()
@@ -344,7 +354,10 @@ public final class BotRunner: Sendable {
             joined.name = request.displayName
             joined.member = admitted
             joined.message = "\(name) joined \(session.saved.name) with your invite \(invite.code ?? "")."
-            try? session.send(joined, to: try member(invite.inviter))
+            // The roster admit just refreshed names the inviter: no request for it.
+            if let inviter = rosters.latest?.members[invite.inviter] ?? (try? member(invite.inviter)) {
+                try? session.send(joined, to: inviter)
+            }
             if after?.state == .usedUp {
                 record("used_up", nameplate: nameplateText, "every use of the invite was taken", now)
             }

@@ -82,6 +82,9 @@ public final class BotStore: @unchecked Sendable {
     /// Touched only under `lock`.
     private let db: SQLiteDatabase
     private let lock = NSLock()
+    /// The open invites as last written (touched only under `lock`): reading or changing one
+    /// needs no query, unsealing and decoding, only the write. Ended invites are not kept.
+    private var openCache: [String: BotInvite] = [:]
 
     /// Opens the state in `directory`. `create` makes the directory and file when missing;
     /// otherwise a missing state is an error. A state sealed under another key is refused.
@@ -235,9 +238,18 @@ public final class BotStore: @unchecked Sendable {
     // MARK: Invites
 
     public func invite(_ id: String) throws(BotError) -> BotInvite? {
-        guard let row = try run({ try $0.query("SELECT body FROM invites WHERE id = ?", [.text(id)]).first })
-        else { return nil }
+        let (cached, row) = try run { db -> (BotInvite?, [SQLValue]?) in
+            if let cached = openCache[id] { return (cached, nil) }
+            return (nil, try db.query("SELECT body FROM invites WHERE id = ?", [.text(id)]).first)
+        }
+        if let cached { return cached }
+        guard let row else { return nil }
         return try sealedJSON(BotInvite.self, row[0].blob ?? [], purpose: "invite")
+    }
+
+    /// Keeps `invite` as written (under `lock`).
+    private func remember(_ invite: BotInvite) {
+        if invite.state.isOpen { openCache[invite.id] = invite } else { openCache[invite.id] = nil }
     }
 
     /// Every invite still being attended.
@@ -264,7 +276,9 @@ public final class BotStore: @unchecked Sendable {
                     ? "INSERT OR IGNORE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)"
                     : "INSERT OR REPLACE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)",
                 [.text(invite.id), .text(invite.state.rawValue), .integer(invite.expiresAt), .blob(body)])
-            return db.changes > 0
+            guard db.changes > 0 else { return false }
+            remember(invite)
+            return true
         }
     }
 
@@ -273,14 +287,22 @@ public final class BotStore: @unchecked Sendable {
     @discardableResult
     public func update(_ id: String, _ change: (inout BotInvite) -> Void) throws(BotError) -> BotInvite? {
         try run { db -> BotInvite? in
-            guard let row = try db.query("SELECT body FROM invites WHERE id = ?", [.text(id)]).first,
-                let plain = key.open(row[0].blob ?? [], purpose: "invite")
-            else { return nil }
-            var invite = try JSONDecoder().decode(BotInvite.self, from: Data(plain))
+            var invite: BotInvite
+            if let cached = openCache[id] {
+                invite = cached
+            } else {
+                guard let row = try db.query("SELECT body FROM invites WHERE id = ?", [.text(id)]).first,
+                    var plain = key.open(row[0].blob ?? [], purpose: "invite")
+                else { return nil }
+                defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
+                invite = try JSONDecoder().decode(BotInvite.self, from: Data(plain))
+            }
             change(&invite)
             try db.query(
                 "UPDATE invites SET state = ?, body = ? WHERE id = ?",
                 [.text(invite.state.rawValue), .blob(seal(invite, purpose: "invite")), .text(id)])
+            // Only once written: a failed write (a full disk) leaves the cache as the file is.
+            remember(invite)
             return invite
         }
     }

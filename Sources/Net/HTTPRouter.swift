@@ -96,8 +96,10 @@ public final class HTTPRouter: Sendable {
                             matched = false
                             break
                         }
+                        // Foundation's decoding is slow; most parts have nothing to decode.
                         parameters[String(pattern.dropFirst())] =
-                            String(part).removingPercentEncoding ?? String(part)
+                            part.contains("%")
+                            ? String(part).removingPercentEncoding ?? String(part) : String(part)
                     } else if pattern != part {
                         matched = false
                         break

@@ -41,8 +41,12 @@ public struct APIRequest: Sendable {
         var result: [String: String] = [:]
         for pair in parts[1].split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = String(kv[0]).removingPercentEncoding ?? String(kv[0])
-            let value = kv.count == 2 ? (String(kv[1]).removingPercentEncoding ?? String(kv[1])) : ""
+            // Foundation's decoding is slow; most keys and values have nothing to decode.
+            func decoded(_ text: Substring) -> String {
+                text.contains("%") ? String(text).removingPercentEncoding ?? String(text) : String(text)
+            }
+            let key = decoded(kv[0])
+            let value = kv.count == 2 ? decoded(kv[1]) : ""
             result[key] = value
         }
         return result

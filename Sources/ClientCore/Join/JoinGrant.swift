@@ -408,8 +408,13 @@ extension SpaceSession {
             exclusive?.unlock()
             locked = false
         }
+        // The thread list first: it gives the history hint and tells the key cache whether a
+        // thread is new (else the wraps it opened before are current).
+        let threadList = try? client.threads(saved.space)
         let threadKeys =
-            if let cachedKeys { try cachedKeys.refresh(self, roster: roster) } else {
+            if let cachedKeys {
+                try cachedKeys.refresh(self, roster: roster, threads: threadList?.map(\.id))
+            } else {
                 try threadKeys(roster: roster)
             }
         var wraps: [KeyWrap] = []
@@ -423,7 +428,7 @@ extension SpaceSession {
         }
         // The history hint counts what the server holds in the threads the joiner gets keys to
         // (one request; reading every message just to count them cost more than the join).
-        let messages = ((try? client.threads(saved.space)) ?? []).reduce(0) { total, info in
+        let messages = (threadList ?? []).reduce(0) { total, info in
             total + (threadKeys[info.id] != nil ? info.messages ?? 0 : 0)
         }
         // Every thread's wrap in one request (one commit on the server).

@@ -26,23 +26,24 @@ public enum JoinMessage: Equatable, Sendable {
 
     /// The UTF-8 JSON plaintext.
     public func encoded() -> [UInt8] {
-        var object: [String: Any] = ["v": Self.version, "type": type]
+        var object: [String: JSONText] = ["v": .int(Self.version), "type": .string(type)]
         switch self {
         case .request(let r):
-            object["display_name"] = r.displayName
-            object["device_label"] = r.deviceLabel
-            object["public_keys"] = r.publicKeys
+            object["display_name"] = .string(r.displayName)
+            object["device_label"] = .string(r.deviceLabel)
+            object["public_keys"] = .string(r.publicKeys)
         case .status(let s):
-            object["state"] = s.state
-            if let name = s.inviterName { object["inviter_name"] = name }
+            object["state"] = .string(s.state)
+            if let name = s.inviterName { object["inviter_name"] = .string(name) }
         case .grant(let bytes):
-            object["grant"] = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
+            // The grant's own JSON text goes in as it is (re-serialising it cost more than the
+            // rest of the message); anything but one object becomes an empty one, as before.
+            object["grant"] = .object(JSONText.isSingleObject(bytes) ? bytes : Array("{}".utf8))
         case .refusal(let reason, let message):
-            object["reason"] = reason
-            object["message"] = message
+            object["reason"] = .string(reason)
+            object["message"] = .string(message)
         }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return Array(data)
+        return JSONText.object(object)
     }
 
     /// Parses a decrypted plaintext, expecting one of `allowed` types.
@@ -72,9 +73,18 @@ public enum JoinMessage: Equatable, Sendable {
             self = .status(
                 JoinStatus(state: try string("state"), inviterName: object["inviter_name"] as? String))
         case "grant":
-            guard let fields = object["grant"] as? [String: Any],
-                let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
-            else { throw .badMessage("'grant' is missing") }
+            guard let fields = object["grant"] as? [String: Any] else {
+                throw .badMessage("'grant' is missing")
+            }
+            // The grant's text as sent (the message parsed above, so it is well-formed).
+            if let text = JSONText.memberText("grant", in: bytes), JSONText.isSingleObject(Array(text)) {
+                self = .grant(object: Array(text))
+                return
+            }
+            guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+            else {
+                throw .badMessage("'grant' is missing")
+            }
             self = .grant(object: Array(data))
         default:
             self = .refusal(reason: try string("reason"), message: try string("message", max: 1024))

@@ -16,12 +16,15 @@ public struct EncryptionPublicKey: Hashable, Sendable, CustomStringConvertible {
         }
         Sodium.ensureInitialized()
         // A small-order point makes every shared secret zero; crypto_scalarmult reports that.
-        var scalar = [UInt8](repeating: 0x5A, count: Int(crypto_scalarmult_SCALARBYTES))
-        var product = [UInt8](repeating: 0, count: Int(crypto_scalarmult_BYTES))
-        guard crypto_scalarmult(&product, scalar, array) == 0 else {
+        let usable = ValidatedKeys.encryption.check(array) { point in
+            var scalar = [UInt8](repeating: 0x5A, count: Int(crypto_scalarmult_SCALARBYTES))
+            var product = [UInt8](repeating: 0, count: Int(crypto_scalarmult_BYTES))
+            defer { sodium_memzero(&scalar, scalar.count) }
+            return crypto_scalarmult(&product, scalar, point) == 0
+        }
+        guard usable else {
             throw KeyModelError(.invalidPublicKey, "That encryption key is not a usable X25519 key.")
         }
-        sodium_memzero(&scalar, scalar.count)
         self.bytes = array
     }
 
@@ -46,7 +49,7 @@ public struct SigningPublicKey: Hashable, Sendable, CustomStringConvertible {
             throw KeyModelError(.invalidLength, "A signing key has 32 bytes, not \(array.count).")
         }
         Sodium.ensureInitialized()
-        guard crypto_core_ed25519_is_valid_point(array) == 1 else {
+        guard ValidatedKeys.signing.check(array, { crypto_core_ed25519_is_valid_point($0) == 1 }) else {
             throw KeyModelError(.invalidPublicKey, "That signing key is not a valid Ed25519 key.")
         }
         self.bytes = array

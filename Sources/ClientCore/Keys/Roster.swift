@@ -21,6 +21,9 @@ public struct Roster: Sendable, Equatable {
     public private(set) var head: EventHash
     /// The sequence number the next event must carry.
     public private(set) var nextSequence: UInt64
+    /// Current members by signing key, kept with `members` (keys are unique among current
+    /// members), so finding a signer is a lookup rather than a scan of the whole space.
+    private var bySigningKey: [SigningPublicKey: MemberID] = [:]
 
     /// Verifies a whole event chain, starting with the first event, which must be signed by
     /// `ownerKey` (the key the client already trusts as the space's owner).
@@ -62,6 +65,7 @@ public struct Roster: Sendable, Equatable {
         space = event.space
         self.owner = owner.id
         members = [owner.id: MemberRecord(id: owner.id, keys: owner.keys, rights: .all, name: owner.name)]
+        bySigningKey = [owner.keys.signing: owner.id]
         formerMembers = [:]
         head = event.hash
         nextSequence = 1
@@ -137,6 +141,7 @@ public struct Roster: Sendable, Equatable {
             }
             if let invite = event.invite { try checkInvite(invite, verifyingSignature: verifyingSignatures) }
             members[record.id] = record
+            bySigningKey[record.keys.signing] = record.id
         case .memberRemoved(let id):
             // Admins remove anyone; any member may leave (how an invite's signer retires itself).
             guard signerRights.contains(.admin) || id == signer.id else {
@@ -148,6 +153,7 @@ public struct Roster: Sendable, Equatable {
             guard let removed = members.removeValue(forKey: id) else {
                 throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
             }
+            bySigningKey[removed.keys.signing] = nil
             formerMembers[id] = removed
         case .memberRekeyed(let old, let record):
             try applyRekey(old: old, record: record, signer: signer)
@@ -192,8 +198,10 @@ public struct Roster: Sendable, Equatable {
             throw KeyModelError(.invalidEvent, "A current member already uses that signing key.")
         }
         members.removeValue(forKey: old)
+        bySigningKey[previous.keys.signing] = nil
         formerMembers[old] = previous
         members[record.id] = record
+        bySigningKey[record.keys.signing] = record.id
         newIdentities[record.id] = old
         if old == owner { owner = record.id }
     }
@@ -265,7 +273,7 @@ public struct Roster: Sendable, Equatable {
 
     /// The record of a current member with this signing key.
     public func currentMember(signingKey: SigningPublicKey) -> MemberRecord? {
-        members.values.first { $0.keys.signing == signingKey }
+        bySigningKey[signingKey].flatMap { members[$0] }
     }
 
     /// The record of a current or former member.

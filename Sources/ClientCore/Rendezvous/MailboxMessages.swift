@@ -57,32 +57,35 @@ public enum ClientMessage: Equatable, Sendable {
 
     /// The JSON object sent in one WebSocket text frame.
     public var json: String {
-        var object: [String: Any]
+        var object: [String: JSONText]
         switch self {
         case .bind(let appID, let side, let version):
-            object = ["type": "bind", "appid": appID, "side": side.value, "client_version": version]
+            object = [
+                "type": .string("bind"), "appid": .string(appID), "side": .string(side.value),
+                "client_version": .strings(version),
+            ]
         case .allocate:
-            object = ["type": "allocate"]
+            object = ["type": .string("allocate")]
         case .claim(let nameplate):
-            object = ["type": "claim", "nameplate": nameplate.value]
+            object = ["type": .string("claim"), "nameplate": .string(nameplate.value)]
         case .release(let nameplate):
-            object = ["type": "release"]
-            if let nameplate { object["nameplate"] = nameplate.value }
+            object = ["type": .string("release")]
+            if let nameplate { object["nameplate"] = .string(nameplate.value) }
         case .open(let mailbox):
-            object = ["type": "open", "mailbox": mailbox.value]
+            object = ["type": .string("open"), "mailbox": .string(mailbox.value)]
         case .add(let phase, let body):
-            object = ["type": "add", "phase": phase.value, "body": Hex.encode(body)]
+            object = [
+                "type": .string("add"), "phase": .string(phase.value), "body": .string(Hex.encode(body)),
+            ]
         case .close(let mailbox, let mood):
-            object = ["type": "close", "mood": mood.rawValue]
-            if let mailbox { object["mailbox"] = mailbox.value }
+            object = ["type": .string("close"), "mood": .string(mood.rawValue)]
+            if let mailbox { object["mailbox"] = .string(mailbox.value) }
         case .list:
-            object = ["type": "list"]
+            object = ["type": .string("list")]
         case .ping(let n):
-            object = ["type": "ping", "ping": n]
+            object = ["type": .string("ping"), "ping": .int(n)]
         }
-        // Only strings, numbers and arrays of strings above: serialisation cannot fail.
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        return String(decoding: JSONText.object(object), as: UTF8.self)
     }
 }
 

@@ -11,6 +11,13 @@ public final class RosterCache: @unchecked Sendable {
 
     public init() {}
 
+    /// The roster verified at the last refresh, without asking the server (nil before one).
+    public var latest: Roster? {
+        lock.lock()
+        defer { lock.unlock() }
+        return roster
+    }
+
     /// The current events and the roster verified from the session's saved owner key.
     public func refresh(_ session: SpaceSession) throws(SpaceClientError) -> (
         events: [MembershipEvent], roster: Roster

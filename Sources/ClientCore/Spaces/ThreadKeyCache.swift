@@ -6,6 +6,7 @@ import Foundation
 /// earlier counts only while its signer is still a current member of `roster`, as when opened.
 public final class ThreadKeyCache: @unchecked Sendable {
     private struct Opened {
+        let thread: ThreadID
         let signer: SigningPublicKey
         let key: ThreadKey
     }
@@ -16,10 +17,14 @@ public final class ThreadKeyCache: @unchecked Sendable {
 
     public init() {}
 
-    /// The thread keys this device holds, checked against `roster`.
-    public func refresh(_ session: SpaceSession, roster: Roster) throws(SpaceClientError) -> [ThreadID:
-        ThreadKey]
+    /// The thread keys this device holds, checked against `roster`. `threads`: the space's
+    /// threads as the server lists them now; when this device holds a key for exactly those,
+    /// each from a wrap whose signer is still a current member, its wraps are not fetched again
+    /// (the server keeps a stored wrap until its signer leaves, so they are the same wraps).
+    public func refresh(_ session: SpaceSession, roster: Roster, threads: [ThreadID]? = nil)
+        throws(SpaceClientError) -> [ThreadID: ThreadKey]
     {
+        if let threads, let known = known(exactly: threads, roster: roster) { return known }
         let wraps = try session.client.wraps(session.saved.space)
         lock.lock()
         defer { lock.unlock() }
@@ -32,10 +37,26 @@ public final class ThreadKeyCache: @unchecked Sendable {
                 current[id] = known
             } else if let key = try? wrap.open(with: session.identity, verifyingAgainst: roster) {
                 keys[wrap.thread] = key
-                current[id] = Opened(signer: wrap.signer, key: key)
+                current[id] = Opened(thread: wrap.thread, signer: wrap.signer, key: key)
             }
         }
         opened = current
+        return keys
+    }
+
+    /// The keys opened at the last fetch, when they are for exactly `threads` (one each) and
+    /// every signer is a current member of `roster`; otherwise nil.
+    private func known(exactly threads: [ThreadID], roster: Roster) -> [ThreadID: ThreadKey]? {
+        lock.lock()
+        defer { lock.unlock() }
+        var keys: [ThreadID: ThreadKey] = [:]
+        for entry in opened.values {
+            guard keys[entry.thread] == nil, roster.currentMember(signingKey: entry.signer) != nil else {
+                return nil
+            }
+            keys[entry.thread] = entry.key
+        }
+        guard !keys.isEmpty, Set(threads) == Set(keys.keys) else { return nil }
         return keys
     }
 }
