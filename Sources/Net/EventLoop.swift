@@ -47,6 +47,9 @@ public final class EventLoop: @unchecked Sendable {
     private var generations: [UInt32] = []
     private var timers = TimerHeap()
     private var tickHandlers: [ObjectIdentifier: () -> Void] = [:]
+    /// Handlers to call again (as if readable) on the next iteration: edge-triggered sockets
+    /// that stopped reading with input left, for which no new event will come.
+    private var again: [LoopHandler] = []
     private var nextTick: UInt64 = 0
     /// Scratch space reads land in; shared by every connection on this loop so an idle
     /// connection owns no buffer.
@@ -212,6 +215,11 @@ public final class EventLoop: @unchecked Sendable {
         epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
     }
 
+    /// Calls `handler` again, as if readable, on the next iteration (loop thread only).
+    func callAgain(_ handler: LoopHandler) {
+        again.append(handler)
+    }
+
     /// Adds a callback run on every housekeeping tick (deadlines); keyed by the owner.
     func addTick(_ owner: AnyObject, _ body: @escaping () -> Void) {
         tickHandlers[ObjectIdentifier(owner)] = body
@@ -249,7 +257,7 @@ public final class EventLoop: @unchecked Sendable {
             var now = monotonicNanos()
             var wakeAt = nextTick
             if let first = timers.firstDeadline, first < wakeAt { wakeAt = first }
-            let pendingWork = queue.withLock { !$0.isEmpty }
+            let pendingWork = !again.isEmpty || queue.withLock { !$0.isEmpty }
             let timeoutMs: Int32 =
                 pendingWork ? 0 : (wakeAt <= now ? 0 : Int32(min((wakeAt - now + 999_999) / 1_000_000, 1000)))
             var n: Int32
@@ -290,6 +298,13 @@ public final class EventLoop: @unchecked Sendable {
                     else { continue }
                     handler.handleEvents(ev.events)
                 }
+            }
+            if !again.isEmpty {
+                let handlers = again
+                again.removeAll(keepingCapacity: true)
+                // Reported as readable with the peer possibly done: read on to what is left.
+                let events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+                for handler in handlers { handler.handleEvents(events) }
             }
             let tasks = queue.withLock { q -> [@Sendable () -> Void] in
                 if q.isEmpty { return [] }
