@@ -57,6 +57,27 @@ struct ReceiveFastPathTests {
         #expect(try ws.receive(timeout: .seconds(5)) == .binary(binary))
     }
 
+    /// A message of many full reads: the loop stops reading after four and comes back on the
+    /// next iteration (edge-triggered, no new event would come), while a second socket on the
+    /// same server keeps being answered.
+    @Test func longMessageIsReadAcrossIterations() throws {
+        let server = try makeEchoServer { $0.loopCount = 1 }
+        defer { server.shutdown() }
+        let big = try WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/echo")
+        let small = try WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/echo")
+        defer {
+            big.close()
+            small.close()
+        }
+        let payload = (0..<900_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        for round in 0..<3 {
+            big.send(binary: payload)
+            small.send(text: "ping \(round)")
+            #expect(try small.receive(timeout: .seconds(5)) == .text("ping \(round)"))
+            #expect(try big.receive(timeout: .seconds(10)) == .binary(payload), "round \(round)")
+        }
+    }
+
     static let invalidAfterASCII: [(String, [UInt8])] = [
         (
             "stray byte after 40 ASCII",
