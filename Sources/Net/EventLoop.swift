@@ -38,6 +38,8 @@ public final class EventLoop: @unchecked Sendable {
     private let epfd: Int32
     private let wakeFD: Int32
     private let queue = Locked<[@Sendable () -> Void]>([])
+    /// Whether `queue` holds tasks (set under its lock), so an iteration with none takes no lock.
+    private let queued = Atomic<Bool>(false)
     private let running = Atomic<Bool>(true)
     private let threadToken = Atomic<UInt>(0)
     private let finished = NSCondition()
@@ -129,6 +131,7 @@ public final class EventLoop: @unchecked Sendable {
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let wasEmpty = queue.withLock { q in
             q.append(task)
+            queued.store(true, ordering: .releasing)
             return q.count == 1
         }
         if wasEmpty { wake() }
@@ -246,7 +249,10 @@ public final class EventLoop: @unchecked Sendable {
         let capacity = 512
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
-        nextTick = monotonicNanos() &+ tickInterval
+        // The clock reading at the end of an iteration (after tasks and timers are due) also
+        // serves the next wait's timeout.
+        var now = monotonicNanos()
+        nextTick = now &+ tickInterval
         // Busy polling continues until this time (0: block when there is nothing to do).
         var pollUntil: UInt64 = 0
         let gated = busyPoll.onlyWithFreeCores
@@ -254,10 +260,9 @@ public final class EventLoop: @unchecked Sendable {
         var activeSinceTick = false
         var preemptions = BusyPollGate.preemptions()
         while running.load(ordering: .acquiring) {
-            var now = monotonicNanos()
             var wakeAt = nextTick
             if let first = timers.firstDeadline, first < wakeAt { wakeAt = first }
-            let pendingWork = !again.isEmpty || queue.withLock { !$0.isEmpty }
+            let pendingWork = !again.isEmpty || queued.load(ordering: .acquiring)
             let timeoutMs: Int32 =
                 pendingWork ? 0 : (wakeAt <= now ? 0 : Int32(min((wakeAt - now + 999_999) / 1_000_000, 1000)))
             var n: Int32
@@ -306,13 +311,15 @@ public final class EventLoop: @unchecked Sendable {
                 let events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
                 for handler in handlers { handler.handleEvents(events) }
             }
-            let tasks = queue.withLock { q -> [@Sendable () -> Void] in
-                if q.isEmpty { return [] }
-                let taken = q
-                q.removeAll(keepingCapacity: true)
-                return taken
+            if queued.load(ordering: .acquiring) {
+                let tasks = queue.withLock { q -> [@Sendable () -> Void] in
+                    queued.store(false, ordering: .relaxed)
+                    let taken = q
+                    q.removeAll(keepingCapacity: true)
+                    return taken
+                }
+                for task in tasks { task() }
             }
-            for task in tasks { task() }
             now = monotonicNanos()
             while let (timer, task) = timers.popExpired(now: now) {
                 if !timer.cancelled.load(ordering: .relaxed) { task() }
