@@ -181,7 +181,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         if events & EPOLLOUT.rawValue != 0 { flush() }
         if isClosed { return }
         // TLS: a read may have waited for writability (WANT_WRITE), so always retry it.
-        if tls != nil || events & (EPOLLIN.rawValue | Self.peerDone) != 0 {
+        if tls != nil || (events & (EPOLLIN.rawValue | Self.peerDone) != 0 && !queuedToReadAgain) {
             readAvailable(toTheEnd: events & Self.peerDone != 0)
         }
     }
@@ -228,6 +228,19 @@ class Connection: LoopHandler, @unchecked Sendable {
         return .failed(NetError.system(.connectionClosed, "read", e))
     }
 
+    /// Queued with the loop to read again next iteration; until then events do not read (one
+    /// bounded read per connection and iteration).
+    private var queuedToReadAgain = false
+
+    /// The loop's call for a connection queued with ``EventLoop/readAgain(_:)``: reads on, to
+    /// the end of the input if the peer is done (no new edge would announce it).
+    func readQueuedAgain() {
+        guard queuedToReadAgain else { return }
+        queuedToReadAgain = false
+        if isClosed { return }
+        readAvailable(toTheEnd: true)
+    }
+
     /// Reads what the kernel has. `toTheEnd`: the peer has finished sending, so keep reading
     /// after a short read until the end of the input is seen (no new edge would announce it).
     private func readAvailable(toTheEnd: Bool = false) {
@@ -245,7 +258,10 @@ class Connection: LoopHandler, @unchecked Sendable {
                 // fully because decrypted bytes buffered inside OpenSSL do not wake epoll.
                 if tls == nil && n < buffer.count && !toTheEnd { return }
                 if tls == nil && rounds >= 4 {
-                    if !isClosed && !readPaused && !outputBlocked { loop.callAgain(self) }
+                    if !isClosed && !readPaused && !outputBlocked && !queuedToReadAgain {
+                        queuedToReadAgain = true
+                        loop.readAgain(self)
+                    }
                     return
                 }
             case .wouldBlock:

@@ -49,9 +49,10 @@ public final class EventLoop: @unchecked Sendable {
     private var generations: [UInt32] = []
     private var timers = TimerHeap()
     private var tickHandlers: [ObjectIdentifier: () -> Void] = [:]
-    /// Handlers to call again (as if readable) on the next iteration: edge-triggered sockets
-    /// that stopped reading with input left, for which no new event will come.
-    private var again: [LoopHandler] = []
+    /// Connections to read again on the next iteration: edge-triggered sockets that stopped
+    /// reading with input left (the per-wakeup bound), for which no new event may come. Read
+    /// once per iteration, as a level-triggered socket would be reported once per wait.
+    private var again: [Connection] = []
     private var nextTick: UInt64 = 0
     /// Scratch space reads land in; shared by every connection on this loop so an idle
     /// connection owns no buffer.
@@ -218,9 +219,9 @@ public final class EventLoop: @unchecked Sendable {
         epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
     }
 
-    /// Calls `handler` again, as if readable, on the next iteration (loop thread only).
-    func callAgain(_ handler: LoopHandler) {
-        again.append(handler)
+    /// Reads `connection` again on the next iteration (loop thread only).
+    func readAgain(_ connection: Connection) {
+        again.append(connection)
     }
 
     /// Adds a callback run on every housekeeping tick (deadlines); keyed by the owner.
@@ -285,6 +286,10 @@ public final class EventLoop: @unchecked Sendable {
                 n = epoll_wait(epfd, events, Int32(capacity), timeoutMs)
             }
             iterationTime = monotonicNanos()
+            // Those queued before this wait; ones queued while handling these events wait for
+            // the next iteration.
+            let rereads = again
+            if !rereads.isEmpty { again.removeAll(keepingCapacity: true) }
             if n > 0 {
                 activeSinceTick = true
                 if pollAllowed { pollUntil = iterationTime &+ busyPollNanos }
@@ -304,13 +309,7 @@ public final class EventLoop: @unchecked Sendable {
                     handler.handleEvents(ev.events)
                 }
             }
-            if !again.isEmpty {
-                let handlers = again
-                again.removeAll(keepingCapacity: true)
-                // Reported as readable with the peer possibly done: read on to what is left.
-                let events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-                for handler in handlers { handler.handleEvents(events) }
-            }
+            for connection in rereads { connection.readQueuedAgain() }
             if queued.load(ordering: .acquiring) {
                 let tasks = queue.withLock { q -> [@Sendable () -> Void] in
                     queued.store(false, ordering: .relaxed)
