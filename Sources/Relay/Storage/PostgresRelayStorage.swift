@@ -298,22 +298,18 @@ public final class PostgresRelayStorage: RelayStorage {
     }
 
     /// Commits everything queued so far in one transaction, appended to the change feed, in
-    /// one round trip (pipelined), then tells the other nodes and runs the completions.
+    /// one round trip (pipelined, a few set-based statements: ``PostgresWriteBatch``), then
+    /// tells the other nodes and runs the completions.
     private func drain() {
         let pool = self.pool
         let nodeID = self.nodeID
         let notifier = self.notifier
         commits.commitPending { writes throws(RelayStorageError) in
-            var statements = PostgresStatements()
-            for op in writes { Self.add(op, to: &statements) }
-            var entry = PostgresStatements()
-            entry.add(
-                "INSERT INTO relay_changes (node, ops) VALUES ($1, $2)",
-                [nodeID, StorageOpCoding.encode(writes)])
             let inline = notifier.notifyInline()
-            if inline { entry.add(Self.notify, [PostgresChangeFeed.channel, nodeID]) }
+            let statements = PostgresWriteBatch(writes).statements(
+                node: nodeID, ops: StorageOpCoding.encode(writes), notify: inline)
             try pool.withConnection { connection throws(RelayStorageError) in
-                try Self.runInFeedTransaction(statements, feedEntry: entry, connection)
+                try Self.runInFeedTransaction(statements, feedEntry: PostgresStatements(), connection)
             }
             if !inline { notifier.committed() }
         }
@@ -324,17 +320,17 @@ public final class PostgresRelayStorage: RelayStorage {
 
     /// Runs `work` then `feedEntry` in one round trip and one transaction holding the feed lock
     /// (so the entry's position becomes visible only after every earlier one's); rolls back
-    /// on failure. Returns the rows of every statement that returned any.
+    /// on failure. Returns the rows of every statement that returned any. The transaction is
+    /// the pipeline's implicit one: everything up to its sync, committed there, rolled back
+    /// on the first error (no `BEGIN` and `COMMIT` to send and run).
     @discardableResult
     private static func runInFeedTransaction(
         _ work: PostgresStatements, feedEntry: PostgresStatements, _ connection: PostgresConnection
     ) throws(RelayStorageError) -> [PostgresResult] {
         var statements = PostgresStatements()
-        statements.add("BEGIN", [])
         statements.add("SELECT pg_advisory_xact_lock(\(PostgresRelaySchema.feedLockKey))", [])
         statements.append(work)
         statements.append(feedEntry)
-        statements.add("COMMIT", [])
         do throws(RelayStorageError) {
             return try connection.executePipelinedRows(statements.list)
         } catch {
@@ -452,70 +448,6 @@ public final class PostgresRelayStorage: RelayStorage {
         return (reservations, created)
     }
 
-    /// The statements that make one write durable.
-    private static func add(_ op: StorageOp, to c: inout PostgresStatements) {
-        switch op {
-        case .putNameplate(let key, let mailbox):
-            c.add(
-                "INSERT INTO nameplates (app_id, name, mailbox_id) VALUES ($1, $2, $3) "
-                    + "ON CONFLICT (app_id, name) DO UPDATE SET mailbox_id = excluded.mailbox_id",
-                [key.app.rawValue, key.name.rawValue, mailbox.rawValue])
-        case .putNameplateSide(let key, let side, let record):
-            c.add(
-                "INSERT INTO nameplate_sides (app_id, name, side, claimed, added) VALUES ($1, $2, $3, $4, $5) "
-                    + "ON CONFLICT (app_id, name, side) DO UPDATE SET claimed = excluded.claimed, "
-                    + "added = excluded.added",
-                [
-                    key.app.rawValue, key.name.rawValue, side.rawValue, record.claimed ? "t" : "f",
-                    text(record.added),
-                ])
-        case .deleteNameplate(let key):
-            c.add(
-                "DELETE FROM nameplate_sides WHERE app_id = $1 AND name = $2",
-                [key.app.rawValue, key.name.rawValue])
-            c.add(
-                "DELETE FROM nameplates WHERE app_id = $1 AND name = $2",
-                [key.app.rawValue, key.name.rawValue])
-        case .putMailbox(let key, let forNameplate, let updated):
-            c.add(
-                "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES ($1, $2, $3, $4) "
-                    + "ON CONFLICT (app_id, id) DO UPDATE SET for_nameplate = excluded.for_nameplate, "
-                    + "updated = excluded.updated",
-                [key.app.rawValue, key.id.rawValue, forNameplate ? "t" : "f", text(updated)])
-        case .touchMailbox(let key, let updated):
-            c.add(
-                "UPDATE mailboxes SET updated = $3 WHERE app_id = $1 AND id = $2",
-                [key.app.rawValue, key.id.rawValue, text(updated)])
-        case .putMailboxSide(let key, let side, let record):
-            c.add(
-                "INSERT INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood) "
-                    + "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (app_id, mailbox_id, side) DO UPDATE SET "
-                    + "opened = excluded.opened, added = excluded.added, mood = excluded.mood",
-                [
-                    key.app.rawValue, key.id.rawValue, side.rawValue, record.opened ? "t" : "f",
-                    text(record.added), record.mood,
-                ])
-        case .appendMessage(let key, let message):
-            c.add(
-                "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
-                    + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                [
-                    key.app.rawValue, key.id.rawValue, message.side.rawValue, message.phase.rawValue,
-                    message.body, text(message.serverRX),
-                    message.messageID == .null ? nil : JSONWriter.string(message.messageID),
-                ])
-        case .deleteMailbox(let key):
-            let parameters = [key.app.rawValue, key.id.rawValue]
-            c.add("DELETE FROM messages WHERE app_id = $1 AND mailbox_id = $2", parameters)
-            c.add("DELETE FROM mailbox_sides WHERE app_id = $1 AND mailbox_id = $2", parameters)
-            c.add("DELETE FROM mailboxes WHERE app_id = $1 AND id = $2", parameters)
-        }
-    }
-
-    /// A time as text that PostgreSQL reads back to the same `Double` (Swift prints the
-    /// shortest round-tripping form).
-    private static func text(_ instant: RelayInstant) -> String { "\(instant.secondsSince1970)" }
-
     // MARK: - Lifecycle
 
     public func close() {
@@ -551,6 +483,11 @@ struct PostgresStatements {
 
     mutating func add(_ sql: String, _ parameters: [String?]) {
         list.append((sql, parameters.map { $0.map(PostgresText.encode) }))
+    }
+
+    /// As ``add(_:_:)`` with parameters escaped already (array literals of escaped elements).
+    mutating func addRaw(_ sql: String, _ parameters: [String?]) {
+        list.append((sql, parameters))
     }
 
     mutating func append(_ other: PostgresStatements) { list += other.list }
