@@ -304,14 +304,19 @@ public final class PostgresRelayStorage: RelayStorage {
         let pool = self.pool
         let nodeID = self.nodeID
         let notifier = self.notifier
+        let feed = self.feed
         commits.commitPending { writes throws(RelayStorageError) in
             let inline = notifier.notifyInline()
             let statements = PostgresWriteBatch(writes).statements(
                 node: nodeID, ops: StorageOpCoding.encode(writes), notify: inline)
-            try pool.withConnection { connection throws(RelayStorageError) in
+            let results = try pool.withConnection { connection throws(RelayStorageError) in
                 try Self.runInFeedTransaction(statements, feedEntry: PostgresStatements(), connection)
             }
             if !inline { notifier.committed() }
+            // The entry's position: the follower need not read it back.
+            if let position = results.last?.text(0, 0).flatMap({ Int64($0) }) {
+                feed.ownChangesCommitted([position])
+            }
         }
     }
 
@@ -371,21 +376,26 @@ public final class PostgresRelayStorage: RelayStorage {
             let (reservations, created) = try pool.withConnection { connection throws(RelayStorageError) in
                 try Self.reserve(items.map(\.request), node: nodeID, notify: inline, connection)
             }
-            if created && !inline { notifier.committed() }
+            if !created.isEmpty && !inline { notifier.committed() }
+            feed.ownChangesCommitted(created)
             for (item, reservation) in zip(items, reservations) { item.completion(.success(reservation)) }
+            // Read the feed only if the answers wait for entries not applied yet.
+            let position = reservations.map(\.position).max() ?? 0
+            if !feed.hasApplied(position) { feed.wake() }
         } catch {
             for item in items { item.completion(.failure(error)) }
+            feed.wake()
         }
-        feed.wake()
     }
 
     /// One transaction holding the feed lock: for each request in turn, the first free
     /// candidate is created (an allocation) or the one name is created or found (a claim), and
     /// a creation is appended to the feed; then the feed position is read. The unique key on
-    /// `nameplates` is the last word even so. Says whether anything was created.
+    /// `nameplates` is the last word even so. Also returns the feed positions of the
+    /// creations (empty when nothing was created).
     private static func reserve(
         _ requests: [NameplateRequest], node: String, notify: Bool, _ connection: PostgresConnection
-    ) throws(RelayStorageError) -> (reservations: [NameplateReservation], created: Bool) {
+    ) throws(RelayStorageError) -> (reservations: [NameplateReservation], created: [Int64]) {
         var work = PostgresStatements()
         for request in requests {
             // The feed entry's JSON around the name the database picks (names are digits).
@@ -404,9 +414,10 @@ public final class PostgresRelayStorage: RelayStorage {
                     ORDER BY o LIMIT 1
                     ON CONFLICT DO NOTHING RETURNING name),
                 logged AS (
-                    INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made)
+                    INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made RETURNING seq)
                 SELECT (SELECT name FROM made),
-                    (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7)
+                    (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7),
+                    (SELECT seq FROM logged)
                 """,
                 [
                     request.app.rawValue,
@@ -425,12 +436,12 @@ public final class PostgresRelayStorage: RelayStorage {
         else {
             throw RelayStorageError(.write, "no answer for a nameplate")
         }
-        var created = false
+        var created: [Int64] = []
         var reservations: [NameplateReservation] = []
         for (request, rows) in zip(requests, results.dropFirst()) {
             let grant: NameplateGrant
             if let name = rows.text(0, 0) {
-                created = true
+                if let seq = rows.text(0, 2).flatMap({ Int64($0) }) { created.append(seq) }
                 grant = NameplateGrant(
                     app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
             } else if !request.isAllocation, let name = request.candidates.first {

@@ -71,19 +71,29 @@ struct PostgresWriteBatch {
     }
 
     /// Deletes every nameplate and mailbox the batch deletes, with their sides and messages.
+    ///
+    /// Rows are found key by key through their index (a `LATERAL` subquery per key, kept from
+    /// being flattened into a join by `OFFSET 0`) and deleted by `ctid`: joined with the keys
+    /// as a set, the planner may pick a sequential scan, and these tables hold many dead rows.
     static let deleteSQL = """
         WITH np AS (SELECT * FROM unnest($1::text[], $2::text[]) AS t(a, n)),
         mb AS (SELECT * FROM unnest($3::text[], $4::text[]) AS t(a, i)),
-        d1 AS (DELETE FROM nameplate_sides s USING np WHERE s.app_id = np.a AND s.name = np.n),
-        d2 AS (DELETE FROM nameplates s USING np WHERE s.app_id = np.a AND s.name = np.n),
-        d3 AS (DELETE FROM messages s USING mb WHERE s.app_id = mb.a AND s.mailbox_id = mb.i),
-        d4 AS (DELETE FROM mailbox_sides s USING mb WHERE s.app_id = mb.a AND s.mailbox_id = mb.i)
-        DELETE FROM mailboxes s USING mb WHERE s.app_id = mb.a AND s.id = mb.i
+        d1 AS (DELETE FROM nameplate_sides WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM np, LATERAL (
+            SELECT ctid FROM nameplate_sides s WHERE s.app_id = np.a AND s.name = np.n OFFSET 0) x))),
+        d2 AS (DELETE FROM nameplates WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM np, LATERAL (
+            SELECT ctid FROM nameplates s WHERE s.app_id = np.a AND s.name = np.n OFFSET 0) x))),
+        d3 AS (DELETE FROM messages WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM mb, LATERAL (
+            SELECT ctid FROM messages s WHERE s.app_id = mb.a AND s.mailbox_id = mb.i OFFSET 0) x))),
+        d4 AS (DELETE FROM mailbox_sides WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM mb, LATERAL (
+            SELECT ctid FROM mailbox_sides s WHERE s.app_id = mb.a AND s.mailbox_id = mb.i OFFSET 0) x)))
+        DELETE FROM mailboxes WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM mb, LATERAL (
+            SELECT ctid FROM mailboxes s WHERE s.app_id = mb.a AND s.id = mb.i OFFSET 0) x))
         """
 
     /// Every row's last value and the appended messages (the sub-statements touch different
     /// tables, or different rows of `mailboxes`, so their order does not matter), then the
-    /// feed entry; notifies the other nodes when `$31` is true.
+    /// feed entry, whose position it returns; notifies the other nodes when `$31` is true. Touched mailboxes are found as
+    /// the deleted rows are (see ``deleteSQL``).
     static let writeSQL = """
         WITH np AS (
             INSERT INTO nameplates (app_id, name, mailbox_id)
@@ -98,9 +108,12 @@ struct PostgresWriteBatch {
             SELECT * FROM unnest($9::text[], $10::text[], $11::boolean[], $12::float8[])
             ON CONFLICT (app_id, id) DO UPDATE SET
                 for_nameplate = excluded.for_nameplate, updated = excluded.updated),
+        touched AS (
+            SELECT x.ctid AS row, t.u FROM unnest($13::text[], $14::text[], $15::float8[]) AS t(a, i, u),
+            LATERAL (SELECT ctid FROM mailboxes s WHERE s.app_id = t.a AND s.id = t.i OFFSET 0) x),
         mbt AS (
-            UPDATE mailboxes m SET updated = t.u FROM unnest($13::text[], $14::text[], $15::float8[]) AS t(a, i, u)
-            WHERE m.app_id = t.a AND m.id = t.i),
+            UPDATE mailboxes m SET updated = (SELECT t.u FROM touched t WHERE t.row = m.ctid)
+            WHERE m.ctid = ANY(ARRAY(SELECT row FROM touched))),
         mbs AS (
             INSERT INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood)
             SELECT * FROM unnest($16::text[], $17::text[], $18::text[], $19::boolean[], $20::float8[], $21::text[])
@@ -111,8 +124,8 @@ struct PostgresWriteBatch {
             SELECT a, i, s, p, b, r, d FROM unnest(
                 $22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::float8[], $28::text[]
             ) WITH ORDINALITY AS t(a, i, s, p, b, r, d, o) ORDER BY o),
-        feed AS (INSERT INTO relay_changes (node, ops) VALUES ($29, $30))
-        SELECT pg_notify($32, $29) WHERE $31::boolean
+        feed AS (INSERT INTO relay_changes (node, ops) VALUES ($29, $30) RETURNING seq)
+        SELECT feed.seq FROM feed LEFT JOIN LATERAL (SELECT pg_notify($32, $29) WHERE $31::boolean) n ON true
         """
 
     /// The statements, with the feed entry `ops` of `node` (and a notification if `notify`).
