@@ -105,7 +105,6 @@ public final class PostgresRelayStorage: RelayStorage {
     private let pool: PostgresPool
     private let queue = DispatchQueue(label: "eleven.relay.postgres")
     private let queueKey = DispatchSpecificKey<Void>()
-    private let reservations = DispatchQueue(label: "eleven.relay.postgres-nameplates")
     private let pendingReservations = Locked(PendingReservations())
     private let commits: GroupCommit
     private let feed: PostgresChangeFeed
@@ -113,7 +112,8 @@ public final class PostgresRelayStorage: RelayStorage {
 
     private struct PendingReservations {
         typealias Completion = @Sendable (Result<NameplateReservation, RelayStorageError>) -> Void
-        var items: [(request: NameplateRequest, completion: Completion)] = []
+        typealias Item = (request: NameplateRequest, completion: Completion)
+        var items: [Item] = []
         var scheduled = false
     }
 
@@ -297,26 +297,76 @@ public final class PostgresRelayStorage: RelayStorage {
         commits.enqueue(writes, completion: completion) { [self] in drain() }
     }
 
-    /// Commits everything queued so far in one transaction, appended to the change feed, in
-    /// one round trip (pipelined, a few set-based statements: ``PostgresWriteBatch``), then
-    /// tells the other nodes and runs the completions.
+    /// On the commit queue: everything queued so far, writes and nameplate requests, in one
+    /// transaction and one round trip (pipelined), then the other nodes told and the
+    /// completions and answers run. One transaction per round instead of one for the writes
+    /// and one for the requests: each takes the feed lock every node's commits queue for.
     private func drain() {
-        let pool = self.pool
-        let nodeID = self.nodeID
-        let notifier = self.notifier
-        let feed = self.feed
+        let requests = pendingReservations.withLock { p in
+            let items = p.items
+            p.items = []
+            p.scheduled = false
+            return items
+        }
+        var committed = false
         commits.commitPending { writes throws(RelayStorageError) in
-            let inline = notifier.notifyInline()
-            let statements = PostgresWriteBatch(writes).statements(
+            committed = true
+            try commit(writes, requests)
+        }
+        if !committed && !requests.isEmpty { try? commit([], requests) }
+    }
+
+    /// One transaction: the writes as a few set-based statements (``PostgresWriteBatch``)
+    /// with their feed entry, then each nameplate request's statement and the feed position
+    /// (the requests see this node's writes, as its core did when it made them).
+    private func commit(_ writes: [StorageOp], _ requests: [PendingReservations.Item])
+        throws(RelayStorageError)
+    {
+        let inline = notifier.notifyInline()
+        var statements = PostgresStatements()
+        if !writes.isEmpty {
+            statements = PostgresWriteBatch(writes).statements(
                 node: nodeID, ops: StorageOpCoding.encode(writes), notify: inline)
+        }
+        var tail = PostgresStatements()
+        do throws(RelayStorageError) {
+            if !requests.isEmpty {
+                for request in requests { try Self.addReservation(request.request, node: nodeID, to: &statements) }
+                if writes.isEmpty && inline { tail.add(Self.notify, [PostgresChangeFeed.channel, nodeID]) }
+                tail.add("SELECT coalesce(max(seq), 0) FROM relay_changes", [])
+            }
             let results = try pool.withConnection { connection throws(RelayStorageError) in
-                try Self.runInFeedTransaction(statements, feedEntry: PostgresStatements(), connection)
+                try Self.runInFeedTransaction(statements, feedEntry: tail, connection)
             }
-            if !inline { notifier.committed() }
-            // The entry's position: the follower need not read it back.
-            if let position = results.last?.text(0, 0).flatMap({ Int64($0) }) {
-                feed.ownChangesCommitted([position])
+            // Rows: the lock's, the writes' feed position, one per request, the notification's,
+            // the position's.
+            var rows = results.dropFirst()
+            var own: [Int64] = []
+            if !writes.isEmpty {
+                if let position = rows.first?.text(0, 0).flatMap({ Int64($0) }) { own.append(position) }
+                rows = rows.dropFirst()
             }
+            var answers: [NameplateReservation] = []
+            if !requests.isEmpty {
+                guard rows.count == requests.count + (writes.isEmpty && inline ? 2 : 1),
+                    let position = rows.last?.text(0, 0).flatMap({ Int64($0) })
+                else { throw RelayStorageError(.write, "no answer for a nameplate") }
+                for (request, row) in zip(requests, rows) {
+                    let (answer, created) = try Self.answer(request.request, row, position: position)
+                    answers.append(answer)
+                    if let created { own.append(created) }
+                }
+            }
+            if !inline && !own.isEmpty { notifier.committed() }
+            // This node's entries need not be read back.
+            feed.ownChangesCommitted(own)
+            for (request, answer) in zip(requests, answers) { request.completion(.success(answer)) }
+            // Read the feed only if the answers wait for other nodes' entries not applied yet.
+            if let position = answers.map(\.position).max(), !feed.hasApplied(position) { feed.wake() }
+        } catch {
+            for request in requests { request.completion(.failure(error)) }
+            if !requests.isEmpty { feed.wake() }
+            throw error
         }
     }
 
@@ -346,6 +396,7 @@ public final class PostgresRelayStorage: RelayStorage {
 
     // MARK: - Nameplates
 
+    /// Queued for the next transaction on the commit queue (with the writes queued by then).
     public func reserveNameplate(
         _ request: NameplateRequest,
         completion: @escaping @Sendable (Result<NameplateReservation, RelayStorageError>) -> Void
@@ -356,107 +407,65 @@ public final class PostgresRelayStorage: RelayStorage {
             p.scheduled = true
             return true
         }
-        if schedule { reservations.async { [self] in reservePending() } }
+        if schedule { queue.async { [self] in drain() } }
     }
 
-    /// On the nameplate queue: every request queued so far, in one transaction and one round
-    /// trip; then the answers, the other nodes told, and the feed read (an answer waits for
-    /// the feed to reach its position).
-    private func reservePending() {
-        let items = pendingReservations.withLock { p in
-            let items = p.items
-            p.items = []
-            p.scheduled = false
-            return items
-        }
-        guard !items.isEmpty else { return }
-        let nodeID = self.nodeID
-        do throws(RelayStorageError) {
-            let inline = notifier.notifyInline()
-            let (reservations, created) = try pool.withConnection { connection throws(RelayStorageError) in
-                try Self.reserve(items.map(\.request), node: nodeID, notify: inline, connection)
-            }
-            if !created.isEmpty && !inline { notifier.committed() }
-            feed.ownChangesCommitted(created)
-            for (item, reservation) in zip(items, reservations) { item.completion(.success(reservation)) }
-            // Read the feed only if the answers wait for entries not applied yet.
-            let position = reservations.map(\.position).max() ?? 0
-            if !feed.hasApplied(position) { feed.wake() }
-        } catch {
-            for item in items { item.completion(.failure(error)) }
-            feed.wake()
-        }
-    }
-
-    /// One transaction holding the feed lock: for each request in turn, the first free
-    /// candidate is created (an allocation) or the one name is created or found (a claim), and
-    /// a creation is appended to the feed; then the feed position is read. The unique key on
-    /// `nameplates` is the last word even so. Also returns the feed positions of the
-    /// creations (empty when nothing was created).
-    private static func reserve(
-        _ requests: [NameplateRequest], node: String, notify: Bool, _ connection: PostgresConnection
-    ) throws(RelayStorageError) -> (reservations: [NameplateReservation], created: [Int64]) {
-        var work = PostgresStatements()
-        for request in requests {
-            // The feed entry's JSON around the name the database picks (names are digits).
-            let placeholder = Nameplate(trusted: "\u{1}")
-            let entry = StorageOpCoding.encode([
-                .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
+    /// The statement of one request, in the feed lock's transaction: the first free candidate
+    /// is created (an allocation) or the one name is created or found (a claim), and a
+    /// creation is appended to the feed. The unique key on `nameplates` is the last word even so.
+    private static func addReservation(
+        _ request: NameplateRequest, node: String, to work: inout PostgresStatements
+    ) throws(RelayStorageError) {
+        // The feed entry's JSON around the name the database picks (names are digits).
+        let placeholder = Nameplate(trusted: "\u{1}")
+        let entry = StorageOpCoding.encode([
+            .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
+        ])
+        let around = entry.components(separatedBy: "\\u0001")
+        guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
+        work.add(
+            """
+            WITH made AS (
+                INSERT INTO nameplates (app_id, name, mailbox_id)
+                SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
+                WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
+                ORDER BY o LIMIT 1
+                ON CONFLICT DO NOTHING RETURNING name),
+            logged AS (
+                INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made RETURNING seq)
+            SELECT (SELECT name FROM made),
+                (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7),
+                (SELECT seq FROM logged)
+            """,
+            [
+                request.app.rawValue,
+                "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
+                request.mailbox.rawValue, node, around[0], around[1],
+                request.isAllocation ? nil : request.candidates.first?.rawValue,
             ])
-            let around = entry.components(separatedBy: "\\u0001")
-            guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
-            work.add(
-                """
-                WITH made AS (
-                    INSERT INTO nameplates (app_id, name, mailbox_id)
-                    SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
-                    WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
-                    ORDER BY o LIMIT 1
-                    ON CONFLICT DO NOTHING RETURNING name),
-                logged AS (
-                    INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made RETURNING seq)
-                SELECT (SELECT name FROM made),
-                    (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7),
-                    (SELECT seq FROM logged)
-                """,
-                [
-                    request.app.rawValue,
-                    "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
-                    request.mailbox.rawValue, node, around[0], around[1],
-                    request.isAllocation ? nil : request.candidates.first?.rawValue,
-                ])
-        }
-        var position = PostgresStatements()
-        if notify { position.add(Self.notify, [PostgresChangeFeed.channel, node]) }
-        position.add("SELECT coalesce(max(seq), 0) FROM relay_changes", [])
-        let results = try runInFeedTransaction(work, feedEntry: position, connection)
-        // One row from the lock's statement, each request's, the notification's, the position's.
-        guard results.count == requests.count + (notify ? 3 : 2), let last = results.last,
-            let position = Int64(last.text(0, 0) ?? "")
-        else {
-            throw RelayStorageError(.write, "no answer for a nameplate")
-        }
-        var created: [Int64] = []
-        var reservations: [NameplateReservation] = []
-        for (request, rows) in zip(requests, results.dropFirst()) {
-            let grant: NameplateGrant
-            if let name = rows.text(0, 0) {
-                if let seq = rows.text(0, 2).flatMap({ Int64($0) }) { created.append(seq) }
-                grant = NameplateGrant(
-                    app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
-            } else if !request.isAllocation, let name = request.candidates.first {
-                guard let mailbox = rows.text(0, 1) else {
-                    throw RelayStorageError(.write, "nameplate neither created nor found")
-                }
-                grant = NameplateGrant(
-                    app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)),
-                    created: false)
-            } else {
-                grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
+    }
+
+    /// The answer to one request from its statement's row, valid after feed `position`; and
+    /// the feed position of the nameplate's creation, if the request created it.
+    private static func answer(_ request: NameplateRequest, _ row: PostgresResult, position: Int64)
+        throws(RelayStorageError) -> (NameplateReservation, created: Int64?)
+    {
+        let grant: NameplateGrant
+        var created: Int64?
+        if let name = row.text(0, 0) {
+            created = row.text(0, 2).flatMap { Int64($0) }
+            grant = NameplateGrant(
+                app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
+        } else if !request.isAllocation, let name = request.candidates.first {
+            guard let mailbox = row.text(0, 1) else {
+                throw RelayStorageError(.write, "nameplate neither created nor found")
             }
-            reservations.append(NameplateReservation(grant: grant, position: position))
+            grant = NameplateGrant(
+                app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)), created: false)
+        } else {
+            grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
         }
-        return (reservations, created)
+        return (NameplateReservation(grant: grant, position: position), created)
     }
 
     // MARK: - Lifecycle
