@@ -120,7 +120,8 @@ public final class PostgresRelayStorage: RelayStorage {
     /// Connects, and brings the schema up to date.
     public init(url: PostgresURL, options: Options = Options()) throws(RelayStorageError) {
         let pool = PostgresPool(
-            url: url, maximum: options.maximumConnections, checkoutTimeout: options.checkoutTimeoutSeconds)
+            url: url, maximum: options.maximumConnections, checkoutTimeout: options.checkoutTimeoutSeconds,
+            setup: Self.sessionSettings)
         try pool.withConnection { connection throws(RelayStorageError) in try Self.migrate(connection) }
         self.url = url
         self.pool = pool
@@ -133,6 +134,12 @@ public final class PostgresRelayStorage: RelayStorage {
     }
 
     public var isShared: Bool { true }
+
+    /// The pool's sessions run only key lookups (by primary key or index) and take one generic
+    /// plan per statement: planned once per session instead of on every execution, and never
+    /// a sequential scan, which the planner likes on these small tables of short-lived rows
+    /// although their pages are mostly dead rows. Loading turns scans back on.
+    static let sessionSettings = "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off"
 
     public func follow(_ follower: any RelayChangeFollower) { feed.start(follower) }
 
@@ -240,6 +247,7 @@ public final class PostgresRelayStorage: RelayStorage {
         // the feed position it includes (positions are visible in order).
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", code: .read)
         defer { _ = try? connection.execute("COMMIT") }
+        try connection.execute("SET LOCAL enable_seqscan = on", code: .read)
         let feed = try connection.execute(
             "SELECT GREATEST((SELECT coalesce(max(seq), 0) FROM relay_changes), "
                 + "(SELECT pruned_through FROM relay_feed))", code: .read)
