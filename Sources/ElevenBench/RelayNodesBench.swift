@@ -166,7 +166,9 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
     let sqlite = workDir.appendingPathComponent("relay.sqlite").path
     let postgres = ["--db", workDir.appendingPathComponent("unused.sqlite").path, "--postgres", cluster.url]
     for _ in 0..<rounds {
-        if only.contains("sqlite") { measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])]) }
+        if only.contains("sqlite") {
+            measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
+        }
         if only.contains("pg") { measure("1 node, PostgreSQL", [relay(postgres)]) }
         if only.contains("split") { measure("2 nodes, pairs split", [relay(postgres), relay(postgres)]) }
         if only.contains("sides") {

@@ -97,7 +97,8 @@ struct CPUSnapshot {
                 postgresOthers * per, 100 * postgresOthers / seconds))
         lines.append(
             String(
-                format: "    %6.2f CPU-s/1000 pairs %5.0f%% of a core  total (%.2f ms CPU per pair)", total * per,
+                format: "    %6.2f CPU-s/1000 pairs %5.0f%% of a core  total (%.2f ms CPU per pair)",
+                total * per,
                 100 * total / seconds, total * per))
         return lines
     }
@@ -169,7 +170,9 @@ final class BackendSampler: @unchecked Sendable {
                     samples += 1
                     for row in rows {
                         let parts = row.split(separator: "|")
-                        if parts.count == 2, let n = Int(parts[1]) { counts[String(parts[0]), default: 0] += n }
+                        if parts.count == 2, let n = Int(parts[1]) {
+                            counts[String(parts[0]), default: 0] += n
+                        }
                     }
                 }
                 usleep(20_000)
@@ -231,7 +234,11 @@ enum StatementCounts {
                     format: "    %6.2f per pair  %7.1f ms  %@", calls / Double(pairs),
                     Double(parts[1]) ?? 0, String(parts[2])))
         }
-        return [String(format: "    %6.2f statements per pair in all (exec ms: total in the server)", total / Double(pairs))]
+        return [
+            String(
+                format: "    %6.2f statements per pair in all (exec ms: total in the server)",
+                total / Double(pairs))
+        ]
             + lines.prefix(25)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import Relay
 
@@ -8,7 +8,9 @@ import TestSupport
 /// statements must leave PostgreSQL exactly as running the writes one by one would.
 @Suite("PostgreSQL write batches", .enabled(if: !PostgresCluster.skipped, "ELEVEN_SKIP_POSTGRES=1"))
 struct PostgresWriteBatchTests {
-    @Test("random traffic in random batches: after every batch the database holds what the writes in order make")
+    @Test(
+        "random traffic in random batches: after every batch the database holds what the writes in order make"
+    )
     func randomBatches() throws {
         let cluster = try PostgresCluster()
         for seed: UInt64 in [11, 12, 13] {
@@ -49,7 +51,8 @@ struct PostgresWriteBatchTests {
         let other = MailboxKey(app: app, id: "NULL")
         let plate = NameplateKey(app: app, name: Nameplate(trusted: "7"))
         func message(_ phase: String) -> StoredMessage {
-            StoredMessage(side: "s\"", phase: Phase(phase), body: "{\"b\":\"\\\\\"}", serverRX: at(3), messageID: .null)
+            StoredMessage(
+                side: "s\"", phase: Phase(phase), body: "{\"b\":\"\\\\\"}", serverRX: at(3), messageID: .null)
         }
         let first: [StorageOp] = [
             .putMailbox(box, forNameplate: true, updated: at(1)),

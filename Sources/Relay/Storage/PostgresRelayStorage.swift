@@ -339,7 +339,9 @@ public final class PostgresRelayStorage: RelayStorage {
         var tail = PostgresStatements()
         do throws(RelayStorageError) {
             if !requests.isEmpty {
-                for request in requests { try Self.addReservation(request.request, node: nodeID, to: &statements) }
+                for request in requests {
+                    try Self.addReservation(request.request, node: nodeID, to: &statements)
+                }
                 if writes.isEmpty && inline { tail.add(Self.notify, [PostgresChangeFeed.channel, nodeID]) }
                 tail.add("SELECT coalesce(max(seq), 0) FROM relay_changes", [])
             }
@@ -469,7 +471,8 @@ public final class PostgresRelayStorage: RelayStorage {
                 throw RelayStorageError(.write, "nameplate neither created nor found")
             }
             grant = NameplateGrant(
-                app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)), created: false)
+                app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)), created: false
+            )
         } else {
             grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
         }

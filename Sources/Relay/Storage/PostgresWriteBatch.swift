@@ -137,7 +137,8 @@ struct PostgresWriteBatch {
                 [
                     Self.array(deletedNameplates.map(\.app.rawValue)),
                     Self.array(deletedNameplates.map(\.name.rawValue)),
-                    Self.array(deletedMailboxes.map(\.app.rawValue)), Self.array(deletedMailboxes.map(\.id.rawValue)),
+                    Self.array(deletedMailboxes.map(\.app.rawValue)),
+                    Self.array(deletedMailboxes.map(\.id.rawValue)),
                 ])
         }
         var p = [[String?]](repeating: [], count: 28)
@@ -213,7 +214,9 @@ struct PostgresWriteBatch {
             }
             bytes.append(UInt8(ascii: "\""))
             for byte in PostgresText.encode(value).utf8 {
-                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    bytes.append(UInt8(ascii: "\\"))
+                }
                 bytes.append(byte)
             }
             bytes.append(UInt8(ascii: "\""))
