@@ -162,8 +162,9 @@ final class BackendSampler: @unchecked Sendable {
             while lock.withLock({ running }) {
                 let rows = session.query(
                     """
-                    SELECT CASE WHEN state = 'active' THEN 'running' || coalesce(' / waiting ' || wait_event_type
-                        || ':' || wait_event, '') ELSE coalesce(state, '?') || coalesce(' / ' || wait_event, '') END,
+                    SELECT CASE WHEN state = 'active'
+                        THEN 'running' || coalesce(' / waiting ' || wait_event_type || ':' || wait_event, '')
+                        ELSE coalesce(state, '?') || coalesce(' / ' || wait_event, '') END,
                         count(*) FROM pg_stat_activity WHERE application_name = 'eleven-relay' GROUP BY 1
                     """)
                 lock.withLock {
@@ -220,7 +221,8 @@ enum StatementCounts {
         defer { session.close() }
         let rows = session.query(
             """
-            SELECT calls, round(total_exec_time::numeric, 1), regexp_replace(left(query, 70), '\\s+', ' ', 'g')
+            SELECT calls, round(total_exec_time::numeric, 1),
+                regexp_replace(left(query, 70), '\\s+', ' ', 'g')
             FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' ORDER BY calls DESC
             """)
         var total = 0.0

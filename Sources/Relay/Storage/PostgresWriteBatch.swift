@@ -92,8 +92,8 @@ struct PostgresWriteBatch {
 
     /// Every row's last value and the appended messages (the sub-statements touch different
     /// tables, or different rows of `mailboxes`, so their order does not matter), then the
-    /// feed entry, whose position it returns; notifies the other nodes when `$31` is true. Touched mailboxes are found as
-    /// the deleted rows are (see ``deleteSQL``).
+    /// feed entry, whose position it returns; notifies the other nodes when `$31` is true.
+    /// Touched mailboxes are found as the deleted rows are (see ``deleteSQL``).
     static let writeSQL = """
         WITH np AS (
             INSERT INTO nameplates (app_id, name, mailbox_id)
@@ -102,7 +102,8 @@ struct PostgresWriteBatch {
         nps AS (
             INSERT INTO nameplate_sides (app_id, name, side, claimed, added)
             SELECT * FROM unnest($4::text[], $5::text[], $6::text[], $7::boolean[], $8::float8[])
-            ON CONFLICT (app_id, name, side) DO UPDATE SET claimed = excluded.claimed, added = excluded.added),
+            ON CONFLICT (app_id, name, side) DO UPDATE SET
+                claimed = excluded.claimed, added = excluded.added),
         mb AS (
             INSERT INTO mailboxes (app_id, id, for_nameplate, updated)
             SELECT * FROM unnest($9::text[], $10::text[], $11::boolean[], $12::float8[])
@@ -116,7 +117,8 @@ struct PostgresWriteBatch {
             WHERE m.ctid = ANY(ARRAY(SELECT row FROM touched))),
         mbs AS (
             INSERT INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood)
-            SELECT * FROM unnest($16::text[], $17::text[], $18::text[], $19::boolean[], $20::float8[], $21::text[])
+            SELECT * FROM unnest(
+                $16::text[], $17::text[], $18::text[], $19::boolean[], $20::float8[], $21::text[])
             ON CONFLICT (app_id, mailbox_id, side) DO UPDATE SET
                 opened = excluded.opened, added = excluded.added, mood = excluded.mood),
         msg AS (
