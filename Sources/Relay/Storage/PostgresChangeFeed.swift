@@ -182,12 +182,11 @@ final class PostgresChangeFeed: @unchecked Sendable {
                 while true {
                     // One round trip: how far the feed was pruned, and the entries after us
                     // (this node's own without their ops: it has applied them already).
-                    // Prepared once per session (a pipeline of one statement).
-                    guard
-                        let rows = try connection.executePipelinedRows(
-                            [(Self.readSQL, [String(position), nodeID])], code: .read
-                        ).first
-                    else { throw RelayStorageError(.read, "the change feed read returned nothing") }
+                    // Not pipelined: a pipeline's last read may leave a notification that arrived
+                    // with it unparsed in libpq's buffer, where the socket's read source never
+                    // sees it (it then waited for the next tick).
+                    let rows = try connection.execute(
+                        Self.readSQL, [String(position), nodeID], code: .read)
                     if position < Int64(rows.text(0, 0) ?? "") ?? 0 {
                         follower.feedFailed(
                             RelayStorageError(.read, "fell behind the change feed; reloading"))
