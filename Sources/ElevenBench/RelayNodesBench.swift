@@ -23,6 +23,11 @@ private let nodesUsage = """
       --rounds N         measure our set-ups N times in turn (default 1) and show each one's
                          median round by pairs/s, so load from other processes on the machine
                          falls on every set-up alike
+      --only LIST        only these set-ups, comma-separated: sqlite, pg, split, sides
+      --detail           per set-up: CPU per process and thread per 1000 pairs, and what the
+                         PostgreSQL backends do (sampled pg_stat_activity)
+      --statements       per set-up: PostgreSQL statements per pair (loads pg_stat_statements,
+                         which costs some CPU itself)
     """
 
 func runRelayNodesBench(_ arguments: [String]) -> Int32 {
@@ -37,6 +42,9 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         .appendingPathComponent("eleven-relay").path
     var withReference = true
     var rounds = 1
+    var only: Set<String> = ["sqlite", "pg", "split", "sides"]
+    var detail = false
+    var statements = false
     var i = 0
     while i < arguments.count {
         let value = i + 1 < arguments.count ? arguments[i + 1] : ""
@@ -46,8 +54,15 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         case "--python": python = value
         case "--relay": relayPath = value
         case "--rounds": rounds = min(9, max(1, Int(value) ?? rounds))
+        case "--only": only = Set(value.split(separator: ",").map(String.init))
         case "--no-reference":
             withReference = false
+            i -= 1
+        case "--detail":
+            detail = true
+            i -= 1
+        case "--statements":
+            statements = true
             i -= 1
         default:
             FileHandle.standardError.write(
@@ -104,6 +119,10 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
         _ = runPairs(
             url: first.url, peerURL: peer, acrossRelays: across, concurrency: 2, seconds: 10, maxPairs: 4,
             loops: loops)
+        if statements { StatementCounts.reset(cluster) }
+        let postmaster = postmasterPID(cluster)
+        let snapshot = detail ? CPUSnapshot.take(relays: started.map(\.pid), postmaster: postmaster) : nil
+        let sampler = detail ? BackendSampler(url: cluster.url) : nil
         let cpu0 = started.reduce(0) { $0 + processCPUSeconds($1.pid) }
         let database0 = postgresCPUSeconds(cluster)
         let generator0 = processCPUSeconds(getpid())
@@ -112,6 +131,19 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
             maxPairs: 1_000_000,
             loops: loops)
         let cpu = started.reduce(0) { $0 + processCPUSeconds($1.pid) } - cpu0
+        if let snapshot {
+            let after = CPUSnapshot.take(relays: started.map(\.pid), postmaster: postmaster)
+            print("\(name): \(result.pairs) pairs, \(String(format: "%.1f", result.rate)) pairs/s")
+            for line in after.report(since: snapshot, pairs: result.pairs, seconds: seconds) { print(line) }
+        }
+        if let sampler {
+            print("  PostgreSQL backends of the relays (average over 20 ms samples):")
+            for line in sampler.stop() { print(line) }
+        }
+        if statements {
+            print("  \(name): statements")
+            for line in StatementCounts.report(cluster, pairs: result.pairs) { print(line) }
+        }
         rows.append(
             Row(
                 name: name, result: result, cpu: cpu, databaseCPU: postgresCPUSeconds(cluster) - database0,
@@ -127,13 +159,21 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
     )
     print("          (pairs split), or every pair's two sides on different nodes (sides split)")
     if rounds > 1 { print("          \(rounds) rounds; each set-up's median round by pairs/s is shown") }
+    if statements && !StatementCounts.enable(cluster) {
+        print("eleven-bench relay --nodes: cannot load pg_stat_statements")
+        return 1
+    }
     let sqlite = workDir.appendingPathComponent("relay.sqlite").path
     let postgres = ["--db", workDir.appendingPathComponent("unused.sqlite").path, "--postgres", cluster.url]
     for _ in 0..<rounds {
-        measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
-        measure("1 node, PostgreSQL", [relay(postgres)])
-        measure("2 nodes, pairs split", [relay(postgres), relay(postgres)])
-        measure("2 nodes, sides split", [relay(postgres), relay(postgres)], across: true)
+        if only.contains("sqlite") {
+            measure("1 node, SQLite", [relay(["--db", sqlite, "--sync", "normal"])])
+        }
+        if only.contains("pg") { measure("1 node, PostgreSQL", [relay(postgres)]) }
+        if only.contains("split") { measure("2 nodes, pairs split", [relay(postgres), relay(postgres)]) }
+        if only.contains("sides") {
+            measure("2 nodes, sides split", [relay(postgres), relay(postgres)], across: true)
+        }
     }
     // Each set-up's median round (rows keep their first order).
     var names: [String] = []
@@ -208,10 +248,7 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
 /// CPU seconds used so far by the cluster's server: the postmaster (with the backends that
 /// have exited) and its live children (the backends of the relays' connections).
 private func postgresCPUSeconds(_ cluster: PostgresCluster) -> Double {
-    let pidFile = cluster.directory.appendingPathComponent("data/postmaster.pid").path
-    guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-        let first = text.split(separator: "\n").first, let postmaster = Int32(first)
-    else { return 0 }
+    guard let postmaster = postmasterPID(cluster) else { return 0 }
     var total = processCPUSeconds(postmaster, withExitedChildren: true)
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     for entry in entries {

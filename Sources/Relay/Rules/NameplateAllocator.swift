@@ -28,14 +28,7 @@ enum NameplateAllocator {
     ) -> [Nameplate] {
         var out: [Nameplate] = []
         for range in [1..<10, 10..<100, 100..<1000] {
-            var free = range.map { Nameplate(number: $0) }.filter { !taken.contains($0) }
-            // A random `count` of them in random order: the first steps of a Fisher-Yates
-            // shuffle (one random number per name kept, not per name free).
-            let kept = min(count, free.count)
-            for i in 0..<kept {
-                free.swapAt(i, Int.random(in: i..<free.count, using: &random))
-            }
-            out += free.prefix(kept)
+            out += sample(range, free: taken, count: count, using: &random)
         }
         var chosen = Set(out)
         let target = out.count + count / 2
@@ -44,5 +37,37 @@ enum NameplateAllocator {
             if !taken.contains(candidate), chosen.insert(candidate).inserted { out.append(candidate) }
         }
         return out
+    }
+
+    /// Up to `count` names of `range` not in `taken`, a uniformly random choice in random
+    /// order (all of them, shuffled, when fewer are free). Runs on every allocation under the
+    /// core's lock, so it does not look at every name of the range when it need not: while
+    /// most of the range is free, it draws random numbers until it has `count` free ones.
+    static func sample(
+        _ range: Range<Int>, free taken: Set<Nameplate>, count: Int,
+        using random: inout some RandomNumberGenerator
+    ) -> [Nameplate] {
+        if taken.count * 2 < range.count && count * 2 < range.count {
+            var picked: Set<Int> = []
+            var out: [Nameplate] = []
+            // At least half the range is free and `count` is under half of it, so each draw
+            // is new and free with probability above 1/4: this many draws practically always
+            // suffice; if not, the whole range is looked at below.
+            for _ in 0..<(count * 16) where out.count < count {
+                let n = Int.random(in: range, using: &random)
+                guard picked.insert(n).inserted else { continue }
+                let name = Nameplate(number: n)
+                if !taken.contains(name) { out.append(name) }
+            }
+            if out.count == count { return out }
+        }
+        var free = range.map { Nameplate(number: $0) }.filter { !taken.contains($0) }
+        // A random `count` of them in random order: the first steps of a Fisher-Yates
+        // shuffle (one random number per name kept, not per name free).
+        let kept = min(count, free.count)
+        for i in 0..<kept {
+            free.swapAt(i, Int.random(in: i..<free.count, using: &random))
+        }
+        return Array(free.prefix(kept))
     }
 }

@@ -77,6 +77,9 @@ public final class RelayService: RelayChangeFollower {
         var stopped = false
         /// The shared store's change feed is applied up to here.
         var feedPosition: Int64 = 0
+        /// This node's own committed feed entries after `feedPosition` (applied already; they
+        /// count once every entry before them is).
+        var ownPositions: Set<Int64> = []
         /// Nameplate answers waiting for the feed to reach their position.
         var grants: [(reservation: NameplateReservation, connection: ConnectionID)] = []
         var recoveries = 0
@@ -273,6 +276,7 @@ public final class RelayService: RelayChangeFollower {
                 s.waiting = [:]
                 s.grants = []
                 s.feedPosition = position
+                s.ownPositions = []
                 s.failure = nil
                 s.recoveries += 1
                 return true
@@ -326,9 +330,29 @@ public final class RelayService: RelayChangeFollower {
                 handle(s.core.handle(.replicated(change.ops), now: now), &s)
             }
             s.feedPosition = position
+            Self.passOwnPositions(&s)
             releaseGrants(&s, now: now)
         }
         drain()
+    }
+
+    public func ownChangesCommitted(_ positions: [Int64]) {
+        let now = clock.now()
+        state.withLock { s in
+            guard s.failure == nil, !s.stopped else { return }
+            for position in positions where position > s.feedPosition { s.ownPositions.insert(position) }
+            guard s.ownPositions.contains(s.feedPosition + 1) else { return }
+            Self.passOwnPositions(&s)
+            releaseGrants(&s, now: now)
+        }
+        drain()
+    }
+
+    /// Moves the feed position over this node's own entries right after it (positions become
+    /// visible in order, so nothing before them is missing), and forgets those behind it.
+    private static func passOwnPositions(_ s: inout State) {
+        while s.ownPositions.remove(s.feedPosition + 1) != nil { s.feedPosition += 1 }
+        if !s.ownPositions.isEmpty { s.ownPositions = s.ownPositions.filter { $0 > s.feedPosition } }
     }
 
     public func feedFailed(_ error: RelayStorageError) {

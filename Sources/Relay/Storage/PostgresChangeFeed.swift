@@ -72,6 +72,18 @@ final class PostgresChangeFeed: @unchecked Sendable {
         queue.async { [self] in catchUp() }
     }
 
+    /// This node's own entries at `positions` are committed (see
+    /// ``RelayChangeFollower/ownChangesCommitted(_:)``).
+    func ownChangesCommitted(_ positions: [Int64]) {
+        guard !positions.isEmpty else { return }
+        follower.value?.ownChangesCommitted(positions)
+    }
+
+    /// Whether the follower has applied the feed through `position`.
+    func hasApplied(_ position: Int64) -> Bool {
+        (follower.value?.appliedPosition ?? 0) >= position
+    }
+
     func stop() {
         let body = { [self] in
             stopped = true
@@ -153,6 +165,13 @@ final class PostgresChangeFeed: @unchecked Sendable {
         if connection.takeNotifications(ignoring: nodeID) > 0 { catchUp() }
     }
 
+    private static let readSQL = """
+        SELECT f.pruned_through, c.seq, c.node, c.ops FROM relay_feed f LEFT JOIN LATERAL (
+            SELECT seq, node, CASE WHEN node = $2 THEN NULL ELSE ops END AS ops
+            FROM relay_changes WHERE seq > $1 ORDER BY seq LIMIT 500
+        ) c ON true
+        """
+
     /// Delivers every entry after the follower's position, then again if notifications came
     /// in meanwhile.
     private func catchUp() {
@@ -163,13 +182,11 @@ final class PostgresChangeFeed: @unchecked Sendable {
                 while true {
                     // One round trip: how far the feed was pruned, and the entries after us
                     // (this node's own without their ops: it has applied them already).
+                    // Not pipelined: a pipeline's last read may leave a notification that arrived
+                    // with it unparsed in libpq's buffer, where the socket's read source never
+                    // sees it (it then waited for the next tick).
                     let rows = try connection.execute(
-                        """
-                        SELECT f.pruned_through, c.seq, c.node, c.ops FROM relay_feed f LEFT JOIN LATERAL (
-                            SELECT seq, node, CASE WHEN node = $2 THEN NULL ELSE ops END AS ops
-                            FROM relay_changes WHERE seq > $1 ORDER BY seq LIMIT 500
-                        ) c ON true
-                        """, [String(position), nodeID], code: .read)
+                        Self.readSQL, [String(position), nodeID], code: .read)
                     if position < Int64(rows.text(0, 0) ?? "") ?? 0 {
                         follower.feedFailed(
                             RelayStorageError(.read, "fell behind the change feed; reloading"))

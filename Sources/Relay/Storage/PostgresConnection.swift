@@ -298,16 +298,19 @@ final class PostgresPool: @unchecked Sendable {
     let url: PostgresURL
     let maximum: Int
     let checkoutTimeout: TimeInterval
+    /// Run on every connection the pool opens (session settings), if any.
+    let setup: String?
 
     private let condition = NSCondition()
     private var idle: [PostgresConnection] = []
     private var lent = 0
     private var closed = false
 
-    init(url: PostgresURL, maximum: Int, checkoutTimeout: TimeInterval = 10) {
+    init(url: PostgresURL, maximum: Int, checkoutTimeout: TimeInterval = 10, setup: String? = nil) {
         self.url = url
         self.maximum = max(1, maximum)
         self.checkoutTimeout = checkoutTimeout
+        self.setup = setup
     }
 
     /// Connections open now (lent and idle).
@@ -351,7 +354,9 @@ final class PostgresPool: @unchecked Sendable {
         if let reused, reused.isHealthy { return reused }
         reused?.close()
         do throws(RelayStorageError) {
-            return try PostgresConnection(url)
+            let connection = try PostgresConnection(url)
+            if let setup { try connection.executeScript(setup, code: .open) }
+            return connection
         } catch {
             condition.lock()
             lent -= 1

@@ -105,7 +105,6 @@ public final class PostgresRelayStorage: RelayStorage {
     private let pool: PostgresPool
     private let queue = DispatchQueue(label: "eleven.relay.postgres")
     private let queueKey = DispatchSpecificKey<Void>()
-    private let reservations = DispatchQueue(label: "eleven.relay.postgres-nameplates")
     private let pendingReservations = Locked(PendingReservations())
     private let commits: GroupCommit
     private let feed: PostgresChangeFeed
@@ -113,14 +112,16 @@ public final class PostgresRelayStorage: RelayStorage {
 
     private struct PendingReservations {
         typealias Completion = @Sendable (Result<NameplateReservation, RelayStorageError>) -> Void
-        var items: [(request: NameplateRequest, completion: Completion)] = []
+        typealias Item = (request: NameplateRequest, completion: Completion)
+        var items: [Item] = []
         var scheduled = false
     }
 
     /// Connects, and brings the schema up to date.
     public init(url: PostgresURL, options: Options = Options()) throws(RelayStorageError) {
         let pool = PostgresPool(
-            url: url, maximum: options.maximumConnections, checkoutTimeout: options.checkoutTimeoutSeconds)
+            url: url, maximum: options.maximumConnections, checkoutTimeout: options.checkoutTimeoutSeconds,
+            setup: Self.sessionSettings)
         try pool.withConnection { connection throws(RelayStorageError) in try Self.migrate(connection) }
         self.url = url
         self.pool = pool
@@ -133,6 +134,12 @@ public final class PostgresRelayStorage: RelayStorage {
     }
 
     public var isShared: Bool { true }
+
+    /// The pool's sessions run only key lookups (by primary key or index) and take one generic
+    /// plan per statement: planned once per session instead of on every execution, and never
+    /// a sequential scan, which the planner likes on these small tables of short-lived rows
+    /// although their pages are mostly dead rows. Loading turns scans back on.
+    static let sessionSettings = "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off"
 
     public func follow(_ follower: any RelayChangeFollower) { feed.start(follower) }
 
@@ -240,6 +247,7 @@ public final class PostgresRelayStorage: RelayStorage {
         // the feed position it includes (positions are visible in order).
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", code: .read)
         defer { _ = try? connection.execute("COMMIT") }
+        try connection.execute("SET LOCAL enable_seqscan = on", code: .read)
         let feed = try connection.execute(
             "SELECT GREATEST((SELECT coalesce(max(seq), 0) FROM relay_changes), "
                 + "(SELECT pruned_through FROM relay_feed))", code: .read)
@@ -297,25 +305,78 @@ public final class PostgresRelayStorage: RelayStorage {
         commits.enqueue(writes, completion: completion) { [self] in drain() }
     }
 
-    /// Commits everything queued so far in one transaction, appended to the change feed, in
-    /// one round trip (pipelined), then tells the other nodes and runs the completions.
+    /// On the commit queue: everything queued so far, writes and nameplate requests, in one
+    /// transaction and one round trip (pipelined), then the other nodes told and the
+    /// completions and answers run. One transaction per round instead of one for the writes
+    /// and one for the requests: each takes the feed lock every node's commits queue for.
     private func drain() {
-        let pool = self.pool
-        let nodeID = self.nodeID
-        let notifier = self.notifier
+        let requests = pendingReservations.withLock { p in
+            let items = p.items
+            p.items = []
+            p.scheduled = false
+            return items
+        }
+        var committed = false
         commits.commitPending { writes throws(RelayStorageError) in
-            var statements = PostgresStatements()
-            for op in writes { Self.add(op, to: &statements) }
-            var entry = PostgresStatements()
-            entry.add(
-                "INSERT INTO relay_changes (node, ops) VALUES ($1, $2)",
-                [nodeID, StorageOpCoding.encode(writes)])
-            let inline = notifier.notifyInline()
-            if inline { entry.add(Self.notify, [PostgresChangeFeed.channel, nodeID]) }
-            try pool.withConnection { connection throws(RelayStorageError) in
-                try Self.runInFeedTransaction(statements, feedEntry: entry, connection)
+            committed = true
+            try commit(writes, requests)
+        }
+        if !committed && !requests.isEmpty { try? commit([], requests) }
+    }
+
+    /// One transaction: the writes as a few set-based statements (``PostgresWriteBatch``)
+    /// with their feed entry, then each nameplate request's statement and the feed position
+    /// (the requests see this node's writes, as its core did when it made them).
+    private func commit(_ writes: [StorageOp], _ requests: [PendingReservations.Item])
+        throws(RelayStorageError)
+    {
+        let inline = notifier.notifyInline()
+        var statements = PostgresStatements()
+        if !writes.isEmpty {
+            statements = PostgresWriteBatch(writes).statements(
+                node: nodeID, ops: StorageOpCoding.encode(writes), notify: inline)
+        }
+        var tail = PostgresStatements()
+        do throws(RelayStorageError) {
+            if !requests.isEmpty {
+                for request in requests {
+                    try Self.addReservation(request.request, node: nodeID, to: &statements)
+                }
+                if writes.isEmpty && inline { tail.add(Self.notify, [PostgresChangeFeed.channel, nodeID]) }
+                tail.add("SELECT coalesce(max(seq), 0) FROM relay_changes", [])
             }
-            if !inline { notifier.committed() }
+            let results = try pool.withConnection { connection throws(RelayStorageError) in
+                try Self.runInFeedTransaction(statements, feedEntry: tail, connection)
+            }
+            // Rows: the lock's, the writes' feed position, one per request, the notification's,
+            // the position's.
+            var rows = results.dropFirst()
+            var own: [Int64] = []
+            if !writes.isEmpty {
+                if let position = rows.first?.text(0, 0).flatMap({ Int64($0) }) { own.append(position) }
+                rows = rows.dropFirst()
+            }
+            var answers: [NameplateReservation] = []
+            if !requests.isEmpty {
+                guard rows.count == requests.count + (writes.isEmpty && inline ? 2 : 1),
+                    let position = rows.last?.text(0, 0).flatMap({ Int64($0) })
+                else { throw RelayStorageError(.write, "no answer for a nameplate") }
+                for (request, row) in zip(requests, rows) {
+                    let (answer, created) = try Self.answer(request.request, row, position: position)
+                    answers.append(answer)
+                    if let created { own.append(created) }
+                }
+            }
+            if !inline && !own.isEmpty { notifier.committed() }
+            // This node's entries need not be read back.
+            feed.ownChangesCommitted(own)
+            for (request, answer) in zip(requests, answers) { request.completion(.success(answer)) }
+            // Read the feed only if the answers wait for other nodes' entries not applied yet.
+            if let position = answers.map(\.position).max(), !feed.hasApplied(position) { feed.wake() }
+        } catch {
+            for request in requests { request.completion(.failure(error)) }
+            if !requests.isEmpty { feed.wake() }
+            throw error
         }
     }
 
@@ -324,17 +385,17 @@ public final class PostgresRelayStorage: RelayStorage {
 
     /// Runs `work` then `feedEntry` in one round trip and one transaction holding the feed lock
     /// (so the entry's position becomes visible only after every earlier one's); rolls back
-    /// on failure. Returns the rows of every statement that returned any.
+    /// on failure. Returns the rows of every statement that returned any. The transaction is
+    /// the pipeline's implicit one: everything up to its sync, committed there, rolled back
+    /// on the first error (no `BEGIN` and `COMMIT` to send and run).
     @discardableResult
     private static func runInFeedTransaction(
         _ work: PostgresStatements, feedEntry: PostgresStatements, _ connection: PostgresConnection
     ) throws(RelayStorageError) -> [PostgresResult] {
         var statements = PostgresStatements()
-        statements.add("BEGIN", [])
         statements.add("SELECT pg_advisory_xact_lock(\(PostgresRelaySchema.feedLockKey))", [])
         statements.append(work)
         statements.append(feedEntry)
-        statements.add("COMMIT", [])
         do throws(RelayStorageError) {
             return try connection.executePipelinedRows(statements.list)
         } catch {
@@ -345,6 +406,7 @@ public final class PostgresRelayStorage: RelayStorage {
 
     // MARK: - Nameplates
 
+    /// Queued for the next transaction on the commit queue (with the writes queued by then).
     public func reserveNameplate(
         _ request: NameplateRequest,
         completion: @escaping @Sendable (Result<NameplateReservation, RelayStorageError>) -> Void
@@ -355,166 +417,67 @@ public final class PostgresRelayStorage: RelayStorage {
             p.scheduled = true
             return true
         }
-        if schedule { reservations.async { [self] in reservePending() } }
+        if schedule { queue.async { [self] in drain() } }
     }
 
-    /// On the nameplate queue: every request queued so far, in one transaction and one round
-    /// trip; then the answers, the other nodes told, and the feed read (an answer waits for
-    /// the feed to reach its position).
-    private func reservePending() {
-        let items = pendingReservations.withLock { p in
-            let items = p.items
-            p.items = []
-            p.scheduled = false
-            return items
-        }
-        guard !items.isEmpty else { return }
-        let nodeID = self.nodeID
-        do throws(RelayStorageError) {
-            let inline = notifier.notifyInline()
-            let (reservations, created) = try pool.withConnection { connection throws(RelayStorageError) in
-                try Self.reserve(items.map(\.request), node: nodeID, notify: inline, connection)
-            }
-            if created && !inline { notifier.committed() }
-            for (item, reservation) in zip(items, reservations) { item.completion(.success(reservation)) }
-        } catch {
-            for item in items { item.completion(.failure(error)) }
-        }
-        feed.wake()
-    }
-
-    /// One transaction holding the feed lock: for each request in turn, the first free
-    /// candidate is created (an allocation) or the one name is created or found (a claim), and
-    /// a creation is appended to the feed; then the feed position is read. The unique key on
-    /// `nameplates` is the last word even so. Says whether anything was created.
-    private static func reserve(
-        _ requests: [NameplateRequest], node: String, notify: Bool, _ connection: PostgresConnection
-    ) throws(RelayStorageError) -> (reservations: [NameplateReservation], created: Bool) {
-        var work = PostgresStatements()
-        for request in requests {
-            // The feed entry's JSON around the name the database picks (names are digits).
-            let placeholder = Nameplate(trusted: "\u{1}")
-            let entry = StorageOpCoding.encode([
-                .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
+    /// The statement of one request, in the feed lock's transaction: the first free candidate
+    /// is created (an allocation) or the one name is created or found (a claim), and a
+    /// creation is appended to the feed. The unique key on `nameplates` is the last word even so.
+    private static func addReservation(
+        _ request: NameplateRequest, node: String, to work: inout PostgresStatements
+    ) throws(RelayStorageError) {
+        // The feed entry's JSON around the name the database picks (names are digits).
+        let placeholder = Nameplate(trusted: "\u{1}")
+        let entry = StorageOpCoding.encode([
+            .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
+        ])
+        let around = entry.components(separatedBy: "\\u0001")
+        guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
+        work.add(
+            """
+            WITH made AS (
+                INSERT INTO nameplates (app_id, name, mailbox_id)
+                SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
+                WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
+                ORDER BY o LIMIT 1
+                ON CONFLICT DO NOTHING RETURNING name),
+            logged AS (
+                INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made RETURNING seq)
+            SELECT (SELECT name FROM made),
+                (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7),
+                (SELECT seq FROM logged)
+            """,
+            [
+                request.app.rawValue,
+                "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
+                request.mailbox.rawValue, node, around[0], around[1],
+                request.isAllocation ? nil : request.candidates.first?.rawValue,
             ])
-            let around = entry.components(separatedBy: "\\u0001")
-            guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
-            work.add(
-                """
-                WITH made AS (
-                    INSERT INTO nameplates (app_id, name, mailbox_id)
-                    SELECT $1, c, $3 FROM unnest($2::text[]) WITH ORDINALITY AS t(c, o)
-                    WHERE NOT EXISTS (SELECT 1 FROM nameplates n WHERE n.app_id = $1 AND n.name = t.c)
-                    ORDER BY o LIMIT 1
-                    ON CONFLICT DO NOTHING RETURNING name),
-                logged AS (
-                    INSERT INTO relay_changes (node, ops) SELECT $4, $5 || name || $6 FROM made)
-                SELECT (SELECT name FROM made),
-                    (SELECT mailbox_id FROM nameplates WHERE app_id = $1 AND name = $7)
-                """,
-                [
-                    request.app.rawValue,
-                    "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
-                    request.mailbox.rawValue, node, around[0], around[1],
-                    request.isAllocation ? nil : request.candidates.first?.rawValue,
-                ])
-        }
-        var position = PostgresStatements()
-        if notify { position.add(Self.notify, [PostgresChangeFeed.channel, node]) }
-        position.add("SELECT coalesce(max(seq), 0) FROM relay_changes", [])
-        let results = try runInFeedTransaction(work, feedEntry: position, connection)
-        // One row from the lock's statement, each request's, the notification's, the position's.
-        guard results.count == requests.count + (notify ? 3 : 2), let last = results.last,
-            let position = Int64(last.text(0, 0) ?? "")
-        else {
-            throw RelayStorageError(.write, "no answer for a nameplate")
-        }
-        var created = false
-        var reservations: [NameplateReservation] = []
-        for (request, rows) in zip(requests, results.dropFirst()) {
-            let grant: NameplateGrant
-            if let name = rows.text(0, 0) {
-                created = true
-                grant = NameplateGrant(
-                    app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
-            } else if !request.isAllocation, let name = request.candidates.first {
-                guard let mailbox = rows.text(0, 1) else {
-                    throw RelayStorageError(.write, "nameplate neither created nor found")
-                }
-                grant = NameplateGrant(
-                    app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)),
-                    created: false)
-            } else {
-                grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
+    }
+
+    /// The answer to one request from its statement's row, valid after feed `position`; and
+    /// the feed position of the nameplate's creation, if the request created it.
+    private static func answer(_ request: NameplateRequest, _ row: PostgresResult, position: Int64)
+        throws(RelayStorageError) -> (NameplateReservation, created: Int64?)
+    {
+        let grant: NameplateGrant
+        var created: Int64?
+        if let name = row.text(0, 0) {
+            created = row.text(0, 2).flatMap { Int64($0) }
+            grant = NameplateGrant(
+                app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
+        } else if !request.isAllocation, let name = request.candidates.first {
+            guard let mailbox = row.text(0, 1) else {
+                throw RelayStorageError(.write, "nameplate neither created nor found")
             }
-            reservations.append(NameplateReservation(grant: grant, position: position))
+            grant = NameplateGrant(
+                app: request.app, name: name, mailbox: MailboxID(PostgresText.decode(mailbox)), created: false
+            )
+        } else {
+            grant = NameplateGrant(app: request.app, name: nil, mailbox: request.mailbox, created: false)
         }
-        return (reservations, created)
+        return (NameplateReservation(grant: grant, position: position), created)
     }
-
-    /// The statements that make one write durable.
-    private static func add(_ op: StorageOp, to c: inout PostgresStatements) {
-        switch op {
-        case .putNameplate(let key, let mailbox):
-            c.add(
-                "INSERT INTO nameplates (app_id, name, mailbox_id) VALUES ($1, $2, $3) "
-                    + "ON CONFLICT (app_id, name) DO UPDATE SET mailbox_id = excluded.mailbox_id",
-                [key.app.rawValue, key.name.rawValue, mailbox.rawValue])
-        case .putNameplateSide(let key, let side, let record):
-            c.add(
-                "INSERT INTO nameplate_sides (app_id, name, side, claimed, added) VALUES ($1, $2, $3, $4, $5) "
-                    + "ON CONFLICT (app_id, name, side) DO UPDATE SET claimed = excluded.claimed, "
-                    + "added = excluded.added",
-                [
-                    key.app.rawValue, key.name.rawValue, side.rawValue, record.claimed ? "t" : "f",
-                    text(record.added),
-                ])
-        case .deleteNameplate(let key):
-            c.add(
-                "DELETE FROM nameplate_sides WHERE app_id = $1 AND name = $2",
-                [key.app.rawValue, key.name.rawValue])
-            c.add(
-                "DELETE FROM nameplates WHERE app_id = $1 AND name = $2",
-                [key.app.rawValue, key.name.rawValue])
-        case .putMailbox(let key, let forNameplate, let updated):
-            c.add(
-                "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES ($1, $2, $3, $4) "
-                    + "ON CONFLICT (app_id, id) DO UPDATE SET for_nameplate = excluded.for_nameplate, "
-                    + "updated = excluded.updated",
-                [key.app.rawValue, key.id.rawValue, forNameplate ? "t" : "f", text(updated)])
-        case .touchMailbox(let key, let updated):
-            c.add(
-                "UPDATE mailboxes SET updated = $3 WHERE app_id = $1 AND id = $2",
-                [key.app.rawValue, key.id.rawValue, text(updated)])
-        case .putMailboxSide(let key, let side, let record):
-            c.add(
-                "INSERT INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood) "
-                    + "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (app_id, mailbox_id, side) DO UPDATE SET "
-                    + "opened = excluded.opened, added = excluded.added, mood = excluded.mood",
-                [
-                    key.app.rawValue, key.id.rawValue, side.rawValue, record.opened ? "t" : "f",
-                    text(record.added), record.mood,
-                ])
-        case .appendMessage(let key, let message):
-            c.add(
-                "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
-                    + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                [
-                    key.app.rawValue, key.id.rawValue, message.side.rawValue, message.phase.rawValue,
-                    message.body, text(message.serverRX),
-                    message.messageID == .null ? nil : JSONWriter.string(message.messageID),
-                ])
-        case .deleteMailbox(let key):
-            let parameters = [key.app.rawValue, key.id.rawValue]
-            c.add("DELETE FROM messages WHERE app_id = $1 AND mailbox_id = $2", parameters)
-            c.add("DELETE FROM mailbox_sides WHERE app_id = $1 AND mailbox_id = $2", parameters)
-            c.add("DELETE FROM mailboxes WHERE app_id = $1 AND id = $2", parameters)
-        }
-    }
-
-    /// A time as text that PostgreSQL reads back to the same `Double` (Swift prints the
-    /// shortest round-tripping form).
-    private static func text(_ instant: RelayInstant) -> String { "\(instant.secondsSince1970)" }
 
     // MARK: - Lifecycle
 
@@ -551,6 +514,11 @@ struct PostgresStatements {
 
     mutating func add(_ sql: String, _ parameters: [String?]) {
         list.append((sql, parameters.map { $0.map(PostgresText.encode) }))
+    }
+
+    /// As ``add(_:_:)`` with parameters escaped already (array literals of escaped elements).
+    mutating func addRaw(_ sql: String, _ parameters: [String?]) {
+        list.append((sql, parameters))
     }
 
     mutating func append(_ other: PostgresStatements) { list += other.list }

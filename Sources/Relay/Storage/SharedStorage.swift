@@ -67,6 +67,14 @@ public protocol RelayChangeFollower: AnyObject, Sendable {
     /// everything after `appliedPosition` (the node was cut off longer than it is kept).
     /// The relay must stop revealing state and reload once the store answers again.
     func feedFailed(_ error: RelayStorageError)
+    /// This node's own feed entries at `positions` are committed. They need not be read back
+    /// (the node applied them when it made them), so a follower that has applied everything
+    /// just before one of them may count it as applied too, without a feed read.
+    func ownChangesCommitted(_ positions: [Int64])
+}
+
+extension RelayChangeFollower {
+    public func ownChangesCommitted(_ positions: [Int64]) {}
 }
 
 extension RelayStorage {
