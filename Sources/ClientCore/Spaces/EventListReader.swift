@@ -40,7 +40,7 @@ struct EventListReader {
 
     private mutating func eventList() -> [MembershipEvent]? {
         var events: [MembershipEvent]?
-        var object = ObjectScan(keys: ["events"])
+        var object = ObjectScan(keys: [Array("events".utf8)])
         while let key = nextKey(&object) {
             guard key == 0, consume(UInt8(ascii: "[")) else { return nil }
             var list: [MembershipEvent] = []
@@ -56,10 +56,11 @@ struct EventListReader {
         return object.failed ? nil : events
     }
 
-    private static let eventKeys = [
+    private static let eventKeys = Self.keys(
         "version", "space", "sequence", "previous", "type", "member", "memberID", "rights", "signer",
-        "invite", "signature",
-    ]
+        "invite", "signature")
+
+    private static func keys(_ names: String...) -> [[UInt8]] { names.map { Array($0.utf8) } }
 
     private mutating func event() -> MembershipEvent? {
         var version: Int?
@@ -139,11 +140,10 @@ struct EventListReader {
         return MemberRecord(id: id, keys: keys, rights: rights, name: name)
     }
 
-    private static let memberKeys = ["id", "keys", "rights", "name"]
-    private static let publicKeyKeys = ["encryption", "signing"]
-    private static let inviteKeys = [
-        "v", "space", "inviter", "inviter_key", "nameplate", "created_at", "expires_at", "uses", "signature",
-    ]
+    private static let memberKeys = Self.keys("id", "keys", "rights", "name")
+    private static let publicKeyKeys = Self.keys("encryption", "signing")
+    private static let inviteKeys = Self.keys(
+        "v", "space", "inviter", "inviter_key", "nameplate", "created_at", "expires_at", "uses", "signature")
 
     private mutating func publicKeys() -> MemberPublicKeys? {
         var encryption: [UInt8]?
@@ -221,24 +221,24 @@ struct EventListReader {
     }
 
     private mutating func identifier<Kind>() -> Identifier<Kind>? {
-        guard let text = string() else { return nil }
-        return try? Identifier(base64URL: text)
+        byteString().flatMap { try? Identifier(bytes: $0) }
     }
 
+    /// A base64url string's bytes (base64url never needs an escape: one is left to JSONDecoder).
     private mutating func byteString() -> [UInt8]? {
-        string().flatMap(Base64URL.decode)
+        plainString().flatMap { Base64URL.decode(utf8: $0) }
     }
 
     // MARK: JSON pieces
 
     /// Which keys an object may hold, which it held, and whether reading it failed.
     private struct ObjectScan {
-        let keys: [String]
+        let keys: [[UInt8]]
         var seen: UInt32 = 0
         var started = false
         var failed = false
 
-        init(keys: [String]) { self.keys = keys }
+        init(keys: [[UInt8]]) { self.keys = keys }
     }
 
     /// The index of the next key of the object (its `{`, `,` and `:` consumed), or nil at its end
@@ -258,9 +258,8 @@ struct EventListReader {
                 return nil
             }
         }
-        // Keys in ASCII only, so no two spellings (Unicode equivalence) name the same key.
-        guard let name = string(), name.utf8.allSatisfy({ $0 < 0x80 }),
-            let index = object.keys.firstIndex(of: name),
+        // Keys compared as bytes, so no two spellings (Unicode equivalence, escapes) name one key.
+        guard let name = plainString(), let index = object.keys.firstIndex(where: { $0.elementsEqual(name) }),
             object.seen & (1 << index) == 0, consume(UInt8(ascii: ":"))
         else {
             object.failed = true
@@ -285,6 +284,22 @@ struct EventListReader {
         guard at < bytes.count, bytes[at] == byte else { return false }
         at += 1
         return true
+    }
+
+    /// The bytes of a string without escapes or control characters, not yet checked as UTF-8.
+    private mutating func plainString() -> ArraySlice<UInt8>? {
+        guard consume(UInt8(ascii: "\"")) else { return nil }
+        let start = at
+        while at < bytes.count {
+            let byte = bytes[at]
+            if byte == UInt8(ascii: "\"") {
+                at += 1
+                return bytes[start..<at - 1]
+            }
+            if byte < 0x20 || byte == UInt8(ascii: "\\") { return nil }
+            at += 1
+        }
+        return nil
     }
 
     /// A string without escapes other than the two-character ones and `\u` outside the surrogate
