@@ -170,6 +170,27 @@ import Testing
         #expect(throws: JoinGrantError.self) { try JoinGrant(decoding: Array(text.utf8)) }
     }
 
+    /// Each kind of bad grant says what is wrong: not a grant, an unsupported version (also when
+    /// every field is well formed), a bad field.
+    @Test func badGrantsSayWhy() throws {
+        func message(_ bytes: [UInt8]) -> String? {
+            do {
+                _ = try JoinGrant(decoding: bytes)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        var json = try #require(
+            try JSONSerialization.jsonObject(with: Data(try Scenario().grant().encoded())) as? [String: Any])
+        json["v"] = 3
+        let future = Array(try JSONSerialization.data(withJSONObject: json))
+        #expect(message(future)?.contains("grant version 3 is not supported") == true)
+        #expect(message(Array(#"{"v":3}"#.utf8))?.contains("grant version 3 is not supported") == true)
+        #expect(message(Array("{}".utf8))?.contains("not a grant object") == true)
+        #expect(message(Array(#"{"v":2}"#.utf8))?.contains("missing or malformed") == true)
+    }
+
     /// Version 2 (what attendants send): no member list in the grant; the joiner verifies the
     /// chain it fetched from the space server, and the same checks hold.
     @Test func aVersion2GrantLeavesTheChainOutAndVerifiesAgainstTheFetchedOne() throws {

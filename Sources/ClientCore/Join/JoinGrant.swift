@@ -197,17 +197,26 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     /// Parses a grant object; any structural problem is a clear error.
     public init(decoding bytes: [UInt8]) throws(JoinGrantError) {
         struct Version: Decodable { let v: Int }
-        guard let version = try? JSONDecoder().decode(Version.self, from: Data(bytes)) else {
-            throw .invalid("it is not a grant object")
-        }
-        guard Self.acceptedVersions.contains(version.v) else {
-            throw .invalid("grant version \(version.v) is not supported; update eleven")
-        }
+        // Decoded once (a grant carries every wrap); only a grant that fails is read again, for
+        // the error that says why, as before: not an object with a version, an unsupported
+        // version, or a bad field.
+        let data = Data(bytes)
+        let grant: JoinGrant
         do {
-            self = try JSONDecoder().decode(JoinGrant.self, from: Data(bytes))
+            grant = try JSONDecoder().decode(JoinGrant.self, from: data)
         } catch {
+            guard let version = try? JSONDecoder().decode(Version.self, from: data) else {
+                throw .invalid("it is not a grant object")
+            }
+            guard Self.acceptedVersions.contains(version.v) else {
+                throw .invalid("grant version \(version.v) is not supported; update eleven")
+            }
             throw .invalid("a field is missing or malformed")
         }
+        guard Self.acceptedVersions.contains(grant.v) else {
+            throw .invalid("grant version \(grant.v) is not supported; update eleven")
+        }
+        self = grant
         if v == 1 && roster == nil { throw .invalid("the member list is missing") }
     }
 

@@ -42,7 +42,11 @@ public enum Base64URL {
 
     /// Decodes strict base64url without padding; `nil` for anything else.
     public static func decode(_ text: String) -> [UInt8]? {
-        let input = Array(text.utf8)
+        decode(utf8: Array(text.utf8)[...])
+    }
+
+    /// ``decode(_:)`` of a text's UTF-8 bytes.
+    static func decode(utf8 input: ArraySlice<UInt8>) -> [UInt8]? {
         if input.count % 4 == 1 { return nil }
         var output: [UInt8] = []
         output.reserveCapacity(input.count * 3 / 4)

@@ -48,10 +48,11 @@ extension SpaceClient {
     public func events(_ space: SpaceID, from: Int) throws(SpaceClientError) -> [MembershipEvent] {
         var events: [MembershipEvent] = []
         while true {
-            let page: SpaceWire.EventList = try call(
-                .get, "/api/spaces/\(space.base64URL)/events?from=\(from + events.count)&limit=500")
-            events += page.events
-            if page.events.count < 500 { return events }
+            let page = try eventPage(
+                "/api/spaces/\(space.base64URL)/events?from=\(from + events.count)&limit=500",
+                keysVouched: false)
+            events += page
+            if page.count < 500 { return events }
         }
     }
 }

@@ -69,11 +69,11 @@ public struct SpaceClient: Sendable {
     {
         var events: [MembershipEvent] = []
         while true {
-            let page: SpaceWire.EventList = try call(
-                .get, path(space, "events") + "?from=\(events.count)&limit=500", body: NoBody?.none,
-                userInfo: userInfo)
-            events += page.events
-            if page.events.count < 500 { return events }
+            let page = try eventPage(
+                path(space, "events") + "?from=\(events.count)&limit=500",
+                keysVouched: userInfo[.memberKeysVouched] as? Bool == true)
+            events += page
+            if page.count < 500 { return events }
         }
     }
 
@@ -197,6 +197,24 @@ public struct SpaceClient: Sendable {
     func call<Answer: Decodable, Body: Encodable>(
         _ method: HTTPMethod, _ target: String, body: Body?, userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws(SpaceClientError) -> Answer {
+        try call(method, target, body: body) { bytes in
+            let decoder = JSONDecoder()
+            decoder.userInfo = userInfo
+            return try decoder.decode(Answer.self, from: Data(bytes))
+        }
+    }
+
+    /// One page of `GET …/events` (see ``SpaceWire/EventList/decode(_:keysVouched:)``).
+    func eventPage(_ target: String, keysVouched: Bool) throws(SpaceClientError) -> [MembershipEvent] {
+        try call(.get, target, body: NoBody?.none) { bytes in
+            try SpaceWire.EventList.decode(bytes, keysVouched: keysVouched)
+        }
+    }
+
+    /// Sends a request and reads a successful answer with `decode`.
+    func call<Answer, Body: Encodable>(
+        _ method: HTTPMethod, _ target: String, body: Body?, decode: ([UInt8]) throws -> Answer
+    ) throws(SpaceClientError) -> Answer {
         var headers = HTTPHeaders()
         if let token { headers.set("Authorization", "Bearer \(token)") }
         var bytes: [UInt8] = []
@@ -220,9 +238,7 @@ public struct SpaceClient: Sendable {
             throw refusal(response)
         }
         do {
-            let decoder = JSONDecoder()
-            decoder.userInfo = userInfo
-            return try decoder.decode(Answer.self, from: Data(response.body))
+            return try decode(response.body)
         } catch {
             throw invalidResponse(
                 "the answer to \(method) \(target.split(separator: "?")[0]) is not what the API sends")
