@@ -1,6 +1,7 @@
-import ClientCore
 import Foundation
 import PAKE
+
+@testable import ClientCore
 
 /// Every decoder of data that comes from a peer or a server, picked by the first byte, plus an
 /// attacker without the code talking to each side of a join. Must never crash; the attacker must
@@ -21,6 +22,7 @@ public func fuzzPeerMessages(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CI
         }
     case 2:
         _ = try? decoder.decode(MembershipEvent.self, from: Data(body))
+        eventList(body)
     case 3:
         _ = try? decoder.decode(InboxNote.self, from: Data(body))
     case 4:
@@ -96,5 +98,21 @@ private func split(_ bytes: [UInt8]) -> [(Rendezvous.Phase, [UInt8])] {
     ]
     return bytes.split(separator: 0xFF, omittingEmptySubsequences: true).map { part in
         (phases[Int(part[part.startIndex]) % phases.count], Array(part.dropFirst()))
+    }
+}
+
+/// The hand-written reader of `GET …/events` answers against `JSONDecoder`, on the input as an
+/// answer and as the one event of an answer: whatever the reader accepts, the decoder accepts
+/// with the same meaning (the reader gives up on anything else).
+private func eventList(_ body: [UInt8]) {
+    let wrapped = Array(#"{"events":["#.utf8) + body + Array("]}".utf8)
+    for text in [body, wrapped] {
+        for vouched in [false, true] {
+            guard let fast = EventListReader.events(text, keysVouched: vouched) else { continue }
+            let decoder = JSONDecoder()
+            if vouched { decoder.userInfo = [.memberKeysVouched: true] }
+            let slow = try? decoder.decode(SpaceWire.EventList.self, from: Data(text)).events
+            precondition(slow == fast, "the event list reader and JSONDecoder disagree")
+        }
     }
 }
