@@ -212,7 +212,8 @@ final class ServerCore: @unchecked Sendable {
             for address in configuration.listenAddresses {
                 var actual = address
                 for i in 0..<loopCount {
-                    let fd = try Sockets.listen(on: actual, backlog: 1024, reusePort: true)
+                    let fd = try Sockets.listen(
+                        on: actual, backlog: 1024, reusePort: true, firstOfGroup: i == 0)
                     if i == 0, let local = Sockets.localAddress(fd) { actual = local }
                     fds[i].append(fd)
                 }

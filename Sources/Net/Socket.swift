@@ -212,8 +212,18 @@ enum Sockets {
     }
 
     /// A non-blocking listening socket bound to `address`.
-    static func listen(on address: SocketAddress, backlog: Int32, reusePort: Bool) throws(NetError) -> Int32 {
+    /// A listening socket. `firstOfGroup`: the first of this server's SO_REUSEPORT sockets on
+    /// the address; SO_REUSEPORT would let it join a group another process of the same user holds
+    /// on that port (the kernel would then split connections between the two servers), so a
+    /// plain bind first makes a port in use an error, as it is without SO_REUSEPORT.
+    static func listen(
+        on address: SocketAddress, backlog: Int32, reusePort: Bool, firstOfGroup: Bool = false
+    ) throws(NetError) -> Int32 {
         let family = address.isIPv6 ? AF_INET6 : AF_INET
+        if reusePort && firstOfGroup && address.port != 0 {
+            let probe = try listen(on: address, backlog: backlog, reusePort: false)
+            Glibc.close(probe)
+        }
         let fd = socket(
             family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw NetError.system(.listenFailed, "socket", errno) }

@@ -165,3 +165,26 @@ struct EventLoopTests {
         ws.close()
     }
 }
+
+/// Two servers on one port: the second must fail to start, not silently share the port with the
+/// first (SO_REUSEPORT, which a server's own loops use, would otherwise let it join).
+@Suite("Port in use") struct PortInUseTests {
+    @Test func aSecondServerOnAPortInUseFailsToStart() throws {
+        let first = try makeEchoServer()
+        defer { first.shutdown() }
+        var config = ServerConfiguration(host: "127.0.0.1", port: first.port)
+        config.loopCount = 2
+        let second = Server(configuration: config)
+        do {
+            try second.start()
+            second.shutdown()
+            Issue.record("a second server started on port \(first.port), which the first holds")
+        } catch {
+            #expect(error.code == .listenFailed, "\(error)")
+        }
+        // The first still serves.
+        let client = try RawClient(port: first.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readHead().hasPrefix("HTTP/1.1 200 "))
+    }
+}

@@ -22,8 +22,24 @@ public enum TestSupport {
         ProcessInfo.processInfo.environment["ELEVEN_SKIP_INTEROP"] == "1"
     }
 
-    /// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
+    /// Ports this test process has handed out already.
+    private static let handedOut = NSLock()
+    nonisolated(unsafe) private static var portsHandedOut = Set<UInt16>()
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago and that this process has not handed
+    /// out before: the kernel may offer a port again as soon as the probe closes, and two tests
+    /// starting servers on one port at once would talk to each other's server.
     public static func freePort() throws -> UInt16 {
+        for _ in 0..<1000 {
+            let port = try unusedPort()
+            let fresh = handedOut.withLock { portsHandedOut.insert(port).inserted }
+            if fresh { return port }
+        }
+        throw TestSupportError.server("no fresh loopback port after 1000 tries")
+    }
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
+    private static func unusedPort() throws -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestSupportError.system("socket", errno) }
         defer { close(fd) }

@@ -76,8 +76,8 @@ public final class RendezvousConnection {
         try perform(machine.connected())
     }
 
-    /// How many times the first connection is tried.
-    static let firstConnectAttempts = 3
+    /// How many times the first connection is tried (about 2 s of back-off in all).
+    static let firstConnectAttempts = 5
 
     /// Queues a message for the peer (sent now, or after the next reconnect).
     public func send(phase: Rendezvous.Phase, body: [UInt8]) throws(RelayConnectionError) {
