@@ -23,22 +23,8 @@ import Testing
             defer { server.stop() }
             let url = "http://127.0.0.1:\(port)"
 
-            let identity = DeviceIdentity.generate()
-            let saved = try SpaceSession.createSpace(
-                name: "Family", server: url, identity: identity, ownerName: "Paul")
-            let session = try SpaceSession(saved: saved, identity: identity)
-            let opened = try session.open(thread: nil)
-            var acknowledged: [String] = []
-            func post(_ text: String) -> SpaceClientError? {
-                do {
-                    _ = try session.send(text, to: opened.thread.id, keys: opened.keys)
-                    acknowledged.append(text)
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            for n in 0..<5 { #expect(post("before \(n)") == nil) }
+            let owner = try PostingOwner(server: url)
+            for n in 0..<5 { #expect(owner.post("before \(n)") == nil) }
 
             // The disk fills: a little room above the largest file, then none.
             try FileSizeLimit.set(
@@ -47,14 +33,14 @@ import Testing
             var failures: [String: Int] = [:]
             var statuses: Set<Int> = []
             for n in 0..<400 {
-                if let error = post("full \(n) \(padding)") {
+                if let error = owner.post("full \(n) \(padding)") {
                     failures[error.code, default: 0] += 1
                     statuses.insert(error.status ?? 0)
                 }
                 if failures.values.reduce(0, +) >= 20 { break }
             }
             print(
-                "disk full: \(acknowledged.count) posts acknowledged, failures \(failures), statuses \(statuses)"
+                "disk full: \(owner.acknowledged.count) posts acknowledged, failures \(failures), statuses \(statuses)"
             )
             #expect(failures.values.reduce(0, +) >= 20, "the limit never bit")
             // EFBIG is an I/O error to SQLite (`storage_unavailable`); ENOSPC is `storage_full`.
@@ -65,15 +51,12 @@ import Testing
             #expect(statuses == [503], "\(statuses)")
             #expect(server.process.isRunning, "\(server.log)")
             // Reads are still served while full.
-            let whileFull = try session.read(
-                opened.thread.id, roster: opened.roster, keys: opened.keys)
-            #expect(whileFull.messages.map(\.text) == acknowledged)
+            #expect(try owner.stored() == owner.acknowledged)
 
             // Space returns: writes work again without a restart.
             try FileSizeLimit.set(pid: server.process.processIdentifier, bytes: nil)
-            #expect(post("after") == nil)
-            let after = try session.read(opened.thread.id, roster: opened.roster, keys: opened.keys)
-            #expect(after.messages.map(\.text) == acknowledged)
+            #expect(owner.post("after") == nil)
+            #expect(try owner.stored() == owner.acknowledged)
             #expect(server.process.isRunning)
             server.stop()
             let check = try SQLiteDatabase(path: database).query("PRAGMA integrity_check")

@@ -61,22 +61,8 @@ import Testing
             return (reply.status.code, reply.bodyText)
         }
 
-        let identity = DeviceIdentity.generate()
-        let saved = try SpaceSession.createSpace(
-            name: "Family", server: url, identity: identity, ownerName: "Paul")
-        let session = try SpaceSession(saved: saved, identity: identity)
-        let opened = try session.open(thread: nil)
-        var acknowledged: [String] = []
-        func post(_ text: String) -> SpaceClientError? {
-            do {
-                _ = try session.send(text, to: opened.thread.id, keys: opened.keys)
-                acknowledged.append(text)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        for n in 0..<3 { #expect(post("before \(n)") == nil) }
+        let owner = try PostingOwner(server: url)
+        for n in 0..<3 { #expect(owner.post("before \(n)") == nil) }
         var home = try HomeAccount(server: url)
         #expect(try home.push("vault 2") == nil)
         #expect(health().status == 200)
@@ -87,7 +73,7 @@ import Testing
         var statuses: Set<Int> = []
         let padding = String(repeating: "x", count: 2000)
         for n in 0..<400 {
-            if let error = post("during \(n) \(padding)") {
+            if let error = owner.post("during \(n) \(padding)") {
                 failures[error.code, default: 0] += 1
                 statuses.insert(error.status ?? 0)
             }
@@ -96,7 +82,7 @@ import Testing
         let vaultFailure = try home.push("vault lost")
         let whileFailing = health()
         print(
-            "server storage fault: \(acknowledged.count) posts acknowledged, failures \(failures), "
+            "server storage fault: \(owner.acknowledged.count) posts acknowledged, failures \(failures), "
                 + "statuses \(statuses), vault push \(vaultFailure?.code ?? "stored"); "
                 + "healthz \(whileFailing.status) \(whileFailing.body)")
         #expect(failures.values.reduce(0, +) >= 3, "the fault never bit")
@@ -108,17 +94,15 @@ import Testing
         #expect(whileFailing.body.contains("failing_since"))
         #expect(server.process.isRunning, "\(server.log)")
         // Reads are still served.
-        let during = try session.read(opened.thread.id, roster: opened.roster, keys: opened.keys)
-        #expect(during.messages.map(\.text) == acknowledged)
+        #expect(try owner.stored() == owner.acknowledged)
         #expect(try home.pull() == "vault 2")
 
         // The disk takes writes again: /healthz notices by itself, then writes work.
         try clear()
         #expect(TestSupport.eventually(timeout: 10) { health().status == 200 }, "\(health())")
-        #expect(post("after") == nil)
+        #expect(owner.post("after") == nil)
         #expect(try home.push("vault 3") == nil)
-        let after = try session.read(opened.thread.id, roster: opened.roster, keys: opened.keys)
-        #expect(after.messages.map(\.text) == acknowledged)
+        #expect(try owner.stored() == owner.acknowledged)
         #expect(try home.pull() == "vault 3")
         #expect(server.process.isRunning)
         server.stop()

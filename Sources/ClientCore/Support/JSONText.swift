@@ -65,32 +65,8 @@ enum JSONText {
     /// insert it as a member's value without its text reaching the members around it; whether
     /// its inside is well-formed is for the reader to check.
     static func isSingleObject(_ bytes: [UInt8]) -> Bool {
-        guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return false }
-        var depth = 0
-        var inString = false
-        var escaped = false
-        for (index, byte) in bytes.enumerated() {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-            case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                depth -= 1
-                if depth == 0 { return index == bytes.count - 1 && byte == UInt8(ascii: "}") }
-                if depth < 0 { return false }
-            default: break
-            }
-        }
-        return false
+        bytes.first == UInt8(ascii: "{") && bytes.last == UInt8(ascii: "}")
+            && skipValue(bytes, 0) == bytes.count
     }
 }
 
@@ -106,14 +82,14 @@ extension JSONText {
         index += 1
         while true {
             index = skipSpace(bytes, index)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-            let keyEnd = skipValue(bytes, index)
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\""),
+                let keyEnd = skipValue(bytes, index)
+            else { return nil }
             let key = bytes[(index + 1)..<max(index + 1, keyEnd - 1)]
             index = skipSpace(bytes, keyEnd)
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
             let start = skipSpace(bytes, index + 1)
-            let end = skipValue(bytes, start)
-            guard end > start, end <= bytes.count else { return nil }
+            guard let end = skipValue(bytes, start), end > start else { return nil }
             if key.elementsEqual(wanted) { return bytes[start..<end] }
             index = skipSpace(bytes, end)
             guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return nil }
@@ -127,8 +103,9 @@ extension JSONText {
         return index
     }
 
-    /// Where the value starting at `start` ends (one past its last byte).
-    private static func skipValue(_ bytes: [UInt8], _ start: Int) -> Int {
+    /// Where the value starting at `start` ends (one past its last byte); nil when a string or
+    /// an object or array it opens is not closed before the end of `bytes`.
+    private static func skipValue(_ bytes: [UInt8], _ start: Int) -> Int? {
         guard start < bytes.count else { return start }
         var index = start
         var depth = 0
@@ -160,6 +137,6 @@ extension JSONText {
             default: break
             }
         }
-        return index
+        return inString || depth > 0 ? nil : index
     }
 }
