@@ -11,6 +11,8 @@ import Testing
         var fixture: SpaceFixture
         let sam: DeviceIdentity
         let samRecord: MemberRecord
+        /// The event that added Sam (the attendant's checkpoint).
+        let samEvent: MembershipEvent
         let threads: [(ThreadID, ThreadKey)]
         let invite: SignedInvite
 
@@ -21,6 +23,7 @@ import Testing
             try fixture.append(fixture.roster.nextEvent(.memberAdded(record), signedBy: fixture.owner))
             self.sam = sam
             samRecord = record
+            samEvent = fixture.events[fixture.events.count - 1]
             threads = (0..<3).map { _ in (ThreadID.random(), ThreadKey.random()) }
             invite = fixture.owner.signInvite(
                 space: fixture.space, inviter: fixture.ownerID, nameplate: "42", createdAt: 1_000,
@@ -40,6 +43,21 @@ import Testing
                 memberID: member ?? samRecord.id, deviceToken: nil, wraps: wraps,
                 invite: invite ?? self.invite, roster: events ?? fixture.events,
                 historyHint: .init(threads: 3, messages: 7))
+        }
+
+        /// The grant as an attendant sends it now: no chain, the checkpoint at Sam's event (or
+        /// `checkpoint`), vouching for `vouched` (by default Paul, who signed the event and the
+        /// wraps and is the inviter).
+        func vouchedGrant(
+            wraps: [KeyWrap]? = nil, invite: SignedInvite? = nil, member: MemberID? = nil,
+            checkpoint: ChainCheckpoint? = nil, vouched: [MemberRecord]? = nil
+        ) -> JoinGrant {
+            let honest = grant(wraps: wraps, invite: invite, member: member)
+            return JoinGrant(
+                space: honest.space, ownerSigningKey: honest.ownerSigningKey, memberID: honest.memberID,
+                deviceToken: nil, wraps: honest.wraps, invite: honest.invite, historyHint: honest.historyHint,
+                checkpoint: checkpoint ?? ChainCheckpoint(samEvent), vouched: vouched ?? [fixture.ownerRecord]
+            )
         }
     }
 
@@ -256,6 +274,253 @@ import Testing
         json["roster"] = nil
         let missing = Array(try JSONSerialization.data(withJSONObject: json))
         #expect(code { _ = try JoinGrant(decoding: missing) } == "grant_invalid")
+    }
+
+    // MARK: Grants that vouch for their members: only this device's own event is checked
+
+    /// The attendant's checkpoint and the records of the attendant and inviter: the joiner checks
+    /// the server's event at the checkpoint and nothing else of the chain, with the same verdict.
+    /// Older joiners ignore the new field and verify the chain as before.
+    @Test func aVouchedGrantIsCheckedAgainstItsOwnEventAlone() throws {
+        var s = try Scenario()
+        let grant = s.vouchedGrant()
+        let bytes = grant.encoded()
+        var json = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(json["roster"] == nil)
+        #expect((json["vouched_members"] as? [Any])?.count == 1)
+        let decoded = try JoinGrant(decoding: bytes)
+        #expect(decoded == grant)
+        let verified = try decoded.verify(
+            identity: s.sam, now: 1_500, nameplate: "42", vouchedEvent: s.samEvent)
+        #expect(verified.inviter == s.fixture.ownerRecord)
+        #expect(Set(verified.members.keys) == [s.fixture.ownerID, s.samRecord.id])
+        #expect(verified.threadKeys.count == 3)
+        for (thread, key) in s.threads {
+            #expect(verified.threadKeys[thread]?.secret.unredactedBytes() == key.secret.unredactedBytes())
+        }
+        // Members added after the checkpoint change nothing: only that one event is looked at.
+        _ = try s.fixture.addMember(name: "Ann")
+        #expect(
+            try decoded.verify(identity: s.sam, now: 1_500, vouchedEvent: s.samEvent).threadKeys.count == 3)
+        // An older joiner: an unknown key is ignored by the decoder, and the chain verifies.
+        json["some_later_field"] = ["x": 1]
+        let older = try JoinGrant(decoding: Array(try JSONSerialization.data(withJSONObject: json)))
+        #expect(older == grant)
+        #expect(try older.verify(identity: s.sam, now: 1_500, events: s.fixture.events).threadKeys.count == 3)
+        // A grant without the field (an older attendant) has only the chain to be checked against.
+        let unvouched = JoinGrant(
+            space: grant.space, ownerSigningKey: grant.ownerSigningKey, memberID: grant.memberID,
+            deviceToken: nil, wraps: grant.wraps, invite: grant.invite, historyHint: grant.historyHint,
+            checkpoint: grant.checkpoint)
+        let unvouchedJSON =
+            try JSONSerialization.jsonObject(with: Data(unvouched.encoded())) as? [String: Any]
+        #expect(unvouchedJSON?["vouched_members"] == nil)
+        #expect(try JoinGrant(decoding: unvouched.encoded()) == unvouched)
+        #expect(
+            code { try unvouched.verify(identity: s.sam, now: 1_500, vouchedEvent: s.samEvent) }
+                == "grant_invalid")
+        #expect(
+            try unvouched.verify(identity: s.sam, now: 1_500, events: s.fixture.events).threadKeys.count == 3)
+    }
+
+    /// The space server cannot hand over another event than the one the attendant vouched for:
+    /// another sequence, the same event altered, or a well-signed event the owner made for a fork.
+    @Test func theServerCannotSubstituteOrAlterTheVouchedEvent() throws {
+        let s = try Scenario()
+        let grant = s.vouchedGrant()
+        let event = s.samEvent
+        let owner = s.fixture.owner
+        #expect(
+            code { try grant.verify(identity: s.sam, now: 1_500, vouchedEvent: s.fixture.events[0]) }
+                == "grant_forged")
+        // Sam's name changed, the signature kept.
+        let renamed = MembershipEvent(
+            space: event.space, sequence: event.sequence, previous: event.previous,
+            change: .memberAdded(MemberRecord(id: s.samRecord.id, keys: s.samRecord.keys, name: "Eve")),
+            signer: event.signer, signature: event.signature)
+        #expect(
+            code { try grant.verify(identity: s.sam, now: 1_500, vouchedEvent: renamed) } == "grant_forged")
+        // Well signed by Paul but not the vouched event: Sam with rights, or with other keys.
+        for record in [
+            MemberRecord(id: s.samRecord.id, keys: s.samRecord.keys, rights: .invite, name: "Sam"),
+            MemberRecord(id: s.samRecord.id, keys: DeviceIdentity.generate().publicKeys, name: "Sam"),
+        ] {
+            let fork = MembershipEvent.make(
+                space: event.space, sequence: event.sequence, previous: event.previous,
+                change: .memberAdded(record), signer: s.fixture.ownerID, identity: owner)
+            #expect(
+                code { try grant.verify(identity: s.sam, now: 1_500, vouchedEvent: fork) } == "grant_forged")
+        }
+        // A checkpoint that names another hash refuses the honest event too.
+        let elsewhere = s.vouchedGrant(
+            checkpoint: ChainCheckpoint(sequence: event.sequence, hash: event.previous))
+        #expect(
+            code { try elsewhere.verify(identity: s.sam, now: 1_500, vouchedEvent: event) } == "grant_forged")
+    }
+
+    /// The event must list this device with exactly its keys, and be signed by a vouched member.
+    @Test func wrongKeysOrAWrongSignerAreRefused() throws {
+        var s = try Scenario()
+        #expect(
+            code {
+                try s.vouchedGrant().verify(
+                    identity: DeviceIdentity.generate(), now: 1_500, vouchedEvent: s.samEvent)
+            }
+                == "grant_forged")
+        // The checkpoint at an event that adds someone else.
+        let (_, ann) = try s.fixture.addMember(name: "Ann")
+        let annEvent = s.fixture.events[s.fixture.events.count - 1]
+        #expect(
+            code {
+                try s.vouchedGrant(checkpoint: ChainCheckpoint(annEvent))
+                    .verify(identity: s.sam, now: 1_500, vouchedEvent: annEvent)
+            } == "grant_forged")
+        // Paul's record vouched for with another key: his signature on the event does not verify.
+        let paul = s.fixture.ownerRecord
+        let impostor = MemberRecord(
+            id: paul.id, keys: DeviceIdentity.generate().publicKeys, rights: .all, name: "Paul")
+        #expect(
+            code {
+                try s.vouchedGrant(vouched: [impostor]).verify(
+                    identity: s.sam, now: 1_500, vouchedEvent: s.samEvent)
+            }
+                == "grant_forged")
+        // The signer not vouched for at all (Ann instead of Paul).
+        #expect(
+            code {
+                try s.vouchedGrant(vouched: [ann]).verify(
+                    identity: s.sam, now: 1_500, vouchedEvent: s.samEvent)
+            }
+                == "grant_forged")
+        // Malformed lists: a member twice, this device itself, too many records.
+        for vouched in [[paul, paul], [paul, s.samRecord], [paul] + (0..<4).map { _ in ann }] {
+            #expect(
+                code {
+                    try s.vouchedGrant(vouched: vouched).verify(
+                        identity: s.sam, now: 1_500, vouchedEvent: s.samEvent)
+                }
+                    == "grant_invalid")
+        }
+    }
+
+    /// Every wrap is addressed to us, signed by a vouched member, and opens.
+    @Test func forgedWrapsAreRefusedWithoutTheChain() throws {
+        var s = try Scenario()
+        let (thread, key) = s.threads[0]
+        let owner = s.fixture.owner
+        func verdict(_ wraps: [KeyWrap]) -> String? {
+            code {
+                try s.vouchedGrant(wraps: wraps).verify(identity: s.sam, now: 1_500, vouchedEvent: s.samEvent)
+            }
+        }
+        #expect(verdict([owner.wrap(key, for: s.samRecord, in: s.fixture.space, thread: thread)]) == nil)
+        // Signed by an outsider, or by a member the attendant did not vouch for.
+        let (ann, annRecord) = try s.fixture.addMember(name: "Ann")
+        #expect(
+            verdict([
+                DeviceIdentity.generate().wrap(key, for: s.samRecord, in: s.fixture.space, thread: thread)
+            ]) == "grant_forged")
+        #expect(
+            verdict([ann.wrap(key, for: s.samRecord, in: s.fixture.space, thread: thread)]) == "grant_forged")
+        // Paul's wrap with its sealed bytes changed, or its signature taken from another wrap.
+        let honest = owner.wrap(key, for: s.samRecord, in: s.fixture.space, thread: thread)
+        var sealed = honest.sealed
+        sealed[0] ^= 1
+        let other = owner.wrap(ThreadKey.random(), for: s.samRecord, in: s.fixture.space, thread: thread)
+        for (bytes, signature) in [(sealed, honest.signature), (honest.sealed, other.signature)] {
+            let forged = try KeyWrap(
+                space: honest.space, thread: thread, recipient: honest.recipient, signer: honest.signer,
+                sealed: bytes, signature: signature)
+            #expect(verdict([forged]) == "grant_forged")
+        }
+        // Addressed to Ann; for another space; named for Sam but sealed to Ann's key.
+        #expect(
+            verdict([owner.wrap(key, for: annRecord, in: s.fixture.space, thread: thread)]) == "grant_forged")
+        #expect(
+            verdict([owner.wrap(key, for: s.samRecord, in: SpaceID.random(), thread: thread)])
+                == "grant_forged")
+        let misSealed = MemberRecord(id: s.samRecord.id, keys: annRecord.keys, name: "Sam")
+        #expect(
+            verdict([owner.wrap(key, for: misSealed, in: s.fixture.space, thread: thread)]) == "grant_forged")
+    }
+
+    /// A bot attends: it signs the event carrying the invite, and vouches for itself and the
+    /// inviter. The inviter's record must name the invite's key and hold the right to add.
+    @Test func anAttendedGrantNeedsAnEntitledInviterRecord() throws {
+        var fixture = try SpaceFixture()
+        let (bot, botRecord) = try fixture.addMember(name: "Bot", rights: [.invite, .attendant])
+        let (ann, annRecord) = try fixture.addMember(name: "Ann", rights: .invite)
+        let (eve, eveRecord) = try fixture.addMember(name: "Eve")
+        let sam = DeviceIdentity.generate()
+        let samRecord = MemberRecord(id: .random(), keys: sam.publicKeys, name: "Sam")
+        let thread = ThreadID.random()
+        let wraps = [bot.wrap(ThreadKey.random(), for: samRecord, in: fixture.space, thread: thread)]
+        func invite(by identity: DeviceIdentity, _ record: MemberRecord, expiresAt: Int64 = 2_000)
+            -> SignedInvite
+        {
+            identity.signInvite(
+                space: fixture.space, inviter: record.id, nameplate: "42", createdAt: 1_000,
+                expiresAt: expiresAt, uses: 1)
+        }
+        /// Sam's event as the bot signs it (carrying `invite` unless told not to; not applied to
+        /// the fixture, so that the rules the bot and the server would refuse it by do not stop
+        /// the test), and a grant vouching for `vouched`.
+        func attended(
+            _ invite: SignedInvite, vouched: [MemberRecord], carry: Bool = true, now: Int64 = 1_500
+        ) -> String? {
+            let event = MembershipEvent.make(
+                space: fixture.space, sequence: fixture.roster.nextSequence, previous: fixture.roster.head,
+                change: .memberAdded(samRecord), signer: botRecord.id, invite: carry ? invite : nil,
+                identity: bot)
+            let grant = JoinGrant(
+                space: .init(server: "http://127.0.0.1:1", id: fixture.space, name: "Family"),
+                ownerSigningKey: Base64URL.encode(fixture.owner.publicKeys.signing.bytes),
+                memberID: samRecord.id, deviceToken: nil, wraps: wraps, invite: invite,
+                historyHint: .init(threads: 1, messages: 0), checkpoint: ChainCheckpoint(event),
+                vouched: vouched)
+            return code { try grant.verify(identity: sam, now: now, nameplate: "42", vouchedEvent: event) }
+        }
+        let annInvite = invite(by: ann, annRecord)
+        #expect(attended(annInvite, vouched: [botRecord, annRecord]) == nil)
+        #expect(
+            attended(
+                invite(by: fixture.owner, fixture.ownerRecord), vouched: [botRecord, fixture.ownerRecord])
+                == nil)
+        // Not carrying the invite: the bot is not the inviter.
+        #expect(attended(annInvite, vouched: [botRecord, annRecord], carry: false) == "grant_forged")
+        // Expired.
+        #expect(attended(annInvite, vouched: [botRecord, annRecord], now: 2_001) == "grant_forged")
+        // The inviter not vouched for, or vouched for with another key.
+        #expect(attended(annInvite, vouched: [botRecord]) == "grant_forged")
+        let otherKeys = MemberRecord(
+            id: annRecord.id, keys: DeviceIdentity.generate().publicKeys, rights: .invite, name: "Ann")
+        #expect(attended(annInvite, vouched: [botRecord, otherKeys]) == "grant_forged")
+        // Eve, a plain member, signs the invite: her record does not hold the right to add.
+        #expect(attended(invite(by: eve, eveRecord), vouched: [botRecord, eveRecord]) == "grant_forged")
+        // A record Eve signed as Ann's: the signature is checked against the key.
+        let i = annInvite
+        let eveAsAnn = invite(by: eve, annRecord)
+        let relabelled = SignedInvite(
+            v: 1, space: i.space, inviter: i.inviter, inviterKey: i.inviterKey, nameplate: i.nameplate,
+            createdAt: i.createdAt, expiresAt: i.expiresAt, uses: i.uses, signature: eveAsAnn.signature)
+        #expect(attended(relabelled, vouched: [botRecord, annRecord]) == "grant_forged")
+    }
+
+    /// Re-admission: the event at the checkpoint re-keys the old member to this device.
+    @Test func aReadmissionVerifiesAgainstItsRekeyEvent() throws {
+        var s = try Scenario()
+        let newSam = DeviceIdentity.generate()
+        let record = MemberRecord(id: .random(), keys: newSam.publicKeys, name: "Sam")
+        try s.fixture.append(
+            s.fixture.roster.nextEvent(
+                .memberRekeyed(old: s.samRecord.id, new: record), signedBy: s.fixture.owner))
+        let rekey = s.fixture.events[s.fixture.events.count - 1]
+        let wraps = s.threads.map {
+            s.fixture.owner.wrap($0.1, for: record, in: s.fixture.space, thread: $0.0)
+        }
+        let grant = s.vouchedGrant(wraps: wraps, member: record.id, checkpoint: ChainCheckpoint(rekey))
+        #expect(try grant.verify(identity: newSam, now: 1_500, vouchedEvent: rekey).threadKeys.count == 3)
+        #expect(code { try grant.verify(identity: s.sam, now: 1_500, vouchedEvent: rekey) } == "grant_forged")
     }
 
     private func code(_ body: () throws -> Void) -> String? {

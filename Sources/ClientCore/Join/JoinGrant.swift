@@ -124,6 +124,8 @@ extension DeviceIdentity {
 /// Version 2 leaves the membership chain out (`roster` absent): the joiner fetches it from the
 /// space server once signed in and verifies it from the owner's key, which it did anyway, so the
 /// grant no longer grows with the space. Version 1 grants (with `roster`) are still accepted.
+/// A version 2 grant with ``checkpoint`` and ``vouched`` spares the joiner the chain altogether:
+/// it fetches and checks only its own event (``verify(identity:now:nameplate:vouchedEvent:)``).
 public struct JoinGrant: Codable, Sendable, Equatable {
     public static let currentVersion = 2
     /// The versions this device accepts.
@@ -161,9 +163,19 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     /// exactly this hash instead of every signature before it (``Roster/verify(events:ownerKey:vouchedThrough:)``).
     /// Absent in older grants, which the joiner verifies in full.
     public let checkpoint: ChainCheckpoint?
+    /// The records of the members the grant relies on, as the attendant verified them through
+    /// ``checkpoint`` (JSON `vouched_members`): the attendant, which signed the joiner's event
+    /// and the wraps, and the inviter (one record when they are the same member), each with its
+    /// rights. With them the joiner checks the server's event at the checkpoint alone instead of
+    /// the chain. Absent in older grants (and ignored by older joiners, which verify the chain).
+    public let vouched: [MemberRecord]?
+
+    /// The most records ``vouched`` may hold (an attendant sends two at most).
+    public static let maximumVouched = 4
 
     enum CodingKeys: String, CodingKey {
         case v, space, wraps, invite, roster, checkpoint
+        case vouched = "vouched_members"
         case ownerSigningKey = "owner_signing_key"
         case memberID = "member_id"
         case deviceToken = "device_token"
@@ -173,7 +185,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     public init(
         space: Space, ownerSigningKey: String, memberID: MemberID, deviceToken: String?, wraps: [KeyWrap],
         invite: SignedInvite, roster: [MembershipEvent]? = nil, historyHint: HistoryHint,
-        checkpoint: ChainCheckpoint? = nil
+        checkpoint: ChainCheckpoint? = nil, vouched: [MemberRecord]? = nil
     ) {
         v = Self.currentVersion
         self.space = space
@@ -185,6 +197,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         self.roster = roster
         self.historyHint = historyHint
         self.checkpoint = checkpoint
+        self.vouched = vouched
     }
 
     /// The JSON object's UTF-8 bytes, as `JoinMessage.grant` carries them.
@@ -222,10 +235,13 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     /// What a verified grant proves.
     public struct Verified: Sendable {
-        /// The member list the grant was checked against. From a grant with a ``checkpoint``, the
-        /// members up to it carry keys as the attendant verified them, not checked again here:
-        /// verify the chain afresh (``SpaceSession/roster()``) before sealing anything to them.
-        public let roster: Roster
+        /// The members whose records the grant was checked against, by id. From a grant that
+        /// vouches for its members (checked against this device's event alone): only this device
+        /// (as its event lists it), the inviter and the attendant, as the attendant vouched for
+        /// them. From older grants: every current member of the verified chain, those up to a
+        /// ``checkpoint`` with keys as the attendant verified them. Not a roster to rely on: verify
+        /// the chain afresh (``SpaceSession/roster()``) before sealing anything to anyone.
+        public let members: [MemberID: MemberRecord]
         public let inviter: MemberRecord
         public let threadKeys: [ThreadID: ThreadKey]
     }
@@ -240,14 +256,8 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     public func verify(
         identity: DeviceIdentity, now: Int64, nameplate: String? = nil, events: [MembershipEvent]? = nil
     ) throws(JoinGrantError) -> Verified {
-        guard Self.acceptedVersions.contains(v) else { throw .invalid("grant version \(v) is not supported") }
         guard let chain = events ?? roster else { throw .invalid("the member list is missing") }
-        if let nameplate, nameplate != invite.nameplate {
-            throw .forged("the invite record is for another code")
-        }
-        guard let ownerBytes = Base64URL.decode(ownerSigningKey),
-            let ownerKey = try? SigningPublicKey(bytes: ownerBytes)
-        else { throw .invalid("the owner's key is malformed") }
+        let ownerKey = try checkGrant(nameplate: nameplate)
         let roster: Roster
         do throws(KeyModelError) {
             // A fetched chain up to the attendant's checkpoint is pinned by its hash; the grant's
@@ -267,42 +277,148 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             throw .forged("the member list does not list this device")
         }
         let inviterKey = try invite.verifySignature()
-        guard let inviter = roster.currentMember(signingKey: inviterKey), inviter.id == invite.inviter else {
-            throw .forged("the inviter is not a current member")
-        }
-        let rights = roster.rights(of: inviter.id)
-        guard rights.contains(.admin) || rights.contains(.invite) else {
-            throw .forged("\(inviter.name.isEmpty ? "the inviter" : inviter.name) may not add members")
-        }
+        let inviter = try checkInviter(
+            roster.currentMember(signingKey: inviterKey), rights: { roster.rights(of: $0.id) })
         let added = chain.first {
             switch $0.change {
             case .memberAdded(let record), .memberRekeyed(_, let record): return record.id == memberID
             default: return false
             }
         }
-        // Added by the inviter, or by an attendant (the space's bot) carrying this very invite.
+        try checkAdded(by: added, inviter: inviter, now: now)
+        let keys = try openWraps { wrap throws(KeyModelError) in
+            try wrap.open(with: identity, verifyingAgainst: roster)
+        }
+        return Verified(members: roster.members, inviter: inviter, threadKeys: keys)
+    }
+
+    /// Checks a grant that carries ``checkpoint`` and ``vouched`` against `event`, the space
+    /// server's event at the checkpoint's sequence, without any I/O and without the rest of the
+    /// chain (`docs/join-protocol.md`, "What the joiner verifies"): the event has exactly the
+    /// checkpoint's hash; it adds (or re-keys to) `memberID` with exactly this device's keys; it
+    /// is signed by a vouched member (whether the signer may add members is a chain rule the
+    /// attendant checked, and the hash pins the event to that check); the inviter's signed
+    /// record names a vouched member's key and that member may add members; that member made
+    /// the event, or the event carries this very invite; the invite is not expired at `now` and
+    /// is for `nameplate` when given; every wrap is addressed to us, signed by a vouched member
+    /// and opens.
+    @discardableResult
+    public func verify(
+        identity: DeviceIdentity, now: Int64, nameplate: String? = nil, vouchedEvent event: MembershipEvent
+    ) throws(JoinGrantError) -> Verified {
+        guard let checkpoint, let vouched else { throw .invalid("the grant vouches for no members") }
+        _ = try checkGrant(nameplate: nameplate)
+        guard vouched.count <= Self.maximumVouched else {
+            throw .invalid("the grant vouches for too many members")
+        }
+        var members: [MemberID: MemberRecord] = [:]
+        var signers: [SigningPublicKey: MemberRecord] = [:]
+        for record in vouched {
+            guard record.id != memberID, record.keys.signing != identity.publicKeys.signing,
+                members.updateValue(record, forKey: record.id) == nil,
+                signers.updateValue(record, forKey: record.keys.signing) == nil
+            else { throw .invalid("the grant vouches for a member twice, or for this device") }
+        }
+        // The hash covers everything the event says (its space, sequence, predecessor, change,
+        // signer, invite and signature): this is the very event the attendant verified.
+        guard event.sequence == checkpoint.sequence, event.hash == checkpoint.hash else {
+            throw .forged("the space server's member list differs from the one the attendant vouched for")
+        }
+        guard event.space == space.id, invite.space == space.id else {
+            throw .forged("the member list or invite belongs to another space")
+        }
+        let me: MemberRecord
+        switch event.change {
+        case .memberAdded(let record), .memberRekeyed(_, let record): me = record
+        default: throw .forged("the member list does not list this device")
+        }
+        guard me.id == memberID, me.keys == identity.publicKeys else {
+            throw .forged("the member list does not list this device")
+        }
+        guard let signer = members[event.signer],
+            signer.keys.signing.isValidSignature(event.signature, for: event.signedBytes)
+        else {
+            throw .forged(
+                "this device's membership event is not signed by a member the attendant vouched for")
+        }
+        let inviterKey = try invite.verifySignature()
+        let inviter = try checkInviter(
+            members[invite.inviter].flatMap { $0.keys.signing == inviterKey ? $0 : nil }, rights: \.rights)
+        try checkAdded(by: event, inviter: inviter, now: now)
+        let keys = try openWraps { wrap throws(KeyModelError) in
+            guard signers[wrap.signer] != nil else {
+                throw KeyModelError(
+                    .signerNotMember, "This key wrap was signed by someone the attendant did not vouch for.")
+            }
+            guard wrap.hasValidSignature else {
+                throw KeyModelError(.badSignature, "This key wrap's signature does not verify.")
+            }
+            return try wrap.open(with: identity)
+        }
+        members[me.id] = me
+        return Verified(members: members, inviter: inviter, threadKeys: keys)
+    }
+
+    /// What both ways of verifying check first: the version, the nameplate, the owner's key
+    /// (returned).
+    private func checkGrant(nameplate: String?) throws(JoinGrantError) -> SigningPublicKey {
+        guard Self.acceptedVersions.contains(v) else { throw .invalid("grant version \(v) is not supported") }
+        if let nameplate, nameplate != invite.nameplate {
+            throw .forged("the invite record is for another code")
+        }
+        guard let ownerBytes = Base64URL.decode(ownerSigningKey),
+            let ownerKey = try? SigningPublicKey(bytes: ownerBytes)
+        else { throw .invalid("the owner's key is malformed") }
+        return ownerKey
+    }
+
+    /// The inviter (the member whose key signed the invite record, nil if none) may add members.
+    private func checkInviter(_ inviter: MemberRecord?, rights: (MemberRecord) -> MemberRights)
+        throws(JoinGrantError) -> MemberRecord
+    {
+        guard let inviter, inviter.id == invite.inviter else {
+            throw .forged("the inviter is not a current member")
+        }
+        let held = rights(inviter)
+        guard held.contains(.admin) || held.contains(.invite) else {
+            throw .forged("\(inviter.name.isEmpty ? "the inviter" : inviter.name) may not add members")
+        }
+        return inviter
+    }
+
+    /// This device was added (`added`, the event that made it a member) by the inviter, or by an
+    /// attendant (the space's bot) carrying this very invite; and the invite had not expired.
+    private func checkAdded(by added: MembershipEvent?, inviter: MemberRecord, now: Int64)
+        throws(JoinGrantError)
+    {
         guard let added, added.signer == inviter.id || added.invite == invite else {
             throw .forged("this device was not added by the inviter")
         }
         guard now <= invite.expiresAt else { throw .forged("the invite had expired") }
+    }
+
+    /// Opens every wrap with `open`, which checks its signer; each must be for us in this space.
+    private func openWraps(_ open: (KeyWrap) throws(KeyModelError) -> ThreadKey) throws(JoinGrantError)
+        -> [ThreadID: ThreadKey]
+    {
         var keys: [ThreadID: ThreadKey] = [:]
         for wrap in wraps {
             guard wrap.recipient == memberID, wrap.space == space.id else {
                 throw .forged("a thread key is addressed to someone else")
             }
             do throws(KeyModelError) {
-                keys[wrap.thread] = try wrap.open(with: identity, verifyingAgainst: roster)
+                keys[wrap.thread] = try open(wrap)
             } catch {
                 throw .forged("a thread key does not verify (\(error.message))")
             }
         }
-        return Verified(roster: roster, inviter: inviter, threadKeys: keys)
+        return keys
     }
 
     /// Signs in to the space server with this device's key (unless a token came with the grant),
-    /// fetches the member list, verifies the grant against it (it must list this device; see
-    /// ``verify(identity:now:nameplate:events:)``), and only then saves the space atomically in
-    /// `state`. Returns what was saved.
+    /// fetches this device's event or the member list, verifies the grant against it (see
+    /// ``verify(identity:now:nameplate:vouchedEvent:)`` and ``verify(identity:now:nameplate:events:)``),
+    /// and only then saves the space atomically in `state`. Returns what was saved.
     public func accept(
         identity: DeviceIdentity, state: LocalState, deviceLabel: String?, now: Int64,
         nameplate: String? = nil
@@ -316,8 +432,9 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     }
 
     /// ``accept(identity:state:deviceLabel:now:nameplate:)`` without saving: signs in, fetches
-    /// the server's member list and verifies against it; returns what to save (the bot keeps it
-    /// elsewhere).
+    /// this device's event at the checkpoint (a grant that vouches for its members; one request
+    /// whatever the size of the space) or else the server's member list, and verifies against
+    /// it; returns what to save (the bot keeps it elsewhere).
     public func open(identity: DeviceIdentity, deviceLabel: String?, now: Int64, nameplate: String? = nil)
         throws -> (saved: SavedSpace, verified: Verified)
     {
@@ -333,11 +450,21 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             client.token = try client.signIn(space.id, as: memberID, identity: identity, label: deviceLabel)
                 .token
         }
-        // The server's chain, verified from the owner's key: it must list this device (a version
-        // 1 grant's own chain is checked against it too).
-        let events = try checkpoint != nil ? client.vouchedEvents(space.id) : client.events(space.id)
-        if roster != nil { try verify(identity: identity, now: now, nameplate: nameplate) }
-        let verified = try verify(identity: identity, now: now, nameplate: nameplate, events: events)
+        let verified: Verified
+        if roster == nil, let checkpoint, vouched != nil {
+            // The server's event at the attendant's checkpoint: it must be exactly the one the
+            // attendant vouched for (signing in showed the server registered this device).
+            guard let event = try client.event(space.id, at: checkpoint.sequence) else {
+                throw JoinGrantError.forged("the space server does not hold this device's membership event")
+            }
+            verified = try verify(identity: identity, now: now, nameplate: nameplate, vouchedEvent: event)
+        } else {
+            // The server's chain, verified from the owner's key: it must list this device (a
+            // version 1 grant's own chain is checked against it too).
+            let events = try checkpoint != nil ? client.vouchedEvents(space.id) : client.events(space.id)
+            if roster != nil { try verify(identity: identity, now: now, nameplate: nameplate) }
+            verified = try verify(identity: identity, now: now, nameplate: nameplate, events: events)
+        }
         let saved = SavedSpace(
             space: space.id, name: space.name, server: client.server, member: memberID,
             ownerSigningKey: ownerSigningKey, deviceToken: client.token ?? "")
@@ -446,11 +573,25 @@ extension SpaceSession {
                 try client.postWraps(saved.space, wraps: Array(wraps[start..<min(start + 500, wraps.count)]))
             }
         }
+        // The records the joiner checks its event, the invite and the wraps against, from the
+        // roster verified through that event: this device's own (it signed the event and every
+        // wrap) and the inviter's. Without both the joiner verifies the chain (and refuses).
+        let vouched: [MemberRecord]? =
+            if let me = roster.currentMember(signingKey: identity.publicKeys.signing),
+                let inviter = roster.members[invite.inviter]
+            {
+                (me.id == inviter.id ? [me] : [me, inviter]).map {
+                    MemberRecord(id: $0.id, keys: $0.keys, rights: roster.rights(of: $0.id), name: $0.name)
+                }
+            } else {
+                nil
+            }
         let grant = JoinGrant(
             space: .init(server: saved.server, id: saved.space, name: saved.name),
             ownerSigningKey: saved.ownerSigningKey, memberID: record.id, deviceToken: nil, wraps: wraps,
             invite: invite, historyHint: .init(threads: threadKeys.count, messages: messages),
-            checkpoint: events.last(where: { $0.change.adds(record.id) }).map(ChainCheckpoint.init))
+            checkpoint: events.last(where: { $0.change.adds(record.id) }).map(ChainCheckpoint.init),
+            vouched: vouched)
         return (grant, record)
     }
 }
