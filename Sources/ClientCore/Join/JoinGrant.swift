@@ -306,6 +306,15 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     public func verify(
         identity: DeviceIdentity, now: Int64, nameplate: String? = nil, vouchedEvent event: MembershipEvent
     ) throws(JoinGrantError) -> Verified {
+        try verify(identity: identity, now: now, nameplate: nameplate, vouchedEvent: event, inviterKey: nil)
+    }
+
+    /// ``verify(identity:now:nameplate:vouchedEvent:)``, with the invite record's key as its
+    /// signature was already checked (`inviterKey`), or nil to check it here.
+    func verify(
+        identity: DeviceIdentity, now: Int64, nameplate: String?, vouchedEvent event: MembershipEvent,
+        inviterKey checkedKey: SigningPublicKey?
+    ) throws(JoinGrantError) -> Verified {
         guard let checkpoint, let vouched else { throw .invalid("the grant vouches for no members") }
         _ = try checkGrant(nameplate: nameplate)
         guard vouched.count <= Self.maximumVouched else {
@@ -341,7 +350,8 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             throw .forged(
                 "this device's membership event is not signed by a member the attendant vouched for")
         }
-        let inviterKey = try invite.verifySignature()
+        let inviterKey: SigningPublicKey
+        if let checkedKey { inviterKey = checkedKey } else { inviterKey = try invite.verifySignature() }
         let inviter = try checkInviter(
             members[invite.inviter].flatMap { $0.keys.signing == inviterKey ? $0 : nil }, rights: \.rights)
         try checkAdded(by: event, inviter: inviter, now: now)
@@ -442,7 +452,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         if let nameplate, nameplate != invite.nameplate {
             throw JoinGrantError.forged("the invite record is for another code")
         }
-        _ = try invite.verifySignature()
+        let inviterKey = try invite.verifySignature()
         var client = try SpaceClient(server: space.server)
         if let deviceToken {
             client.token = deviceToken
@@ -457,7 +467,9 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             guard let event = try client.event(space.id, at: checkpoint.sequence) else {
                 throw JoinGrantError.forged("the space server does not hold this device's membership event")
             }
-            verified = try verify(identity: identity, now: now, nameplate: nameplate, vouchedEvent: event)
+            verified = try verify(
+                identity: identity, now: now, nameplate: nameplate, vouchedEvent: event,
+                inviterKey: inviterKey)
         } else {
             // The server's chain, verified from the owner's key: it must list this device (a
             // version 1 grant's own chain is checked against it too).
