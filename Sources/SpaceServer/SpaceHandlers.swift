@@ -188,7 +188,8 @@ extension SpaceService {
         body += #"{"events":["#.utf8
         for (index, text) in texts.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
-            body += text.utf8
+            var text = text
+            text.withUTF8 { body.append(contentsOf: $0) }
         }
         body += "]}".utf8
         return APIResponse(status: 200, body: body)
