@@ -86,12 +86,16 @@ private func clientContext(_ config: TLSClientConfiguration) throws(NetError) ->
     return context
 }
 
-/// A client-side connection: one HTTP request/response, or a WebSocket handshake.
+/// A client-side connection: HTTP requests one at a time (kept alive between them in
+/// ``HTTPConnectionPool`` when it has a pool key), or a WebSocket handshake.
 final class ClientConnection: Connection, @unchecked Sendable {
     enum Purpose {
+        /// `done` also says whether the failure is a stale reuse: on a connection that had
+        /// served an earlier request, before any byte of the answer came (the peer had closed
+        /// it, or was closing it as the request went out).
         case http(
             request: [UInt8], headOnly: Bool, limits: HTTPParserLimits,
-            (Result<HTTPResponse, NetError>) -> Void)
+            (Result<HTTPResponse, NetError>, _ staleReuse: Bool) -> Void)
         case webSocket(
             request: [UInt8], key: String, url: NetURL, options: WebSocketOptions,
             (Result<WebSocket, NetError>) -> Void)
@@ -100,20 +104,75 @@ final class ClientConnection: Connection, @unchecked Sendable {
     private var purpose: Purpose?
     private var timer: LoopTimer?
     let remote: SocketAddress
+    /// Where this connection parks between requests; nil: one request, then close.
+    private let poolKey: String?
+    private let pool: HTTPConnectionPool
+    /// Serving a request after an earlier one (``Purpose/http`` explains stale reuse).
+    private var reused = false
+    /// Some byte of the current answer has arrived.
+    private var answerStarted = false
 
     init(
         fd: Int32, loop: EventLoop, tls: TLSStream?, remote: SocketAddress, purpose: Purpose,
-        timeout: Duration
+        timeout: Duration, poolKey: String? = nil, pool: HTTPConnectionPool = .shared
     ) {
         self.purpose = purpose
         self.remote = remote
+        self.poolKey = poolKey
+        self.pool = pool
         super.init(fd: fd, loop: loop, tls: tls, maxOutboundBytes: 64 << 20)
+        armTimer(timeout)
+        loop.addTick(self) { [self] in tick(now: monotonicNanos()) }
+    }
+
+    private func armTimer(_ timeout: Duration) {
+        let remote = self.remote
         timer = loop.scheduleInLoop(after: timeout.nanoseconds) { [self] in
             if self.purpose != nil {
                 abort(NetError(.timedOut, "No answer from \(remote) within \(timeout)"))
             }
         }
-        loop.addTick(self) { [self] in tick(now: monotonicNanos()) }
+    }
+
+    /// Sends another request on this parked connection (on its loop, after
+    /// ``HTTPConnectionPool/take(_:on:)``). False, with the connection closed, when it turns
+    /// out dead before anything was sent: the peer closed it or sent bytes unasked. The
+    /// request then never reached the server.
+    func reuse(_ next: Purpose, timeout: Duration) -> Bool {
+        guard !isClosed, purpose == nil, case .http(let request, _, _, _) = next else { return false }
+        if !peerStillOpen() {
+            abort(NetError(.connectionClosed, "Idle connection closed by the peer"))
+            return false
+        }
+        purpose = next
+        reused = true
+        answerStarted = false
+        deadline = .max
+        armTimer(timeout)
+        write(request)
+        return true
+    }
+
+    /// Whether the kernel still holds the connection open with nothing unasked to read (a
+    /// TLS peer may send session records between answers: those are not a sign of death).
+    private func peerStillOpen() -> Bool {
+        var byte: UInt8 = 0
+        let n = Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if n > 0 { return tls != nil }
+        if n == 0 { return false }
+        return errno == EAGAIN || errno == EWOULDBLOCK
+    }
+
+    /// After a complete answer: park for the next request if the exchange left the
+    /// connection clean, else close it.
+    private func finishExchange(_ response: HTTPResponse, unread: Int) {
+        if let poolKey, unread == 0, pendingOutputCount == 0,
+            response.allowsReuse, response.status.code >= 200
+        {
+            deadline = monotonicNanos() &+ pool.idleNanos
+            if pool.park(self, key: poolKey) { return }
+        }
+        closeAfterFlush()
     }
 
     private func complete(_ failure: NetError) {
@@ -121,7 +180,8 @@ final class ClientConnection: Connection, @unchecked Sendable {
         purpose = nil
         timer?.cancel()
         switch p {
-        case .http(_, _, _, let done): done(.failure(failure))
+        case .http(_, _, _, let done):
+            done(.failure(failure), reused && !answerStarted && failure.code != .timedOut)
         case .webSocket(_, _, _, _, let done): done(.failure(failure))
         }
     }
@@ -136,19 +196,37 @@ final class ClientConnection: Connection, @unchecked Sendable {
 
     override func didClose(error: NetError?) {
         loop.removeTick(self)
+        if purpose == nil, let poolKey { _ = pool.remove(self, key: poolKey) }
         complete(error ?? NetError(.connectionClosed, "Connection closed"))
+    }
+
+    override func deadlineExpired() {
+        guard purpose == nil, let poolKey else {
+            super.deadlineExpired()
+            return
+        }
+        // Idle too long. If it is no longer parked, a request took it and is on its way here.
+        if pool.remove(self, key: poolKey) {
+            closeAfterFlush()
+        } else {
+            deadline = .max
+        }
     }
 
     override func inputEnded(buffered: UnsafeRawBufferPointer) {
         guard case .http(_, let headOnly, let limits, let done) = purpose else { return }
+        if buffered.isEmpty {
+            complete(NetError(.connectionClosed, "Connection closed before a response"))
+            return
+        }
         do throws(HTTPParseError) {
             if let (response, _) = try HTTPResponseParser.parse(
                 buffered, limits: limits, atEOF: true, headOnly: headOnly)
             {
                 purpose = nil
                 timer?.cancel()
-                done(.success(response))
                 closeAfterFlush()
+                done(.success(response), false)
             }
         } catch {
             complete(NetError(.protocolError, "Malformed HTTP response: \(error.message)"))
@@ -159,8 +237,11 @@ final class ClientConnection: Connection, @unchecked Sendable {
     override func processBytes(_ bytes: UnsafeRawBufferPointer) -> Int {
         switch purpose {
         case nil:
+            // Bytes nobody asked for: the stream is out of step; never reuse it.
+            if poolKey != nil { abort(NetError(.protocolError, "Unrequested bytes on an idle connection")) }
             return bytes.count
         case .http(_, let headOnly, let limits, let done):
+            if !bytes.isEmpty { answerStarted = true }
             do throws(HTTPParseError) {
                 guard
                     let (response, used) = try HTTPResponseParser.parse(
@@ -168,9 +249,9 @@ final class ClientConnection: Connection, @unchecked Sendable {
                 else { return 0 }
                 purpose = nil
                 timer?.cancel()
-                done(.success(response))
-                closeAfterFlush()
-                return used
+                finishExchange(response, unread: bytes.count - used)
+                done(.success(response), false)
+                return bytes.count
             } catch {
                 complete(NetError(.protocolError, "Malformed HTTP response: \(error.message)"))
                 abort(NetError(.protocolError, error.message))
@@ -216,7 +297,8 @@ final class ClientConnection: Connection, @unchecked Sendable {
 
 /// Opens a client connection to `url`, trying each resolved address in turn.
 private func openClient(
-    url: NetURL, tls: TLSClientConfiguration, timeout: Duration, loop: EventLoop,
+    url: NetURL, tls: TLSClientConfiguration, timeout: Duration, loop: EventLoop, poolKey: String? = nil,
+    pool: HTTPConnectionPool = .shared,
     makePurpose: @escaping @Sendable (@escaping @Sendable (NetError) -> Void) -> ClientConnection.Purpose,
     fail: @escaping @Sendable (NetError) -> Void
 ) {
@@ -255,7 +337,8 @@ private func openClient(
         }
         let purpose = makePurpose(onFailure)
         let connection = ClientConnection(
-            fd: fd, loop: loop, tls: stream, remote: address, purpose: purpose, timeout: timeout)
+            fd: fd, loop: loop, tls: stream, remote: address, purpose: purpose, timeout: timeout,
+            poolKey: poolKey, pool: pool)
         _ = connection.startConnecting()
     }
     if let numeric = SocketAddress(numericHost: host, port: port) {
@@ -293,14 +376,30 @@ private func waitFor<T: Sendable>(_ start: (@escaping @Sendable (Result<T, NetEr
     return try box.withLock { $0! }.get()
 }
 
-/// A minimal HTTP/1.1 client: one connection per request (`Connection: close`).
+/// A minimal HTTP/1.1 client. Connections are kept alive and reused (``HTTPConnectionPool``)
+/// unless the request sets its own `Connection` header. A request that fails on a reused
+/// connection before any byte of the answer came (the server had closed the idle connection)
+/// is sent again once on a new connection when that is safe: always if it was never sent
+/// (the connection was found closed first), otherwise only for idempotent methods, since a
+/// POST the server did receive must not be done twice.
 public enum HTTPClient {
-    /// Sends a request; `completion` runs on the client loop.
+    /// Sends a request; `completion` runs on a client loop (`loop` if given: then only
+    /// connections on that loop are reused).
     public static func request(
         _ method: HTTPMethod, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
         tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(30),
-        limits: HTTPParserLimits = HTTPParserLimits(), loop: EventLoop = EventLoopGroup.clients.nextLoop(),
+        limits: HTTPParserLimits = HTTPParserLimits(), loop: EventLoop? = nil,
         completion: @escaping @Sendable (Result<HTTPResponse, NetError>) -> Void
+    ) {
+        request(
+            method, url: url, headers: headers, body: body, tls: tls, timeout: timeout, limits: limits,
+            loop: loop, pool: .shared, completion: completion)
+    }
+
+    static func request(
+        _ method: HTTPMethod, url: String, headers: HTTPHeaders, body: [UInt8],
+        tls: TLSClientConfiguration, timeout: Duration, limits: HTTPParserLimits, loop: EventLoop?,
+        pool: HTTPConnectionPool, completion: @escaping @Sendable (Result<HTTPResponse, NetError>) -> Void
     ) {
         let parsed: NetURL
         do throws(NetError) {
@@ -315,27 +414,51 @@ public enum HTTPClient {
         }
         var head = "\(method.rawValue) \(parsed.target) HTTP/1.1\r\nHost: \(parsed.hostHeader)\r\n"
         var fields = headers
-        if fields["Connection"] == nil { fields.set("Connection", "close") }
         if !body.isEmpty || method == .post || method == .put || method == .patch {
             fields.set("Content-Length", String(body.count))
         }
         for (name, value) in fields { head += "\(name): \(value)\r\n" }
         head += "\r\n"
         let bytes = Array(head.utf8) + body
+        let poolKey = headers["Connection"] == nil ? HTTPConnectionPool.key(parsed, tls) : nil
         let once = Atomic<Bool>(false)
         let finish: @Sendable (Result<HTTPResponse, NetError>) -> Void = { result in
             if !once.exchange(true, ordering: .acquiringAndReleasing) { completion(result) }
         }
-        openClient(
-            url: parsed, tls: tls, timeout: timeout, loop: loop,
-            makePurpose: { onFailure in
-                .http(request: bytes, headOnly: method == .head, limits: limits) { result in
-                    switch result {
-                    case .success: finish(result)
-                    case .failure(let error): onFailure(error)
+        let headOnly = method == .head
+        @Sendable func fresh() {
+            openClient(
+                url: parsed, tls: tls, timeout: timeout, loop: loop ?? EventLoopGroup.clients.nextLoop(),
+                poolKey: poolKey, pool: pool,
+                makePurpose: { onFailure in
+                    .http(request: bytes, headOnly: headOnly, limits: limits) { result, _ in
+                        switch result {
+                        case .success: finish(result)
+                        case .failure(let error): onFailure(error)
+                        }
+                    }
+                }, fail: { finish(.failure($0)) })
+        }
+        @Sendable func attempt() {
+            guard let poolKey, let connection = pool.take(poolKey, on: loop) else {
+                fresh()
+                return
+            }
+            connection.loop.execute {
+                let purpose = ClientConnection.Purpose.http(
+                    request: bytes, headOnly: headOnly, limits: limits
+                ) { result, staleReuse in
+                    if case .failure = result, staleReuse, method.isIdempotent {
+                        fresh()
+                    } else {
+                        finish(result)
                     }
                 }
-            }, fail: { finish(.failure($0)) })
+                // Found dead before sending: the server never saw it; try the next one.
+                if !connection.reuse(purpose, timeout: timeout) { attempt() }
+            }
+        }
+        attempt()
     }
 
     /// Sends a request and waits for the response (blocking; not on a loop thread).

@@ -117,7 +117,7 @@ public enum HTTPResponseParser {
         cursor.skip(2)
         let parts = line.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count >= 2 else { throw HTTPParseError(.badRequest, "Malformed status line") }
-        _ = try parseVersion(parts[0], isRequest: false)
+        let minorVersion = try parseVersion(parts[0], isRequest: false)
         guard parts[1].count == 3, parts[1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
             let code = Int(String(decoding: parts[1], as: UTF8.self))
         else { throw HTTPParseError(.badRequest, "Malformed status code") }
@@ -128,6 +128,7 @@ public enum HTTPResponseParser {
             return nil
         }
         var response = HTTPResponse(status: HTTPStatus(code, reason), headers: headers)
+        response.minorVersion = minorVersion
         if headOnly || code == 204 || code == 304 || code < 200 {
             return (response, headEnd)
         }

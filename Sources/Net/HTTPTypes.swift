@@ -12,6 +12,13 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let delete = HTTPMethod(rawValue: "DELETE")
     public static let options = HTTPMethod(rawValue: "OPTIONS")
     public var description: String { rawValue }
+    /// Sending it twice means the same as once (RFC 9110 §9.2.2): safe to retry.
+    public var isIdempotent: Bool {
+        switch rawValue {
+        case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE": return true
+        default: return false
+        }
+    }
 }
 
 /// An HTTP status code with its reason phrase.
@@ -181,6 +188,8 @@ public struct HTTPResponse: Sendable {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// The `x` of the `HTTP/1.x` a received response came in (responses sent here are HTTP/1.1).
+    public var minorVersion = 1
 
     public init(status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
@@ -214,6 +223,12 @@ public struct HTTPResponse: Sendable {
 
     /// The body as UTF-8 text.
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
+
+    /// Whether the server lets the connection carry another request (HTTP/1.1 without
+    /// `Connection: close`).
+    public var allowsReuse: Bool {
+        minorVersion == 1 && !headers.containsToken("Connection", "close")
+    }
 
     /// Serialises status line, headers (adding `Content-Length`) and body.
     func serialized(keepAlive: Bool, includeBody: Bool = true) -> [UInt8] {

@@ -48,7 +48,10 @@ import Foundation
 /// ```
 /// URLs: `http://`, `https://`, `ws://`, `wss://`. TLS clients verify against the system CA
 /// store with hostname checks, or against ``TLSClientConfiguration/caFile`` (a pinned CA).
-/// Reconnecting is left to the caller.
+/// Reconnecting is left to the caller. HTTP connections are kept alive and reused, per scheme,
+/// host, port and trust settings (at most 16 idle ones for 4 s each, ``HTTPConnectionPool``);
+/// a request on a reused connection that the server had closed is sent again on a new one
+/// only when that cannot do it twice (it never left, or its method is idempotent).
 ///
 /// ## Threads
 /// One loop per core by default (`ServerConfiguration.loopCount`; measured faster than one loop

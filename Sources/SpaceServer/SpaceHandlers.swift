@@ -182,13 +182,16 @@ extension SpaceService {
         let limit = try pageSize(request)
         // The stored texts are this server's own encoding of events it verified: spliced into the
         // answer rather than decoded and encoded again (every joiner fetches the whole chain).
-        var body = Array(#"{"events":["#.utf8)
-        for (index, text) in try store.events(space: space.id, from: UInt64(from), limit: limit).enumerated()
-        {
+        let texts = try store.events(space: space.id, from: UInt64(from), limit: limit)
+        var body: [UInt8] = []
+        body.reserveCapacity(texts.reduce(16) { $0 + $1.utf8.count + 1 })
+        body += #"{"events":["#.utf8
+        for (index, text) in texts.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
-            body += text.utf8
+            var text = text
+            text.withUTF8 { body.append(contentsOf: $0) }
         }
-        body += Array("]}".utf8)
+        body += "]}".utf8
         return APIResponse(status: 200, body: body)
     }
 

@@ -102,6 +102,37 @@ import Testing
         }
     }
 
+    /// The attendant derives a code's password once and keeps it (every use of a multi-use
+    /// invite is a new exchange with the same words): each exchange still stands on its own, a
+    /// wrong guess fails as before, and the intent and AppID still separate the passwords.
+    @Test func anAttendantServingOneCodeAgainAndAgainChecksEveryGuess() throws {
+        for round in 0..<6 {
+            let right = round % 2 == 0
+            let r = run(
+                joinerWords: right ? "amber-violin" : "amber-viola", attendantWords: "amber-violin",
+                seed: UInt64(100 + round))
+            if right {
+                #expect(r.joinerError == nil && r.attendantError == nil)
+                #expect(try #require(r.joiner).verifier == (try #require(r.attendant).verifier))
+            } else {
+                #expect(r.attendantError == .codeMismatch)
+                #expect(r.joiner == nil && r.attendant == nil)
+            }
+        }
+        let link = JoinBinding(intent: .linkDevice, nameplate: Rendezvous.Nameplate("42"))
+        let other = JoinBinding(intent: .join, nameplate: Rendezvous.Nameplate("42"), appID: "example.com/x")
+        for binding in [link, other] {
+            let mismatched = run(
+                joinerWords: "amber-violin", attendantWords: "amber-violin", attendantBinding: binding,
+                seed: 7)
+            #expect(mismatched.attendantError == .codeMismatch)
+            let matched = run(
+                joinerWords: "amber-violin", attendantWords: "amber-violin", joinerBinding: binding,
+                attendantBinding: binding, seed: 8)
+            #expect(matched.joinerError == nil && matched.attendantError == nil)
+        }
+    }
+
     /// A man-in-the-middle relays nothing honest: it runs its own handshake with a guessed code
     /// against each side. It confirms with a side exactly when its guess equals the code.
     @Test(arguments: 0..<60)

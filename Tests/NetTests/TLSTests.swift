@@ -179,9 +179,11 @@ struct TLSTests {
         #expect(
             try HTTPClient.send(.get, url: "https://127.0.0.1:\(server.port)/hello", tls: caB).status.code
                 == 200)
+        // A new connection (not the kept-alive one made before the reload, still trusted).
         #expect(throws: NetError.self) {
             try HTTPClient.send(
-                .get, url: "https://127.0.0.1:\(server.port)/hello", tls: caA, timeout: .seconds(5))
+                .get, url: "https://127.0.0.1:\(server.port)/hello", headers: ["Connection": "close"],
+                tls: caA, timeout: .seconds(5))
         }
         // The connection made before the reload is unaffected.
         before.send(text: "still up")

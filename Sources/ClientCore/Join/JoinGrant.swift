@@ -515,42 +515,69 @@ extension SpaceSession {
         defer { if locked { exclusive?.unlock() } }
         var events: [MembershipEvent]
         var roster: Roster
-        if let rosters {
+        // A plain addition signs onto the chain as last verified (the cache holds only verified
+        // events, this device's own included) and reads the chain again only when the server
+        // refuses the event because the chain moved on; anything else reads it first.
+        var fresh = true
+        if let rosters, readmit == nil, let cached = rosters.verified {
+            (events, roster) = cached
+            fresh = false
+        } else if let rosters {
             (events, roster) = try rosters.refresh(self)
         } else {
             events = try client.events(saved.space)
             roster = try verifiedRoster(events)
         }
-        let earlier = events.last { event in
-            guard carryInvite, case .memberAdded(let added) = event.change else { return false }
-            return added.keys == keys && event.invite == invite
-        }
-        let record: MemberRecord
-        if let earlier, case .memberAdded(let added) = earlier.change {
-            guard roster.members[added.id] != nil else {
-                throw SpaceClientError(
-                    .refused, code: "not_member", message: "The joiner was removed from the space meanwhile.")
+        var earlier: MembershipEvent?
+        var record: MemberRecord
+        while true {
+            earlier = events.last { event in
+                guard carryInvite, case .memberAdded(let added) = event.change else { return false }
+                return added.keys == keys && event.invite == invite
             }
-            record = added
-        } else if let readmit {
-            // The event only: the thread keys are wrapped below, with everyone else's.
-            record = try rekey(readmit, keys: keys, name: request.displayName).record
-            events = try client.events(saved.space)
-            roster = try verifiedRoster(events)
-        } else {
-            if let existing = roster.members.values.first(where: { $0.keys == keys }) {
-                throw SpaceClientError(
-                    .rejected, code: "already_member",
-                    message: "That key already belongs to \(Self.label(existing)) in \(saved.name).")
+            let alreadyMember = roster.members.values.first(where: { $0.keys == keys })
+            if !fresh && (earlier != nil || alreadyMember != nil), let rosters {
+                // Found in what may be stale: decide on the chain as it is now.
+                (events, roster) = try rosters.refresh(self)
+                fresh = true
+                continue
             }
-            record = MemberRecord(id: .random(), keys: keys, rights: [], name: request.displayName)
-            let event = try signed { () throws(KeyModelError) in
-                try roster.nextEvent(
-                    .memberAdded(record), signedBy: identity, invite: carryInvite ? invite : nil)
+            if let earlier, case .memberAdded(let added) = earlier.change {
+                guard roster.members[added.id] != nil else {
+                    throw SpaceClientError(
+                        .refused, code: "not_member",
+                        message: "The joiner was removed from the space meanwhile.")
+                }
+                record = added
+            } else if let readmit {
+                // The event only: the thread keys are wrapped below, with everyone else's.
+                record = try rekey(readmit, keys: keys, name: request.displayName).record
+                events = try client.events(saved.space)
+                roster = try verifiedRoster(events)
+            } else {
+                if let alreadyMember {
+                    throw SpaceClientError(
+                        .rejected, code: "already_member",
+                        message: "That key already belongs to \(Self.label(alreadyMember)) in \(saved.name).")
+                }
+                record = MemberRecord(id: .random(), keys: keys, rights: [], name: request.displayName)
+                let base = roster
+                let event = try signed { () throws(KeyModelError) in
+                    try base.nextEvent(
+                        .memberAdded(record), signedBy: identity, invite: carryInvite ? invite : nil)
+                }
+                do {
+                    _ = try client.addMember(saved.space, event: event)
+                } catch  where !fresh && Self.chainMoved(error) {
+                    if let rosters { (events, roster) = try rosters.refresh(self) }
+                    fresh = true
+                    continue
+                }
+                try signed { () throws(KeyModelError) in try roster.apply(event) }
+                rosters?.extend(event, onto: events.count, giving: roster)
+                events.append(event)
             }
-            _ = try client.addMember(saved.space, event: event)
-            try signed { () throws(KeyModelError) in try roster.apply(event) }
-            events.append(event)
+            break
         }
         if locked {
             exclusive?.unlock()
@@ -605,5 +632,13 @@ extension SpaceSession {
             checkpoint: events.last(where: { $0.change.adds(record.id) }).map(ChainCheckpoint.init),
             vouched: vouched)
         return (grant, record)
+    }
+
+    /// The server refused an event because it does not follow the server's chain (sequence
+    /// taken or previous hash not its head): the chain moved on since it was read.
+    static func chainMoved(_ error: SpaceClientError) -> Bool {
+        error.status == 409
+            && (error.code == KeyModelError.Code.eventOutOfOrder.rawValue
+                || error.code == KeyModelError.Code.eventChainBroken.rawValue)
     }
 }

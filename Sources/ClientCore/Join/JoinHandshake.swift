@@ -1,4 +1,6 @@
+import CSodium
 import PAKE
+import Synchronization
 
 /// What a short code is for. Bound into the key agreement, so a code minted for one purpose is
 /// useless for another.
@@ -117,14 +119,40 @@ public struct JoinHandshake: ~Copyable {
     ) {
         self.role = role
         self.binding = binding
-        let password = SPAKE2.Password(
-            deriving: Array(words.utf8), context: binding.passwordContext, suite: .edwards25519)
+        let password =
+            role == .attendant
+            ? Self.attendantPassword(words: words, context: binding.passwordContext)
+            : SPAKE2.Password(
+                deriving: Array(words.utf8), context: binding.passwordContext, suite: .edwards25519)
         let exchange = SPAKE2(
             role: role == .joiner ? .a : .b, password: password, identityA: JoinBinding.identityA,
             identityB: JoinBinding.identityB, additionalData: binding.additionalData)
         let started = exchange.start(using: &random)
         firstMessage = [Self.version] + started.message
         awaitingMessage = .some(started)
+    }
+
+    /// The attendant's SPAKE2 passwords by code words and context. An attendant serving one code
+    /// again and again (every use of a multi-use invite is a fresh exchange with the same words)
+    /// derives w, w·M and w·N once instead of two scalar multiplications per use. Each exchange
+    /// still draws its own secret x. Held in memory only, like the words themselves; keyed by
+    /// their hash; bounded.
+    private static let attendantPasswords = Mutex<[[UInt8]: SPAKE2.Password]>([:])
+    static let attendantPasswordCacheSize = 1024
+
+    static func attendantPassword(words: String, context: [UInt8]) -> SPAKE2.Password {
+        var keyInput = Array("eleven/spake2/cache".utf8)
+        keyInput += withUnsafeBytes(of: UInt32(context.count).bigEndian) { Array($0) } + context
+        keyInput += Array(words.utf8)
+        let key = SHA256.hash(keyInput)
+        keyInput.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) }
+        if let cached = attendantPasswords.withLock({ $0[key] }) { return cached }
+        let password = SPAKE2.Password(deriving: Array(words.utf8), context: context, suite: .edwards25519)
+        attendantPasswords.withLock { cache in
+            if cache.count >= attendantPasswordCacheSize { cache.removeAll() }
+            cache[key] = password
+        }
+        return password
     }
 
     /// Whether the channel is ready.

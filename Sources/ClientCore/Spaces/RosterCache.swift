@@ -18,6 +18,26 @@ public final class RosterCache: @unchecked Sendable {
         return roster
     }
 
+    /// The events and roster as last verified, without asking the server (nil before a
+    /// refresh): what an attendant signs its next event onto, refreshing only when the server
+    /// refuses it because the chain moved.
+    public var verified: (events: [MembershipEvent], roster: Roster)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return roster.map { (events, $0) }
+    }
+
+    /// Records an event this device appended (the server took it) onto the chain of `count`
+    /// events, with the roster after it. Nothing changes if the cache moved meanwhile: the next
+    /// refresh reads the event from the server like any other.
+    public func extend(_ event: MembershipEvent, onto count: Int, giving updated: Roster) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard roster != nil, events.count == count, updated.head == event.hash else { return }
+        events.append(event)
+        roster = updated
+    }
+
     /// The current events and the roster verified from the session's saved owner key.
     public func refresh(_ session: SpaceSession) throws(SpaceClientError) -> (
         events: [MembershipEvent], roster: Roster

@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+
+/// Idle keep-alive HTTP client connections, by origin and TLS settings (``HTTPClient`` uses
+/// the shared one). A connection is here only between a complete response that allows reuse
+/// and the next request; it stays registered on its loop, so a peer that closes it, bytes it
+/// sends unasked or its idle time running out close it and take it out.
+final class HTTPConnectionPool: Sendable {
+    static let shared = HTTPConnectionPool()
+
+    /// Idle connections kept per origin; more are closed.
+    let maxIdlePerOrigin: Int
+    /// How long a connection may sit idle: well under the idle timeouts servers use (ours is
+    /// 60 s; common servers 5 s or more), so the peer rarely closes one just as it is reused.
+    let idleNanos: UInt64
+
+    private struct Entry: @unchecked Sendable {
+        let connection: ClientConnection
+        let since: UInt64
+    }
+
+    private let idle = Mutex<[String: [Entry]]>([:])
+
+    init(maxIdlePerOrigin: Int = 16, idleTime: Duration = .seconds(4)) {
+        self.maxIdlePerOrigin = maxIdlePerOrigin
+        idleNanos = idleTime.nanoseconds
+    }
+
+    /// The key of an origin: connections are shared only by requests that would have opened
+    /// the same one (scheme, host, port, trust settings).
+    static func key(_ url: NetURL, _ tls: TLSClientConfiguration) -> String {
+        let trust = url.isSecure ? "|\(tls.caFile ?? "<system>")|\(tls.verifyPeer)" : ""
+        return "\(url.scheme)://\(url.hostHeader)\(trust)"
+    }
+
+    /// Takes the most recently parked connection for `key` (on `loop` if given) that has not
+    /// outlived the idle time. The caller owns it from here; it must be used on its own loop.
+    func take(_ key: String, on loop: EventLoop?) -> ClientConnection? {
+        let now = monotonicNanos()
+        return idle.withLock { idle -> ClientConnection? in
+            guard var entries = idle[key] else { return nil }
+            defer { idle[key] = entries.isEmpty ? nil : entries }
+            var index = entries.count - 1
+            while index >= 0 {
+                let entry = entries[index]
+                if now &- entry.since < idleNanos && (loop == nil || entry.connection.loop === loop) {
+                    entries.remove(at: index)
+                    return entry.connection
+                }
+                index -= 1
+            }
+            return nil
+        }
+    }
+
+    /// Parks a connection (on its loop); false when the origin already has enough idle ones.
+    func park(_ connection: ClientConnection, key: String) -> Bool {
+        let entry = Entry(connection: connection, since: monotonicNanos())
+        return idle.withLock { idle in
+            var entries = idle[key] ?? []
+            guard entries.count < maxIdlePerOrigin else { return false }
+            entries.append(entry)
+            idle[key] = entries
+            return true
+        }
+    }
+
+    /// Takes a connection out; false when it was not parked (someone took it to reuse).
+    func remove(_ connection: ClientConnection, key: String) -> Bool {
+        idle.withLock { idle in
+            guard var entries = idle[key],
+                let index = entries.firstIndex(where: { $0.connection === connection })
+            else { return false }
+            entries.remove(at: index)
+            idle[key] = entries.isEmpty ? nil : entries
+            return true
+        }
+    }
+
+    /// Idle connections parked for `key` now.
+    func idleCount(_ key: String) -> Int {
+        idle.withLock { $0[key]?.count ?? 0 }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+@testable import ClientCore
+
+/// An attendant admitting with a ``RosterCache`` signs onto the chain as it last verified it and
+/// reads the chain again only when the server refuses because it moved on: the chain stays in
+/// order, and what the cache holds is what the server's chain verifies to.
+@Suite struct OptimisticAdmitTests {
+    private func request(_ name: String) -> (DeviceIdentity, JoinRequest) {
+        let identity = DeviceIdentity.generate()
+        return (
+            identity,
+            JoinRequest(displayName: name, deviceLabel: "phone", publicKeys: identity.publicKeys.text)
+        )
+    }
+
+    @Test func anAdmissionOnAStaleCacheIsSignedAgainOnTheMovedChain() throws {
+        let running = try HTTPServerTests.Running()
+        let (session, _, _, _) = try running.space()
+        let now = Int64(Date().timeIntervalSince1970)
+        let invite = session.identity.signInvite(
+            space: session.saved.space, inviter: session.saved.member, nameplate: "7", createdAt: now,
+            expiresAt: now + 600, uses: 5)
+        let rosters = RosterCache()
+        let lock = NSLock()
+        let start = try rosters.refresh(session).events.count
+
+        // The chain moves behind the cache's back: the owner adds someone directly.
+        let (_, other) = request("Ann")
+        _ = try session.addMember(keys: try MemberPublicKeys(text: other.publicKeys), name: "Ann")
+        #expect(rosters.verified?.events.count == start)
+
+        let (_, bea) = request("Bea")
+        let first = try session.admit(
+            request: bea, invite: invite, carryInvite: true, exclusive: lock, rosters: rosters)
+        // Signed first on the stale cache: the server refused that once (409), no more.
+        let refusals = { running.log.lines.withLock { $0.filter { $0.contains(#""status":409"#) }.count } }
+        #expect(refusals() == 1)
+        // On the cache as it now stands (the server took the event on the chain it holds).
+        let (_, cla) = request("Cla")
+        let second = try session.admit(
+            request: cla, invite: invite, carryInvite: true, exclusive: lock, rosters: rosters)
+
+        let events = try session.client.events(session.saved.space)
+        let verified = try session.verifiedRoster(events)
+        #expect(events.count == start + 3)
+        #expect(verified.members[first.member.id]?.name == "Bea")
+        #expect(verified.members[second.member.id]?.name == "Cla")
+        #expect(verified.members.values.contains { $0.name == "Ann" })
+        #expect(refusals() == 1)
+        let cached = try #require(rosters.verified)
+        #expect(cached.events.count == events.count)
+        #expect(cached.roster.head == verified.head)
+
+        // The same joiner again (a restarted bot): found in the chain, not added twice.
+        let again = try session.admit(
+            request: cla, invite: invite, carryInvite: true, exclusive: lock, rosters: rosters)
+        #expect(again.member.id == second.member.id)
+        #expect(try session.client.events(session.saved.space).count == start + 3)
+        // Someone who is a member already (added without this invite) is refused, on the chain
+        // as it is now.
+        #expect(throws: SpaceClientError.self) {
+            try session.admit(
+                request: other, invite: invite, carryInvite: true, exclusive: lock, rosters: rosters)
+        }
+    }
+}
