@@ -454,7 +454,7 @@ import Testing
         let sam = DeviceIdentity.generate()
         let samRecord = MemberRecord(id: .random(), keys: sam.publicKeys, name: "Sam")
         let thread = ThreadID.random()
-        let wraps = [bot.wrap(ThreadKey.random(), for: samRecord, in: fixture.space, thread: thread)]
+        let botWraps = [bot.wrap(ThreadKey.random(), for: samRecord, in: fixture.space, thread: thread)]
         func invite(by identity: DeviceIdentity, _ record: MemberRecord, expiresAt: Int64 = 2_000)
             -> SignedInvite
         {
@@ -466,7 +466,8 @@ import Testing
         /// the fixture, so that the rules the bot and the server would refuse it by do not stop
         /// the test), and a grant vouching for `vouched`.
         func attended(
-            _ invite: SignedInvite, vouched: [MemberRecord], carry: Bool = true, now: Int64 = 1_500
+            _ invite: SignedInvite, vouched: [MemberRecord], carry: Bool = true, now: Int64 = 1_500,
+            wraps: [KeyWrap]? = nil
         ) -> String? {
             let event = MembershipEvent.make(
                 space: fixture.space, sequence: fixture.roster.nextSequence, previous: fixture.roster.head,
@@ -475,7 +476,7 @@ import Testing
             let grant = JoinGrant(
                 space: .init(server: "http://127.0.0.1:1", id: fixture.space, name: "Family"),
                 ownerSigningKey: Base64URL.encode(fixture.owner.publicKeys.signing.bytes),
-                memberID: samRecord.id, deviceToken: nil, wraps: wraps, invite: invite,
+                memberID: samRecord.id, deviceToken: nil, wraps: wraps ?? botWraps, invite: invite,
                 historyHint: .init(threads: 1, messages: 0), checkpoint: ChainCheckpoint(event),
                 vouched: vouched)
             return code { try grant.verify(identity: sam, now: now, nameplate: "42", vouchedEvent: event) }
@@ -486,6 +487,16 @@ import Testing
             attended(
                 invite(by: fixture.owner, fixture.ownerRecord), vouched: [botRecord, fixture.ownerRecord])
                 == nil)
+        // The bot vouched for with an impostor's key, which signed the wraps: the event the server
+        // holds is not signed by that key.
+        let impostor = DeviceIdentity.generate()
+        let fakeBot = MemberRecord(
+            id: botRecord.id, keys: impostor.publicKeys, rights: botRecord.rights, name: "Bot")
+        #expect(
+            attended(
+                annInvite, vouched: [fakeBot, annRecord],
+                wraps: [impostor.wrap(ThreadKey.random(), for: samRecord, in: fixture.space, thread: thread)])
+                == "grant_forged")
         // Not carrying the invite: the bot is not the inviter.
         #expect(attended(annInvite, vouched: [botRecord, annRecord], carry: false) == "grant_forged")
         // Expired.
