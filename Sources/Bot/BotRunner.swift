@@ -13,7 +13,9 @@ public final class BotRunner: Sendable {
     public let configuration: BotConfiguration
     let session: SpaceSession
     private let emit: @Sendable ([String: Any]) -> Void
-    private let admitLock = NSLock()
+    /// Admissions one at a time, in the order the joiners proved their codes (a plain mutex let
+    /// some wait many turns: the p99 of `eleven-bench bot`).
+    private let admitLock = FairLock()
     private let rosters = RosterCache()
     private let threadKeys = ThreadKeyCache()
     private let limiter: Mutex<JoinRateLimiter>
