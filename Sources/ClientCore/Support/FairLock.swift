@@ -13,6 +13,13 @@ public final class FairLock: NSLocking, @unchecked Sendable {
 
     public init() {}
 
+    /// Threads waiting for the lock now (for tests).
+    var waiting: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return Int(issued &- serving) - (issued == serving ? 0 : 1)
+    }
+
     public func lock() {
         condition.lock()
         let ticket = issued
