@@ -13,7 +13,9 @@ public final class BotRunner: Sendable {
     public let configuration: BotConfiguration
     let session: SpaceSession
     private let emit: @Sendable ([String: Any]) -> Void
-    private let admitLock = NSLock()
+    /// Admissions one at a time, in the order the joiners proved their codes (a plain mutex let
+    /// some wait many turns: the p99 of `eleven-bench bot`).
+    private let admitLock = FairLock()
     private let rosters = RosterCache()
     private let threadKeys = ThreadKeyCache()
     private let limiter: Mutex<JoinRateLimiter>
@@ -360,6 +362,7 @@ public final class BotRunner: Sendable {
             }
             if after?.state == .usedUp {
                 record("used_up", nameplate: nameplateText, "every use of the invite was taken", now)
+                leaveEndNotice(invite, .usedUp)
             }
         case .refused:
             let refusal = decision.refusal ?? BotRefusal("declined", "declined")
@@ -385,6 +388,7 @@ public final class BotRunner: Sendable {
                 "wrong_code", nameplate: nameplateText, "someone tried a wrong code (\(failure.code))", now)
             if after?.state == .burned {
                 record("burned", nameplate: nameplateText, "the invite was burned", now)
+                leaveEndNotice(invite, .burned)
                 tell(
                     invite.inviter,
                     .notice(
@@ -536,11 +540,23 @@ public final class BotRunner: Sendable {
         }
         _ = try? store.update(invite.id) { $0.state = state }
         record(kind, nameplate: invite.nameplate, why, Self.now())
+        if state == .expired { leaveEndNotice(invite, .expired) }
         if let notify {
             tell(
                 invite.inviter,
                 .notice(notify, id: invite.noteID, reason: kind, message: "Your invite \(why)."), roster: nil)
         }
+    }
+
+    /// Leaves the `ended` notice on the invite's nameplate once its state says it ended
+    /// (`docs/join-protocol.md`, "Ended invites"), so a joiner who comes later hears why at once
+    /// instead of waiting for an answer that never comes. Best effort: a bot killed first, or a
+    /// relay that cannot be reached, leaves the joiner to time out as before.
+    private func leaveEndNotice(_ invite: BotInvite, _ end: InviteEnd) {
+        guard let nameplate = invite.nameplate else { return }
+        try? InviteAttendance.leaveEndNotice(
+            relayURL: invite.relay, nameplate: Rendezvous.Nameplate(nameplate), end: end, timeout: .seconds(5)
+        )
     }
 
     // MARK: Helpers

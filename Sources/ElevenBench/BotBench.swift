@@ -12,11 +12,13 @@ import WordCodes
 // `eleven approve` runs), on the 10-thread space.
 
 private let botUsage = """
-    usage: eleven-bench bot [--seconds S] [--joiners N] [--threads LIST]
+    usage: eleven-bench bot [--seconds S] [--joiners N] [--threads LIST] [--phases]
 
       --seconds S     measuring time per row (default 3)
       --joiners N     concurrent joiners, each on its own invite (default 20)
       --threads LIST  space sizes in threads (default 1,10,100)
+      --phases        per row, p50/p99 of each phase of a join, and what the slowest 1% spent
+                      in each
     """
 
 func runBotBench(_ arguments: [String]) -> Int32 {
@@ -27,8 +29,14 @@ func runBotBench(_ arguments: [String]) -> Int32 {
     var seconds = 3.0
     var joiners = 20
     var sizes = [1, 10, 100]
+    var phases = false
     var index = 0
     while index < arguments.count {
+        if arguments[index] == "--phases" {
+            phases = true
+            index += 1
+            continue
+        }
         let value = index + 1 < arguments.count ? arguments[index + 1] : nil
         switch (arguments[index], value) {
         case ("--seconds", let v?): seconds = min(max(Double(v) ?? seconds, 0.5), 60)
@@ -85,6 +93,7 @@ func runBotBench(_ arguments: [String]) -> Int32 {
                 directory: directory, botProgram: programs[2], serverPID: server.process.processIdentifier,
                 relayPID: relay.process.processIdentifier)
             results[size] = row.perSecond
+            defer { if phases { printPhases(row.phases) } }
             print(
                 String(
                     format: "%7d  %5d  %8.1f  %7.1f  %7.1f   %6d   %10.1f   %16.1f  %6.1f  %7.1f  %5.1f",
@@ -119,6 +128,8 @@ func runBotBench(_ arguments: [String]) -> Int32 {
 
 private struct BotRow {
     var latencies: [Double] = []
+    /// Per successful join, the milliseconds of each of ``JoinPhases/names``.
+    var phases: [[Double]] = []
     var failures = 0
     var perSecond = 0.0
     var rssMB = 0.0
@@ -146,6 +157,9 @@ private func makeSpace(threads: Int, serverURL: String) throws -> SpaceSession {
     for thread in keys.keys { try session.send("hello", to: thread, keys: keys) }
     return session
 }
+
+/// Uses of each joiner's invite: the most the bot accepts (``BotConfiguration/maxUses``).
+private let usesPerInvite = BotConfiguration(relay: "").maxUses
 
 private func measureBotRow(
     threads: Int, joiners: Int, seconds: Double, relayURL: String, serverURL: String, directory: URL,
@@ -184,7 +198,8 @@ private func measureBotRow(
         words[id] = Code.generate(nameplate: Nameplate(1)!, wordCount: 2).secretWords
         try owner.send(
             .inviteRequest(
-                id: id, words: words[id] ?? "", uses: 100, expiresAt: now + 3600, maxFailures: 1, ask: false,
+                id: id, words: words[id] ?? "", uses: usesPerInvite, expiresAt: now + 3600, maxFailures: 1,
+                ask: false,
                 inviterName: "Owner"), to: record)
     }
     var codes: [(nameplate: String, words: String)] = []
@@ -198,7 +213,7 @@ private func measureBotRow(
             var signed = AttendantNote(.inviteRecord, id: note.id)
             signed.invite = owner.identity.signInvite(
                 space: owner.saved.space, inviter: owner.saved.member, nameplate: nameplate, createdAt: now,
-                expiresAt: now + 3600, uses: 100)
+                expiresAt: now + 3600, uses: usesPerInvite)
             try owner.send(signed, to: record)
             codes.append((nameplate, secret))
         }
@@ -220,21 +235,26 @@ private func measureBotRow(
     for code in codes {
         group.enter()
         Thread.detachNewThread {
-            while ContinuousClock.now < end {
+            // An invite's last use ends this joiner's row early (a wait for an answer that
+            // would never come is no join latency).
+            for _ in 0..<usesPerInvite where ContinuousClock.now < end {
                 let joiner = DeviceIdentity.generate()
                 let began = ContinuousClock.now
+                var marks = JoinPhases(began)
                 do {
                     let grant = try JoinRunner.join(
                         relayURL: relayURL, nameplate: Rendezvous.Nameplate(code.nameplate),
                         words: code.words,
                         request: JoinRequest(
                             displayName: "Joiner", deviceLabel: "bench", publicKeys: joiner.publicKeys.text),
-                        timeout: .seconds(30), firstAnswer: .seconds(10)
+                        timeout: .seconds(30), firstAnswer: .seconds(10), step: { marks.mark($0) }
                     ) { _ in }
+                    marks.mark(at: 4)
                     _ = try JoinGrant(decoding: grant).open(
                         identity: joiner, deviceLabel: "bench", now: Int64(Date().timeIntervalSince1970),
                         nameplate: code.nameplate)
-                    results.add(milliseconds(ContinuousClock.now - began))
+                    marks.mark(at: 5)
+                    results.add(milliseconds(ContinuousClock.now - began), phases: marks.durations)
                 } catch {
                     results.fail("\(error)")
                 }
@@ -246,6 +266,7 @@ private func measureBotRow(
     let elapsed = milliseconds(ContinuousClock.now - start) / 1000
     var row = BotRow()
     (row.latencies, row.failures) = results.snapshot()
+    row.phases = results.phases
     row.perSecond = Double(row.latencies.count) / elapsed
     row.rssMB = residentMegabytes(pid: bot.process.processIdentifier)
     let joins = Double(max(1, row.latencies.count))
@@ -324,10 +345,12 @@ private final class BenchResults: @unchecked Sendable {
     private let lock = NSLock()
     private var latencies: [Double] = []
     private var failures = 0
+    private(set) var phases: [[Double]] = []
 
-    func add(_ latency: Double) {
+    func add(_ latency: Double, phases durations: [Double]? = nil) {
         lock.lock()
         latencies.append(latency)
+        if let durations { phases.append(durations) }
         lock.unlock()
     }
 
@@ -344,6 +367,60 @@ private final class BenchResults: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return (latencies, failures)
+    }
+}
+
+/// When each phase of one join ended, from the joiner's side.
+private struct JoinPhases {
+    static let names = [
+        "connect", "attendant's first message", "confirmation", "grant", "close mailbox", "open grant",
+    ]
+    private let began: ContinuousClock.Instant
+    private var ends: [ContinuousClock.Instant?] = Array(repeating: nil, count: names.count)
+
+    init(_ began: ContinuousClock.Instant) { self.began = began }
+
+    mutating func mark(_ step: JoinStep) {
+        switch step {
+        case .connected: mark(at: 0)
+        case .received(.pake): mark(at: 1)
+        case .received(.confirm): mark(at: 2)
+        case .received: break
+        case .granted: mark(at: 3)
+        }
+    }
+
+    mutating func mark(at index: Int) {
+        if ends[index] == nil { ends[index] = ContinuousClock.now }
+    }
+
+    /// Milliseconds of each phase (a phase whose end was not seen counts as 0, the next one gets
+    /// its time).
+    var durations: [Double] {
+        var previous = began
+        return ends.map { end in
+            guard let end else { return 0 }
+            defer { previous = end }
+            return milliseconds(end - previous)
+        }
+    }
+}
+
+private func printPhases(_ joins: [[Double]]) {
+    guard !joins.isEmpty else { return }
+    let totals = joins.map { $0.reduce(0, +) }
+    let slowest = Array(totals.indices.sorted { totals[$0] > totals[$1] }.prefix(max(1, joins.count / 100)))
+    print(
+        "  phase                        p50 ms   p99 ms   max ms   mean of slowest 1% (\(slowest.count) joins)"
+    )
+    for (n, name) in JoinPhases.names.enumerated() {
+        let values = joins.map { $0[n] }
+        let slow = slowest.map { joins[$0][n] }.reduce(0, +) / Double(slowest.count)
+        print(
+            "  " + name.padding(toLength: 27, withPad: " ", startingAt: 0)
+                + String(
+                    format: "%7.1f  %7.1f  %7.1f  %7.1f", percentile(values, 0.5), percentile(values, 0.99),
+                    values.max() ?? 0, slow))
     }
 }
 

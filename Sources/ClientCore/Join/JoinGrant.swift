@@ -499,8 +499,9 @@ extension SpaceSession {
     /// several joiners at once keeps the chain in order and wraps keys for them in parallel;
     /// `rosters` saves verifying the whole chain each time, `keys` opening every thread key.
     public func admit(
-        request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false, exclusive: NSLock? = nil,
-        rosters: RosterCache? = nil, keys cachedKeys: ThreadKeyCache? = nil, readmit: MemberID? = nil
+        request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false,
+        exclusive: (any NSLocking)? = nil, rosters: RosterCache? = nil,
+        keys cachedKeys: ThreadKeyCache? = nil, readmit: MemberID? = nil
     ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {

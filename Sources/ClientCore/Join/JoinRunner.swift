@@ -31,6 +31,17 @@ public enum JoinProgress: Equatable, Sendable {
     case reconnecting
 }
 
+/// Points of a join for measuring where its time goes (`eleven-bench bot --phases`); nothing a
+/// person needs to see.
+public enum JoinStep: Equatable, Sendable {
+    /// The relay connection is open (bind, claim and open sent).
+    case connected
+    /// A message of the attendant's arrived.
+    case received(Rendezvous.Phase)
+    /// The grant arrived (the mailbox is closed next).
+    case granted
+}
+
 /// What the attendant decided about a request.
 public enum JoinDecision: Sendable {
     case approve(grant: [UInt8])
@@ -46,14 +57,15 @@ public enum JoinRunner {
     public static func join(
         relayURL: String, nameplate: Rendezvous.Nameplate, words: String, intent: JoinIntent = .join,
         request: JoinRequest, timeout: Duration, firstAnswer: Duration? = nil,
-        progress: @escaping (JoinProgress) -> Void
+        step: ((JoinStep) -> Void)? = nil, progress: @escaping (JoinProgress) -> Void
     ) throws(JoinRunError) -> [UInt8] {
         var random = SystemRandom()
         let pending = PendingJoin(
             relay: relayURL, nameplate: nameplate, intent: intent, words: words, request: request,
             createdAt: 0, deadline: 0, using: &random)
         return try join(
-            pending, timeout: timeout, firstAnswer: firstAnswer, progress: progress, save: { _ in })
+            pending, timeout: timeout, firstAnswer: firstAnswer, step: step, progress: progress,
+            save: { _ in })
     }
 
     /// The joiner, resumable: `pending` is a fresh ``PendingJoin`` or one saved by an earlier
@@ -62,7 +74,8 @@ public enum JoinRunner {
     /// key-agreement randomness, the peer messages already seen fed again, nothing sent twice.
     public static func join(
         _ pending: PendingJoin, timeout: Duration, firstAnswer: Duration? = nil,
-        progress: @escaping (JoinProgress) -> Void, save: (PendingJoin) -> Void
+        step: ((JoinStep) -> Void)? = nil, progress: @escaping (JoinProgress) -> Void,
+        save: (PendingJoin) -> Void
     ) throws(JoinRunError) -> [UInt8] {
         var state = pending
         var random = SystemRandom()
@@ -75,6 +88,7 @@ public enum JoinRunner {
             var session = JoinerSession(
                 words: state.words, binding: binding, request: state.request, using: &derived)
             try connection.start()
+            step?(.connected)
             var outputs = session.start
             for message in state.received {
                 outputs += session.handle(phase: message.phase, body: message.body, using: &random)
@@ -96,6 +110,7 @@ public enum JoinRunner {
                             progress(.waitingForApproval(inviter: status.inviterName))
                         }
                     case .granted(let object):
+                        step?(.granted)
                         connection.close(mood: .happy)
                         return object
                     case .refused(let reason, let message):
@@ -114,6 +129,7 @@ public enum JoinRunner {
                     continue
                 }
                 answered = true
+                step?(.received(phase))
                 state.received.append(PendingJoin.Received(phase: phase, body: body))
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }

@@ -38,28 +38,54 @@ public final class RosterCache: @unchecked Sendable {
         roster = updated
     }
 
-    /// The current events and the roster verified from the session's saved owner key.
+    /// The current events and the roster verified from the session's saved owner key. The
+    /// server is asked without holding the cache's lock, so concurrent refreshes (every joiner
+    /// a bot decides on) and readers of ``verified`` do not wait in line for each other's
+    /// requests; what each brings is applied under the lock onto whatever the cache holds by
+    /// then.
     public func refresh(_ session: SpaceSession) throws(SpaceClientError) -> (
         events: [MembershipEvent], roster: Roster
     ) {
         lock.lock()
-        defer { lock.unlock() }
-        if var current = roster {
-            let newer = try session.client.events(session.saved.space, from: events.count)
-            do throws(KeyModelError) {
-                for event in newer { try current.apply(event) }
-                events += newer
-                roster = current
-                return (events, current)
-            } catch {
-                // Not an extension of what we verified: start over below.
-            }
+        let from = events.count
+        let known = roster != nil
+        lock.unlock()
+        if known {
+            let newer = try session.client.events(session.saved.space, from: from)
+            lock.lock()
+            defer { lock.unlock() }
+            if let extended = extend(from: from, with: newer) { return extended }
         }
+        // Nothing verified yet, or the chain does not extend the cached one: start over.
         let all = try session.client.events(session.saved.space)
         let verified = try session.verifiedRoster(all)
+        lock.lock()
+        defer { lock.unlock() }
         events = all
         roster = verified
         return (all, verified)
+    }
+
+    /// Under `lock`: applies `newer` (the server's events from sequence `from` on) to the cache,
+    /// which may have grown since they were asked for (another refresh, ``extend(_:onto:giving:)``).
+    /// Nil when they do not fit the verified chain.
+    private func extend(from: Int, with newer: [MembershipEvent]) -> (
+        events: [MembershipEvent], roster: Roster
+    )? {
+        guard var current = roster, events.count >= from else { return nil }
+        let overlap = events.count - from
+        // What the cache gained meanwhile must be what the server sent; a cache ahead of the
+        // answer (an event appended after it was read) is the fresher of the two.
+        for (held, sent) in zip(events[from...], newer) where held.hash != sent.hash { return nil }
+        guard newer.count > overlap else { return (events, current) }
+        do throws(KeyModelError) {
+            for event in newer[overlap...] { try current.apply(event) }
+        } catch {
+            return nil
+        }
+        events += newer[overlap...]
+        roster = current
+        return (events, current)
     }
 }
 
