@@ -43,7 +43,18 @@ class Connection: LoopHandler, @unchecked Sendable {
     private var outbound: [UInt8] = []
     private var outboundOffset = 0
     let maxOutboundBytes: Int
-    private var interest: UInt32 = EPOLLIN.rawValue
+    /// Edge-triggered: epoll reports new input or new room once, not on every wait while it
+    /// lasts, so a socket costs one readiness check per event instead of two. The rules that
+    /// make this safe: a short read means the kernel buffer was empty (new data brings a new
+    /// edge), unless the peer's FIN is already in (`EPOLLRDHUP`: then read on to the end,
+    /// which no further edge would report); a read stopped with input left (the per-wakeup
+    /// bound) asks the loop to come back; paused reading resumes through `EPOLL_CTL_MOD`,
+    /// which reports what is pending.
+    private static let edgeTriggered = EPOLLET.rawValue
+    private static let readable = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+    /// Events after which a short read does not prove the input drained.
+    private static let peerDone = EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue
+    private var interest: UInt32 = Connection.readable | Connection.edgeTriggered
     private(set) var isClosed = false
     private var closeWhenFlushed = false
     private var writeShut = false
@@ -118,7 +129,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     /// Registers a socket whose non-blocking `connect` is in progress.
     func startConnecting() -> Bool {
         connecting = true
-        interest = EPOLLOUT.rawValue
+        interest = EPOLLOUT.rawValue | Self.edgeTriggered
         guard loop.register(fd, self, events: interest) else {
             abort(NetError(.connectFailed, "Cannot register the socket"))
             return false
@@ -148,8 +159,8 @@ class Connection: LoopHandler, @unchecked Sendable {
     }
 
     private func updateInterest(wantWrite: Bool? = nil) {
-        var events: UInt32 = 0
-        if !readPaused && !outputBlocked { events |= EPOLLIN.rawValue }
+        var events: UInt32 = Self.edgeTriggered
+        if !readPaused && !outputBlocked { events |= Self.readable }
         let pendingOut = outboundOffset < outbound.count
         if pendingOut || wantWrite == true { events |= EPOLLOUT.rawValue }
         setInterest(events)
@@ -170,8 +181,8 @@ class Connection: LoopHandler, @unchecked Sendable {
         if events & EPOLLOUT.rawValue != 0 { flush() }
         if isClosed { return }
         // TLS: a read may have waited for writability (WANT_WRITE), so always retry it.
-        if tls != nil || events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
-            readAvailable()
+        if tls != nil || (events & (EPOLLIN.rawValue | Self.peerDone) != 0 && !queuedToReadAgain) {
+            readAvailable(toTheEnd: events & Self.peerDone != 0)
         }
     }
 
@@ -209,7 +220,7 @@ class Connection: LoopHandler, @unchecked Sendable {
             case .failed(let message): return .failed(NetError(.tlsError, message))
             }
         }
-        let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        let n = recv(fd, buffer.baseAddress, buffer.count, 0)
         if n > 0 { return .data(n) }
         if n == 0 { return .eof }
         let e = errno
@@ -217,7 +228,22 @@ class Connection: LoopHandler, @unchecked Sendable {
         return .failed(NetError.system(.connectionClosed, "read", e))
     }
 
-    private func readAvailable() {
+    /// Queued with the loop to read again next iteration; until then events do not read (one
+    /// bounded read per connection and iteration).
+    private var queuedToReadAgain = false
+
+    /// The loop's call for a connection queued with ``EventLoop/readAgain(_:)``: reads on, to
+    /// the end of the input if the peer is done (no new edge would announce it).
+    func readQueuedAgain() {
+        guard queuedToReadAgain else { return }
+        queuedToReadAgain = false
+        if isClosed { return }
+        readAvailable(toTheEnd: true)
+    }
+
+    /// Reads what the kernel has. `toTheEnd`: the peer has finished sending, so keep reading
+    /// after a short read until the end of the input is seen (no new edge would announce it).
+    private func readAvailable(toTheEnd: Bool = false) {
         let buffer = loop.readBuffer
         var rounds = 0
         while !isClosed && !readPaused && !outputBlocked {
@@ -227,9 +253,17 @@ class Connection: LoopHandler, @unchecked Sendable {
                 lastReceive = loop.iterationTime
                 received(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 // Plain sockets: a short read means the kernel buffer is empty; bound the
-                // rounds so one busy peer cannot starve the others. TLS must drain fully
-                // because decrypted bytes buffered inside OpenSSL do not wake epoll.
-                if tls == nil && (n < buffer.count || rounds >= 4) { return }
+                // rounds so one busy peer cannot starve the others (and come back for the
+                // rest on the next iteration: no new edge will report it). TLS must drain
+                // fully because decrypted bytes buffered inside OpenSSL do not wake epoll.
+                if tls == nil && n < buffer.count && !toTheEnd { return }
+                if tls == nil && rounds >= 4 {
+                    if !isClosed && !readPaused && !outputBlocked && !queuedToReadAgain {
+                        queuedToReadAgain = true
+                        loop.readAgain(self)
+                    }
+                    return
+                }
             case .wouldBlock:
                 return
             case .eof:
@@ -442,6 +476,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         outbound = []
         outboundOffset = 0
         webSocket?.session.markClosed()
+        webSocket?.socket.connection = nil
         didClose(error: error)
     }
 
@@ -453,17 +488,48 @@ class Connection: LoopHandler, @unchecked Sendable {
         deadline = .max
     }
 
+    /// Masked payloads up to this size are unmasked on the stack, larger ones on the heap.
+    private static let stackScratchBytes = 4096
+
     private func processWebSocket(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard let ws = webSocket else { return 0 }
         do throws(WebSocketProtocolError) {
             guard
-                let (frame, used) = try WebSocketFrameCodec.parse(
+                let header = try WebSocketFrameCodec.parseHeader(
                     bytes, expectMasked: ws.session.expectsMaskedFrames, maxPayload: ws.options.maxFrameBytes)
             else { return 0 }
-            let actions = try ws.session.receiveInline(frame)
+            let wire = UnsafeRawBufferPointer(rebasing: bytes[header.payloadOffset..<header.frameLength])
+            let actions: WebSocketSession.Actions
+            if let mask = header.maskKey, !wire.isEmpty {
+                // Unmasked into temporary space, from which the session copies the payload once,
+                // into the message it delivers.
+                func unmasked(_ scratch: UnsafeMutableRawBufferPointer) -> Result<
+                    WebSocketSession.Actions, WebSocketProtocolError
+                > {
+                    WebSocketFrameCodec.xorMask(wire, mask, into: scratch)
+                    do throws(WebSocketProtocolError) {
+                        return .success(
+                            try ws.session.receiveInline(
+                                fin: header.fin, opcode: header.opcode,
+                                payload: UnsafeRawBufferPointer(scratch)))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                if wire.count <= Self.stackScratchBytes {
+                    actions = try withUnsafeTemporaryAllocation(byteCount: wire.count, alignment: 8, unmasked)
+                        .get()
+                } else {
+                    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: wire.count, alignment: 8)
+                    defer { scratch.deallocate() }
+                    actions = try unmasked(scratch).get()
+                }
+            } else {
+                actions = try ws.session.receiveInline(fin: header.fin, opcode: header.opcode, payload: wire)
+            }
             if let first = actions.first { perform(first, ws) }
             if !isClosed, let second = actions.second { perform(second, ws) }
-            return used
+            return header.frameLength
         } catch {
             webSocketViolation()
             failWebSocket(error.closeCode, error.message)
