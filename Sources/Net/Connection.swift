@@ -40,8 +40,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     let loop: EventLoop
     var tls: TLSStream?
     private var inbound: [UInt8] = []
-    private var outbound: [UInt8] = []
-    private var outboundOffset = 0
+    private var outbound = OutputQueue()
     let maxOutboundBytes: Int
     /// Edge-triggered: epoll reports new input or new room once, not on every wait while it
     /// lasts, so a socket costs one readiness check per event instead of two. The rules that
@@ -101,7 +100,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     func deadlineExpired() { abort(NetError(.timedOut, "Connection timed out")) }
     /// Periodic check (about four times a second).
     func tick(now: UInt64) {
-        if outboundOffset < outbound.count, now &- outputMoved > outputStallNanos {
+        if !outbound.isEmpty, now &- outputMoved > outputStallNanos {
             abort(NetError(.messageTooLarge, "Peer is not reading: its output has not moved"))
             return
         }
@@ -161,8 +160,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     private func updateInterest(wantWrite: Bool? = nil) {
         var events: UInt32 = Self.edgeTriggered
         if !readPaused && !outputBlocked { events |= Self.readable }
-        let pendingOut = outboundOffset < outbound.count
-        if pendingOut || wantWrite == true { events |= EPOLLOUT.rawValue }
+        if !outbound.isEmpty || wantWrite == true { events |= EPOLLOUT.rawValue }
         setInterest(events)
     }
 
@@ -192,7 +190,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         case .done:
             updateInterest(wantWrite: false)
             transportReady()
-            if !isClosed && outboundOffset < outbound.count { flush() }
+            if !isClosed && !outbound.isEmpty { flush() }
             if !isClosed { readAvailable() }
         case .wantRead: updateInterest(wantWrite: false)
         case .wantWrite: updateInterest(wantWrite: true)
@@ -348,26 +346,38 @@ class Connection: LoopHandler, @unchecked Sendable {
     /// Queues bytes for sending; writes at once when nothing is queued. Exceeding the output
     /// cap (a peer that does not read) drops the connection.
     func write(_ bytes: UnsafeRawBufferPointer) {
-        if isClosed || closeWhenFlushed || bytes.isEmpty { return }
-        var start = 0
-        let handshakeDone = tls?.handshakeComplete ?? true
-        let wasEmpty = outboundOffset >= outbound.count
-        if wasEmpty && handshakeDone {
-            switch writeOnce(bytes) {
-            case .wrote(let n): start = n
-            case .wouldBlock: break
-            case .failed(let error):
-                abort(error)
-                return
-            }
-            if start == bytes.count { return }
+        let wasEmpty = outbound.isEmpty
+        guard let start = writeDirectly(bytes) else { return }
+        outbound.append(UnsafeRawBufferPointer(rebasing: bytes[start...]))
+        queued(wasEmpty)
+    }
+
+    /// Like the other `write`; what the kernel does not take of a large array is queued as
+    /// the array itself, not copied.
+    func write(_ bytes: [UInt8]) {
+        let wasEmpty = outbound.isEmpty
+        guard let start = bytes.withUnsafeBytes({ writeDirectly($0) }) else { return }
+        outbound.append(bytes, from: start)
+        queued(wasEmpty)
+    }
+
+    /// Hands `bytes` to the kernel if nothing is queued before them; returns where the rest
+    /// starts, or nil when nothing is left to queue (all sent, closed, or failed).
+    private func writeDirectly(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        if isClosed || closeWhenFlushed || bytes.isEmpty { return nil }
+        guard outbound.isEmpty, tls?.handshakeComplete ?? true else { return 0 }
+        switch writeOnce(bytes) {
+        case .wrote(let n): return n < bytes.count ? n : nil
+        case .wouldBlock: return 0
+        case .failed(let error):
+            abort(error)
+            return nil
         }
-        if outboundOffset > 0 && outboundOffset >= outbound.count / 2 {
-            outbound.removeFirst(outboundOffset)
-            outboundOffset = 0
-        }
-        outbound.append(contentsOf: bytes[start...])
-        if outbound.count - outboundOffset > maxOutboundBytes {
+    }
+
+    /// After output was queued: the cap, the stall clock and back-pressure.
+    private func queued(_ wasEmpty: Bool) {
+        if outbound.count > maxOutboundBytes {
             abort(
                 NetError(
                     .messageTooLarge, "Peer is not reading: output buffer exceeded \(maxOutboundBytes) bytes")
@@ -375,12 +385,8 @@ class Connection: LoopHandler, @unchecked Sendable {
             return
         }
         if wasEmpty { outputMoved = monotonicNanos() }
-        if outbound.count - outboundOffset > outputHighWater { outputBlocked = true }
-        if handshakeDone { updateInterest() }
-    }
-
-    func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { write($0) }
+        if outbound.count > outputHighWater { outputBlocked = true }
+        if tls?.handshakeComplete ?? true { updateInterest() }
     }
 
     private enum WriteResult {
@@ -406,15 +412,12 @@ class Connection: LoopHandler, @unchecked Sendable {
     }
 
     private func flush() {
-        while outboundOffset < outbound.count {
-            let result = outbound.withUnsafeBytes {
-                writeOnce(UnsafeRawBufferPointer(rebasing: $0[outboundOffset...]))
-            }
-            switch result {
+        while !outbound.isEmpty {
+            switch outbound.withFirst({ writeOnce($0) }) {
             case .wrote(let n):
-                outboundOffset += n
+                outbound.consume(n)
                 if n > 0 { outputMoved = loop.iterationTime }
-                if outputBlocked && outbound.count - outboundOffset <= outputHighWater / 2 {
+                if outputBlocked && outbound.count <= outputHighWater / 2 {
                     outputBlocked = false
                 }
             case .wouldBlock:
@@ -425,14 +428,12 @@ class Connection: LoopHandler, @unchecked Sendable {
                 return
             }
         }
-        outbound = []
-        outboundOffset = 0
         updateInterest()
         if closeWhenFlushed { shutWrite() }
     }
 
     /// Bytes queued and not yet accepted by the kernel.
-    var pendingOutputCount: Int { outbound.count - outboundOffset }
+    var pendingOutputCount: Int { outbound.count }
 
     // MARK: Closing
 
@@ -441,7 +442,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     func closeAfterFlush() {
         if isClosed || closeWhenFlushed { return }
         closeWhenFlushed = true
-        if outboundOffset >= outbound.count { shutWrite() }
+        if outbound.isEmpty { shutWrite() }
     }
 
     private func shutWrite() {
@@ -473,8 +474,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         closedDuringTLSHandshake = tls.map { !$0.handshakeComplete } ?? false
         tls = nil
         inbound = []
-        outbound = []
-        outboundOffset = 0
+        outbound.removeAll()
         webSocket?.session.markClosed()
         webSocket?.socket.connection = nil
         didClose(error: error)
@@ -580,7 +580,8 @@ class Connection: LoopHandler, @unchecked Sendable {
         let length = frame.withUnsafeMutableBytes {
             WebSocketFrameCodec.encode(opcode: opcode, payload: payload, maskKey: mask, into: $0)
         }
-        frame.withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+        frame.removeLast(frame.count - length)
+        write(frame)
     }
 
     func sendFrame(_ opcode: WebSocketOpcode, _ payload: [UInt8]) {
