@@ -301,7 +301,7 @@ class Connection: LoopHandler, @unchecked Sendable {
 
     private func process(_ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
-        while offset < bytes.count && !isClosed && !writeShut {
+        while offset < bytes.count && !isClosed && !writeShut && !readPaused {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
             let used = webSocket != nil ? processWebSocket(rest) : processBytes(rest)
             if used == 0 { break }
@@ -310,7 +310,8 @@ class Connection: LoopHandler, @unchecked Sendable {
         return offset
     }
 
-    /// Stops reading (e.g. while a request is being answered); input stays in the kernel.
+    /// Stops reading (e.g. while a request is being answered); input stays in the kernel, and
+    /// what was read but not yet processed waits here.
     func pauseReading() {
         readPaused = true
         updateInterest()

@@ -103,6 +103,16 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Receiving
 
+    /// Stops reading the peer's frames until ``resumeReading()``; further frames wait in the
+    /// kernel and TCP holds the peer back. Back-pressure for an application that answers
+    /// messages later or elsewhere (the connection's own back-pressure sees only output that
+    /// has reached it): it can keep a peer from making it hold more unanswered messages than
+    /// it chooses. Takes effect before the next frame when called from the message callback.
+    public func pauseReading() { onLoop { [self] in connection?.pauseReading() } }
+
+    /// Reads the peer's frames again (those already read first).
+    public func resumeReading() { onLoop { [self] in connection?.resumeReading() } }
+
     /// Calls `handler` on the loop thread for every message (queued ones first).
     public func onMessage(_ handler: @escaping @Sendable (WebSocket, WebSocketMessage) -> Void) {
         onLoop { [self] in

@@ -103,4 +103,32 @@ import Testing
             }
         }
     }
+    /// An application that answers later can hold the peer back: after `pauseReading` in the
+    /// message callback no further frame is delivered (though ten arrived in one write) until
+    /// `resumeReading`, from another thread, lets the rest through in order.
+    @Test func theApplicationCanPauseReading() throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let received = Mutex_Box<[String]>([])
+        let paused = Mutex_Box<WebSocket?>(nil)
+        server.webSocket(path: "/pause") { socket, _ in
+            socket.onMessage { socket, message in
+                guard case .text(let text) = message else { return }
+                received.set(received.get() + [text])
+                if text == "0" {
+                    socket.pauseReading()
+                    paused.set(socket)
+                }
+            }
+        }
+        let client = try RawClient(port: server.port)
+        #expect(client.upgrade(path: "/pause").hasPrefix("HTTP/1.1 101 "))
+        client.send((0..<10).flatMap { RawClient.frame(0x1, Array(String($0).utf8)) })
+        #expect(eventually { paused.get() != nil })
+        usleep(300_000)
+        #expect(received.get() == ["0"])
+        paused.get()?.resumeReading()
+        #expect(eventually { received.get().count == 10 })
+        #expect(received.get() == (0..<10).map { String($0) })
+    }
 }
