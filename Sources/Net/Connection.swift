@@ -40,20 +40,10 @@ class Connection: LoopHandler, @unchecked Sendable {
     let loop: EventLoop
     var tls: TLSStream?
     private var inbound: [UInt8] = []
-    private var outbound = OutputQueue()
+    private var outbound: [UInt8] = []
+    private var outboundOffset = 0
     let maxOutboundBytes: Int
-    /// Edge-triggered: epoll reports new input or new room once, not on every wait while it
-    /// lasts, so a socket costs one readiness check per event instead of two. The rules that
-    /// make this safe: a short read means the kernel buffer was empty (new data brings a new
-    /// edge), unless the peer's FIN is already in (`EPOLLRDHUP`: then read on to the end,
-    /// which no further edge would report); a read stopped with input left (the per-wakeup
-    /// bound) asks the loop to come back; paused reading resumes through `EPOLL_CTL_MOD`,
-    /// which reports what is pending.
-    private static let edgeTriggered = EPOLLET.rawValue
-    private static let readable = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-    /// Events after which a short read does not prove the input drained.
-    private static let peerDone = EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue
-    private var interest: UInt32 = Connection.readable | Connection.edgeTriggered
+    private var interest: UInt32 = EPOLLIN.rawValue
     private(set) var isClosed = false
     private var closeWhenFlushed = false
     private var writeShut = false
@@ -100,7 +90,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     func deadlineExpired() { abort(NetError(.timedOut, "Connection timed out")) }
     /// Periodic check (about four times a second).
     func tick(now: UInt64) {
-        if !outbound.isEmpty, now &- outputMoved > outputStallNanos {
+        if outboundOffset < outbound.count, now &- outputMoved > outputStallNanos {
             abort(NetError(.messageTooLarge, "Peer is not reading: its output has not moved"))
             return
         }
@@ -128,7 +118,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     /// Registers a socket whose non-blocking `connect` is in progress.
     func startConnecting() -> Bool {
         connecting = true
-        interest = EPOLLOUT.rawValue | Self.edgeTriggered
+        interest = EPOLLOUT.rawValue
         guard loop.register(fd, self, events: interest) else {
             abort(NetError(.connectFailed, "Cannot register the socket"))
             return false
@@ -158,9 +148,10 @@ class Connection: LoopHandler, @unchecked Sendable {
     }
 
     private func updateInterest(wantWrite: Bool? = nil) {
-        var events: UInt32 = Self.edgeTriggered
-        if !readPaused && !outputBlocked { events |= Self.readable }
-        if !outbound.isEmpty || wantWrite == true { events |= EPOLLOUT.rawValue }
+        var events: UInt32 = 0
+        if !readPaused && !outputBlocked { events |= EPOLLIN.rawValue }
+        let pendingOut = outboundOffset < outbound.count
+        if pendingOut || wantWrite == true { events |= EPOLLOUT.rawValue }
         setInterest(events)
     }
 
@@ -179,8 +170,8 @@ class Connection: LoopHandler, @unchecked Sendable {
         if events & EPOLLOUT.rawValue != 0 { flush() }
         if isClosed { return }
         // TLS: a read may have waited for writability (WANT_WRITE), so always retry it.
-        if tls != nil || (events & (EPOLLIN.rawValue | Self.peerDone) != 0 && !queuedToReadAgain) {
-            readAvailable(toTheEnd: events & Self.peerDone != 0)
+        if tls != nil || events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+            readAvailable()
         }
     }
 
@@ -190,7 +181,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         case .done:
             updateInterest(wantWrite: false)
             transportReady()
-            if !isClosed && !outbound.isEmpty { flush() }
+            if !isClosed && outboundOffset < outbound.count { flush() }
             if !isClosed { readAvailable() }
         case .wantRead: updateInterest(wantWrite: false)
         case .wantWrite: updateInterest(wantWrite: true)
@@ -218,7 +209,7 @@ class Connection: LoopHandler, @unchecked Sendable {
             case .failed(let message): return .failed(NetError(.tlsError, message))
             }
         }
-        let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+        let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
         if n > 0 { return .data(n) }
         if n == 0 { return .eof }
         let e = errno
@@ -226,22 +217,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         return .failed(NetError.system(.connectionClosed, "read", e))
     }
 
-    /// Queued with the loop to read again next iteration; until then events do not read (one
-    /// bounded read per connection and iteration).
-    private var queuedToReadAgain = false
-
-    /// The loop's call for a connection queued with ``EventLoop/readAgain(_:)``: reads on, to
-    /// the end of the input if the peer is done (no new edge would announce it).
-    func readQueuedAgain() {
-        guard queuedToReadAgain else { return }
-        queuedToReadAgain = false
-        if isClosed { return }
-        readAvailable(toTheEnd: true)
-    }
-
-    /// Reads what the kernel has. `toTheEnd`: the peer has finished sending, so keep reading
-    /// after a short read until the end of the input is seen (no new edge would announce it).
-    private func readAvailable(toTheEnd: Bool = false) {
+    private func readAvailable() {
         let buffer = loop.readBuffer
         var rounds = 0
         while !isClosed && !readPaused && !outputBlocked {
@@ -251,17 +227,9 @@ class Connection: LoopHandler, @unchecked Sendable {
                 lastReceive = loop.iterationTime
                 received(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 // Plain sockets: a short read means the kernel buffer is empty; bound the
-                // rounds so one busy peer cannot starve the others (and come back for the
-                // rest on the next iteration: no new edge will report it). TLS must drain
-                // fully because decrypted bytes buffered inside OpenSSL do not wake epoll.
-                if tls == nil && n < buffer.count && !toTheEnd { return }
-                if tls == nil && rounds >= 4 {
-                    if !isClosed && !readPaused && !outputBlocked && !queuedToReadAgain {
-                        queuedToReadAgain = true
-                        loop.readAgain(self)
-                    }
-                    return
-                }
+                // rounds so one busy peer cannot starve the others. TLS must drain fully
+                // because decrypted bytes buffered inside OpenSSL do not wake epoll.
+                if tls == nil && (n < buffer.count || rounds >= 4) { return }
             case .wouldBlock:
                 return
             case .eof:
@@ -301,7 +269,7 @@ class Connection: LoopHandler, @unchecked Sendable {
 
     private func process(_ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
-        while offset < bytes.count && !isClosed && !writeShut && !readPaused {
+        while offset < bytes.count && !isClosed && !writeShut {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
             let used = webSocket != nil ? processWebSocket(rest) : processBytes(rest)
             if used == 0 { break }
@@ -310,8 +278,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         return offset
     }
 
-    /// Stops reading (e.g. while a request is being answered); input stays in the kernel, and
-    /// what was read but not yet processed waits here.
+    /// Stops reading (e.g. while a request is being answered); input stays in the kernel.
     func pauseReading() {
         readPaused = true
         updateInterest()
@@ -347,38 +314,26 @@ class Connection: LoopHandler, @unchecked Sendable {
     /// Queues bytes for sending; writes at once when nothing is queued. Exceeding the output
     /// cap (a peer that does not read) drops the connection.
     func write(_ bytes: UnsafeRawBufferPointer) {
-        let wasEmpty = outbound.isEmpty
-        guard let start = writeDirectly(bytes) else { return }
-        outbound.append(UnsafeRawBufferPointer(rebasing: bytes[start...]))
-        queued(wasEmpty)
-    }
-
-    /// Like the other `write`; what the kernel does not take of a large array is queued as
-    /// the array itself, not copied.
-    func write(_ bytes: [UInt8]) {
-        let wasEmpty = outbound.isEmpty
-        guard let start = bytes.withUnsafeBytes({ writeDirectly($0) }) else { return }
-        outbound.append(bytes, from: start)
-        queued(wasEmpty)
-    }
-
-    /// Hands `bytes` to the kernel if nothing is queued before them; returns where the rest
-    /// starts, or nil when nothing is left to queue (all sent, closed, or failed).
-    private func writeDirectly(_ bytes: UnsafeRawBufferPointer) -> Int? {
-        if isClosed || closeWhenFlushed || bytes.isEmpty { return nil }
-        guard outbound.isEmpty, tls?.handshakeComplete ?? true else { return 0 }
-        switch writeOnce(bytes) {
-        case .wrote(let n): return n < bytes.count ? n : nil
-        case .wouldBlock: return 0
-        case .failed(let error):
-            abort(error)
-            return nil
+        if isClosed || closeWhenFlushed || bytes.isEmpty { return }
+        var start = 0
+        let handshakeDone = tls?.handshakeComplete ?? true
+        let wasEmpty = outboundOffset >= outbound.count
+        if wasEmpty && handshakeDone {
+            switch writeOnce(bytes) {
+            case .wrote(let n): start = n
+            case .wouldBlock: break
+            case .failed(let error):
+                abort(error)
+                return
+            }
+            if start == bytes.count { return }
         }
-    }
-
-    /// After output was queued: the cap, the stall clock and back-pressure.
-    private func queued(_ wasEmpty: Bool) {
-        if outbound.count > maxOutboundBytes {
+        if outboundOffset > 0 && outboundOffset >= outbound.count / 2 {
+            outbound.removeFirst(outboundOffset)
+            outboundOffset = 0
+        }
+        outbound.append(contentsOf: bytes[start...])
+        if outbound.count - outboundOffset > maxOutboundBytes {
             abort(
                 NetError(
                     .messageTooLarge, "Peer is not reading: output buffer exceeded \(maxOutboundBytes) bytes")
@@ -386,8 +341,12 @@ class Connection: LoopHandler, @unchecked Sendable {
             return
         }
         if wasEmpty { outputMoved = monotonicNanos() }
-        if outbound.count > outputHighWater { outputBlocked = true }
-        if tls?.handshakeComplete ?? true { updateInterest() }
+        if outbound.count - outboundOffset > outputHighWater { outputBlocked = true }
+        if handshakeDone { updateInterest() }
+    }
+
+    func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { write($0) }
     }
 
     private enum WriteResult {
@@ -413,12 +372,15 @@ class Connection: LoopHandler, @unchecked Sendable {
     }
 
     private func flush() {
-        while !outbound.isEmpty {
-            switch outbound.withFirst({ writeOnce($0) }) {
+        while outboundOffset < outbound.count {
+            let result = outbound.withUnsafeBytes {
+                writeOnce(UnsafeRawBufferPointer(rebasing: $0[outboundOffset...]))
+            }
+            switch result {
             case .wrote(let n):
-                outbound.consume(n)
+                outboundOffset += n
                 if n > 0 { outputMoved = loop.iterationTime }
-                if outputBlocked && outbound.count <= outputHighWater / 2 {
+                if outputBlocked && outbound.count - outboundOffset <= outputHighWater / 2 {
                     outputBlocked = false
                 }
             case .wouldBlock:
@@ -429,12 +391,14 @@ class Connection: LoopHandler, @unchecked Sendable {
                 return
             }
         }
+        outbound = []
+        outboundOffset = 0
         updateInterest()
         if closeWhenFlushed { shutWrite() }
     }
 
     /// Bytes queued and not yet accepted by the kernel.
-    var pendingOutputCount: Int { outbound.count }
+    var pendingOutputCount: Int { outbound.count - outboundOffset }
 
     // MARK: Closing
 
@@ -443,7 +407,7 @@ class Connection: LoopHandler, @unchecked Sendable {
     func closeAfterFlush() {
         if isClosed || closeWhenFlushed { return }
         closeWhenFlushed = true
-        if outbound.isEmpty { shutWrite() }
+        if outboundOffset >= outbound.count { shutWrite() }
     }
 
     private func shutWrite() {
@@ -475,9 +439,9 @@ class Connection: LoopHandler, @unchecked Sendable {
         closedDuringTLSHandshake = tls.map { !$0.handshakeComplete } ?? false
         tls = nil
         inbound = []
-        outbound.removeAll()
+        outbound = []
+        outboundOffset = 0
         webSocket?.session.markClosed()
-        webSocket?.socket.connection = nil
         didClose(error: error)
     }
 
@@ -489,48 +453,17 @@ class Connection: LoopHandler, @unchecked Sendable {
         deadline = .max
     }
 
-    /// Masked payloads up to this size are unmasked on the stack, larger ones on the heap.
-    private static let stackScratchBytes = 4096
-
     private func processWebSocket(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard let ws = webSocket else { return 0 }
         do throws(WebSocketProtocolError) {
             guard
-                let header = try WebSocketFrameCodec.parseHeader(
+                let (frame, used) = try WebSocketFrameCodec.parse(
                     bytes, expectMasked: ws.session.expectsMaskedFrames, maxPayload: ws.options.maxFrameBytes)
             else { return 0 }
-            let wire = UnsafeRawBufferPointer(rebasing: bytes[header.payloadOffset..<header.frameLength])
-            let actions: WebSocketSession.Actions
-            if let mask = header.maskKey, !wire.isEmpty {
-                // Unmasked into temporary space, from which the session copies the payload once,
-                // into the message it delivers.
-                func unmasked(_ scratch: UnsafeMutableRawBufferPointer) -> Result<
-                    WebSocketSession.Actions, WebSocketProtocolError
-                > {
-                    WebSocketFrameCodec.xorMask(wire, mask, into: scratch)
-                    do throws(WebSocketProtocolError) {
-                        return .success(
-                            try ws.session.receiveInline(
-                                fin: header.fin, opcode: header.opcode,
-                                payload: UnsafeRawBufferPointer(scratch)))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-                if wire.count <= Self.stackScratchBytes {
-                    actions = try withUnsafeTemporaryAllocation(byteCount: wire.count, alignment: 8, unmasked)
-                        .get()
-                } else {
-                    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: wire.count, alignment: 8)
-                    defer { scratch.deallocate() }
-                    actions = try unmasked(scratch).get()
-                }
-            } else {
-                actions = try ws.session.receiveInline(fin: header.fin, opcode: header.opcode, payload: wire)
-            }
+            let actions = try ws.session.receiveInline(frame)
             if let first = actions.first { perform(first, ws) }
             if !isClosed, let second = actions.second { perform(second, ws) }
-            return header.frameLength
+            return used
         } catch {
             webSocketViolation()
             failWebSocket(error.closeCode, error.message)
@@ -581,8 +514,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         let length = frame.withUnsafeMutableBytes {
             WebSocketFrameCodec.encode(opcode: opcode, payload: payload, maskKey: mask, into: $0)
         }
-        frame.removeLast(frame.count - length)
-        write(frame)
+        frame.withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
     }
 
     func sendFrame(_ opcode: WebSocketOpcode, _ payload: [UInt8]) {

@@ -38,8 +38,6 @@ public final class EventLoop: @unchecked Sendable {
     private let epfd: Int32
     private let wakeFD: Int32
     private let queue = Locked<[@Sendable () -> Void]>([])
-    /// Whether `queue` holds tasks (set under its lock), so an iteration with none takes no lock.
-    private let queued = Atomic<Bool>(false)
     private let running = Atomic<Bool>(true)
     private let threadToken = Atomic<UInt>(0)
     private let finished = NSCondition()
@@ -49,10 +47,6 @@ public final class EventLoop: @unchecked Sendable {
     private var generations: [UInt32] = []
     private var timers = TimerHeap()
     private var tickHandlers: [ObjectIdentifier: () -> Void] = [:]
-    /// Connections to read again on the next iteration: edge-triggered sockets that stopped
-    /// reading with input left (the per-wakeup bound), for which no new event may come. Read
-    /// once per iteration, as a level-triggered socket would be reported once per wait.
-    private var again: [Connection] = []
     private var nextTick: UInt64 = 0
     /// Scratch space reads land in; shared by every connection on this loop so an idle
     /// connection owns no buffer.
@@ -132,7 +126,6 @@ public final class EventLoop: @unchecked Sendable {
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let wasEmpty = queue.withLock { q in
             q.append(task)
-            queued.store(true, ordering: .releasing)
             return q.count == 1
         }
         if wasEmpty { wake() }
@@ -219,11 +212,6 @@ public final class EventLoop: @unchecked Sendable {
         epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
     }
 
-    /// Reads `connection` again on the next iteration (loop thread only).
-    func readAgain(_ connection: Connection) {
-        again.append(connection)
-    }
-
     /// Adds a callback run on every housekeeping tick (deadlines); keyed by the owner.
     func addTick(_ owner: AnyObject, _ body: @escaping () -> Void) {
         tickHandlers[ObjectIdentifier(owner)] = body
@@ -250,10 +238,7 @@ public final class EventLoop: @unchecked Sendable {
         let capacity = 512
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
-        // The clock reading at the end of an iteration (after tasks and timers are due) also
-        // serves the next wait's timeout.
-        var now = monotonicNanos()
-        nextTick = now &+ tickInterval
+        nextTick = monotonicNanos() &+ tickInterval
         // Busy polling continues until this time (0: block when there is nothing to do).
         var pollUntil: UInt64 = 0
         let gated = busyPoll.onlyWithFreeCores
@@ -261,9 +246,10 @@ public final class EventLoop: @unchecked Sendable {
         var activeSinceTick = false
         var preemptions = BusyPollGate.preemptions()
         while running.load(ordering: .acquiring) {
+            var now = monotonicNanos()
             var wakeAt = nextTick
             if let first = timers.firstDeadline, first < wakeAt { wakeAt = first }
-            let pendingWork = !again.isEmpty || queued.load(ordering: .acquiring)
+            let pendingWork = queue.withLock { !$0.isEmpty }
             let timeoutMs: Int32 =
                 pendingWork ? 0 : (wakeAt <= now ? 0 : Int32(min((wakeAt - now + 999_999) / 1_000_000, 1000)))
             var n: Int32
@@ -286,10 +272,6 @@ public final class EventLoop: @unchecked Sendable {
                 n = epoll_wait(epfd, events, Int32(capacity), timeoutMs)
             }
             iterationTime = monotonicNanos()
-            // Those queued before this wait; ones queued while handling these events wait for
-            // the next iteration.
-            let rereads = again
-            if !rereads.isEmpty { again.removeAll(keepingCapacity: true) }
             if n > 0 {
                 activeSinceTick = true
                 if pollAllowed { pollUntil = iterationTime &+ busyPollNanos }
@@ -309,16 +291,13 @@ public final class EventLoop: @unchecked Sendable {
                     handler.handleEvents(ev.events)
                 }
             }
-            for connection in rereads { connection.readQueuedAgain() }
-            if queued.load(ordering: .acquiring) {
-                let tasks = queue.withLock { q -> [@Sendable () -> Void] in
-                    queued.store(false, ordering: .relaxed)
-                    let taken = q
-                    q.removeAll(keepingCapacity: true)
-                    return taken
-                }
-                for task in tasks { task() }
+            let tasks = queue.withLock { q -> [@Sendable () -> Void] in
+                if q.isEmpty { return [] }
+                let taken = q
+                q.removeAll(keepingCapacity: true)
+                return taken
             }
+            for task in tasks { task() }
             now = monotonicNanos()
             while let (timer, task) = timers.popExpired(now: now) {
                 if !timer.cancelled.load(ordering: .relaxed) { task() }

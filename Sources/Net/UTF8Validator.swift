@@ -12,60 +12,34 @@ public struct UTF8Validator: Sendable {
 
     /// Feeds more bytes; false as soon as they cannot be valid UTF-8.
     public mutating func feed<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
-        for byte in bytes where !step(byte) { return false }
-        return true
-    }
-
-    /// ``feed(_:)`` for bytes in memory: runs of ASCII between characters are skipped eight
-    /// bytes at a time (the same verdict, byte for byte, as the table).
-    public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let base = bytes.baseAddress else { return true }
-        let n = bytes.count
-        var i = 0
-        while i < n {
+        for byte in bytes {
             if needed == 0 {
-                while i + 8 <= n,
-                    base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0
-                {
-                    i += 8
+                switch byte {
+                case 0x00...0x7F: continue
+                case 0xC2...0xDF: needed = 1
+                case 0xE0:
+                    needed = 2
+                    lower = 0xA0
+                case 0xE1...0xEC, 0xEE...0xEF: needed = 2
+                case 0xED:
+                    needed = 2
+                    upper = 0x9F
+                case 0xF0:
+                    needed = 3
+                    lower = 0x90
+                case 0xF1...0xF3: needed = 3
+                case 0xF4:
+                    needed = 3
+                    upper = 0x8F
+                default: return false
                 }
-                if i == n { break }
+            } else {
+                guard byte >= lower && byte <= upper else { return false }
+                lower = 0x80
+                upper = 0xBF
+                needed -= 1
             }
-            if !step(base.load(fromByteOffset: i, as: UInt8.self)) { return false }
-            i += 1
         }
-        return true
-    }
-
-    /// One byte through the table; false when it cannot continue valid UTF-8.
-    @inline(__always)
-    private mutating func step(_ byte: UInt8) -> Bool {
-        if needed == 0 {
-            switch byte {
-            case 0x00...0x7F: return true
-            case 0xC2...0xDF: needed = 1
-            case 0xE0:
-                needed = 2
-                lower = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: needed = 2
-            case 0xED:
-                needed = 2
-                upper = 0x9F
-            case 0xF0:
-                needed = 3
-                lower = 0x90
-            case 0xF1...0xF3: needed = 3
-            case 0xF4:
-                needed = 3
-                upper = 0x8F
-            default: return false
-            }
-            return true
-        }
-        guard byte >= lower && byte <= upper else { return false }
-        lower = 0x80
-        upper = 0xBF
-        needed -= 1
         return true
     }
 

@@ -22,10 +22,8 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     /// The client's address as far as it can be trusted (see `ServerConfiguration.trustedProxies`).
     public let clientAddress: IPAddress?
 
-    /// Loop-confined; the connection clears it when it closes. Strong, not weak: an object
-    /// with a weak reference to it pays a side-table lookup on every retain and release, and
-    /// the connection is retained and released several times per message.
-    var connection: Connection?
+    /// Loop-confined.
+    weak var connection: Connection?
 
     private struct Inbox {
         var onMessage: (@Sendable (WebSocket, WebSocketMessage) -> Void)?
@@ -38,11 +36,6 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     }
 
     private let inbox = Locked(Inbox())
-    /// The message handler again, loop-confined (set on the loop together with the inbox's):
-    /// messages reach it without taking the inbox lock. Not used once ``messages`` is asked for.
-    private var loopMessageHandler: (@Sendable (WebSocket, WebSocketMessage) -> Void)?
-    /// Set (under the inbox lock) when ``messages`` attaches a stream, which takes precedence.
-    private let streamAttached = Atomic<Bool>(false)
 
     init(loop: EventLoop, path: String, remoteAddress: SocketAddress?, clientAddress: IPAddress?) {
         id = nextWebSocketID.add(1, ordering: .relaxed).oldValue
@@ -103,20 +96,9 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Receiving
 
-    /// Stops reading the peer's frames until ``resumeReading()``; further frames wait in the
-    /// kernel and TCP holds the peer back. Back-pressure for an application that answers
-    /// messages later or elsewhere (the connection's own back-pressure sees only output that
-    /// has reached it): it can keep a peer from making it hold more unanswered messages than
-    /// it chooses. Takes effect before the next frame when called from the message callback.
-    public func pauseReading() { onLoop { [self] in connection?.pauseReading() } }
-
-    /// Reads the peer's frames again (those already read first).
-    public func resumeReading() { onLoop { [self] in connection?.resumeReading() } }
-
     /// Calls `handler` on the loop thread for every message (queued ones first).
     public func onMessage(_ handler: @escaping @Sendable (WebSocket, WebSocketMessage) -> Void) {
         onLoop { [self] in
-            loopMessageHandler = handler
             let pending = inbox.withLock { box -> [WebSocketMessage] in
                 box.onMessage = handler
                 let messages = box.queue.compactMap { event -> WebSocketMessage? in
@@ -157,7 +139,6 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
                 if case .closed = $0 { return true } else { return false }
             }
             box.queue.removeAll()
-            streamAttached.store(true, ordering: .relaxed)
             if closedQueued {
                 continuation.finish()
             } else {
@@ -229,14 +210,6 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
 
     /// From the connection, on the loop.
     func dispatch(_ event: WebSocketEvent) {
-        // The common case: a message for the callback, with no stream attached. Nothing is
-        // queued then and a blocked `receive` would not get it, so the lock is not needed.
-        if case .message(let message) = event, let handler = loopMessageHandler,
-            !streamAttached.load(ordering: .relaxed)
-        {
-            handler(self, message)
-            return
-        }
         enum Next {
             case none
             case message(@Sendable (WebSocket, WebSocketMessage) -> Void, WebSocketMessage)

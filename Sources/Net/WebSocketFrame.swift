@@ -10,8 +10,7 @@ public struct WebSocketOpcode: RawRepresentable, Hashable, Sendable {
     public static let pong = WebSocketOpcode(rawValue: 0xA)
     /// Close, ping and pong (and the reserved 0xB–0xF).
     public var isControl: Bool { rawValue & 0x8 != 0 }
-    /// 0, 1, 2, 8, 9 and 10 (a bit set, so the check allocates nothing).
-    var isKnown: Bool { rawValue < 16 && (UInt16(0x0707) >> UInt16(rawValue)) & 1 != 0 }
+    var isKnown: Bool { [0, 1, 2, 8, 9, 10].contains(rawValue) }
 }
 
 /// A WebSocket close status code (RFC 6455 §7.4).
@@ -58,20 +57,6 @@ public struct WebSocketFrame: Sendable, Equatable {
     }
 }
 
-/// Where a received frame's payload lies in the input, and its mask (see
-/// ``WebSocketFrameCodec/parseHeader(_:expectMasked:maxPayload:)``).
-struct WebSocketFrameHeader {
-    var fin: Bool
-    var opcode: WebSocketOpcode
-    /// The masking key (client frames), nil when the payload is sent as is.
-    var maskKey: UInt32?
-    /// Offset of the payload from the start of the frame.
-    var payloadOffset: Int
-    var payloadCount: Int
-    /// The whole frame's length on the wire.
-    var frameLength: Int { payloadOffset + payloadCount }
-}
-
 /// A protocol violation by the peer, with the close code to fail the connection with.
 public struct WebSocketProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
     public let closeCode: WebSocketCloseCode
@@ -91,33 +76,6 @@ public enum WebSocketFrameCodec {
     public static func parse(
         _ bytes: UnsafeRawBufferPointer, expectMasked: Bool, maxPayload: Int
     ) throws(WebSocketProtocolError) -> (frame: WebSocketFrame, consumed: Int)? {
-        guard let header = try parseHeader(bytes, expectMasked: expectMasked, maxPayload: maxPayload) else {
-            return nil
-        }
-        let n = header.payloadCount
-        let payload = [UInt8](unsafeUninitializedCapacity: n) { buffer, initialized in
-            if n > 0 {
-                let source = UnsafeRawBufferPointer(
-                    rebasing: bytes[header.payloadOffset..<header.frameLength])
-                let target = UnsafeMutableRawBufferPointer(buffer)
-                if let mask = header.maskKey {
-                    xorMask(source, mask, into: target)
-                } else {
-                    target.copyMemory(from: source)
-                }
-            }
-            initialized = n
-        }
-        let frame = WebSocketFrame(fin: header.fin, rsv: 0, opcode: header.opcode, payload: payload)
-        return (frame, header.frameLength)
-    }
-
-    /// Checks the header of the frame at the start of `bytes` (the rules of ``parse(_:expectMasked:maxPayload:)``)
-    /// and says where its payload lies; nil until the whole frame is in `bytes`. Nothing is
-    /// copied: the connection unmasks the payload straight into the message it delivers.
-    static func parseHeader(
-        _ bytes: UnsafeRawBufferPointer, expectMasked: Bool, maxPayload: Int
-    ) throws(WebSocketProtocolError) -> WebSocketFrameHeader? {
         guard bytes.count >= 2 else { return nil }
         let b0 = bytes[0]
         let b1 = bytes[1]
@@ -159,17 +117,27 @@ public enum WebSocketFrameCodec {
             throw WebSocketProtocolError(.messageTooBig, "Frame larger than \(maxPayload) bytes")
         }
         let n = Int(length)
-        var maskKey: UInt32?
+        var mask: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
         if masked {
             guard bytes.count >= offset + 4 else { return nil }
-            maskKey =
-                UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
-                | UInt32(bytes[offset + 3])
+            mask = (bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3])
             offset += 4
         }
         guard bytes.count - offset >= n else { return nil }
-        return WebSocketFrameHeader(
-            fin: fin, opcode: opcode, maskKey: maskKey, payloadOffset: offset, payloadCount: n)
+        let maskKey = UInt32(mask.0) << 24 | UInt32(mask.1) << 16 | UInt32(mask.2) << 8 | UInt32(mask.3)
+        let payload = [UInt8](unsafeUninitializedCapacity: n) { buffer, initialized in
+            if n > 0 {
+                let source = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
+                let target = UnsafeMutableRawBufferPointer(buffer)
+                if masked {
+                    xorMask(source, maskKey, into: target)
+                } else {
+                    target.copyMemory(from: source)
+                }
+            }
+            initialized = n
+        }
+        return (WebSocketFrame(fin: fin, rsv: rsv, opcode: opcode, payload: payload), offset + n)
     }
 
     /// Convenience for arrays.

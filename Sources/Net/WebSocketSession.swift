@@ -65,29 +65,14 @@ public struct WebSocketSession: Sendable {
 
     /// ``receive(_:)`` without the array.
     mutating func receiveInline(_ frame: WebSocketFrame) throws(WebSocketProtocolError) -> Actions {
-        let result: Result<Actions, WebSocketProtocolError> = frame.payload.withUnsafeBytes { payload in
-            do throws(WebSocketProtocolError) {
-                return .success(try receiveInline(fin: frame.fin, opcode: frame.opcode, payload: payload))
-            } catch {
-                return .failure(error)
-            }
-        }
-        return try result.get()
-    }
-
-    /// One frame whose (unmasked) payload is in memory: the connection's hot path, which copies
-    /// the payload only into the message it delivers.
-    mutating func receiveInline(
-        fin: Bool, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer
-    ) throws(WebSocketProtocolError) -> Actions {
         if state == .closed { return Actions() }
-        switch opcode {
+        switch frame.opcode {
         case .ping:
-            return state == .open ? Actions(.send(.pong, Array(payload))) : Actions()
+            return state == .open ? Actions(.send(.pong, frame.payload)) : Actions()
         case .pong:
             return Actions()
         case .close:
-            let (code, reason) = try Self.parseClose(Array(payload))
+            let (code, reason) = try Self.parseClose(frame.payload)
             if state == .open {
                 state = .closed
                 let reply = WebSocketFrameCodec.closePayload(code: code == .noStatus ? nil : code, reason: "")
@@ -101,58 +86,54 @@ public struct WebSocketSession: Sendable {
                     .protocolError, "New data frame while a fragmented message is open")
             }
             if state != .open { return Actions() }
-            if payload.count > maxMessageBytes {
+            if frame.payload.count > maxMessageBytes {
                 throw WebSocketProtocolError(.messageTooBig, "Message larger than \(maxMessageBytes) bytes")
             }
-            if opcode == .text && !validator.feed(payload) {
+            if frame.opcode == .text && !validator.feed(frame.payload) {
                 validator = UTF8Validator()
                 throw WebSocketProtocolError(.invalidPayload, "Text message is not valid UTF-8")
             }
-            if fin {
-                if opcode == .text {
-                    try finishText()
-                    let text = String(decoding: payload.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
-                    return Actions(.deliver(.text(text)))
-                }
-                return Actions(.deliver(.binary(Array(payload))))
+            if frame.fin {
+                return Actions(.deliver(try finish(frame.opcode, frame.payload)))
             }
-            fragmentOpcode = opcode
-            fragments = Array(payload)
+            fragmentOpcode = frame.opcode
+            fragments = frame.payload
             return Actions()
         case .continuation:
             guard let opcode = fragmentOpcode else {
                 throw WebSocketProtocolError(
                     .protocolError, "Continuation frame without a message to continue")
             }
-            if fragments.count + payload.count > maxMessageBytes {
+            if fragments.count + frame.payload.count > maxMessageBytes {
                 throw WebSocketProtocolError(.messageTooBig, "Message larger than \(maxMessageBytes) bytes")
             }
-            if opcode == .text && !validator.feed(payload) {
+            if opcode == .text && !validator.feed(frame.payload) {
                 throw WebSocketProtocolError(.invalidPayload, "Text message is not valid UTF-8")
             }
-            fragments.append(contentsOf: payload)
-            if !fin { return Actions() }
+            fragments.append(contentsOf: frame.payload)
+            if !frame.fin { return Actions() }
             let whole = fragments
             fragments = []
             fragmentOpcode = nil
             if state != .open { return Actions() }
-            if opcode == .text {
-                try finishText()
-                return Actions(.deliver(.text(String(decoding: whole, as: UTF8.self))))
-            }
-            return Actions(.deliver(.binary(whole)))
+            return Actions(.deliver(try finish(opcode, whole)))
         default:
-            throw WebSocketProtocolError(.protocolError, "Reserved opcode \(opcode.rawValue)")
+            throw WebSocketProtocolError(.protocolError, "Reserved opcode \(frame.opcode.rawValue)")
         }
     }
 
-    /// The end of a text message: it must not stop inside a character. Resets the validator.
-    private mutating func finishText() throws(WebSocketProtocolError) {
-        let complete = validator.isComplete
-        validator = UTF8Validator()
-        guard complete else {
-            throw WebSocketProtocolError(.invalidPayload, "Text message ends inside a character")
+    private mutating func finish(_ opcode: WebSocketOpcode, _ payload: [UInt8]) throws(WebSocketProtocolError)
+        -> WebSocketMessage
+    {
+        if opcode == .text {
+            let complete = validator.isComplete
+            validator = UTF8Validator()
+            guard complete else {
+                throw WebSocketProtocolError(.invalidPayload, "Text message ends inside a character")
+            }
+            return .text(String(decoding: payload, as: UTF8.self))
         }
+        return .binary(payload)
     }
 
     /// Marks our close frame as sent; false if a close was already sent or received.
