@@ -38,12 +38,53 @@ public final class RosterCache: @unchecked Sendable {
         roster = updated
     }
 
-    /// The current events and the roster verified from the session's saved owner key. The
-    /// server is asked without holding the cache's lock, so concurrent refreshes (every joiner
-    /// a bot decides on) and readers of ``verified`` do not wait in line for each other's
-    /// requests; what each brings is applied under the lock onto whatever the cache holds by
-    /// then.
+    /// The current events and the roster verified from the session's saved owner key, as read
+    /// by a request to the server that started after this call did. Concurrent callers (every
+    /// joiner a bot decides on) share one request: one at a time is in flight, and everyone who
+    /// came while it was asked takes the next one's answer, so the server sees one read per
+    /// request's duration instead of one per caller, and nobody gets an answer older than their
+    /// call. What a request brings is applied under the lock onto whatever the cache holds by
+    /// then (``extend(_:onto:giving:)`` may have grown it meanwhile).
     public func refresh(_ session: SpaceSession) throws(SpaceClientError) -> (
+        events: [MembershipEvent], roster: Roster
+    ) {
+        flights.lock()
+        let arrival = started
+        while finished <= arrival {
+            if !fetching {
+                fetching = true
+                started += 1
+                let generation = started
+                flights.unlock()
+                let outcome = Result { () throws(SpaceClientError) in try fetch(session) }
+                flights.lock()
+                fetching = false
+                finished = generation
+                last = outcome
+                flights.broadcast()
+                flights.unlock()
+                return try outcome.get()
+            }
+            flights.wait()
+        }
+        // A request that started after this call has finished (the latest one, the freshest).
+        let outcome = last
+        flights.unlock()
+        guard let outcome else { return try fetch(session) }
+        return try outcome.get()
+    }
+
+    /// Coordinates ``refresh(_:)``'s shared requests: how many were started and finished (one
+    /// is in flight at a time, so they finish in order) and the latest one's outcome.
+    private let flights = NSCondition()
+    private var started: UInt64 = 0
+    private var finished: UInt64 = 0
+    private var fetching = false
+    private var last: Result<(events: [MembershipEvent], roster: Roster), SpaceClientError>?
+
+    /// One request: the events after the cached ones, applied to the verified roster, or the
+    /// whole chain verified afresh when nothing is cached or the chain does not extend it.
+    private func fetch(_ session: SpaceSession) throws(SpaceClientError) -> (
         events: [MembershipEvent], roster: Roster
     ) {
         lock.lock()
