@@ -181,7 +181,7 @@ extension SpaceService {
         let from = try integerQuery(request, "from", default: 0)
         let limit = try pageSize(request)
         // The stored texts are this server's own encoding of events it verified: spliced into the
-        // answer rather than decoded and encoded again (every joiner fetches the whole chain).
+        // answer rather than decoded and encoded again (attendants and older joiners read it all).
         let texts = try store.events(space: space.id, from: UInt64(from), limit: limit)
         var body: [UInt8] = []
         body.reserveCapacity(texts.reduce(16) { $0 + $1.utf8.count + 1 })
