@@ -210,10 +210,11 @@ func runWormhole(
         machine: RendezvousMachine(
             appID: settings.appID, side: transfer.side, start: start, clientVersion: ["eleven", "1"]))
     var warnedReconnect = false
-    connection.onReconnect = { _ in
+    connection.onReconnect = { [unowned connection] _ in
         if !warnedReconnect && !settings.json {
             warnedReconnect = true
-            Terminal.err("Lost the connection to the relay; reconnecting…")
+            let why = connection.lostBecause.map { " (\($0))" } ?? ""
+            Terminal.err("Lost the connection to the relay\(why); reconnecting…")
         }
     }
     do {

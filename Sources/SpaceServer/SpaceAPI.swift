@@ -15,6 +15,8 @@ public struct SpaceServerConfiguration: Sendable {
     public var maximumThreadMetadataBytes = 4096
     /// Most key wraps in one request.
     public var maximumWrapsPerRequest = 1000
+    /// Most membership events in one request (members added together).
+    public var maximumEventsPerRequest = 100
     /// Longest space name and token label, in UTF-8 bytes.
     public var maximumNameBytes = 128
     /// Default and largest page size of list endpoints.

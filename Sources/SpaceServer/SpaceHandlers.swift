@@ -201,7 +201,60 @@ extension SpaceService {
         _ request: APIRequest, space: SpaceRow, principal: Principal, expect: ExpectedEvent
     ) throws -> APIResponse {
         let body = try decode(EventBody.self, from: request)
-        let event = body.event
+        let appended = try append(
+            body.event, space: space, principal: principal, expect: expect,
+            tokenLabel: .some(body.deviceLabel))
+        return .json(appended, status: 201)
+    }
+
+    /// `POST …/members`: one event (`{"event"}`), or several `member_added` events in chain order
+    /// (`{"events"}`), applied all or none; members added together get no device token (they sign
+    /// in themselves).
+    func addMembers(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
+        let body = try decode(MembersBody.self, from: request)
+        guard let events = body.events else {
+            guard let event = body.event else {
+                throw APIError.badRequest("missing_field", "Field event is missing.")
+            }
+            let appended = try append(
+                event, space: space, principal: principal, expect: .adding,
+                tokenLabel: .some(body.deviceLabel))
+            return .json(appended, status: 201)
+        }
+        guard body.event == nil else {
+            throw APIError.badRequest("invalid_request", "Send either event or events, not both.")
+        }
+        guard !events.isEmpty else {
+            throw APIError.badRequest("invalid_field", "Field events must not be empty.")
+        }
+        guard events.count <= configuration.maximumEventsPerRequest else {
+            throw APIError(
+                413, "too_many_events",
+                "Send at most \(configuration.maximumEventsPerRequest) events at once.")
+        }
+        var appended: [AppendedEvent] = []
+        for (index, event) in events.enumerated() {
+            guard case .memberAdded = event.change else {
+                throw APIError.badRequest(
+                    "invalid_event", "Event \(index) is not a member_added event; only those come in a batch."
+                )
+            }
+            do {
+                appended.append(
+                    try append(event, space: space, principal: principal, expect: .adding, tokenLabel: nil))
+            } catch let error as APIError where events.count > 1 {
+                throw APIError(error.status, error.code, "Event \(index): \(error.message)")
+            }
+        }
+        return .json(AppendedEvents(appended: appended), status: 201)
+    }
+
+    /// Checks `event` against the roster as the request has left it so far, stores and applies
+    /// it. `tokenLabel` non-nil: an added member gets a first device token with that label.
+    private func append(
+        _ event: MembershipEvent, space: SpaceRow, principal: Principal, expect: ExpectedEvent,
+        tokenLabel: String??
+    ) throws -> AppendedEvent {
         switch (expect, event.change) {
         case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved), (.any, .rightsChanged):
             break
@@ -231,8 +284,9 @@ extension SpaceService {
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space.id, sequence: event.sequence)
-            token = try issueToken(
-                space: space.id, member: record.id, label: body.deviceLabel, expiresIn: nil)
+            if let tokenLabel {
+                token = try issueToken(space: space.id, member: record.id, label: tokenLabel, expiresIn: nil)
+            }
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space.id, sequence: event.sequence)
             try store.revokeTokens(space: space.id, member: id, now: now)
@@ -245,9 +299,7 @@ extension SpaceService {
         }
         pendingRosters[space.id] = updated
         pendingChanges.append(.membership(space: space.id, sequence: event.sequence))
-        return .json(
-            AppendedEvent(sequence: event.sequence, hash: updated.head.description, deviceToken: token),
-            status: 201)
+        return AppendedEvent(sequence: event.sequence, hash: updated.head.description, deviceToken: token)
     }
 
     // MARK: Tokens

@@ -59,8 +59,7 @@ extension SpaceService {
         case ("", _): return try spaceInfo(space, principal: principal)
         case ("branding", _): return try updateBranding(request, space: space, principal: principal)
         case ("members", "GET"): return try listMembers(space)
-        case ("members", _):
-            return try appendEvent(request, space: space, principal: principal, expect: .adding)
+        case ("members", _): return try addMembers(request, space: space, principal: principal)
         case ("members/*", _):
             return try appendEvent(request, space: space, principal: principal, expect: .removing(tail[1]))
         case ("events", "GET"): return try listEvents(request, space: space)

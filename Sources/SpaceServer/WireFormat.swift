@@ -17,6 +17,7 @@ typealias MemberInfo = SpaceWire.MemberInfo
 typealias MemberList = SpaceWire.MemberList
 typealias EventList = SpaceWire.EventList
 typealias AppendedEvent = SpaceWire.AppendedEvent
+typealias AppendedEvents = SpaceWire.AppendedEvents
 typealias Challenge = SpaceWire.Challenge
 typealias ThreadInfo = SpaceWire.ThreadInfo
 typealias ThreadList = SpaceWire.ThreadList
@@ -25,6 +26,13 @@ typealias StoredCount = SpaceWire.StoredCount
 typealias AppendedMessage = SpaceWire.AppendedMessage
 typealias MessageEntry = SpaceWire.MessageEntry
 typealias MessageList = SpaceWire.MessageList
+
+/// `POST …/members`: one event, or several `member_added` events (``SpaceWire/EventsRequest``).
+struct MembersBody: Decodable {
+    let event: MembershipEvent?
+    let events: [MembershipEvent]?
+    let deviceLabel: String?
+}
 
 struct AvatarBody: Decodable {
     let contentType: String

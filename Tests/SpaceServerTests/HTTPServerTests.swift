@@ -18,7 +18,7 @@ import Testing
         let log = LogLines()
         var url: String { server.baseURL }
 
-        init(maximumBodyBytes: Int = 1 << 20) throws {
+        init(maximumBodyBytes: Int = 1 << 20, maximumEventsPerRequest: Int = 100) throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "space-http-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -26,6 +26,7 @@ import Testing
                 databasePath: directory.appendingPathComponent("db.sqlite").path)
             configuration.listenAddresses = [SocketAddress(numericHost: "127.0.0.1", port: 0)!]
             configuration.api.maximumBodyBytes = maximumBodyBytes
+            configuration.api.maximumEventsPerRequest = maximumEventsPerRequest
             configuration.maximumWaitSeconds = 30
             let log = self.log
             configuration.log = ServerLog { line in log.lines.withLock { $0.append(line) } }

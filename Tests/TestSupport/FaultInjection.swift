@@ -44,9 +44,10 @@ public final class RandomKiller: @unchecked Sendable {
     private let killAndRestart: @Sendable () throws -> Void
     private let every: ClosedRange<Int>
     private let maxKills: Int
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var state: UInt64
     private var stopped = false
+    private var running = false
     private var killCount = 0
     private var failure: String?
 
@@ -65,6 +66,13 @@ public final class RandomKiller: @unchecked Sendable {
     }
 
     public func run() {
+        lock.withLock { running = true }
+        defer {
+            lock.withLock {
+                running = false
+                lock.broadcast()
+            }
+        }
         while true {
             let wait: Int = lock.withLock {
                 // SplitMix64 step.
@@ -89,7 +97,15 @@ public final class RandomKiller: @unchecked Sendable {
         }
     }
 
-    public func stop() { lock.withLock { stopped = true } }
+    /// Stops killing and waits (up to 30 s) for a kill and restart under way to finish, so
+    /// that what the caller checks next runs against a server nobody is killing.
+    public func stop() {
+        lock.withLock {
+            stopped = true
+            let limit = Date().addingTimeInterval(30)
+            while running && lock.wait(until: limit) {}
+        }
+    }
 
     /// Stopped, failed, or every kill done.
     public var isDone: Bool { lock.withLock { stopped || killCount >= maxKills } }

@@ -498,9 +498,11 @@ extension SpaceSession {
     /// is held only while the membership chain is read and extended, so an attendant admitting
     /// several joiners at once keeps the chain in order and wraps keys for them in parallel;
     /// `rosters` saves verifying the whole chain each time, `keys` opening every thread key.
+    /// With `admissions` (and `rosters`) joiners admitted at once are added to the chain
+    /// together, in one request per batch (``AdmissionQueue``) instead of one each under a lock.
     public func admit(
         request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false,
-        exclusive: (any NSLocking)? = nil, rosters: RosterCache? = nil,
+        exclusive: (any NSLocking)? = nil, rosters: RosterCache? = nil, admissions: AdmissionQueue? = nil,
         keys cachedKeys: ThreadKeyCache? = nil, readmit: MemberID? = nil
     ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
@@ -562,6 +564,11 @@ extension SpaceSession {
                         message: "That key already belongs to \(Self.label(alreadyMember)) in \(saved.name).")
                 }
                 record = MemberRecord(id: .random(), keys: keys, rights: [], name: request.displayName)
+                if let admissions, let rosters {
+                    (events, roster) = try admissions.add(
+                        record, invite: carryInvite ? invite : nil, session: self, rosters: rosters)
+                    break
+                }
                 let base = roster
                 let event = try signed { () throws(KeyModelError) in
                     try base.nextEvent(

@@ -48,6 +48,8 @@ public final class RendezvousConnection {
     private let backoff: (first: Double, factor: Double, cap: Double) = (0.25, 1.5, 10)
     /// Called with each reconnect attempt's delay, for progress output ("Reconnecting…").
     public var onReconnect: ((Double) -> Void)?
+    /// Why the last connection was lost (the socket's error), for diagnostics; nil before any loss.
+    public private(set) var lostBecause: String?
 
     public init(url: String, machine: RendezvousMachine, connectTimeout: Duration = .seconds(10)) {
         self.url = url
@@ -160,6 +162,7 @@ public final class RendezvousConnection {
             } catch  where error.code == .timedOut {
                 continue
             } catch {
+                lostBecause = error.message
                 socket.close()
                 self.socket = nil
                 machine.disconnected()

@@ -31,10 +31,18 @@ public final class RosterCache: @unchecked Sendable {
     /// events, with the roster after it. Nothing changes if the cache moved meanwhile: the next
     /// refresh reads the event from the server like any other.
     public func extend(_ event: MembershipEvent, onto count: Int, giving updated: Roster) {
+        extend([event], onto: count, giving: updated)
+    }
+
+    /// Records events this device appended together, in chain order, onto the chain of `count`
+    /// events, with the roster after the last of them.
+    public func extend(_ added: [MembershipEvent], onto count: Int, giving updated: Roster) {
         lock.lock()
         defer { lock.unlock() }
-        guard roster != nil, events.count == count, updated.head == event.hash else { return }
-        events.append(event)
+        guard roster != nil, events.count == count, let last = added.last, updated.head == last.hash else {
+            return
+        }
+        events += added
         roster = updated
     }
 
@@ -48,39 +56,11 @@ public final class RosterCache: @unchecked Sendable {
     public func refresh(_ session: SpaceSession) throws(SpaceClientError) -> (
         events: [MembershipEvent], roster: Roster
     ) {
-        flights.lock()
-        let arrival = started
-        while finished <= arrival {
-            if !fetching {
-                fetching = true
-                started += 1
-                let generation = started
-                flights.unlock()
-                let outcome = Result { () throws(SpaceClientError) in try fetch(session) }
-                flights.lock()
-                fetching = false
-                finished = generation
-                last = outcome
-                flights.broadcast()
-                flights.unlock()
-                return try outcome.get()
-            }
-            flights.wait()
-        }
-        // A request that started after this call has finished (the latest one, the freshest).
-        let outcome = last
-        flights.unlock()
-        guard let outcome else { return try fetch(session) }
-        return try outcome.get()
+        try flights.run { () throws(SpaceClientError) in try fetch(session) }
     }
 
-    /// Coordinates ``refresh(_:)``'s shared requests: how many were started and finished (one
-    /// is in flight at a time, so they finish in order) and the latest one's outcome.
-    private let flights = NSCondition()
-    private var started: UInt64 = 0
-    private var finished: UInt64 = 0
-    private var fetching = false
-    private var last: Result<(events: [MembershipEvent], roster: Roster), SpaceClientError>?
+    /// ``refresh(_:)``'s shared requests.
+    private let flights = SharedRequest<(events: [MembershipEvent], roster: Roster)>()
 
     /// One request: the events after the cached ones, applied to the verified roster, or the
     /// whole chain verified afresh when nothing is cached or the chain does not extend it.

@@ -96,6 +96,20 @@ public struct SpaceClient: Sendable {
         try call(.post, path(space, "members"), body: SpaceWire.EventRequest(event: event))
     }
 
+    /// Submits several `member_added` events, in chain order, in one request: the server applies
+    /// them all or none. Members added this way get no device token (they sign in).
+    public func addMembers(_ space: SpaceID, events: [MembershipEvent]) throws(SpaceClientError)
+        -> [SpaceWire.AppendedEvent]
+    {
+        let answer: SpaceWire.AppendedEvents = try call(
+            .post, path(space, "members"), body: SpaceWire.EventsRequest(events: events))
+        guard answer.appended.count == events.count else {
+            throw invalidResponse(
+                "the server answered for \(answer.appended.count) of \(events.count) events")
+        }
+        return answer.appended
+    }
+
     /// Submits a `member_removed` event for `member`.
     public func removeMember(_ space: SpaceID, _ member: MemberID, event: MembershipEvent)
         throws(SpaceClientError) -> SpaceWire.AppendedEvent

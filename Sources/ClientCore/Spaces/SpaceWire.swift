@@ -25,6 +25,22 @@ public enum SpaceWire {
         }
     }
 
+    /// `POST …/members` with several `member_added` events, in chain order (applied all or none).
+    public struct EventsRequest: Codable, Sendable {
+        public let events: [MembershipEvent]
+        public init(events: [MembershipEvent]) {
+            self.events = events
+        }
+    }
+
+    /// The answer to an ``EventsRequest``: each event's place in the chain, in order.
+    public struct AppendedEvents: Codable, Sendable {
+        public let appended: [AppendedEvent]
+        public init(appended: [AppendedEvent]) {
+            self.appended = appended
+        }
+    }
+
     /// `POST …/sign-in`.
     public struct SignInRequest: Codable, Sendable {
         public let proof: SignInProof

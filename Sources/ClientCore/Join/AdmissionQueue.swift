@@ -1,0 +1,212 @@
+import Foundation
+
+/// Adds joiners to a space's membership chain for an attendant admitting several at once (the
+/// bot). The chain takes one event at a time, in order; instead of one round trip per joiner
+/// under a lock, whoever arrives while an addition is on its way waits, and the first of them
+/// then signs every waiting record onto the chain and sends them in one request (one commit
+/// on the server). A joiner alone still costs one request, the single-event form.
+///
+/// One queue per attendant session: every caller passes the same session and roster cache.
+public final class AdmissionQueue: @unchecked Sendable {
+    /// Most events in one request (the space server takes up to 100).
+    public let maximumBatch: Int
+
+    /// Requests sent, and the events they carried (for tests and benchmarks).
+    public var counts: (requests: Int, events: Int) { lock.withLock { (requests, added) } }
+
+    public init(maximumBatch: Int = 32) {
+        precondition(maximumBatch >= 1)
+        self.maximumBatch = maximumBatch
+    }
+
+    /// Adds `record` (brought by `invite`, carried in the event if given) onto the chain as the
+    /// cache last verified it, reading the chain again only when the server refuses the events
+    /// because it moved on. Returns the chain through the new event and the roster after it.
+    /// Refuses (`already_member`) a record whose keys a member already holds.
+    public func add(
+        _ record: MemberRecord, invite: SignedInvite?, session: SpaceSession, rosters: RosterCache
+    ) throws(SpaceClientError) -> (events: [MembershipEvent], roster: Roster) {
+        let own = Pending(record: record, invite: invite)
+        let leads = lock.withLock {
+            waiting.append(own)
+            if leading { return false }
+            leading = true
+            return true
+        }
+        if !leads {
+            own.done.wait()
+            // Answered by a leader, or made the next one.
+            if let result = own.result { return try result.get() }
+        }
+        let batch = lock.withLock {
+            let taken = Array(waiting.prefix(maximumBatch))
+            waiting.removeFirst(taken.count)
+            return taken
+        }
+        add(batch, session: session, rosters: rosters)
+        // Whoever queued meanwhile is the next batch: its first caller leads it.
+        lock.withLock {
+            if let next = waiting.first {
+                next.done.signal()
+            } else {
+                leading = false
+            }
+        }
+        for pending in batch where pending !== own { pending.done.signal() }
+        guard let result = own.result else {
+            throw SpaceClientError(.rejected, code: "internal", message: "The admission was lost.")
+        }
+        return try result.get()
+    }
+
+    // MARK: Internals
+
+    private final class Pending: @unchecked Sendable {
+        let record: MemberRecord
+        let invite: SignedInvite?
+        /// Set before `done` is signalled; signalled without one, its thread leads the next batch.
+        var result: Result<(events: [MembershipEvent], roster: Roster), SpaceClientError>?
+        let done = DispatchSemaphore(value: 0)
+
+        init(record: MemberRecord, invite: SignedInvite?) {
+            self.record = record
+            self.invite = invite
+        }
+    }
+
+    private let lock = NSLock()
+    private var waiting: [Pending] = []
+    private var leading = false
+    /// The server refused the batch form (an older one): one event per request from then on.
+    private var singleOnly = false
+    private var requests = 0
+    private var added = 0
+
+    /// Signs `batch` onto the chain and sends it; gives every entry its result.
+    private func add(_ batch: [Pending], session: SpaceSession, rosters: RosterCache) {
+        var events: [MembershipEvent]
+        var roster: Roster
+        var fresh = false
+        do throws(SpaceClientError) {
+            if let cached = rosters.verified {
+                (events, roster) = cached
+            } else {
+                (events, roster) = try rosters.refresh(session)
+                fresh = true
+            }
+        } catch {
+            for pending in batch { pending.result = .failure(error) }
+            return
+        }
+        while true {
+            var open = batch.filter { $0.result == nil }
+            guard !open.isEmpty else { return }
+            // Sign each onto the one before; a key held already (also by an earlier entry of
+            // this batch) is refused, on a chain known fresh.
+            var running = roster
+            var signed: [MembershipEvent] = []
+            var after: [Roster] = []
+            var sent: [Pending] = []
+            var stale = false
+            var failure: SpaceClientError?
+            do throws(SpaceClientError) {
+                for pending in open {
+                    if let holder = running.members.values.first(where: { $0.keys == pending.record.keys }) {
+                        guard fresh else {
+                            stale = true
+                            break
+                        }
+                        pending.result = .failure(
+                            SpaceClientError(
+                                .rejected, code: "already_member",
+                                message:
+                                    "That key already belongs to \(SpaceSession.label(holder)) in \(session.saved.name)."
+                            ))
+                        continue
+                    }
+                    let base = running
+                    let event = try session.signed { () throws(KeyModelError) in
+                        try base.nextEvent(
+                            .memberAdded(pending.record), signedBy: session.identity, invite: pending.invite)
+                    }
+                    try session.signed { () throws(KeyModelError) in try running.apply(event) }
+                    signed.append(event)
+                    after.append(running)
+                    sent.append(pending)
+                }
+            } catch {
+                failure = error
+            }
+            var stored = 0
+            if failure == nil && !stale && !signed.isEmpty {
+                (stored, failure) = post(signed, session: session)
+            }
+            // What the server took is the chain now, whatever happened to the rest.
+            if stored > 0 {
+                let taken = Array(signed.prefix(stored))
+                rosters.extend(taken, onto: events.count, giving: after[stored - 1])
+                events += taken
+                roster = after[stored - 1]
+                for pending in sent.prefix(stored) { pending.result = .success((events, roster)) }
+            }
+            if let failure {
+                if !fresh && SpaceSession.chainMoved(failure) {
+                    stale = true
+                } else {
+                    for pending in sent.dropFirst(stored) { pending.result = .failure(failure) }
+                    // Entries not signed yet (signing failed before them) fail the same way.
+                    for pending in open where pending.result == nil { pending.result = .failure(failure) }
+                    return
+                }
+            }
+            if stale {
+                do throws(SpaceClientError) {
+                    (events, roster) = try rosters.refresh(session)
+                    fresh = true
+                } catch {
+                    for pending in batch where pending.result == nil { pending.result = .failure(error) }
+                    return
+                }
+                continue
+            }
+            return
+        }
+    }
+
+    /// Sends the events: one request (or one per event to a server without the batch form).
+    /// Returns how many the server stored, in order, and why it took no more.
+    private func post(_ events: [MembershipEvent], session: SpaceSession) -> (Int, SpaceClientError?) {
+        let space = session.saved.space
+        if events.count > 1 && !lock.withLock({ singleOnly }) {
+            do throws(SpaceClientError) {
+                _ = try session.client.addMembers(space, events: events)
+                lock.withLock {
+                    requests += 1
+                    added += events.count
+                }
+                return (events.count, nil)
+            } catch
+                where (error.status == 400 && error.code == "missing_field")
+                || (error.status == 413 && error.code == "too_many_events")
+            {
+                // The server knows only `{"event"}` (an older one), or takes fewer at once:
+                // nothing was stored; one at a time from now on.
+                lock.withLock { singleOnly = true }
+            } catch {
+                return (0, error)
+            }
+        }
+        for (index, event) in events.enumerated() {
+            do throws(SpaceClientError) {
+                _ = try session.client.addMember(space, event: event)
+            } catch {
+                return (index, error)
+            }
+            lock.withLock {
+                requests += 1
+                added += 1
+            }
+        }
+        return (events.count, nil)
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import ClientCore
+
+/// An attendant admitting several joiners at once through an ``AdmissionQueue``: the chain stays
+/// in order and verifies, every joiner is added once, and those who arrive while an addition is
+/// on its way are added together in one request.
+@Suite struct AdmissionQueueTests {
+    private func joiner(_ name: String) -> JoinRequest {
+        JoinRequest(
+            displayName: name, deviceLabel: "phone", publicKeys: DeviceIdentity.generate().publicKeys.text)
+    }
+
+    private func invite(_ session: SpaceSession) -> SignedInvite {
+        let now = Int64(Date().timeIntervalSince1970)
+        return session.identity.signInvite(
+            space: session.saved.space, inviter: session.saved.member, nameplate: "7", createdAt: now,
+            expiresAt: now + 600, uses: 100)
+    }
+
+    /// Admits `requests` from one thread each, all released at once; returns what each got.
+    private func admitTogether(
+        _ requests: [JoinRequest], session: SpaceSession, invite: SignedInvite, queue: AdmissionQueue,
+        rosters: RosterCache
+    ) -> [Result<MemberRecord, SpaceClientError>] {
+        let results = Mutex<[Int: Result<MemberRecord, SpaceClientError>]>([:])
+        let start = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        for (index, request) in requests.enumerated() {
+            group.enter()
+            Thread.detachNewThread {
+                start.wait()
+                let result = Result { () throws(SpaceClientError) in
+                    try session.admit(
+                        request: request, invite: invite, carryInvite: true, rosters: rosters,
+                        admissions: queue
+                    ).member
+                }
+                results.withLock { $0[index] = result }
+                group.leave()
+            }
+        }
+        for _ in requests { start.signal() }
+        _ = group.wait(timeout: .now() + 60)
+        let lost = SpaceClientError(.unreachable, code: "lost", message: "no answer within 60 s")
+        return results.withLock { all in
+            requests.indices.map { all[$0] ?? Result<MemberRecord, SpaceClientError>.failure(lost) }
+        }
+    }
+
+    /// `count` joiners admitted together on a fresh space; the members they became, and the
+    /// server, session, cache and queue, and the chain's length before them.
+    private func admitted(_ count: Int, maximumEventsPerRequest: Int = 100) throws -> (
+        members: [MemberRecord], requests: [JoinRequest], running: HTTPServerTests.Running,
+        session: SpaceSession, rosters: RosterCache, queue: AdmissionQueue, start: Int
+    ) {
+        let running = try HTTPServerTests.Running(maximumEventsPerRequest: maximumEventsPerRequest)
+        let (session, _, _, _) = try running.space()
+        let rosters = RosterCache()
+        let queue = AdmissionQueue()
+        let start = try rosters.refresh(session).events.count
+        let requests = (0..<count).map { joiner("J\($0)") }
+        let results = admitTogether(
+            requests, session: session, invite: invite(session), queue: queue, rosters: rosters)
+        let members = try results.map { try $0.get() }
+        return (members, requests, running, session, rosters, queue, start)
+    }
+
+    @Test func joinersArrivingTogetherAreAddedInFewerRequests() throws {
+        let (members, requests, running, session, rosters, queue, start) = try admitted(12)
+        let events = try session.client.events(session.saved.space)
+        let verified = try session.verifiedRoster(events)
+        #expect(events.count == start + 12)
+        for (request, member) in zip(requests, members) {
+            #expect(verified.members[member.id]?.name == request.displayName)
+            #expect(verified.members[member.id]?.keys == (try MemberPublicKeys(text: request.publicKeys)))
+        }
+        #expect(Set(members.map(\.id)).count == 12)
+        let counts = queue.counts
+        #expect(counts.events == 12)
+        #expect(counts.requests < 12, "nobody was added together with anyone: \(counts)")
+        let posts = running.log.lines.withLock {
+            $0.filter { $0.contains(#""method":"POST""#) && $0.contains("/members") }.count
+        }
+        #expect(posts == counts.requests)
+        // What the cache holds is the server's chain.
+        let cached = try #require(rosters.verified)
+        #expect(cached.events.count == events.count)
+        #expect(cached.roster.head == verified.head)
+    }
+
+    @Test func aStaleCacheIsReadAgainAndAKnownKeyIsRefused() throws {
+        let running = try HTTPServerTests.Running()
+        let (session, _, _, _) = try running.space()
+        let rosters = RosterCache()
+        let queue = AdmissionQueue()
+        let start = try rosters.refresh(session).events.count
+        // The chain moves behind the cache's back.
+        let ann = joiner("Ann")
+        _ = try session.addMember(keys: try MemberPublicKeys(text: ann.publicKeys), name: "Ann")
+
+        let bea = MemberRecord(id: .random(), keys: DeviceIdentity.generate().publicKeys, name: "Bea")
+        let added = try queue.add(bea, invite: nil, session: session, rosters: rosters)
+        #expect(added.events.count == start + 2)
+        #expect(added.roster.members[bea.id]?.name == "Bea")
+        let refusals = { running.log.lines.withLock { $0.filter { $0.contains(#""status":409"#) }.count } }
+        #expect(refusals() == 1)
+
+        // Ann's keys under another id: refused, and nothing is sent for it.
+        let again = MemberRecord(
+            id: .random(), keys: try MemberPublicKeys(text: ann.publicKeys), name: "Ann 2")
+        #expect {
+            try queue.add(again, invite: nil, session: session, rosters: rosters)
+        } throws: { error in
+            (error as? SpaceClientError)?.code == "already_member"
+        }
+        #expect(try session.client.events(session.saved.space).count == start + 2)
+        #expect(queue.counts.requests == 1)
+    }
+
+    @Test func aServerTakingOneEventPerRequestGetsOneEach() throws {
+        let (members, _, running, session, _, queue, start) = try admitted(8, maximumEventsPerRequest: 1)
+        defer { withExtendedLifetime(running) {} }
+        let verified = try session.verifiedRoster(try session.client.events(session.saved.space))
+        #expect(members.allSatisfy { verified.members[$0.id] != nil })
+        #expect(try session.client.events(session.saved.space).count == start + 8)
+        #expect(queue.counts.requests == 8)
+        #expect(queue.counts.events == 8)
+    }
+}
