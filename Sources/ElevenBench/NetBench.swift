@@ -147,35 +147,32 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     }
     defer { reference?.process.terminate() }
     print("echo: 32-byte text messages, closed loop (send, await echo, repeat); \(reps) interleaved runs of")
-    print("      \(seconds) s per server and level, median rate; CPU = server process CPU per round trip;")
+    print(
+        "      \(seconds) s per server and level, median rate; CPU = server process CPU per round trip"
+            + " while the echo loop runs;")
     print(
         "      the load generator runs \(clientLoops) event loop(s), busy poll \(clientBusyPollMicros) us, "
             + "for both servers;")
     print("      the Python reference also runs with client busy polling off, and keeps its better rate")
     print("conns  server   round trips/s   p50 ms   p99 ms   CPU us/rt   client us/rt   errors")
     var worst = Double.infinity
+    let cores = ProcessInfo.processInfo.activeProcessorCount
     let client = LoadClient(loops: clientLoops, busyPollMicros: clientBusyPollMicros, pollAlways: pollAlways)
     let quietClient = LoadClient(loops: clientLoops, busyPollMicros: 0, pollAlways: false)
     for conns in levels {
         var mine: [EchoResult] = []
         var theirs: [EchoResult] = []
         for _ in 0..<reps {
-            if let r = measure(
-                getpid(), { runEcho(url: ours, conns: conns, seconds: seconds, client: client) })
-            {
+            if let r = runEcho(url: ours, conns: conns, seconds: seconds, client: client, server: getpid()) {
                 mine.append(r)
             }
             // The reference gets the better of two client settings: ours, and no client busy
             // polling (a spinning client could take a core from the single-threaded Python server).
             if let reference {
                 let runs = [client, quietClient].compactMap { c in
-                    measure(
-                        reference.process.processIdentifier,
-                        {
-                            runEcho(
-                                url: "ws://127.0.0.1:\(reference.port)/", conns: conns, seconds: seconds,
-                                client: c)
-                        })
+                    runEcho(
+                        url: "ws://127.0.0.1:\(reference.port)/", conns: conns, seconds: seconds, client: c,
+                        server: reference.process.processIdentifier)
                 }
                 if let best = runs.max(by: { $0.rate < $1.rate }) { theirs.append(best) }
             }
@@ -192,6 +189,21 @@ func runNetBench(_ arguments: [String]) -> Int32 {
                     format: "       ratio    %.1fx throughput %@, %.1fx less CPU per round trip", ratio,
                     ratio >= 5 ? "(target >= 5x: met)" : "(target >= 5x: MISSED)",
                     t.cpuPerRoundTrip / max(m.cpuPerRoundTrip, 1e-12)))
+            // What the kernel alone allows: the server and the load generator share the cores,
+            // and each round trip costs both of them their kernel time (a read and a send each,
+            // loopback TCP) whatever our user-space code does.
+            let kernel = (m.systemSeconds + m.clientSystemSeconds) / max(m.count, 1)
+            if kernel > 0 {
+                let ceiling = Double(cores) / kernel
+                print(
+                    String(
+                        format:
+                            "       kernel   %.1f us/rt in the server (%.0f%% of its CPU) + %.1f us/rt in the load generator: "
+                            + "on %d cores at most %.0f round trips/s, %.1fx the reference, with no user-space time at all",
+                        m.systemSeconds / max(m.count, 1) * 1e6,
+                        100 * m.systemSeconds / max(m.cpuSeconds, 1e-12),
+                        m.clientSystemSeconds / max(m.count, 1) * 1e6, cores, ceiling, ceiling / t.rate))
+            }
         }
     }
     if worst.isFinite { print(String(format: "echo: worst ratio over the three levels %.1fx", worst)) }
@@ -329,27 +341,33 @@ private struct EchoResult {
     var errors: Int
     var count: Double
     var cpuSeconds: Double = 0
+    /// The server's kernel share of `cpuSeconds`.
+    var systemSeconds: Double = 0
     var clientCPUSeconds: Double = 0
+    /// The load generator's kernel share of `clientCPUSeconds`.
+    var clientSystemSeconds: Double = 0
     var cpuPerRoundTrip: Double { count > 0 ? cpuSeconds / count : 0 }
     var clientCPUPerRoundTrip: Double { count > 0 ? clientCPUSeconds / count : 0 }
 }
 
 /// CPU seconds (user + system) a process has used so far.
 private func cpuSeconds(_ pid: Int32) -> Double {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-        let close = text.lastIndex(of: ")")
-    else { return 0 }
-    let fields = text[text.index(after: close)...].split(separator: " ")
-    // After the command name: state is field 3, utime 14, stime 15 (1-based) -> indices 11, 12.
-    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    let (user, system) = cpuTimes(pid)
+    return user + system
 }
 
-private func measure(_ pid: Int32, _ body: () -> EchoResult?) -> EchoResult? {
-    let before = cpuSeconds(pid)
-    guard var result = body() else { return nil }
-    result.cpuSeconds = cpuSeconds(pid) - before
-    return result
+/// User and system (kernel) CPU seconds a process has used so far.
+private func cpuTimes(_ pid: Int32) -> (user: Double, system: Double) {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return (0, 0) }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // After the command name: state is field 3, utime 14, stime 15 (1-based) -> indices 11, 12.
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+        return (0, 0)
+    }
+    let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
+    return (user / tick, system / tick)
 }
 
 /// Median rate and latencies over the runs; CPU per round trip over all of them.
@@ -360,6 +378,8 @@ private func summarize(_ runs: [EchoResult]) -> EchoResult? {
     median.count = runs.reduce(0) { $0 + $1.count }
     median.cpuSeconds = runs.reduce(0) { $0 + $1.cpuSeconds }
     median.clientCPUSeconds = runs.reduce(0) { $0 + $1.clientCPUSeconds }
+    median.systemSeconds = runs.reduce(0) { $0 + $1.systemSeconds }
+    median.clientSystemSeconds = runs.reduce(0) { $0 + $1.clientSystemSeconds }
     median.errors = runs.reduce(0) { $0 + $1.errors }
     return median
 }
@@ -371,21 +391,28 @@ private struct LoadClient {
     var pollAlways: Bool
 }
 
-private func runEcho(url: String, conns: Int, seconds: Double, client: LoadClient) -> EchoResult? {
+/// One echo run against `url`; the server's CPU (process `server`) is counted while the load
+/// generator runs its echo loop (between its START and STOP lines).
+private func runEcho(url: String, conns: Int, seconds: Double, client: LoadClient, server: Int32)
+    -> EchoResult?
+{
     let arguments = [
         "--load", "--echo", url, String(conns), String(seconds), String(client.loops),
         String(client.busyPollMicros), client.pollAlways ? "always" : "free-cores",
     ]
-    guard let child = runChild(arguments, waitFor: "RESULT")
-    else {
-        return nil
-    }
+    guard let child = runChild(arguments, waitFor: "START") else { return nil }
     defer { child.finish() }
-    return lastResult(child)
+    let before = cpuTimes(server)
+    guard child.line(startingWith: "STOP") != nil else { return nil }
+    let after = cpuTimes(server)
+    guard child.line(startingWith: "RESULT") != nil, var result = lastResult(child) else { return nil }
+    result.cpuSeconds = after.user + after.system - before.user - before.system
+    result.systemSeconds = after.system - before.system
+    return result
 }
 
 private func lastResult(_ child: Child) -> EchoResult? {
-    // The RESULT line was consumed by runChild; the values follow on the next line.
+    // The RESULT line was consumed; the values follow on the next line.
     guard let line = child.line(startingWith: "count=") else { return nil }
     var values: [String: Double] = [:]
     for field in line.split(separator: " ") {
@@ -395,7 +422,7 @@ private func lastResult(_ child: Child) -> EchoResult? {
     return EchoResult(
         rate: values["rate"] ?? 0, p50: values["p50"] ?? 0, p99: values["p99"] ?? 0,
         errors: Int(values["errors"] ?? 0), count: values["count"] ?? 0,
-        clientCPUSeconds: values["clientcpu"] ?? 0)
+        clientCPUSeconds: values["clientcpu"] ?? 0, clientSystemSeconds: values["clientsys"] ?? 0)
 }
 
 // MARK: Load generator (child process)
@@ -472,6 +499,9 @@ private func runLoadGenerator(_ arguments: [String]) -> Int32 {
 
     let seconds = arguments.count > 3 ? Double(arguments[3]) ?? 2 : 2
     let payload = String(repeating: "x", count: 32)
+    // CPU is counted from START to STOP, on both sides: the echo loop, not connecting.
+    emit("START")
+    let cpuAtStart = cpuTimes(getpid())
     let start = DispatchTime.now()
     let deadline = start + seconds
     for (index, loop) in loops.enumerated() {
@@ -506,6 +536,8 @@ private func runLoadGenerator(_ arguments: [String]) -> Int32 {
     }
     for state in states { _ = state.done.wait(timeout: .now() + seconds + 30) }
     let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    let cpuAtStop = cpuTimes(getpid())
+    emit("STOP")
     var all: [UInt64] = []
     var failed = 0
     for (index, loop) in loops.enumerated() {
@@ -529,7 +561,8 @@ private func runLoadGenerator(_ arguments: [String]) -> Int32 {
     }
     emit("RESULT")
     emit(
-        "count=\(all.count) clientcpu=\(cpuSeconds(getpid())) rate=\(Double(all.count) / elapsed) "
+        "count=\(all.count) clientcpu=\(cpuAtStop.user + cpuAtStop.system - cpuAtStart.user - cpuAtStart.system) "
+            + "clientsys=\(cpuAtStop.system - cpuAtStart.system) rate=\(Double(all.count) / elapsed) "
             + "p50=\(quantile(0.5)) p99=\(quantile(0.99)) errors=\(failed)")
     usleep(100_000)
     return 0

@@ -11,6 +11,8 @@ final class BotWorld: @unchecked Sendable {
     let paul: ElevenHome
     let botState: String
     let keyFile: String
+    /// Holds the bot's state and key; removed by ``stop()``.
+    private let directory: URL
     private(set) var bot: BackgroundProcess?
 
     static let elevenBot = TestSupport.productPath("eleven-bot")
@@ -19,7 +21,7 @@ final class BotWorld: @unchecked Sendable {
         relay = try ElevenRelayUnderTest()
         server = try ElevenServerProcess()
         paul = try ElevenHome("paul")
-        let directory = try TestSupport.temporaryDirectory()
+        directory = try TestSupport.temporaryDirectory()
         botState = directory.appendingPathComponent("bot").path
         keyFile = directory.appendingPathComponent("bot.key").path
         #expect(
@@ -85,6 +87,7 @@ final class BotWorld: @unchecked Sendable {
         killBot()
         server.stop()
         relay.stop()
+        try? FileManager.default.removeItem(at: directory)
     }
 }
 

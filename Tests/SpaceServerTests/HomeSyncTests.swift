@@ -8,9 +8,8 @@ import Testing
 /// The client's vault sync (`HomeSync`) against the real home API on a loopback socket: two
 /// devices of one account editing at the same time, with compare-and-swap conflicts, lose nothing.
 @Suite struct HomeSyncTests {
-    private static func device(_ name: String, spaces: [SavedSpace]) throws -> HomeSync {
-        let state = LocalState(
-            directory: StateDirectory(path: try TestSupport.temporaryDirectory().path + "/" + name))
+    private static func device(_ name: String, spaces: [SavedSpace], in root: URL) throws -> HomeSync {
+        let state = LocalState(directory: StateDirectory(path: root.path + "/" + name))
         _ = try state.identity(create: true)
         var saved = SavedSpaces()
         for space in spaces { saved.save(space) }
@@ -20,8 +19,10 @@ import Testing
 
     @Test func concurrentEditsOnTwoDevicesAllSurvive() async throws {
         try await TestSupport.offPool {
+            let root = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: root) }
             var configuration = SpaceHTTPConfiguration(
-                databasePath: try TestSupport.temporaryDirectory().appendingPathComponent("home.sqlite").path)
+                databasePath: root.appendingPathComponent("home.sqlite").path)
             configuration.listenAddresses = [SocketAddress(numericHost: "127.0.0.1", port: 0)!]
             configuration.api.homeEnabled = true
             let server = try SpaceHTTPServer(configuration: configuration)
@@ -33,9 +34,9 @@ import Testing
                     space: .random(), name: "S\($0)", server: "http://127.0.0.1:1", member: .random(),
                     ownerSigningKey: "k", deviceToken: "t\($0)")
             }
-            let a = try Self.device("a", spaces: spaces)
+            let a = try Self.device("a", spaces: spaces, in: root)
             #expect(try a.signIn(server: server.baseURL, label: "a").spaces == 8)
-            let b = try Self.device("b", spaces: [])
+            let b = try Self.device("b", spaces: [], in: root)
             let grant = try a.approveLink(
                 JoinRequest(displayName: "", deviceLabel: "b", publicKeys: try b.deviceKey().publicKeys.text))
             #expect(try b.completeLink(grant: grant).spaces == 8)
