@@ -82,69 +82,27 @@ public final class SpaceAPI: @unchecked Sendable {
     /// leader; every one is answered only after the commit that made it durable, and as soon as
     /// that commit is done (not after later batches).
     public func handle(_ request: APIRequest) -> APIResponse {
-        let ticket = Ticket(request)
-        let leads = queueLock.withLock {
-            queue.append(ticket)
-            if leading { return false }
-            leading = true
-            return true
-        }
-        if !leads {
-            ticket.done.wait()
-            // Answered by a leader, or made the next leader.
-            if let response = ticket.response { return response }
-        }
-        let batch = queueLock.withLock {
-            defer { queue = [] }
-            return queue
-        }
-        let (responses, changes) = lock.withLock {
-            batches += 1
-            let responses = service.handle(batch: batch.map(\.request))
-            return (responses, service.takeCommittedChanges())
-        }
-        // Whoever queued meanwhile is the next batch: its first request leads it.
-        queueLock.withLock {
-            if let next = queue.first {
-                next.done.signal()
-            } else {
-                leading = false
+        var changes: [SpaceChange] = []
+        let response = requests.submit(request) { batch in
+            lock.withLock {
+                batches += 1
+                let responses = service.handle(batch: batch)
+                changes = service.takeCommittedChanges()
+                return responses
             }
         }
-        var own: APIResponse?
-        for (waiting, response) in zip(batch, responses) {
-            if waiting === ticket {
-                own = response
-            } else {
-                waiting.response = response
-                waiting.done.signal()
-            }
-        }
+        // Set only where this request led its batch: after every answer of it went out.
         if let observer {
             for change in changes { observer(change) }
         }
-        return own ?? APIError(500, "internal", "The request was lost; nothing was changed.").response
+        return response
     }
 
-    /// Requests waiting for a batch, and whether a leader is handling one; guarded by `queueLock`.
-    private let queueLock = NSLock()
-    private var queue: [Ticket] = []
-    private var leading = false
+    /// Requests waiting for a batch.
+    private let requests = BatchQueue<APIRequest, APIResponse>()
     /// Batches handled so far (under `lock`), for tests.
     private var batches = 0
     var batchCount: Int { lock.withLock { batches } }
-
-    /// A request and its answer, written before `done` is signalled; signalled without an answer,
-    /// its thread leads the next batch.
-    private final class Ticket: @unchecked Sendable {
-        let request: APIRequest
-        var response: APIResponse?
-        let done = DispatchSemaphore(value: 0)
-
-        init(_ request: APIRequest) {
-            self.request = request
-        }
-    }
 
     /// Every row of every table, for diagnostics and for tests that check what the server stores.
     public func dumpTables() throws -> [String: [[SQLValue]]] {

@@ -203,7 +203,7 @@ extension SpaceService {
         let body = try decode(EventBody.self, from: request)
         let appended = try append(
             body.event, space: space, principal: principal, expect: expect,
-            tokenLabel: .some(body.deviceLabel))
+            token: true, label: body.deviceLabel)
         return .json(appended, status: 201)
     }
 
@@ -218,7 +218,7 @@ extension SpaceService {
             }
             let appended = try append(
                 event, space: space, principal: principal, expect: .adding,
-                tokenLabel: .some(body.deviceLabel))
+                token: true, label: body.deviceLabel)
             return .json(appended, status: 201)
         }
         guard body.event == nil else {
@@ -241,7 +241,7 @@ extension SpaceService {
             }
             do {
                 appended.append(
-                    try append(event, space: space, principal: principal, expect: .adding, tokenLabel: nil))
+                    try append(event, space: space, principal: principal, expect: .adding, token: false))
             } catch let error as APIError where events.count > 1 {
                 throw APIError(error.status, error.code, "Event \(index): \(error.message)")
             }
@@ -250,10 +250,11 @@ extension SpaceService {
     }
 
     /// Checks `event` against the roster as the request has left it so far, stores and applies
-    /// it. `tokenLabel` non-nil: an added member gets a first device token with that label.
+    /// it. With `token`, an added member gets a first device token (labelled `label`).
     private func append(
         _ event: MembershipEvent, space: SpaceRow, principal: Principal, expect: ExpectedEvent,
-        tokenLabel: String??
+        token issuing: Bool,
+        label: String? = nil
     ) throws -> AppendedEvent {
         switch (expect, event.change) {
         case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved), (.any, .rightsChanged):
@@ -284,8 +285,8 @@ extension SpaceService {
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space.id, sequence: event.sequence)
-            if let tokenLabel {
-                token = try issueToken(space: space.id, member: record.id, label: tokenLabel, expiresIn: nil)
+            if issuing {
+                token = try issueToken(space: space.id, member: record.id, label: label, expiresIn: nil)
             }
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space.id, sequence: event.sequence)

@@ -23,7 +23,6 @@ import Testing
             space: session.saved.space, inviter: session.saved.member, nameplate: "7", createdAt: now,
             expiresAt: now + 600, uses: 5)
         let rosters = RosterCache()
-        let lock = NSLock()
         let start = try rosters.refresh(session).events.count
 
         // The chain moves behind the cache's back: the owner adds someone directly.
@@ -33,14 +32,14 @@ import Testing
 
         let (_, bea) = request("Bea")
         let first = try session.admit(
-            request: bea, invite: invite, carryInvite: true, exclusive: lock, rosters: rosters)
+            request: bea, invite: invite, carryInvite: true, rosters: rosters)
         // Signed first on the stale cache: the server refused that once (409), no more.
         let refusals = { running.log.lines.withLock { $0.filter { $0.contains(#""status":409"#) }.count } }
         #expect(refusals() == 1)
         // On the cache as it now stands (the server took the event on the chain it holds).
         let (_, cla) = request("Cla")
         let second = try session.admit(
-            request: cla, invite: invite, carryInvite: true, exclusive: lock, rosters: rosters)
+            request: cla, invite: invite, carryInvite: true, rosters: rosters)
 
         let events = try session.client.events(session.saved.space)
         let verified = try session.verifiedRoster(events)
@@ -55,14 +54,14 @@ import Testing
 
         // The same joiner again (a restarted bot): found in the chain, not added twice.
         let again = try session.admit(
-            request: cla, invite: invite, carryInvite: true, exclusive: lock, rosters: rosters)
+            request: cla, invite: invite, carryInvite: true, rosters: rosters)
         #expect(again.member.id == second.member.id)
         #expect(try session.client.events(session.saved.space).count == start + 3)
         // Someone who is a member already (added without this invite) is refused, on the chain
         // as it is now.
         #expect(throws: SpaceClientError.self) {
             try session.admit(
-                request: other, invite: invite, carryInvite: true, exclusive: lock, rosters: rosters)
+                request: other, invite: invite, carryInvite: true, rosters: rosters)
         }
     }
 }

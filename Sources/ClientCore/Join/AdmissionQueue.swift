@@ -9,14 +9,13 @@ import Foundation
 /// One queue per attendant session: every caller passes the same session and roster cache.
 public final class AdmissionQueue: @unchecked Sendable {
     /// Most events in one request (the space server takes up to 100).
-    public let maximumBatch: Int
+    public var maximumBatch: Int { queue.maximumBatch }
 
     /// Requests sent, and the events they carried (for tests and benchmarks).
     public var counts: (requests: Int, events: Int) { lock.withLock { (requests, added) } }
 
     public init(maximumBatch: Int = 32) {
-        precondition(maximumBatch >= 1)
-        self.maximumBatch = maximumBatch
+        queue = BatchQueue(maximumBatch: maximumBatch)
     }
 
     /// Adds `record` (brought by `invite`, carried in the event if given) onto the chain as the
@@ -26,47 +25,23 @@ public final class AdmissionQueue: @unchecked Sendable {
     public func add(
         _ record: MemberRecord, invite: SignedInvite?, session: SpaceSession, rosters: RosterCache
     ) throws(SpaceClientError) -> (events: [MembershipEvent], roster: Roster) {
-        let own = Pending(record: record, invite: invite)
-        let leads = lock.withLock {
-            waiting.append(own)
-            if leading { return false }
-            leading = true
-            return true
-        }
-        if !leads {
-            own.done.wait()
-            // Answered by a leader, or made the next one.
-            if let result = own.result { return try result.get() }
-        }
-        let batch = lock.withLock {
-            let taken = Array(waiting.prefix(maximumBatch))
-            waiting.removeFirst(taken.count)
-            return taken
-        }
-        add(batch, session: session, rosters: rosters)
-        // Whoever queued meanwhile is the next batch: its first caller leads it.
-        lock.withLock {
-            if let next = waiting.first {
-                next.done.signal()
-            } else {
-                leading = false
+        try queue.submit(Pending(record: record, invite: invite)) { batch in
+            add(batch, session: session, rosters: rosters)
+            return batch.map {
+                $0.result
+                    ?? .failure(
+                        SpaceClientError(.rejected, code: "internal", message: "The admission was lost."))
             }
-        }
-        for pending in batch where pending !== own { pending.done.signal() }
-        guard let result = own.result else {
-            throw SpaceClientError(.rejected, code: "internal", message: "The admission was lost.")
-        }
-        return try result.get()
+        }.get()
     }
 
     // MARK: Internals
 
+    /// One joiner of a batch, and what became of them.
     private final class Pending: @unchecked Sendable {
         let record: MemberRecord
         let invite: SignedInvite?
-        /// Set before `done` is signalled; signalled without one, its thread leads the next batch.
         var result: Result<(events: [MembershipEvent], roster: Roster), SpaceClientError>?
-        let done = DispatchSemaphore(value: 0)
 
         init(record: MemberRecord, invite: SignedInvite?) {
             self.record = record
@@ -74,9 +49,10 @@ public final class AdmissionQueue: @unchecked Sendable {
         }
     }
 
+    private let queue:
+        BatchQueue<Pending, Result<(events: [MembershipEvent], roster: Roster), SpaceClientError>>
+    /// Guards the counters and `singleOnly`.
     private let lock = NSLock()
-    private var waiting: [Pending] = []
-    private var leading = false
     /// The server refused the batch form (an older one): one event per request from then on.
     private var singleOnly = false
     private var requests = 0
@@ -99,7 +75,7 @@ public final class AdmissionQueue: @unchecked Sendable {
             return
         }
         while true {
-            var open = batch.filter { $0.result == nil }
+            let open = batch.filter { $0.result == nil }
             guard !open.isEmpty else { return }
             // Sign each onto the one before; a key held already (also by an earlier entry of
             // this batch) is refused, on a chain known fresh.

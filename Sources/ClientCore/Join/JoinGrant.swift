@@ -494,16 +494,17 @@ extension SpaceSession {
     ///
     /// An attendant that is not the inviter (the space's bot) passes `carryInvite`: the
     /// `member_added` event then carries `invite`, and a joiner it already added with this
-    /// invite (a bot restarted mid-join) is answered again instead of added twice. `exclusive`
-    /// is held only while the membership chain is read and extended, so an attendant admitting
-    /// several joiners at once keeps the chain in order and wraps keys for them in parallel;
-    /// `rosters` saves verifying the whole chain each time, `keys` opening every thread key.
-    /// With `admissions` (and `rosters`) joiners admitted at once are added to the chain
-    /// together, in one request per batch (``AdmissionQueue``) instead of one each under a lock.
+    /// invite (a bot restarted mid-join) is answered again instead of added twice.
+    ///
+    /// With `rosters` the chain is not read and verified afresh each time: the joiner's event is
+    /// signed onto the chain as last verified and the chain is read again only when the server
+    /// refuses it because the chain moved on. An attendant admitting several joiners at once
+    /// passes one `admissions` queue for all of them: it keeps the chain in order and adds those
+    /// who arrive together in one request, while their keys are wrapped in parallel. `keys` saves
+    /// opening every thread key each time.
     public func admit(
-        request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false,
-        exclusive: (any NSLocking)? = nil, rosters: RosterCache? = nil, admissions: AdmissionQueue? = nil,
-        keys cachedKeys: ThreadKeyCache? = nil, readmit: MemberID? = nil
+        request: JoinRequest, invite: SignedInvite, carryInvite: Bool = false, rosters: RosterCache? = nil,
+        admissions: AdmissionQueue? = nil, keys cachedKeys: ThreadKeyCache? = nil, readmit: MemberID? = nil
     ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
@@ -513,14 +514,10 @@ extension SpaceSession {
                 .rejected, code: "invalid_request",
                 message: "The joiner sent unusable keys (\(error.message)).")
         }
-        exclusive?.lock()
-        var locked = exclusive != nil
-        defer { if locked { exclusive?.unlock() } }
         var events: [MembershipEvent]
         var roster: Roster
-        // A plain addition signs onto the chain as last verified (the cache holds only verified
-        // events, this device's own included) and reads the chain again only when the server
-        // refuses the event because the chain moved on; anything else reads it first.
+        // What the cache holds may be stale: a plain addition is signed onto it anyway (the
+        // queue reads the chain again if the server refuses), anything else reads it first.
         var fresh = true
         if let rosters, readmit == nil, let cached = rosters.verified {
             (events, roster) = cached
@@ -531,65 +528,52 @@ extension SpaceSession {
             events = try client.events(saved.space)
             roster = try verifiedRoster(events)
         }
-        var earlier: MembershipEvent?
-        var record: MemberRecord
-        while true {
-            earlier = events.last { event in
+        // This device's earlier addition of the joiner with this invite, or a member holding
+        // their keys already.
+        func known() -> (earlier: MembershipEvent?, member: MemberRecord?) {
+            let earlier = events.last { event in
                 guard carryInvite, case .memberAdded(let added) = event.change else { return false }
                 return added.keys == keys && event.invite == invite
             }
-            let alreadyMember = roster.members.values.first(where: { $0.keys == keys })
-            if !fresh && (earlier != nil || alreadyMember != nil), let rosters {
-                // Found in what may be stale: decide on the chain as it is now.
-                (events, roster) = try rosters.refresh(self)
-                fresh = true
-                continue
+            return (earlier, roster.members.values.first { $0.keys == keys })
+        }
+        var (earlier, alreadyMember) = known()
+        if !fresh && (earlier != nil || alreadyMember != nil), let rosters {
+            // Found in what may be stale: decide on the chain as it is now.
+            (events, roster) = try rosters.refresh(self)
+            (earlier, alreadyMember) = known()
+        }
+        let record: MemberRecord
+        if let earlier, case .memberAdded(let added) = earlier.change {
+            guard roster.members[added.id] != nil else {
+                throw SpaceClientError(
+                    .refused, code: "not_member", message: "The joiner was removed from the space meanwhile.")
             }
-            if let earlier, case .memberAdded(let added) = earlier.change {
-                guard roster.members[added.id] != nil else {
-                    throw SpaceClientError(
-                        .refused, code: "not_member",
-                        message: "The joiner was removed from the space meanwhile.")
-                }
-                record = added
-            } else if let readmit {
-                // The event only: the thread keys are wrapped below, with everyone else's.
-                record = try rekey(readmit, keys: keys, name: request.displayName).record
-                events = try client.events(saved.space)
-                roster = try verifiedRoster(events)
+            record = added
+        } else if let readmit {
+            // The event only: the thread keys are wrapped below, with everyone else's.
+            record = try rekey(readmit, keys: keys, name: request.displayName).record
+            events = try client.events(saved.space)
+            roster = try verifiedRoster(events)
+        } else {
+            if let alreadyMember {
+                throw SpaceClientError(
+                    .rejected, code: "already_member",
+                    message: "That key already belongs to \(Self.label(alreadyMember)) in \(saved.name).")
+            }
+            record = MemberRecord(id: .random(), keys: keys, rights: [], name: request.displayName)
+            if let rosters {
+                (events, roster) = try (admissions ?? AdmissionQueue()).add(
+                    record, invite: carryInvite ? invite : nil, session: self, rosters: rosters)
             } else {
-                if let alreadyMember {
-                    throw SpaceClientError(
-                        .rejected, code: "already_member",
-                        message: "That key already belongs to \(Self.label(alreadyMember)) in \(saved.name).")
-                }
-                record = MemberRecord(id: .random(), keys: keys, rights: [], name: request.displayName)
-                if let admissions, let rosters {
-                    (events, roster) = try admissions.add(
-                        record, invite: carryInvite ? invite : nil, session: self, rosters: rosters)
-                    break
-                }
-                let base = roster
                 let event = try signed { () throws(KeyModelError) in
-                    try base.nextEvent(
+                    try roster.nextEvent(
                         .memberAdded(record), signedBy: identity, invite: carryInvite ? invite : nil)
                 }
-                do {
-                    _ = try client.addMember(saved.space, event: event)
-                } catch  where !fresh && Self.chainMoved(error) {
-                    if let rosters { (events, roster) = try rosters.refresh(self) }
-                    fresh = true
-                    continue
-                }
+                _ = try client.addMember(saved.space, event: event)
                 try signed { () throws(KeyModelError) in try roster.apply(event) }
-                rosters?.extend(event, onto: events.count, giving: roster)
                 events.append(event)
             }
-            break
-        }
-        if locked {
-            exclusive?.unlock()
-            locked = false
         }
         // The thread list first: it gives the history hint and tells the key cache whether a
         // thread is new (else the wraps it opened before are current).

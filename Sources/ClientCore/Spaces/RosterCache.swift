@@ -27,15 +27,9 @@ public final class RosterCache: @unchecked Sendable {
         return roster.map { (events, $0) }
     }
 
-    /// Records an event this device appended (the server took it) onto the chain of `count`
-    /// events, with the roster after it. Nothing changes if the cache moved meanwhile: the next
-    /// refresh reads the event from the server like any other.
-    public func extend(_ event: MembershipEvent, onto count: Int, giving updated: Roster) {
-        extend([event], onto: count, giving: updated)
-    }
-
-    /// Records events this device appended together, in chain order, onto the chain of `count`
-    /// events, with the roster after the last of them.
+    /// Records events this device appended (the server took them), in chain order, onto the
+    /// chain of `count` events, with the roster after the last of them. Nothing changes if the
+    /// cache moved meanwhile: the next refresh reads them from the server like any other.
     public func extend(_ added: [MembershipEvent], onto count: Int, giving updated: Roster) {
         lock.lock()
         defer { lock.unlock() }
