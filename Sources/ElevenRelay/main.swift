@@ -63,6 +63,10 @@ let spec = CommandSpec(
             "expiry-check", value: "DURATION", help: "how often expiry runs",
             environment: "ELEVEN_RELAY_EXPIRY_CHECK", default: "60s"),
         OptionSpec(
+            "nameplate-reuse-delay", value: "DURATION",
+            help: "how long a deleted 1- to 3-digit nameplate is not allocated again (0: at once, as the "
+                + "reference)", environment: "ELEVEN_RELAY_NAMEPLATE_REUSE_DELAY", default: "10m"),
+        OptionSpec(
             "max-message-bytes", value: "N", help: "largest client message",
             environment: "ELEVEN_RELAY_MAX_MESSAGE_BYTES", default: "262144"),
         OptionSpec(
@@ -215,6 +219,8 @@ func configuration(_ parsed: ParsedArguments) throws(CLIError) -> RelayServerCon
     relay.expiry = ExpiryPolicy(
         rules: rules, defaultIdleSeconds: try duration(parsed, "default-expiry"),
         checkIntervalSeconds: try duration(parsed, "expiry-check"))
+    relay.nameplateReuseDelay =
+        parsed.value("nameplate-reuse-delay") == "0" ? 0 : try duration(parsed, "nameplate-reuse-delay")
 
     if parsed.flag("no-limits") {
         relay.limits = .unlimited

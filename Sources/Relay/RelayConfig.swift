@@ -9,17 +9,24 @@ public struct RelayConfig: Sendable, Equatable {
     public var permission: PermissionPolicy
     public var expiry: ExpiryPolicy
     public var limits: RelayLimits
+    /// Seconds a short nameplate (1 to 3 digits) is not allocated again after it was deleted
+    /// (0: at once, as the reference). An attendant that claims its number back for the next
+    /// use of an invite, or to leave the `ended` notice, then finds its own number and not a
+    /// stranger's new invite; and a late joiner typing an old code reaches no stranger's
+    /// invite, where the wrong words would burn it.
+    public var nameplateReuseDelay: Double
 
     public init(
         welcome: WelcomeConfig = WelcomeConfig(), allowList: Bool = false,
         permission: PermissionPolicy = .none, expiry: ExpiryPolicy = ExpiryPolicy(),
-        limits: RelayLimits = RelayLimits()
+        limits: RelayLimits = RelayLimits(), nameplateReuseDelay: Double = 600
     ) {
         self.welcome = welcome
         self.allowList = allowList
         self.permission = permission
         self.expiry = expiry
         self.limits = limits
+        self.nameplateReuseDelay = nameplateReuseDelay
     }
 }
 
@@ -192,6 +199,7 @@ extension RelayConfig {
         ] where !(rate.burst >= 1) || !(rate.perSecond >= 0) {
             problems.append("\(name) needs a burst of at least 1 and a non-negative refill")
         }
+        if !(nameplateReuseDelay >= 0) { problems.append("the nameplate reuse delay must not be negative") }
         if !(expiry.defaultIdleSeconds > 0) { problems.append("the default idle time must be positive") }
         if !(expiry.checkIntervalSeconds > 0) {
             problems.append("the expiry check interval must be positive")

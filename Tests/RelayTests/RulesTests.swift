@@ -329,10 +329,56 @@ struct RulesTests {
         #expect(Set(names.prefix(9)) == Set((1...9).map(String.init)), "all of 1-9 before two digits")
         #expect(names.suffix(3).allSatisfy { $0.count == 2 })
         #expect(names.prefix(9).map { $0 } != (1...9).map(String.init), "random order, not sequential")
-        // After releasing, short names come back.
+        // A released short name rests before it is handed out again: with 1-9 otherwise
+        // taken, the next allocation has two digits.
         #expect(h.send(3, ["type": "release", "nameplate": .string(names[2])]).last == .released)
+        h.now += 599
         h.bound(20, side: "side20")
-        #expect(h.send(20, #"{"type":"allocate"}"#).last == .allocated(Nameplate(validating: names[2])!))
+        guard case .allocated(let during) = h.send(20, #"{"type":"allocate"}"#).last else {
+            Issue.record("allocate failed")
+            return
+        }
+        #expect(during.rawValue.count == 2)
+        // Once the resting time is over, it comes back.
+        h.now += 2
+        h.bound(21, side: "side21")
+        #expect(h.send(21, #"{"type":"allocate"}"#).last == .allocated(Nameplate(validating: names[2])!))
+    }
+
+    @Test("a resting nameplate can still be claimed; with no delay it is allocated again at once")
+    func restingNameplates() throws {
+        var h = CoreHarness(config: RelayConfig(limits: .unlimited), seed: 11)
+        // Only "5" is free among 1-9, and it has just been deleted.
+        for n in 1...9 where n != 5 {
+            h.bound(UInt64(n), side: "s\(n)")
+            _ = h.claim(UInt64(n), "\(n)")
+        }
+        h.bound(10, side: "attendant")
+        _ = h.claim(10, "5")
+        #expect(h.send(10, ["type": "release", "nameplate": "5"]).last == .released)
+        #expect(h.core.state.nameplates.keys.contains { $0.name.rawValue == "5" } == false)
+        // A stranger's allocation does not get it...
+        h.bound(11, side: "stranger")
+        guard case .allocated(let given) = h.send(11, #"{"type":"allocate"}"#).last else {
+            Issue.record("allocate failed")
+            return
+        }
+        #expect(given.rawValue != "5")
+        // ...while the attendant (a fresh side, as for the next use of an invite) claims it back.
+        h.bound(12, side: "attendant-next")
+        let mailbox = h.claim(12, "5")
+        #expect(h.core.state.nameplates.first { $0.key.name.rawValue == "5" }?.value.mailbox == mailbox)
+
+        var reference = CoreHarness(config: RelayConfig(limits: .unlimited, nameplateReuseDelay: 0), seed: 11)
+        for n in 1...9 where n != 5 {
+            reference.bound(UInt64(n), side: "s\(n)")
+            _ = reference.claim(UInt64(n), "\(n)")
+        }
+        reference.bound(10, side: "attendant")
+        _ = reference.claim(10, "5")
+        reference.send(10, ["type": "release", "nameplate": "5"])
+        reference.bound(11, side: "stranger")
+        #expect(reference.send(11, #"{"type":"allocate"}"#).last == .allocated(Nameplate(validating: "5")!))
     }
 
     @Test("allocation falls back to long random names and fails cleanly when full")

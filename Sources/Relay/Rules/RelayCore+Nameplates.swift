@@ -16,17 +16,17 @@ extension RelayCore {
             return .failure(.allocationRateLimited)
         }
         if let problem = nameplateLimitProblem(connection) { return .failure(problem) }
+        let taken = unallocatable(app)
         if isShared {
             // The store picks the first of these still free on every node.
             let candidates = NameplateAllocator.candidates(
-                taken: namesByApp[app] ?? [], count: Self.allocationCandidates, using: &random)
+                taken: taken, count: Self.allocationCandidates, using: &random)
             guard !candidates.isEmpty else { return .failure(.noFreeNameplate) }
             requestNameplate(candidates, app: app, isAllocation: true, connection: id, orig: orig)
             return .success(())
         }
         guard
-            let name = NameplateAllocator.allocate(
-                taken: namesByApp[app] ?? [], using: &random)
+            let name = NameplateAllocator.allocate(taken: taken, using: &random)
         else { return .failure(.noFreeNameplate) }
         // Allocation claims the nameplate for the caller (it cannot fail for a fresh name).
         // Like the reference it does not count as this connection's `claim`.
@@ -36,6 +36,16 @@ extension RelayCore {
         metrics.nameplatesAllocated += 1
         send(.allocated(name), to: id)
         return .success(())
+    }
+
+    /// The nameplates allocation must not hand out: every existing one, and the short ones
+    /// deleted too recently (whose resting time is over are forgotten here).
+    mutating func unallocatable(_ app: AppID) -> Set<Nameplate> {
+        let taken = namesByApp[app] ?? []
+        guard let resting = restingNames[app] else { return taken }
+        let recent = resting.filter { now.seconds(since: $0.value) < config.nameplateReuseDelay }
+        restingNames[app] = recent.isEmpty ? nil : recent
+        return taken.union(recent.keys)
     }
 
     mutating func claim(

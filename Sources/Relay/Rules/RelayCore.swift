@@ -13,6 +13,9 @@
 /// - the last `close` of a mailbox whose nameplate was never released deletes the nameplate
 ///   and answers `closed` (the reference fails a foreign key there and drops the connection);
 /// - `message` ids of any JSON type are kept (the reference fails on non-scalar ones);
+/// - a deleted 1- to 3-digit nameplate is not allocated again for `nameplateReuseDelay` (the
+///   reference hands it out at once, so an attendant claiming its number back, or a late
+///   joiner, can land in a stranger's new invite);
 /// - abuse limits, optional hashcash admission, and per-AppID expiry.
 public struct RelayCore: Sendable {
     public let config: RelayConfig
@@ -40,6 +43,11 @@ public struct RelayCore: Sendable {
     var allocationLimiter: RateLimiter
     var claimLimiter: RateLimiter
     var usedStamps: [String: RelayInstant] = [:]
+    /// Short nameplates deleted less than `config.nameplateReuseDelay` ago, with the instant
+    /// they were deleted: allocation passes them over (at most 999 per AppID).
+    var restingNames: [AppID: [Nameplate: RelayInstant]] = [:]
+    /// The instant of the event being handled.
+    var now: RelayInstant
     /// Mailboxes loaded from storage count as active from this instant, so a restart never
     /// expires a channel whose clients are still reconnecting.
     let startedAt: RelayInstant
@@ -63,6 +71,7 @@ public struct RelayCore: Sendable {
         self.isShared = shared
         self.state = snapshot
         self.startedAt = now
+        self.now = now
         self.random = random
         self.connectionLimiter = RateLimiter(limit: config.limits.connectionRate)
         self.allocationLimiter = RateLimiter(limit: config.limits.allocationRate)
@@ -81,6 +90,7 @@ public struct RelayCore: Sendable {
     /// Handles one event at time `now`.
     public mutating func handle(_ event: RelayEvent, now: RelayInstant) -> RelayOutput {
         eventNumber += 1
+        self.now = now
         output = RelayOutput(event: eventNumber)
         switch event {
         case .connectionOpened(let id, let address): openConnection(id, address: address, now: now)
@@ -247,7 +257,13 @@ public struct RelayCore: Sendable {
             }
             namesByApp[key.app, default: []].insert(key.name)
             nameplatesByMailbox[MailboxKey(app: key.app, id: mailbox), default: []].insert(key.name)
+            restingNames[key.app]?[key.name] = nil
+            if restingNames[key.app]?.isEmpty == true { restingNames[key.app] = nil }
         case .deleteNameplate(let key):
+            if config.nameplateReuseDelay > 0, key.name.rawValue.utf8.count <= 3, state.nameplates[key] != nil
+            {
+                restingNames[key.app, default: [:]][key.name] = now
+            }
             if let old = state.nameplates[key]?.mailbox {
                 let mailboxKey = MailboxKey(app: key.app, id: old)
                 nameplatesByMailbox[mailboxKey]?.remove(key.name)
