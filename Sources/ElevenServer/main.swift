@@ -29,6 +29,10 @@ let spec = CommandSpec(
             "creation-token", value: "TOKEN",
             help: "require this bearer token to create spaces (default: anyone may)",
             environment: "ELEVEN_SERVER_CREATION_TOKEN"),
+        OptionSpec(
+            "sync", value: "full|normal",
+            help: "fsync policy: full survives power loss, normal survives a crash of the process",
+            environment: "ELEVEN_SERVER_SYNC", default: "full"),
         OptionSpec("home", help: "also serve the home API: saved-spaces vaults and device linking"),
         OptionSpec("quiet", help: "do not log requests"),
     ],
@@ -84,6 +88,12 @@ runProgram(name: "eleven-server", json: false) {
         break
     default:
         throw CLIError.usage("'--tls-cert' and '--tls-key' go together", help: spec.help)
+    }
+    switch parsed.value("sync") {
+    case "full": configuration.api.syncEveryCommit = true
+    case "normal": configuration.api.syncEveryCommit = false
+    case let other:
+        throw CLIError.usage("'--sync' must be full or normal, not '\(other ?? "")'", help: spec.help)
     }
     let quiet = parsed.flag("quiet")
     configuration.log = ServerLog(skipping: quiet ? ["request"] : []) { line in Terminal.err(line) }

@@ -32,6 +32,10 @@ public struct SpaceServerConfiguration: Sendable {
     public var spaceCreationToken: String?
     /// Serve the home API (`/api/home/...`: accounts, vaults, key anchors).
     public var homeEnabled = false
+    /// Whether every commit is synced to the disk before it is answered (SQLite
+    /// `synchronous=FULL`: survives power loss). Off (`NORMAL`), a commit survives a crash of the
+    /// process but the last ones may be lost with the machine's power.
+    public var syncEveryCommit = true
 
     public init() {}
 }
@@ -69,7 +73,7 @@ public final class SpaceAPI: @unchecked Sendable {
         observer: (@Sendable (SpaceChange) -> Void)? = nil
     ) throws {
         Sodium.ensureInitialized()
-        let store = try SpaceStore(path: databasePath)
+        let store = try SpaceStore(path: databasePath, syncEveryCommit: configuration.syncEveryCommit)
         service = SpaceService(store: store, configuration: configuration, clock: clock)
         self.observer = observer
     }

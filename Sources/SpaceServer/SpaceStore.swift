@@ -41,10 +41,10 @@ final class SpaceStore {
     let db: SQLiteDatabase
 
     /// Opens (creating if needed) the database at `path`, switches to WAL and runs missing migrations.
-    init(path: String) throws {
+    init(path: String, syncEveryCommit: Bool = true) throws {
         db = try SQLiteDatabase(path: path)
         try db.execute("PRAGMA journal_mode=WAL")
-        try db.execute("PRAGMA synchronous=FULL")
+        try db.execute(syncEveryCommit ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
         try db.execute("PRAGMA foreign_keys=ON")
         try migrate()
     }

@@ -1,0 +1,52 @@
+import Foundation
+
+/// The disk's own sync latency while a benchmark row runs, measured beside it: every 20 ms a
+/// 4 KiB write to a file in `directory` (the file system the databases are on) and one
+/// `fdatasync`. What a durable commit of the relay or the space server waits for at least, so a
+/// row's tail can be read against the disk's.
+final class DiskProbe: @unchecked Sendable {
+    private let lock = NSLock()
+    private var syncs: [Double] = []
+    private var running = true
+    private let finished = DispatchSemaphore(value: 0)
+    private let path: String
+
+    init(directory: URL) {
+        path = directory.appendingPathComponent("disk-probe-\(UUID().uuidString)").path
+        let path = self.path
+        Thread.detachNewThread { [self] in
+            defer { finished.signal() }
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            guard fd >= 0 else { return }
+            defer {
+                close(fd)
+                unlink(path)
+            }
+            let block = [UInt8](repeating: 0x5a, count: 4096)
+            var offset: off_t = 0
+            while lock.withLock({ running }) {
+                let began = ContinuousClock.now
+                let written = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, offset) }
+                guard written == block.count, fdatasync(fd) == 0 else { return }
+                let took = milliseconds(ContinuousClock.now - began)
+                lock.withLock { syncs.append(took) }
+                // A file of at most 1 MiB, rewritten in a ring: each sync writes a new block.
+                offset = (offset + 4096) % (1 << 20)
+                usleep(20_000)
+            }
+        }
+    }
+
+    /// Stops the probe and says what it saw.
+    func stop() -> String {
+        lock.withLock { running = false }
+        finished.wait()
+        let seen = lock.withLock { syncs }
+        guard !seen.isEmpty else { return "disk probe: no sync measured" }
+        return String(
+            format:
+                "disk beside the row: %d syncs of 4 KiB, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d over 100 ms",
+            seen.count, percentile(seen, 0.5), percentile(seen, 0.99), seen.max() ?? 0,
+            seen.filter { $0 > 100 }.count)
+    }
+}
