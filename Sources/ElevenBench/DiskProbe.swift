@@ -50,3 +50,31 @@ final class DiskProbe: @unchecked Sendable {
             seen.filter { $0 > 100 }.count)
     }
 }
+
+private let diskUsage = """
+    usage: eleven-bench disk [--seconds S]
+
+    A 4 KiB write and one fdatasync every 20 ms in $TMPDIR (default /tmp) for S seconds
+    (default 15), nothing else running: the sync latency every durable commit of the relay and
+    the space server waits for at least, as `eleven-bench bot` measures it beside each row.
+    """
+
+func runDiskBench(_ arguments: [String]) -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(diskUsage)
+        return 0
+    }
+    var seconds = 15.0
+    if arguments.count == 2, arguments[0] == "--seconds", let value = Double(arguments[1]), value > 0 {
+        seconds = min(value, 600)
+    } else if !arguments.isEmpty {
+        FileHandle.standardError.write(Data("eleven-bench disk: bad options\n\n\(diskUsage)\n".utf8))
+        return 2
+    }
+    let directory = FileManager.default.temporaryDirectory
+    let probe = DiskProbe(directory: directory)
+    Thread.sleep(forTimeInterval: seconds)
+    print("eleven-bench disk: \(directory.path), \(seconds) s")
+    print(probe.stop().replacingOccurrences(of: "disk beside the row: ", with: ""))
+    return 0
+}

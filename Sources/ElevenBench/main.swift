@@ -16,6 +16,7 @@ let usage = """
       vault    device link to every space readable; vault push/pull with 1,000 saved spaces
       bot      bot-attended joins/s with 20 concurrent joiners (1, 10, 100 threads), p50/p99, bot memory
       soak     relay + server + bot under a steady mixed load; memory and descriptor curves
+      disk     the disk's own sync latency with nothing else running (what a durable commit waits for)
 
     Run `eleven-bench <command> --help` for a command's options.
     """
@@ -36,6 +37,7 @@ case "join": exit(runJoinBench(rest))
 case "vault": exit(runVaultBench(rest))
 case "bot": exit(runBotBench(rest))
 case "soak": exit(runSoakBench(rest))
+case "disk": exit(runDiskBench(rest))
 default:
     FileHandle.standardError.write(Data("eleven-bench: unknown command '\(command)'\n\n\(usage)\n".utf8))
     exit(2)
