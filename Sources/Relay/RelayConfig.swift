@@ -13,7 +13,8 @@ public struct RelayConfig: Sendable, Equatable {
     /// (0: at once, as the reference). An attendant that claims its number back for the next
     /// use of an invite, or to leave the `ended` notice, then finds its own number and not a
     /// stranger's new invite; and a late joiner typing an old code reaches no stranger's
-    /// invite, where the wrong words would burn it.
+    /// invite, where the wrong words would burn it. Kept in memory: a restarted relay may hand
+    /// out at once a number deleted just before.
     public var nameplateReuseDelay: Double
 
     public init(
