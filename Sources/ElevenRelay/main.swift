@@ -219,8 +219,10 @@ func configuration(_ parsed: ParsedArguments) throws(CLIError) -> RelayServerCon
     relay.expiry = ExpiryPolicy(
         rules: rules, defaultIdleSeconds: try duration(parsed, "default-expiry"),
         checkIntervalSeconds: try duration(parsed, "expiry-check"))
+    // 0 (in any unit) turns the rest off; anything else is a positive duration.
     relay.nameplateReuseDelay =
-        parsed.value("nameplate-reuse-delay") == "0" ? 0 : try duration(parsed, "nameplate-reuse-delay")
+        parsed.value("nameplate-reuse-delay").flatMap(CLISupport.Duration.parse) == 0
+        ? 0 : try duration(parsed, "nameplate-reuse-delay")
 
     if parsed.flag("no-limits") {
         relay.limits = .unlimited

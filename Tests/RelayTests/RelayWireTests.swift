@@ -321,7 +321,8 @@ import Testing
     @Test(arguments: [
         ["--listen", "nonsense"], ["--max-message-bytes", "0"], ["--permission", "sha:3"],
         ["--expiry", "no-equals"], ["--tls-cert", "/x.pem"], ["--sync", "sometimes"], ["--frobnicate"],
-        ["--connection-rate", "fast"],
+        ["--connection-rate", "fast"], ["--nameplate-reuse-delay", "soon"],
+        ["--nameplate-reuse-delay", "-5m"],
     ])
     func badFlagsAreUsageErrors(arguments: [String]) throws {
         let result = try TestSupport.run(
