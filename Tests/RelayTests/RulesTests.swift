@@ -342,6 +342,7 @@ struct RulesTests {
         // Once the resting time is over, it comes back.
         h.now += 2
         h.bound(21, side: "side21")
+        #expect(h.core.gauges.restingNameplates == 0)
         #expect(h.send(21, #"{"type":"allocate"}"#).last == .allocated(Nameplate(validating: names[2])!))
     }
 
@@ -364,6 +365,7 @@ struct RulesTests {
             return
         }
         #expect(given.rawValue != "5")
+        #expect(h.core.gauges.restingNameplates == 1)
         // ...while the attendant (a fresh side, as for the next use of an invite) claims it back.
         h.bound(12, side: "attendant-next")
         let mailbox = h.claim(12, "5")

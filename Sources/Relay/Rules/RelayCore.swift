@@ -134,7 +134,10 @@ public struct RelayCore: Sendable {
             connections: connections.count,
             subscribedConnections: subscribers.values.reduce(0) { $0 + $1.count },
             nameplates: state.nameplates.count, mailboxes: state.mailboxes.count,
-            messages: state.mailboxes.values.reduce(0) { $0 + $1.messages.count })
+            messages: state.mailboxes.values.reduce(0) { $0 + $1.messages.count },
+            restingNameplates: restingNames.values.reduce(0) { total, names in
+                total + names.values.filter { now.seconds(since: $0) < config.nameplateReuseDelay }.count
+            })
     }
 
     // MARK: - Frames

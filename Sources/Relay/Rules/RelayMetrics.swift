@@ -37,4 +37,6 @@ public struct RelayGauges: Sendable, Equatable {
     public var nameplates: Int
     public var mailboxes: Int
     public var messages: Int
+    /// Short nameplates deleted too recently to be allocated again.
+    public var restingNameplates: Int = 0
 }

@@ -56,6 +56,10 @@ public enum MetricsExposition {
             ("nameplates", "Live nameplates.", gauges.nameplates),
             ("mailboxes", "Live mailboxes.", gauges.mailboxes),
             ("messages", "Messages waiting in mailboxes.", gauges.messages),
+            (
+                "nameplates_resting", "Short nameplates deleted too recently to be allocated again.",
+                gauges.restingNameplates
+            ),
         ]
         for (name, help, value) in current {
             family("eleven_relay_\(name)", "gauge", help)
