@@ -1,9 +1,39 @@
 /// Picks a random free nameplate of the shortest possible length, as the reference does:
 /// 1–9 if any is free, else 10–99, else 100–999; when all 999 are taken, up to 1000 random
-/// tries in 1000–999999. "Taken" means any existing nameplate of the AppID.
+/// tries in 1000–999999. "Taken" means any existing nameplate of the AppID, and any short one
+/// still resting after its deletion.
 enum NameplateAllocator {
+    /// The names allocation must pass over, looked up in place (allocation runs under the
+    /// core's lock: nothing is copied).
+    struct Taken {
+        var live: Set<Nameplate>
+        var resting: [Nameplate: RelayInstant] = [:]
+        func contains(_ name: Nameplate) -> Bool { live.contains(name) || resting[name] != nil }
+        /// An upper bound (a resting name is never live at the same time, so it is exact).
+        var count: Int { live.count + resting.count }
+    }
+
     static func allocate(
         taken: Set<Nameplate>, using random: inout some RandomNumberGenerator
+    ) -> Nameplate? {
+        allocate(taken: Taken(live: taken), using: &random)
+    }
+
+    static func candidates(
+        taken: Set<Nameplate>, count: Int, using random: inout some RandomNumberGenerator
+    ) -> [Nameplate] {
+        candidates(taken: Taken(live: taken), count: count, using: &random)
+    }
+
+    static func sample(
+        _ range: Range<Int>, free taken: Set<Nameplate>, count: Int,
+        using random: inout some RandomNumberGenerator
+    ) -> [Nameplate] {
+        sample(range, free: Taken(live: taken), count: count, using: &random)
+    }
+
+    static func allocate(
+        taken: Taken, using random: inout some RandomNumberGenerator
     ) -> Nameplate? {
         // Probing the (at most 999) short names costs the same however many names are taken.
         for range in [1..<10, 10..<100, 100..<1000] {
@@ -24,7 +54,7 @@ enum NameplateAllocator {
     /// this node's own answers still on their way may have taken the short ones; the longer
     /// ones make running out practically impossible.
     static func candidates(
-        taken: Set<Nameplate>, count: Int, using random: inout some RandomNumberGenerator
+        taken: Taken, count: Int, using random: inout some RandomNumberGenerator
     ) -> [Nameplate] {
         var out: [Nameplate] = []
         for range in [1..<10, 10..<100, 100..<1000] {
@@ -44,7 +74,7 @@ enum NameplateAllocator {
     /// core's lock, so it does not look at every name of the range when it need not: while
     /// most of the range is free, it draws random numbers until it has `count` free ones.
     static func sample(
-        _ range: Range<Int>, free taken: Set<Nameplate>, count: Int,
+        _ range: Range<Int>, free taken: Taken, count: Int,
         using random: inout some RandomNumberGenerator
     ) -> [Nameplate] {
         if taken.count * 2 < range.count && count * 2 < range.count {

@@ -39,13 +39,17 @@ extension RelayCore {
     }
 
     /// The nameplates allocation must not hand out: every existing one, and the short ones
-    /// deleted too recently (whose resting time is over are forgotten here).
-    mutating func unallocatable(_ app: AppID) -> Set<Nameplate> {
-        let taken = namesByApp[app] ?? []
-        guard let resting = restingNames[app] else { return taken }
-        let recent = resting.filter { now.seconds(since: $0.value) < config.nameplateReuseDelay }
-        restingNames[app] = recent.isEmpty ? nil : recent
-        return taken.union(recent.keys)
+    /// deleted too recently. Those whose rest is over are forgotten here, at most once a second
+    /// (so a name may rest up to a second longer than the delay).
+    mutating func unallocatable(_ app: AppID) -> NameplateAllocator.Taken {
+        if now.seconds(since: restingPrunedAt) >= 1 || now < restingPrunedAt {
+            restingPrunedAt = now
+            for (resting, names) in restingNames {
+                let recent = names.filter { now.seconds(since: $0.value) < config.nameplateReuseDelay }
+                restingNames[resting] = recent.isEmpty ? nil : recent
+            }
+        }
+        return NameplateAllocator.Taken(live: namesByApp[app] ?? [], resting: restingNames[app] ?? [:])
     }
 
     mutating func claim(

@@ -46,6 +46,8 @@ public struct RelayCore: Sendable {
     /// Short nameplates deleted less than `config.nameplateReuseDelay` ago, with the instant
     /// they were deleted: allocation passes them over (at most 999 per AppID).
     var restingNames: [AppID: [Nameplate: RelayInstant]] = [:]
+    /// When `restingNames` last forgot the names whose rest is over.
+    var restingPrunedAt = RelayInstant(secondsSince1970: 0)
     /// The instant of the event being handled.
     var now: RelayInstant
     /// Mailboxes loaded from storage count as active from this instant, so a restart never
