@@ -383,10 +383,65 @@ struct RulesTests {
         #expect(reference.send(11, #"{"type":"allocate"}"#).last == .allocated(Nameplate(validating: "5")!))
     }
 
+    @Test("the counts of unavailable short names follow the live and resting ones through random traffic")
+    func unavailableShortCounts() throws {
+        var h = CoreHarness(config: RelayConfig(limits: .unlimited, nameplateReuseDelay: 30), seed: 5)
+        var random = SeededRandom(seed: 9)
+        var next: UInt64 = 1
+        var holding: [(connection: UInt64, name: String)] = []
+        let app = AppID(testApp)
+        for _ in 0..<1500 {
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<3:
+                h.bound(next, side: "s\(next)")
+                if case .allocated(let name) = h.send(next, #"{"type":"allocate"}"#).last {
+                    holding.append((next, name.rawValue))
+                }
+                next += 1
+            case 3..<5:
+                // Canonical short names, and ones allocation never makes ("05", "0", "1234").
+                let name = [
+                    "7", "42", "512", "05", "0", "1234", "\(Int.random(in: 1..<120, using: &random))",
+                ]
+                .randomElement(using: &random)!
+                h.bound(next, side: "s\(next)")
+                if case .claimed = h.send(next, ["type": "claim", "nameplate": .string(name)]).last {
+                    holding.append((next, name))
+                }
+                next += 1
+            case 5..<8 where !holding.isEmpty:
+                let (connection, name) = holding.remove(at: Int.random(in: 0..<holding.count, using: &random))
+                h.send(connection, ["type": "release", "nameplate": .string(name)])
+            default:
+                h.now += Double.random(in: 0..<8, using: &random)
+                if Bool.random(using: &random) { _ = h.tick(after: 0) }
+            }
+            let live = h.core.namesByApp[app] ?? []
+            let resting = h.core.restingNames[app] ?? [:]
+            let expected = (1...3).map { length in
+                live.filter { NameplateAllocator.shortLength($0) == length }.count
+                    + resting.keys.filter { NameplateAllocator.shortLength($0) == length }.count
+            }
+            #expect(h.core.unavailableShort[app] ?? [0, 0, 0] == expected)
+            #expect(Set(resting.keys).isDisjoint(with: live))
+        }
+        #expect(next > 400)
+    }
+
     @Test("allocation falls back to long random names and fails cleanly when full")
     func allocatorEdges() {
         var random = SeededRandom(seed: 3)
         let all999 = Set((1...999).map { Nameplate(number: $0) })
+        // One and two digits taken: three digits, found by draws.
+        let short99 = Set((1..<100).map { Nameplate(number: $0) })
+        for _ in 0..<50 {
+            #expect(NameplateAllocator.allocate(taken: short99, using: &random)?.rawValue.count == 3)
+        }
+        // Every short name resting (none live): a long one.
+        var resting: [Nameplate: RelayInstant] = [:]
+        for name in all999 { resting[name] = RelayInstant(secondsSince1970: 0) }
+        let pastRest = NameplateAllocator.allocate(taken: .init(live: [], resting: resting), using: &random)
+        #expect((pastRest?.rawValue.count ?? 0) >= 4)
         let long = NameplateAllocator.allocate(taken: all999, using: &random)
         #expect((long?.rawValue.count ?? 0) >= 4)
         #expect((long?.rawValue.count ?? 99) <= 6)

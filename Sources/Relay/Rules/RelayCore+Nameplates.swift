@@ -45,11 +45,19 @@ extension RelayCore {
         if now.seconds(since: restingPrunedAt) >= 1 || now < restingPrunedAt {
             restingPrunedAt = now
             for (resting, names) in restingNames {
-                let recent = names.filter { now.seconds(since: $0.value) < config.nameplateReuseDelay }
+                var recent = names
+                for (name, since) in names where now.seconds(since: since) >= config.nameplateReuseDelay {
+                    recent[name] = nil
+                    if let length = NameplateAllocator.shortLength(name) {
+                        unavailableShort[resting]?[length - 1] -= 1
+                    }
+                }
                 restingNames[resting] = recent.isEmpty ? nil : recent
             }
         }
-        return NameplateAllocator.Taken(live: namesByApp[app] ?? [], resting: restingNames[app] ?? [:])
+        return NameplateAllocator.Taken(
+            live: namesByApp[app] ?? [], resting: restingNames[app] ?? [:],
+            unavailableShort: unavailableShort[app] ?? [0, 0, 0])
     }
 
     mutating func claim(

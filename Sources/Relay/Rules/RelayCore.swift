@@ -46,6 +46,9 @@ public struct RelayCore: Sendable {
     /// Short nameplates deleted less than `config.nameplateReuseDelay` ago, with the instant
     /// they were deleted: allocation passes them over (at most 999 per AppID).
     var restingNames: [AppID: [Nameplate: RelayInstant]] = [:]
+    /// Per AppID, how many of the 9 one-digit, 90 two-digit and 900 three-digit names are live
+    /// or resting, so allocation skips a length with none free without looking at its names.
+    var unavailableShort: [AppID: [Int]] = [:]
     /// When `restingNames` last forgot the names whose rest is over.
     var restingPrunedAt = RelayInstant(secondsSince1970: 0)
     /// The instant of the event being handled.
@@ -82,6 +85,9 @@ public struct RelayCore: Sendable {
             mailbox.messages.reduce(total) { $0 + $1.body.utf8.count }
         }
         for (key, record) in snapshot.nameplates {
+            if let length = NameplateAllocator.shortLength(key.name) {
+                unavailableShort[key.app, default: [0, 0, 0]][length - 1] += 1
+            }
             namesByApp[key.app, default: []].insert(key.name)
             nameplatesByMailbox[MailboxKey(app: key.app, id: record.mailbox), default: []].insert(key.name)
         }
@@ -260,14 +266,22 @@ public struct RelayCore: Sendable {
             if let old = state.nameplates[key]?.mailbox {
                 nameplatesByMailbox[MailboxKey(app: key.app, id: old)]?.remove(key.name)
             }
-            namesByApp[key.app, default: []].insert(key.name)
+            let inserted = namesByApp[key.app, default: []].insert(key.name).inserted
             nameplatesByMailbox[MailboxKey(app: key.app, id: mailbox), default: []].insert(key.name)
-            restingNames[key.app]?[key.name] = nil
-            if restingNames[key.app]?.isEmpty == true { restingNames[key.app] = nil }
+            if restingNames[key.app]?.removeValue(forKey: key.name) != nil {
+                // Resting, now live: it stays unavailable.
+                if restingNames[key.app]?.isEmpty == true { restingNames[key.app] = nil }
+            } else if inserted, let length = NameplateAllocator.shortLength(key.name) {
+                unavailableShort[key.app, default: [0, 0, 0]][length - 1] += 1
+            }
         case .deleteNameplate(let key):
-            if config.nameplateReuseDelay > 0, key.name.rawValue.utf8.count <= 3, state.nameplates[key] != nil
-            {
-                restingNames[key.app, default: [:]][key.name] = now
+            if state.nameplates[key] != nil, let length = NameplateAllocator.shortLength(key.name) {
+                if config.nameplateReuseDelay > 0 {
+                    // Live, now resting: it stays unavailable.
+                    restingNames[key.app, default: [:]][key.name] = now
+                } else {
+                    unavailableShort[key.app]?[length - 1] -= 1
+                }
             }
             if let old = state.nameplates[key]?.mailbox {
                 let mailboxKey = MailboxKey(app: key.app, id: old)
