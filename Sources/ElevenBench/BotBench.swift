@@ -303,7 +303,7 @@ private func measureBotRow(
     group.wait()
     let elapsed = milliseconds(ContinuousClock.now - start) / 1000
     var row = BotRow()
-    row.disk = probe.stop()
+    row.disk = "disk beside the row: " + probe.stop()
     (row.latencies, row.failures) = results.snapshot()
     row.phases = results.phases
     row.perSecond = Double(row.latencies.count) / elapsed

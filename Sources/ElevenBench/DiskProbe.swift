@@ -37,15 +37,15 @@ final class DiskProbe: @unchecked Sendable {
         }
     }
 
-    /// Stops the probe and says what it saw.
+    /// Stops the probe and says what it saw ("N syncs of 4 KiB, p50 …").
     func stop() -> String {
         lock.withLock { running = false }
         finished.wait()
         let seen = lock.withLock { syncs }
-        guard !seen.isEmpty else { return "disk probe: no sync measured" }
+        guard !seen.isEmpty else { return "no sync measured" }
         return String(
             format:
-                "disk beside the row: %d syncs of 4 KiB, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d over 100 ms",
+                "%d syncs of 4 KiB, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d over 100 ms",
             seen.count, percentile(seen, 0.5), percentile(seen, 0.99), seen.max() ?? 0,
             seen.filter { $0 > 100 }.count)
     }
@@ -75,6 +75,6 @@ func runDiskBench(_ arguments: [String]) -> Int32 {
     let probe = DiskProbe(directory: directory)
     Thread.sleep(forTimeInterval: seconds)
     print("eleven-bench disk: \(directory.path), \(seconds) s")
-    print(probe.stop().replacingOccurrences(of: "disk beside the row: ", with: ""))
+    print(probe.stop())
     return 0
 }

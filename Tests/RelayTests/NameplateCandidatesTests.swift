@@ -16,7 +16,8 @@ struct NameplateCandidatesTests {
                 (1..<1000).filter { _ in Double.random(in: 0..<1, using: &random) < density }
                     .map { Nameplate(number: $0) })
             let count = [1, 5, 32, 100].randomElement(using: &random)!
-            let sample = NameplateAllocator.sample(range, free: taken, count: count, using: &random)
+            let sample = NameplateAllocator.sample(
+                range, free: .init(live: taken), count: count, using: &random)
             let numbers = sample.compactMap { Int($0.rawValue) }
             let free = range.filter { !taken.contains(Nameplate(number: $0)) }.count
             #expect(numbers.count == sample.count, "round \(round)")
@@ -33,7 +34,9 @@ struct NameplateCandidatesTests {
         let taken = Set((100..<150).map { Nameplate(number: $0) })
         var seen: [Int: Int] = [:]
         for _ in 0..<2000 {
-            for name in NameplateAllocator.sample(100..<1000, free: taken, count: 32, using: &random) {
+            for name in NameplateAllocator.sample(
+                100..<1000, free: .init(live: taken), count: 32, using: &random)
+            {
                 seen[Int(name.rawValue) ?? 0, default: 0] += 1
             }
         }
@@ -48,7 +51,7 @@ struct NameplateCandidatesTests {
     func candidatesOrder() {
         var random = SeededRandom(seed: 9)
         let taken: Set<Nameplate> = [Nameplate(number: 3), Nameplate(number: 42)]
-        let names = NameplateAllocator.candidates(taken: taken, count: 32, using: &random)
+        let names = NameplateAllocator.candidates(taken: .init(live: taken), count: 32, using: &random)
         let lengths = names.map { min(4, $0.rawValue.count) }
         #expect(lengths == lengths.sorted())
         #expect(Set(names.prefix(8).map(\.rawValue)) == ["1", "2", "4", "5", "6", "7", "8", "9"])

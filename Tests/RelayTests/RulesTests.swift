@@ -342,8 +342,8 @@ struct RulesTests {
         // Once the resting time is over, it comes back.
         h.now += 2
         h.bound(21, side: "side21")
-        #expect(h.core.gauges.restingNameplates == 0)
         #expect(h.send(21, #"{"type":"allocate"}"#).last == .allocated(Nameplate(validating: names[2])!))
+        #expect(h.core.gauges.restingNameplates == 0)
     }
 
     @Test("a resting nameplate can still be claimed; with no delay it is allocated again at once")
@@ -435,22 +435,24 @@ struct RulesTests {
         // One and two digits taken: three digits, found by draws.
         let short99 = Set((1..<100).map { Nameplate(number: $0) })
         for _ in 0..<50 {
-            #expect(NameplateAllocator.allocate(taken: short99, using: &random)?.rawValue.count == 3)
+            #expect(
+                NameplateAllocator.allocate(taken: .init(live: short99), using: &random)?.rawValue.count == 3)
         }
         // Every short name resting (none live): a long one.
         var resting: [Nameplate: RelayInstant] = [:]
         for name in all999 { resting[name] = RelayInstant(secondsSince1970: 0) }
         let pastRest = NameplateAllocator.allocate(taken: .init(live: [], resting: resting), using: &random)
         #expect((pastRest?.rawValue.count ?? 0) >= 4)
-        let long = NameplateAllocator.allocate(taken: all999, using: &random)
+        let long = NameplateAllocator.allocate(taken: .init(live: all999), using: &random)
         #expect((long?.rawValue.count ?? 0) >= 4)
         #expect((long?.rawValue.count ?? 99) <= 6)
         // A generator stuck at its maximum always proposes 999999: when that is taken too,
         // allocation gives up after its 1000 tries instead of looping.
         var stuck = ConstantRandom()
-        #expect(NameplateAllocator.allocate(taken: all999, using: &stuck)?.rawValue == "999999")
+        #expect(NameplateAllocator.allocate(taken: .init(live: all999), using: &stuck)?.rawValue == "999999")
         #expect(
-            NameplateAllocator.allocate(taken: all999.union([Nameplate(number: 999_999)]), using: &stuck)
+            NameplateAllocator.allocate(
+                taken: .init(live: all999.union([Nameplate(number: 999_999)])), using: &stuck)
                 == nil)
     }
 

@@ -35,25 +35,6 @@ enum NameplateAllocator {
     }
 
     static func allocate(
-        taken: Set<Nameplate>, using random: inout some RandomNumberGenerator
-    ) -> Nameplate? {
-        allocate(taken: Taken(live: taken), using: &random)
-    }
-
-    static func candidates(
-        taken: Set<Nameplate>, count: Int, using random: inout some RandomNumberGenerator
-    ) -> [Nameplate] {
-        candidates(taken: Taken(live: taken), count: count, using: &random)
-    }
-
-    static func sample(
-        _ range: Range<Int>, free taken: Set<Nameplate>, count: Int,
-        using random: inout some RandomNumberGenerator
-    ) -> [Nameplate] {
-        sample(range, free: Taken(live: taken), count: count, using: &random)
-    }
-
-    static func allocate(
         taken: Taken, using random: inout some RandomNumberGenerator
     ) -> Nameplate? {
         // The 99 names of one and two digits are all looked at: a random one of the free ones.
@@ -82,7 +63,8 @@ enum NameplateAllocator {
         taken: Taken, count: Int, using random: inout some RandomNumberGenerator
     ) -> [Nameplate] {
         var out: [Nameplate] = []
-        for range in [1..<10, 10..<100, 100..<1000] {
+        for (length, range) in [(1, 1..<10), (2, 10..<100), (3, 100..<1000)]
+        where !taken.isFull(length: length) {
             out += sample(range, free: taken, count: count, using: &random)
         }
         var chosen = Set(out)

@@ -19,6 +19,6 @@ extension RelayCore {
         allocationLimiter.forgetFullBuckets(now: now)
         claimLimiter.forgetFullBuckets(now: now)
         usedStamps = usedStamps.filter { $0.value > now }
-        if let app = restingNames.keys.first { _ = unallocatable(app) }
+        forgetRestedNames()
     }
 }

@@ -39,25 +39,29 @@ extension RelayCore {
     }
 
     /// The nameplates allocation must not hand out: every existing one, and the short ones
-    /// deleted too recently. Those whose rest is over are forgotten here, at most once a second
-    /// (so a name may rest up to a second longer than the delay).
+    /// still resting after their deletion.
     mutating func unallocatable(_ app: AppID) -> NameplateAllocator.Taken {
-        if now.seconds(since: restingPrunedAt) >= 1 || now < restingPrunedAt {
-            restingPrunedAt = now
-            for (resting, names) in restingNames {
-                var recent = names
-                for (name, since) in names where now.seconds(since: since) >= config.nameplateReuseDelay {
-                    recent[name] = nil
-                    if let length = NameplateAllocator.shortLength(name) {
-                        unavailableShort[resting]?[length - 1] -= 1
-                    }
-                }
-                restingNames[resting] = recent.isEmpty ? nil : recent
-            }
-        }
+        forgetRestedNames()
         return NameplateAllocator.Taken(
             live: namesByApp[app] ?? [], resting: restingNames[app] ?? [:],
             unavailableShort: unavailableShort[app] ?? [0, 0, 0])
+    }
+
+    /// Forgets the names whose rest is over, at most once a second (so a name may rest up to a
+    /// second longer than the delay).
+    mutating func forgetRestedNames() {
+        guard now.seconds(since: restingPrunedAt) >= 1 || now < restingPrunedAt else { return }
+        restingPrunedAt = now
+        for (app, names) in restingNames {
+            var recent = names
+            for (name, since) in names where now.seconds(since: since) >= config.nameplateReuseDelay {
+                recent[name] = nil
+                if let length = NameplateAllocator.shortLength(name) {
+                    unavailableShort[app]?[length - 1] -= 1
+                }
+            }
+            restingNames[app] = recent.isEmpty ? nil : recent
+        }
     }
 
     mutating func claim(

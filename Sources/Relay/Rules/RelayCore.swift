@@ -143,9 +143,7 @@ public struct RelayCore: Sendable {
             subscribedConnections: subscribers.values.reduce(0) { $0 + $1.count },
             nameplates: state.nameplates.count, mailboxes: state.mailboxes.count,
             messages: state.mailboxes.values.reduce(0) { $0 + $1.messages.count },
-            restingNameplates: restingNames.values.reduce(0) { total, names in
-                total + names.values.filter { now.seconds(since: $0) < config.nameplateReuseDelay }.count
-            })
+            restingNameplates: restingNames.values.reduce(0) { $0 + $1.count })
     }
 
     // MARK: - Frames
