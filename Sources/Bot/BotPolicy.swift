@@ -32,6 +32,21 @@ public struct BotRefusal: Equatable, Sendable {
         self.reason = reason
         self.message = message
     }
+
+    /// What this refusal does to the invite: a declined joiner spent the use; an inviter who
+    /// lost the right, or an invite past its time or uses, ends it; anything else is the
+    /// bot's own trouble and the joiner may try again.
+    public var attendant: AttendantRefusal {
+        let kind: AttendantRefusal.Kind =
+            switch reason {
+            case "declined": .declined
+            case "revoked": .invalidated(.cancelled)
+            case "expired": .invalidated(.expired)
+            case "used_up": .invalidated(.usedUp)
+            default: .turnedAway
+            }
+        return AttendantRefusal(kind, reason: reason, message)
+    }
 }
 
 /// The bot's rules, without I/O: what it accepts from members and whom it lets in.

@@ -133,10 +133,11 @@ public final class BotRunner: Sendable {
                 inviterName: roster.members[received.sender].flatMap { $0.name.isEmpty ? nil : $0.name },
                 secret: InviteSecret(
                     words: note.words ?? "", seed: SecretBytes(randomCount: 32, using: &random)),
-                relay: configuration.relay, nameplate: nil, machine: nil, use: 0, usesLeft: note.uses ?? 1,
-                uses: note.uses ?? 1, failures: 0, maxFailures: note.maxFailures ?? 1, ask: note.ask ?? false,
-                createdAt: now, expiresAt: note.expiresAt ?? now, record: nil, state: .allocating,
-                approval: nil)
+                relay: configuration.relay, ask: note.ask ?? false, createdAt: now,
+                attendant: InviteAttendant(
+                    policy: .init(
+                        uses: note.uses ?? 1, maxFailures: note.maxFailures ?? 1,
+                        expiresAt: note.expiresAt ?? now)))
             do {
                 if try store.save(invite, onlyIfNew: true) {
                     record(
@@ -151,7 +152,8 @@ public final class BotRunner: Sendable {
                 invite.state == .awaitingRecord
             else { return true }
             if let refusal = BotPolicy.checkRecord(signed, for: invite, roster: roster) {
-                _ = try? store.update(id) { $0.state = .cancelled }
+                // The invite's worker ends it (the attendant machine has one writer).
+                _ = try? store.update(id) { $0.cancelRequested = true }
                 record("request_refused", nameplate: invite.nameplate, refusal.message, now)
                 tell(
                     received.sender,
@@ -160,17 +162,17 @@ public final class BotRunner: Sendable {
                 return true
             }
             do {
-                try store.update(id) { invite in
-                    invite.record = signed
-                    invite.state = .open
-                }
+                try store.update(id) { invite in invite.record = signed }
             } catch {
                 return false
             }
         case .approval:
             // An answer for an earlier use (a bot restarted mid-question asks again) is stale.
             _ = try? store.update(id) { invite in
-                if invite.state == .open, note.use == invite.use { invite.approval = note.approve }
+                if invite.state == .open, note.use == invite.use {
+                    invite.approval = note.approve
+                    invite.approvalUse = note.use
+                }
             }
         case .inviteReady, .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined:
             break
@@ -188,43 +190,47 @@ public final class BotRunner: Sendable {
         }
     }
 
-    /// Attends one invite until it ends (or the bot stops): allocate, hand the nameplate back,
-    /// wait for the signed record, then serve its uses one after another.
+    /// What one invite's worker remembers between its hooks (its thread only).
+    private final class Worker {
+        /// Why the current use's joiner was turned away, for the history.
+        var refusal: AttendantRefusal?
+        /// The member the current use added.
+        var admitted: MemberID?
+        var readySent = false
+        /// What ends a cancelled invite, for the history.
+        var cancelKind = ("ended", "the invite was cancelled")
+    }
+
+    /// Attends one invite until it ends (or the bot stops) with the attendant machine every
+    /// attendant shares (``InviteAttendantDriver``); only the policy, the record and the
+    /// inviter's notes are the bot's own.
     private func attend(_ id: String) {
         var backoff = 0.2
-        var readySent = false
+        let worker = Worker()
         while !isStopped {
-            guard let invite = try? store.invite(id), invite.state.isOpen else { return }
-            let now = Self.now()
-            if now > invite.expiresAt {
-                end(invite, .expired, kind: "expired", "the invite expired", notify: .inviteEnded)
-                return
-            }
+            guard let invite = try? store.invite(id), invite.attendant.isOpen else { return }
+            let driver = self.driver(invite, worker)
             do {
-                switch invite.state {
-                case .allocating:
-                    try allocate(invite)
-                case .awaitingRecord:
-                    if !readySent {
-                        var ready = AttendantNote(.inviteReady, id: invite.noteID)
-                        ready.nameplate = invite.nameplate
-                        try session.send(ready, to: try member(invite.inviter))
-                        readySent = true
-                    }
-                    if now > invite.createdAt + configuration.recordTimeout {
-                        end(
-                            invite, .cancelled, kind: "cancelled", "the inviter never signed the invite",
-                            notify: nil)
+                if invite.record == nil, let nameplate = invite.attendant.nameplate {
+                    if !worker.readySent { try sendReady(invite, nameplate, worker) }
+                    if Self.now() > invite.createdAt + configuration.recordTimeout {
+                        worker.cancelKind = ("cancelled", "the inviter never signed the invite")
+                        try driver.cancel()
                         return
                     }
-                    // A joiner who comes before the record (or whose inviter was removed before
-                    // sending it) is answered rather than left waiting.
-                    try serveOneUse(invite, until: invite.createdAt + configuration.recordTimeout)
-                case .open:
-                    try serveOneUse(invite)
-                case .usedUp, .burned, .expired, .cancelled:
+                }
+                if invite.cancelRequested {
+                    try driver.cancel()
                     return
                 }
+                // A joiner who comes before the record (or whose inviter was removed before
+                // sending it) is answered rather than left waiting; the record's deadline
+                // brings the worker back here.
+                let until =
+                    invite.record == nil
+                    ? ContinuousClock.now
+                        + .seconds(max(1, invite.createdAt + configuration.recordTimeout - Self.now())) : nil
+                if try driver.run(until: until, shouldStop: { isStopped }) != nil { return }
                 backoff = 0.2
             } catch {
                 log("invite_retry", ["nameplate": invite.nameplate ?? "", "message": "\(error)"])
@@ -234,194 +240,55 @@ public final class BotRunner: Sendable {
         }
     }
 
-    private func allocate(_ invite: BotInvite) throws {
-        let (connection, nameplate) = try InviteAttendance.allocate(
-            relayURL: invite.relay, timeout: .seconds(20))
-        defer { connection.disconnect() }
-        try InviteAttendance.publish(
-            on: connection, words: invite.secret.words,
-            binding: JoinBinding(intent: .join, nameplate: nameplate),
-            seed: invite.secret.seedBytes, use: invite.use, timeout: .seconds(20))
-        let machine = connection.machine.replayingPeer()
-        try store.update(invite.id) { saved in
-            saved.nameplate = nameplate.value
-            saved.machine = machine
-            saved.state = .awaitingRecord
-        }
-        log("invite_ready", ["nameplate": nameplate.value])
+    private func sendReady(_ invite: BotInvite, _ nameplate: Rendezvous.Nameplate, _ worker: Worker) throws {
+        var ready = AttendantNote(.inviteReady, id: invite.noteID)
+        ready.nameplate = nameplate.value
+        try session.send(ready, to: try member(invite.inviter))
+        worker.readySent = true
     }
 
-    /// A use's mailbox: the same nameplate claimed again with a side derived from the invite's
-    /// seed, so a bot killed while preparing it claims as the same side after a restart. The
-    /// connection stays open for the use (what a restart resumes from is saved before it is
-    /// attended), so each use costs one relay connection, not two.
-    private func prepareUse(_ invite: BotInvite, nameplate: Rendezvous.Nameplate) throws
-        -> RendezvousConnection
+    private func driver(_ invite: BotInvite, _ worker: Worker) -> InviteAttendantDriver {
+        let id = invite.id
+        var hooks = InviteAttendantHooks(
+            save: { [store] attendant in
+                guard try store.update(id, { $0.attendant = attendant }) != nil else {
+                    throw BotError(.state, code: "state_missing", "the invite is gone from the bot's state")
+                }
+            },
+            check: { [unowned self] request, verifier, use in
+                worker.refusal = check(id, request, verifier, use: use)
+                return worker.refusal
+            },
+            admit: { [unowned self] request, _ in admit(id, request, worker) },
+            report: { [unowned self] report, request in tell(report, request, id: id, worker) },
+            now: { Self.now() })
+        hooks.log = { [unowned self] kind, detail in
+            record(kind, nameplate: (try? store.invite(id))?.nameplate, detail, Self.now())
+        }
+        let driver = InviteAttendantDriver(
+            attendant: invite.attendant, relayURL: invite.relay, secret: invite.secret, hooks: hooks)
+        driver.inviterName = invite.inviterName
+        driver.stepTimeout = configuration.stepTimeout
+        driver.announceWaiting = invite.ask
+        driver.onAllocated = { [unowned self] nameplate in
+            log("invite_ready", ["nameplate": nameplate.value])
+            try sendReady(invite, nameplate, worker)
+        }
+        return driver
+    }
+
+    /// Whether a joiner who proved the code may come in: the policy, the inviter's answer when
+    /// they asked to be asked, the rate limit. The attendant takes the use next, then
+    /// ``admit(_:_:_:)`` adds them.
+    private func check(_ id: String, _ request: JoinRequest, _ verifier: [UInt8], use: Int)
+        -> AttendantRefusal?
     {
-        let connection = RendezvousConnection(
-            url: invite.relay,
-            machine: RendezvousMachine(
-                appID: JoinIntent.join.appID, side: Self.side(invite, use: invite.use),
-                start: .claim(nameplate)))
-        do {
-            try connection.start()
-            try InviteAttendance.publish(
-                on: connection, words: invite.secret.words,
-                binding: JoinBinding(intent: .join, nameplate: nameplate),
-                seed: invite.secret.seedBytes, use: invite.use, timeout: .seconds(20))
-            // A joiner may already have spoken on this connection: a restart hears them again.
-            let machine = connection.machine.replayingPeer()
-            try store.update(invite.id) { $0.machine = machine }
-            return connection
-        } catch {
-            connection.disconnect()
-            throw error
-        }
-    }
-
-    static func side(_ invite: BotInvite, use: Int) -> Rendezvous.Side {
-        var info = Array("eleven-bot/side/v1".utf8)
-        info += withUnsafeBytes(of: UInt64(use).littleEndian) { Array($0) }
-        let side = HKDFSHA256.deriveKey(from: invite.secret.seedBytes, info: info, byteCount: 5)
-        return Rendezvous.Side(side.unredactedBytes().map { String(format: "%02x", $0) }.joined())
-    }
-
-    /// A bot killed in the instant between a joiner's first message and saving it finds the
-    /// nameplate gone (its resumed claim made a fresh one): let that claim go and end the use.
-    private func abandonVanishedNameplate(
-        _ invite: BotInvite, machine: RendezvousMachine, nameplate: Rendezvous.Nameplate
-    ) {
-        let connection = RendezvousConnection(
-            url: invite.relay,
-            machine: RendezvousMachine(appID: machine.appID, side: machine.side, start: .claim(nameplate)))
-        if (try? connection.start()) != nil { connection.close(mood: .lonely, timeout: .seconds(2)) }
-        advance(invite, consumed: false)
-        record("abandoned", nameplate: nameplate.value, "a join was interrupted by a restart", Self.now())
-    }
-
-    private func serveOneUse(_ invite: BotInvite, until: Int64? = nil) throws {
-        guard let nameplateText = invite.nameplate else {
-            throw BotError(.state, code: "no_nameplate", "no nameplate")
-        }
-        let nameplate = Rendezvous.Nameplate(nameplateText)
-        let connection: RendezvousConnection
-        if let machine = invite.machine {
-            connection = try InviteAttendance.resume(relayURL: invite.relay, machine: machine)
-        } else {
-            connection = try prepareUse(invite, nameplate: nameplate)
-        }
-        let machine = connection.machine
-        let deadline =
-            ContinuousClock.now + .seconds(max(1, min(invite.expiresAt, until ?? .max) - Self.now()))
-        let decision = Decision()
-        let outcome: InviteAttendance.Outcome
-        do {
-            outcome = try InviteAttendance.attendOne(
-                on: connection, words: invite.secret.words,
-                binding: JoinBinding(intent: .join, nameplate: nameplate),
-                seed: invite.secret.seedBytes, use: invite.use, published: true,
-                inviterName: invite.inviterName,
-                deadline: deadline, keepOpenOnTimeout: true, stepTimeout: configuration.stepTimeout,
-                announceWaiting: invite.ask,
-                onFirstPeerMessage: { machine in
-                    // From now on a restart must hear the joiner again from the start.
-                    _ = try? self.store.update(invite.id) { $0.machine = machine.replayingPeer() }
-                },
-                decide: { request, verifier in self.decide(invite.id, request, verifier, decision) })
-        } catch {
-            switch error {
-            case .relay(.timedOut):
-                return  // nobody came before the deadline; the expiry check ends the invite
-            case .relay(.rendezvous(.protocolViolation(let what))) where what.contains("another mailbox"):
-                abandonVanishedNameplate(invite, machine: machine, nameplate: nameplate)
-                return
-            case .failed(let failure):
-                // A joiner who stopped answering: this use ends, the invite goes on.
-                advance(invite, consumed: false)
-                record(
-                    "abandoned", nameplate: nameplateText, "a joiner stopped answering (\(failure.code))",
-                    Self.now())
-                return
-            default:
-                throw error
-            }
-        }
-        let admitted = decision.admitted
-        let now = Self.now()
-        switch outcome {
-        case .admitted(let request):
-            let after = advance(invite, consumed: true)
-            let name = request.displayName.isEmpty ? "Someone" : request.displayName
-            record("joined", nameplate: nameplateText, "\(name) joined", now)
-            var joined = AttendantNote(.joined, id: invite.noteID)
-            joined.name = request.displayName
-            joined.member = admitted
-            joined.message = "\(name) joined \(session.saved.name) with your invite \(invite.code ?? "")."
-            // The roster admit just refreshed names the inviter: no request for it.
-            if let inviter = rosters.latest?.members[invite.inviter] ?? (try? member(invite.inviter)) {
-                try? session.send(joined, to: inviter)
-            }
-            if after?.state == .usedUp {
-                record("used_up", nameplate: nameplateText, "every use of the invite was taken", now)
-                leaveEndNotice(invite, .usedUp)
-            }
-        case .refused:
-            let refusal = decision.refusal ?? BotRefusal("declined", "declined")
-            record("refused", nameplate: nameplateText, "a joiner was turned away: \(refusal.message)", now)
-            if refusal.reason == "revoked" || refusal.reason == "expired" || refusal.reason == "used_up" {
-                // The mailbox is closed and the nameplate released already.
-                end(
-                    invite, refusal.reason == "expired" ? .expired : .cancelled, kind: "ended",
-                    refusal.message,
-                    notify: nil, closeMailbox: false)
-            } else {
-                advance(invite, consumed: false)
-            }
-        case .burned(let failure):
-            let after = try store.update(invite.id) { saved in
-                saved.failures += 1
-                saved.use += 1
-                saved.machine = nil
-                saved.approval = nil
-                if saved.failures >= saved.maxFailures { saved.state = .burned }
-            }
-            record(
-                "wrong_code", nameplate: nameplateText, "someone tried a wrong code (\(failure.code))", now)
-            if after?.state == .burned {
-                record("burned", nameplate: nameplateText, "the invite was burned", now)
-                leaveEndNotice(invite, .burned)
-                tell(
-                    invite.inviter,
-                    .notice(
-                        .inviteBurned, id: invite.noteID, reason: "burned",
-                        message:
-                            "Someone tried a wrong code for your invite \(invite.code ?? ""); it has been "
-                            + "cancelled. Run `eleven invite --short` to make a new one."), roster: nil)
-            }
-        }
-    }
-
-    /// The attendant's decision once a joiner proved the code: the policy, the inviter's answer
-    /// when they asked to be asked, then the admission itself (one at a time, so the membership
-    /// chain grows in order).
-    private func decide(_ id: String, _ request: JoinRequest, _ verifier: [UInt8], _ decision: Decision)
-        -> JoinDecision
-    {
-        func refuse(_ r: BotRefusal) -> JoinDecision { decision.refuse(r) }
         guard var invite = try? store.invite(id), let roster = try? rosters.refresh(session).roster else {
-            return refuse(BotRefusal("unavailable", "The space's server cannot be reached; try again soon."))
+            return BotRefusal("unavailable", "The space's server cannot be reached; try again soon.")
+                .attendant
         }
-        // Restarted while this use's joiner was being added: the use is counted already and
-        // the same joiner (same keys, replayed by the relay) is answered again; anyone else ends
-        // the use.
-        let resuming = invite.admitting == invite.use
-        if resuming {
-            guard invite.admittingKeys == request.publicKeys, let signed = invite.record else {
-                return refuse(
-                    BotRefusal(
-                        "interrupted", "Your join was interrupted; try the code again if it has uses left."))
-            }
-            return admit(id, request, signed, decision, giveBack: false)
+        if invite.cancelRequested {
+            return BotRefusal("revoked", "The invite was withdrawn; ask for a new one.").attendant
         }
         // A joiner quicker than the inviter's signed record (on its way through the inbox) waits
         // for it a little.
@@ -432,148 +299,116 @@ public final class BotRunner: Sendable {
             Thread.sleep(forTimeInterval: 0.02)
             invite = (try? store.invite(id)) ?? invite
         }
-        if let r = BotPolicy.checkAdmission(invite, roster: roster, now: Self.now()) { return refuse(r) }
-        guard let signed = invite.record else {
-            return refuse(BotRefusal("unavailable", "The invite is not ready yet; try again in a moment."))
-        }
+        if let r = BotPolicy.checkAdmission(invite, roster: roster, now: Self.now()) { return r.attendant }
         if invite.ask {
             var ask = AttendantNote(.approvalNeeded, id: invite.noteID)
             ask.name = request.displayName
             ask.verification = VerificationWords.words(for: verifier).joined(separator: " ")
-            ask.use = invite.use
+            ask.use = use
             guard let inviter = roster.members[invite.inviter], (try? session.send(ask, to: inviter)) != nil
             else {
-                return refuse(BotRefusal("unavailable", "The inviter cannot be asked right now."))
+                return BotRefusal("unavailable", "The inviter cannot be asked right now.").attendant
             }
             let until = ContinuousClock.now + configuration.askTimeout
-            while invite.approval == nil, ContinuousClock.now < until, !isStopped {
+            while invite.approvalUse != use || invite.approval == nil, ContinuousClock.now < until, !isStopped
+            {
                 Thread.sleep(forTimeInterval: 0.05)
                 invite = (try? store.invite(id)) ?? invite
             }
-            guard invite.approval == true else {
-                return refuse(BotRefusal("declined", "The inviter declined."))
+            guard invite.approvalUse == use, invite.approval == true else {
+                return BotRefusal("declined", "The inviter declined.").attendant
             }
         }
         guard limiter.withLock({ $0.allow(now: .now) }) else {
-            return refuse(BotRefusal("busy", "Too many people are joining right now; try again in a minute."))
+            return BotRefusal("busy", "Too many people are joining right now; try again in a minute.")
+                .attendant
         }
-        // Count the use before adding the member (and admit only a joiner whose use the state
-        // can record, not on a full disk): a bot killed after adding the member must find the
-        // use taken, or a single-use code would let a second person in.
-        let use = invite.use
-        let counted = try? store.update(id) { saved in
-            saved.usesLeft -= 1
-            saved.admitting = use
-            saved.admittingKeys = request.publicKeys
-        }
-        guard counted != nil else {
-            return refuse(
-                BotRefusal("unavailable", "The bot cannot record your join right now; try again soon."))
-        }
-        return admit(id, request, signed, decision, giveBack: true)
+        return nil
     }
 
     /// Adds the joiner (or finds them added already, for the same keys and invite) and makes
-    /// their grant. On failure the counted use goes back only when the joiner is seen not to be a
-    /// member: if in doubt it stays taken, the safe side.
-    private func admit(
-        _ id: String, _ request: JoinRequest, _ signed: SignedInvite, _ decision: Decision, giveBack: Bool
-    ) -> JoinDecision {
+    /// their grant. A joiner seen not to be a member after a failure gets their use back; if in
+    /// doubt it stays taken, the safe side.
+    private func admit(_ id: String, _ request: JoinRequest, _ worker: Worker) -> AttendantAdmission {
+        guard let signed = (try? store.invite(id))?.record else {
+            let refusal = BotRefusal("unavailable", "The invite is not ready yet; try again in a moment.")
+                .attendant
+            worker.refusal = refusal
+            return .failed(refusal, mayBeMember: false)
+        }
         do {
             let (grant, record) = try session.admit(
                 request: request, invite: signed, carryInvite: true, rosters: rosters, admissions: admissions,
                 keys: threadKeys)
-            decision.admitted = record.id
-            return .approve(grant: grant.encoded())
+            worker.admitted = record.id
+            return .granted(grant.encoded())
         } catch {
-            if giveBack, let keys = try? MemberPublicKeys(text: request.publicKeys),
-                let roster = try? rosters.refresh(session).roster,
-                !roster.members.values.contains(where: { $0.keys == keys })
-            {
-                _ = try? store.update(id) { saved in
-                    saved.usesLeft += 1
-                    saved.admitting = nil
-                    saved.admittingKeys = nil
-                }
-            }
-            return decision.refuse(
-                BotRefusal("unavailable", "The bot could not add you to the space: \(error.message)"))
+            let seenNotMember =
+                (try? MemberPublicKeys(text: request.publicKeys)).map { keys in
+                    (try? rosters.refresh(session).roster).map { roster in
+                        !roster.members.values.contains(where: { $0.keys == keys })
+                    } ?? false
+                } ?? false
+            let refusal = BotRefusal(
+                "unavailable", "The bot could not add you to the space: \(error.message)"
+            )
+            .attendant
+            worker.refusal = refusal
+            return .failed(refusal, mayBeMember: !seenNotMember)
         }
     }
 
-    @discardableResult
-    private func advance(_ invite: BotInvite, consumed: Bool) -> BotInvite? {
-        var delay = 0.1
-        while true {
-            do {
-                return try store.update(invite.id) { saved in
-                    // A use whose joiner was being added was counted already.
-                    if consumed && saved.admitting != saved.use { saved.usesLeft -= 1 }
-                    saved.admitting = nil
-                    saved.admittingKeys = nil
-                    saved.use += 1
-                    saved.machine = nil
-                    saved.approval = nil
-                    if saved.usesLeft <= 0 { saved.state = .usedUp }
-                }
-            } catch {
-                // An admitted joiner's use must be counted: when the state cannot be written (a
-                // full disk) retry until it can, so the use is never lost and nobody else is
-                // served on this invite meanwhile.
-                guard consumed, !isStopped else { return nil }
-                log("state_failed", ["message": error.message])
-                Thread.sleep(forTimeInterval: delay)
-                delay = min(delay * 2, 2)
+    /// The history line and the inviter's note for what the attendant reports.
+    private func tell(_ report: InviteAttendant.Report, _ request: JoinRequest?, id: String, _ worker: Worker)
+    {
+        guard let invite = try? store.invite(id) else { return }
+        let nameplate = invite.nameplate
+        let now = Self.now()
+        switch report {
+        case .joined:
+            let name = (request?.displayName).flatMap { $0.isEmpty ? nil : $0 } ?? "Someone"
+            record("joined", nameplate: nameplate, "\(name) joined", now)
+            var joined = AttendantNote(.joined, id: invite.noteID)
+            joined.name = request?.displayName
+            joined.member = worker.admitted
+            joined.message = "\(name) joined \(session.saved.name) with your invite \(invite.code ?? "")."
+            // The roster admit just refreshed names the inviter: no request for it.
+            if let inviter = rosters.latest?.members[invite.inviter] ?? (try? member(invite.inviter)) {
+                try? session.send(joined, to: inviter)
             }
-        }
-    }
-
-    private func end(
-        _ invite: BotInvite, _ state: BotInvite.State, kind: String, _ why: String,
-        notify: AttendantNote.Kind?,
-        closeMailbox: Bool = true
-    ) {
-        // Close the mailbox and release the nameplate, so later joiners hear nobody attends.
-        if closeMailbox, let machine = (try? store.invite(invite.id))?.machine,
-            let connection = try? InviteAttendance.resume(relayURL: invite.relay, machine: machine)
-        {
-            connection.close(mood: .lonely, timeout: .seconds(2))
-        }
-        _ = try? store.update(invite.id) { $0.state = state }
-        record(kind, nameplate: invite.nameplate, why, Self.now())
-        if state == .expired { leaveEndNotice(invite, .expired) }
-        if let notify {
+            worker.admitted = nil
+        case .declined, .turnedAway:
+            let why = worker.refusal?.message ?? "declined"
+            record("refused", nameplate: nameplate, "a joiner was turned away: \(why)", now)
+        case .wrongCode(let failure, _):
+            record("wrong_code", nameplate: nameplate, "someone tried a wrong code (\(failure.code))", now)
+        case .ended(.usedUp):
+            record("used_up", nameplate: nameplate, "every use of the invite was taken", now)
+        case .ended(.burned):
+            record("burned", nameplate: nameplate, "the invite was burned", now)
             tell(
                 invite.inviter,
-                .notice(notify, id: invite.noteID, reason: kind, message: "Your invite \(why)."), roster: nil)
+                .notice(
+                    .inviteBurned, id: invite.noteID, reason: "burned",
+                    message:
+                        "Someone tried a wrong code for your invite \(invite.code ?? ""); it has been "
+                        + "cancelled. Run `eleven invite --short` to make a new one."), roster: nil)
+        case .ended(.expired):
+            record("expired", nameplate: nameplate, "the invite expired", now)
+            tell(
+                invite.inviter,
+                .notice(.inviteEnded, id: invite.noteID, reason: "expired", message: "Your invite expired."),
+                roster: nil)
+        case .ended(.cancelled):
+            if let refusal = worker.refusal, case .invalidated = refusal.kind {
+                record("ended", nameplate: nameplate, refusal.message, now)
+            } else {
+                record(worker.cancelKind.0, nameplate: nameplate, worker.cancelKind.1, now)
+            }
         }
-    }
-
-    /// Leaves the `ended` notice on the invite's nameplate once its state says it ended
-    /// (`docs/join-protocol.md`, "Ended invites"), so a joiner who comes later hears why at once
-    /// instead of waiting for an answer that never comes. Best effort: a bot killed first, or a
-    /// relay that cannot be reached, leaves the joiner to time out as before.
-    private func leaveEndNotice(_ invite: BotInvite, _ end: InviteEnd) {
-        guard let nameplate = invite.nameplate else { return }
-        try? InviteAttendance.leaveEndNotice(
-            relayURL: invite.relay, nameplate: Rendezvous.Nameplate(nameplate), end: end, timeout: .seconds(5)
-        )
     }
 
     // MARK: Helpers
-
-    /// What ``decide(_:_:_:_:)`` chose, for the code that reports the outcome (one invite's
-    /// worker thread only).
-    private final class Decision {
-        var refusal: BotRefusal?
-        var admitted: MemberID?
-
-        /// Notes the refusal and turns it into the answer for the joiner.
-        func refuse(_ r: BotRefusal) -> JoinDecision {
-            refusal = r
-            return .refuse(reason: r.reason, message: r.message)
-        }
-    }
 
     private func member(_ id: MemberID) throws -> MemberRecord {
         guard let record = try rosters.refresh(session).roster.members[id] else {

@@ -5,9 +5,11 @@ import PAKE
 import SpaceServer
 
 /// One invite the bot attends, as it is saved (sealed) after every step so a bot killed at any
-/// point resumes it: its secret words and key-agreement seed, its policy, where the relay
-/// connection stands, which use comes next and how it ended.
+/// point resumes it: its secret words and key-agreement seed, the inviter's signed record and
+/// answers, and its ``InviteAttendant`` (nameplate, current use, counts, how it ended).
 public struct BotInvite: Codable, Sendable {
+    /// Where the invite stands, as `eleven-bot status` and the store's index show it (derived
+    /// from the attendant and the record).
     public enum State: String, Codable, Sendable {
         /// Accepted; no nameplate yet.
         case allocating
@@ -31,34 +33,128 @@ public struct BotInvite: Codable, Sendable {
     public let inviterName: String?
     public let secret: InviteSecret
     public let relay: String
-    public var nameplate: String?
-    /// The relay connection of the current use, saved once its first message is in the mailbox
-    /// (nil while the next use's mailbox is being prepared).
-    public var machine: RendezvousMachine?
-    /// Which use comes next (a fresh mailbox and key-agreement stream for each), how many
-    /// admissions remain, and how many wrong codes were seen.
-    public var use: Int
-    public var usesLeft: Int
-    public let uses: Int
-    public var failures: Int
-    public let maxFailures: Int
     /// Ask the inviter before letting anyone in.
     public let ask: Bool
     public let createdAt: Int64
-    public let expiresAt: Int64
     public var record: SignedInvite?
-    public var state: State
-    /// The inviter's answer for the current use (policy "ask").
+    /// The inviter's answer for use `approvalUse` (policy "ask").
     public var approval: Bool?
-    /// The use whose joiner is being added to the space: its use is counted (`usesLeft`) before
-    /// the member is added, so a bot killed in between never gives that use to someone else.
-    public var admitting: Int?
-    /// That joiner's public keys: after a restart the same joiner (replayed by the relay) is
-    /// answered again (adding is idempotent for the same keys and invite), nobody else.
-    public var admittingKeys: String?
+    public var approvalUse: Int?
+    /// The inviter's signed record was refused: the worker ends the invite.
+    public var cancelRequested = false
+    public var attendant: InviteAttendant
+
+    public init(
+        id: String, noteID: String, inviter: MemberID, inviterName: String?, secret: InviteSecret,
+        relay: String,
+        ask: Bool, createdAt: Int64, attendant: InviteAttendant, record: SignedInvite? = nil
+    ) {
+        self.id = id
+        self.noteID = noteID
+        self.inviter = inviter
+        self.inviterName = inviterName
+        self.secret = secret
+        self.relay = relay
+        self.ask = ask
+        self.createdAt = createdAt
+        self.attendant = attendant
+        self.record = record
+    }
+
+    public var state: State {
+        switch attendant.state {
+        case .allocating: .allocating
+        case .preparing, .attending, .admitting: record == nil ? .awaitingRecord : .open
+        case .ended(.usedUp, _): .usedUp
+        case .ended(.burned, _): .burned
+        case .ended(.expired, _): .expired
+        case .ended(.cancelled, _): .cancelled
+        }
+    }
+
+    public var nameplate: String? { attendant.nameplate?.value }
+    public var uses: Int { attendant.policy.uses }
+    public var usesLeft: Int { attendant.usesLeft }
+    public var expiresAt: Int64 { attendant.policy.expiresAt }
+    /// The current use (a fresh mailbox and key-agreement stream for each).
+    public var use: Int { attendant.use ?? 0 }
 
     /// The code as people type it (secret).
     var code: String? { nameplate.map { "\(secret.words)-\($0)" } }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, noteID, inviter, inviterName, secret, relay, ask, createdAt, record, approval, approvalUse
+        case cancelRequested, attendant
+        // Invites saved before the attendant machine: its pieces one by one.
+        case nameplate, machine, use, usesLeft, uses, failures, maxFailures, expiresAt, state, admitting
+        case admittingKeys
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        noteID = try c.decode(String.self, forKey: .noteID)
+        inviter = try c.decode(MemberID.self, forKey: .inviter)
+        inviterName = try c.decodeIfPresent(String.self, forKey: .inviterName)
+        secret = try c.decode(InviteSecret.self, forKey: .secret)
+        relay = try c.decode(String.self, forKey: .relay)
+        ask = try c.decode(Bool.self, forKey: .ask)
+        createdAt = try c.decode(Int64.self, forKey: .createdAt)
+        record = try c.decodeIfPresent(SignedInvite.self, forKey: .record)
+        approval = try c.decodeIfPresent(Bool.self, forKey: .approval)
+        approvalUse = try c.decodeIfPresent(Int.self, forKey: .approvalUse)
+        cancelRequested = try c.decodeIfPresent(Bool.self, forKey: .cancelRequested) ?? false
+        if let attendant = try c.decodeIfPresent(InviteAttendant.self, forKey: .attendant) {
+            self.attendant = attendant
+            return
+        }
+        let uses = try c.decode(Int.self, forKey: .uses)
+        let usesLeft = try c.decode(Int.self, forKey: .usesLeft)
+        let use = try c.decode(Int.self, forKey: .use)
+        let nameplate = try c.decodeIfPresent(String.self, forKey: .nameplate).map(Rendezvous.Nameplate.init)
+        let machine = try c.decodeIfPresent(RendezvousMachine.self, forKey: .machine)
+        let admitting = try c.decodeIfPresent(Int.self, forKey: .admitting)
+        let keys = try c.decodeIfPresent(String.self, forKey: .admittingKeys)
+        let state: InviteAttendant.State
+        switch try c.decode(State.self, forKey: .state) {
+        case .usedUp: state = .ended(.usedUp, nameplate: nameplate)
+        case .burned: state = .ended(.burned, nameplate: nameplate)
+        case .expired: state = .ended(.expired, nameplate: nameplate)
+        case .cancelled: state = .ended(.cancelled, nameplate: nameplate)
+        case .allocating, .awaitingRecord, .open:
+            if let nameplate, let machine, let keys, admitting == use {
+                state = .admitting(nameplate: nameplate, use: use, connection: machine, joinerKeys: keys)
+            } else if let nameplate, let machine {
+                state = .attending(nameplate: nameplate, use: use, connection: machine)
+            } else if let nameplate {
+                state = .preparing(nameplate: nameplate, use: use)
+            } else {
+                state = .allocating
+            }
+        }
+        attendant = InviteAttendant(
+            policy: .init(
+                uses: uses, maxFailures: try c.decode(Int.self, forKey: .maxFailures),
+                expiresAt: try c.decode(Int64.self, forKey: .expiresAt)),
+            state: state, taken: uses - usesLeft, failures: try c.decode(Int.self, forKey: .failures))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(noteID, forKey: .noteID)
+        try c.encode(inviter, forKey: .inviter)
+        try c.encodeIfPresent(inviterName, forKey: .inviterName)
+        try c.encode(secret, forKey: .secret)
+        try c.encode(relay, forKey: .relay)
+        try c.encode(ask, forKey: .ask)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encodeIfPresent(record, forKey: .record)
+        try c.encodeIfPresent(approval, forKey: .approval)
+        try c.encodeIfPresent(approvalUse, forKey: .approvalUse)
+        try c.encode(cancelRequested, forKey: .cancelRequested)
+        try c.encode(attendant, forKey: .attendant)
+    }
 }
 
 /// One line of the bot's history (`eleven-bot status`): joins, refusals, burned codes. Never a

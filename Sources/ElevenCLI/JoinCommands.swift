@@ -98,8 +98,8 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     let json = arguments.flag("json")
     let uses = try arguments.int("uses", in: 1...100) ?? 1
     let maxFailures =
-        try arguments.int("max-failures", in: InvitePolicy.maxFailuresRange)
-        ?? InvitePolicy.defaultMaxFailures
+        try arguments.int("max-failures", in: InviteAttendant.Policy.maxFailuresRange)
+        ?? InviteAttendant.Policy.defaultMaxFailures
     let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
     let relay = try relayURL(arguments)
@@ -115,116 +115,53 @@ private func runInvite(_ arguments: ParsedArguments) throws {
 
     let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
     var random = SystemRandom()
-    let seed = SecretBytes(randomCount: 32, using: &random)
     let now = Int64(Date().timeIntervalSince1970)
-    let expiresAt = now + Int64(lifetime)
-    let deadline = ContinuousClock.now + .seconds(lifetime)
-    let (connection, nameplate) = try joinErrors { () throws(JoinRunError) in
-        try InviteAttendance.allocate(relayURL: relay, timeout: .seconds(20))
-    }
-    let code = "\(words)-\(nameplate.value)"
+    let pending = PendingInvite(
+        id: Base64URL.encode(random.bytes(count: 9)), space: session.saved.space,
+        spaceName: session.saved.name,
+        relay: relay, secret: InviteSecret(words: words, seed: SecretBytes(randomCount: 32, using: &random)),
+        createdAt: now,
+        attendant: InviteAttendant(
+            policy: .init(uses: uses, maxFailures: maxFailures, expiresAt: now + Int64(lifetime))))
+    let detach = arguments.flag("detach")
+    let person = PersonAttendant(session: session, yes: arguments.flag("yes"), json: json, readmit: readmit)
     // The name slot carries the inviter's name ("Paul invited you"), else the space's.
-    let inviter = (try? session.roster().members[session.saved.member]?.name).flatMap {
-        $0.isEmpty ? nil : $0
-    }
-    let link = inviteLink(server: session.saved.server, name: inviter ?? session.saved.name, code: code)
-    let binding = JoinBinding(intent: .join, nameplate: nameplate)
-
-    if arguments.flag("detach") {
-        try joinErrors { () throws(JoinRunError) in
-            try InviteAttendance.publish(
-                on: connection, words: words, binding: binding, seed: seed, use: 0, timeout: .seconds(20))
-        }
-        let pending = PendingInvite(
-            id: Base64URL.encode(random.bytes(count: 9)), space: session.saved.space,
-            spaceName: session.saved.name, relay: relay, nameplate: nameplate.value,
-            secret: InviteSecret(words: words, seed: seed), machine: connection.machine, use: 0,
-            usesLeft: uses - 1, createdAt: now, expiresAt: expiresAt,
-            policy: InvitePolicy(uses: uses, maxFailures: maxFailures, expiresAt: expiresAt))
-        connection.disconnect()
-        try withSpaceErrors {
-            let store = PendingInviteStore(directory: localState().directory)
-            try store.save(try store.load() + [pending])
-        }
+    let linkName = person.inviterName ?? session.saved.name
+    let store = PendingInviteStore(directory: localState().directory)
+    let driver = person.driver(
+        for: pending,
+        // A detached invite is saved for `eleven approve` once it has a nameplate; an attended
+        // one lives as long as this process.
+        save: { attendant in
+            guard detach, attendant.nameplate != nil else { return }
+            var invite = pending
+            invite.attendant = attendant
+            try withSpaceErrors { try store.put(invite) }
+        })
+    driver.onAllocated = { nameplate in
+        let code = "\(words)-\(nameplate.value)"
+        let link = inviteLink(server: session.saved.server, name: linkName, code: code)
         if json {
-            Terminal.json([
-                "event": "code", "code": code, "link": link, "pending": true, "expiresAt": expiresAt,
-            ])
+            var event: [String: Any] = [
+                "event": "code", "code": code, "link": link, "expiresAt": pending.expiresAt,
+            ]
+            if detach { event["pending"] = true }
+            Terminal.json(event)
         } else {
             Terminal.out("Invite code: \(code)")
             Terminal.out("Link: \(link)")
             printQR(link)
-            Terminal.out("The invite is pending; run `eleven approve` to let people in.")
+            Terminal.out(
+                detach
+                    ? "The invite is pending; run `eleven approve` to let people in."
+                    : "Waiting for someone to join \(session.saved.name) with it…")
         }
-        return
     }
-
-    if json {
-        Terminal.json(["event": "code", "code": code, "link": link, "expiresAt": expiresAt])
-    } else {
-        Terminal.out("Invite code: \(code)")
-        Terminal.out("Link: \(link)")
-        printQR(link)
-        Terminal.out("Waiting for someone to join \(session.saved.name) with it…")
-    }
-    var attendant = Attendant(
-        session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate, readmit: readmit)
-    var policy = InvitePolicy(uses: uses, maxFailures: maxFailures, expiresAt: expiresAt)
-    var current = connection
-    var use = 0
-    while true {
-        if use > 0 {
-            current = try joinErrors { () throws(JoinRunError) in
-                try InviteAttendance.reclaim(relayURL: relay, nameplate: nameplate)
-            }
-        }
-        let outcome: InviteAttendance.Outcome
-        do {
-            outcome = try attendant.attend(
-                on: current, words: words, binding: binding, seed: seed, use: use, published: false,
-                expiresAt: expiresAt, deadline: deadline, keepOpen: false)
-        } catch let error as CLIError where error.code == "timed_out" {
-            // Late joiners hear that it expired instead of waiting for nobody.
-            try? InviteAttendance.leaveEndNotice(relayURL: relay, nameplate: nameplate, end: .expired)
-            throw CLIError(
-                code: "invite_expired",
-                message:
-                    "The invite expired after \(policy.taken) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
-                status: .timedOut)
-        }
-        use += 1
-        let next = policy.record(outcome, now: Int64(Date().timeIntervalSince1970))
-        if case .ended(let end) = next {
-            try? InviteAttendance.leaveEndNotice(relayURL: relay, nameplate: nameplate, end: end)
-        }
-        try reportPolicy(next, outcome: outcome, policy: policy, json: json)
-        if case .ended = next { return }
-    }
-}
-
-/// Tells the inviter what a use's outcome did to the invite; throws when it ended badly.
-private func reportPolicy(
-    _ next: InvitePolicy.Next, outcome: InviteAttendance.Outcome, policy: InvitePolicy, json: Bool
-) throws {
-    switch next {
-    case .attendAgain:
-        guard case .burned = outcome else { return }
-        let left = policy.failuresLeft
-        report(
-            json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
-            "Someone tried a wrong code for your invite; after \(left) more it stops working.")
-    case .ended(.burned):
-        report(
-            json, ["event": "burned", "code": "invite_burned"],
-            "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
-        throw burnedError()
-    case .ended(.expired):
-        throw CLIError(
-            code: "invite_expired",
-            message: "The invite expired after \(policy.taken) of \(policy.uses) uses; make a new one.",
-            status: .timedOut)
-    case .ended:
-        return
+    let ending = try person.run(driver, untilAttending: detach)
+    switch ending {
+    case .burned?: throw burnedError()
+    case .expired?: throw expiredError(driver.attendant)
+    case .usedUp?, .cancelled?, nil: return
     }
 }
 
@@ -235,100 +172,38 @@ private func runApprove(_ arguments: ParsedArguments) throws {
     let wait = try arguments.duration("timeout", max: 30 * 86_400) ?? 600
     let state = localState()
     let store = PendingInviteStore(directory: state.directory)
-    var pending = try withSpaceErrors { try store.load() }
+    let pending = try withSpaceErrors { try store.load() }
     let saved = try withSpaceErrors { try state.spaces() }
     let wanted: SpaceID? =
         arguments.value("space") != nil ? try chooseSpace(arguments.value("space"), in: saved).space : nil
-    let now = Int64(Date().timeIntervalSince1970)
-    // Expired invites (at or past their expiry second) are dropped, their mailboxes closed.
-    for invite in pending where invite.expiresAt <= now {
-        if let connection = try? InviteAttendance.resume(relayURL: invite.relay, machine: invite.machine) {
-            connection.close(mood: .lonely, timeout: .seconds(2))
-        }
-        try? InviteAttendance.leaveEndNotice(
-            relayURL: invite.relay, nameplate: Rendezvous.Nameplate(invite.nameplate), end: .expired)
-        report(
-            json, ["event": "expired", "code": "invite_expired"], "An invite for \(invite.spaceName) expired."
-        )
-    }
-    pending.removeAll { $0.expiresAt <= now }
-    try withSpaceErrors { try store.save(pending) }
     let mine = pending.filter { wanted == nil || $0.space == wanted }
     guard !mine.isEmpty else {
         report(json, ["event": "none"], "No pending invites.")
         return
     }
     var burned = false
-    for original in mine {
-        var invite = original
+    for invite in mine {
         guard let space = saved.spaces.first(where: { $0.space == invite.space }) else { continue }
         let session = try withSpaceErrors {
             try SpaceSession(saved: space, identity: state.identity(for: space))
         }
-        let nameplate = Rendezvous.Nameplate(invite.nameplate)
-        let binding = JoinBinding(intent: .join, nameplate: nameplate)
-        var attendant = Attendant(
-            session: session, yes: arguments.flag("yes"), json: json, nameplate: nameplate)
-        let deadline = ContinuousClock.now + .seconds(min(wait, Double(max(1, invite.expiresAt - now))))
+        let person = PersonAttendant(session: session, yes: arguments.flag("yes"), json: json)
+        person.expiredNotice = "An invite for \(invite.spaceName) expired."
         // Saved after every step, so a process killed at any point resumes where it was.
-        func persist(_ invite: PendingInvite, keep: Bool) throws {
-            try withSpaceErrors {
-                var all = try store.load()
-                all.removeAll { $0.id == invite.id }
-                if keep { all.append(invite) }
-                try store.save(all)
-            }
-        }
-        while true {
-            let connection = try joinErrors { () throws(JoinRunError) in
-                try InviteAttendance.resume(relayURL: invite.relay, machine: invite.machine)
-            }
-            let outcome: InviteAttendance.Outcome
-            do {
-                outcome = try attendant.attend(
-                    on: connection, words: invite.secret.words, binding: binding,
-                    seed: invite.secret.seedBytes,
-                    use: invite.use, published: true, expiresAt: invite.expiresAt, deadline: deadline,
-                    keepOpen: true)
-            } catch let error as CLIError where error.code == "timed_out" {
-                // Nobody came: the invite stays pending with the relay state as it is now.
-                invite.machine = connection.machine
-                try persist(invite, keep: true)
-                report(
-                    json, ["event": "waiting", "code": invite.code], "Nobody has used \(invite.code) yet.")
-                break
-            } catch {
-                try persist(invite, keep: false)
-                throw error
-            }
-            var policy = invite.currentPolicy
-            let step = policy.record(outcome, now: Int64(Date().timeIntervalSince1970))
-            invite.policy = policy
-            if case .ended(let end) = step {
-                try persist(invite, keep: false)
-                try? InviteAttendance.leaveEndNotice(relayURL: invite.relay, nameplate: nameplate, end: end)
-                do {
-                    try reportPolicy(step, outcome: outcome, policy: policy, json: json)
-                } catch let error as CLIError where error.code == "invite_burned" {
-                    burned = true
-                }
-                break
-            }
-            try reportPolicy(step, outcome: outcome, policy: policy, json: json)
-            // Another use: the same nameplate, a fresh mailbox with the next use's first message.
-            invite.use += 1
-            invite.usesLeft = max(0, policy.usesLeft - 1)
-            let next = try joinErrors { () throws(JoinRunError) in
-                try InviteAttendance.reclaim(relayURL: invite.relay, nameplate: nameplate)
-            }
-            try joinErrors { () throws(JoinRunError) in
-                try InviteAttendance.publish(
-                    on: next, words: invite.secret.words, binding: binding, seed: invite.secret.seedBytes,
-                    use: invite.use, timeout: .seconds(20))
-            }
-            invite.machine = next.machine
-            next.disconnect()
-            try persist(invite, keep: true)
+        let driver = person.driver(
+            for: invite,
+            save: { attendant in
+                var changed = invite
+                changed.attendant = attendant
+                try withSpaceErrors { try store.put(changed) }
+            })
+        switch try person.run(driver, until: ContinuousClock.now + .seconds(wait)) {
+        case nil:
+            report(
+                json, ["event": "waiting", "code": invite.code ?? ""],
+                "Nobody has used \(invite.code ?? "the invite") yet.")
+        case .burned?: burned = true
+        case .expired?, .usedUp?, .cancelled?: break
         }
     }
     if burned { throw burnedError() }
@@ -336,82 +211,138 @@ private func runApprove(_ arguments: ParsedArguments) throws {
 
 // MARK: The attendant's person
 
-/// Asks (or, with --yes, does not ask), admits the joiner on the space server, and reports.
-private struct Attendant {
+/// The inviter's own device as the attendant (``InviteAttendantDriver``'s hooks): asks its
+/// person (or, with --yes, does not ask), admits the joiner on the space server, and reports.
+private final class PersonAttendant {
     let session: SpaceSession
     let yes: Bool
     let json: Bool
-    let nameplate: Rendezvous.Nameplate
-    var readmit: MemberID? = nil
+    let readmit: MemberID?
+    let inviterName: String?
+    /// Printed when the invite expires while attended (`eleven approve`); nil: the caller says it.
+    var expiredNotice: String?
+    /// The joiner added on the space server in the current use, until the joiner heard so.
+    private var admitted: MemberRecord?
+    private var admitFailure: Error?
 
-    mutating func attend(
-        on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
-        published: Bool, expiresAt: Int64, deadline: ContinuousClock.Instant, keepOpen: Bool
-    ) throws -> InviteAttendance.Outcome {
+    init(session: SpaceSession, yes: Bool, json: Bool, readmit: MemberID? = nil) {
+        self.session = session
+        self.yes = yes
+        self.json = json
+        self.readmit = readmit
+        inviterName = (try? session.roster().members[session.saved.member]?.name).flatMap {
+            $0.isEmpty ? nil : $0
+        }
+    }
+
+    func driver(for invite: PendingInvite, save: @escaping (InviteAttendant) throws -> Void)
+        -> InviteAttendantDriver
+    {
         let session = self.session
-        let yes = self.yes
-        let json = self.json
-        let nameplate = self.nameplate
-        let readmit = self.readmit
-        var admitted: MemberRecord?
-        var admitFailure: Error?
-        let inviterName =
-            (try? session.roster().members[session.saved.member]?.name).flatMap { $0.isEmpty ? nil : $0 }
-        let outcome: InviteAttendance.Outcome
+        var hooks = InviteAttendantHooks(
+            save: save,
+            check: { [unowned self] request, _, _ in
+                guard yes || askYesNo("Let \(nameOf(request)) join \(session.saved.name)? [y/N] ") else {
+                    return AttendantRefusal(.declined, reason: "declined", "The inviter declined.")
+                }
+                return nil
+            },
+            admit: { [unowned self] request, nameplate in admit(request, nameplate: nameplate, invite: invite)
+            },
+            report: { [unowned self] report, request in try tell(report, request) },
+            now: { Int64(Date().timeIntervalSince1970) })
+        hooks.codeProven = { [json] request, verifier in
+            let check = VerificationWords.words(for: verifier).joined(separator: " ")
+            report(
+                json, ["event": "code_proven", "name": request.displayName, "verification": check],
+                "\(nameOf(request)) proved the code (verification words: \(check)).")
+        }
+        let driver = InviteAttendantDriver(
+            attendant: invite.attendant, relayURL: invite.relay, secret: invite.secret, hooks: hooks)
+        driver.inviterName = inviterName
+        return driver
+    }
+
+    /// Runs the driver; on any failure, nothing is left half-joined: a member added whose grant
+    /// never reached them is removed.
+    func run(
+        _ driver: InviteAttendantDriver, until: ContinuousClock.Instant? = nil, untilAttending: Bool = false
+    )
+        throws -> InviteAttendant.Ending?
+    {
         do {
-            outcome = try InviteAttendance.attendOne(
-                on: connection, words: words, binding: binding, seed: seed, use: use, published: published,
-                inviterName: inviterName, deadline: deadline, keepOpenOnTimeout: keepOpen,
-                onCodeProven: { request, verifier in
-                    let check = VerificationWords.words(for: verifier).joined(separator: " ")
-                    report(
-                        json, ["event": "code_proven", "name": request.displayName, "verification": check],
-                        "\(nameOf(request)) proved the code (verification words: \(check)).")
-                },
-                decide: { request, _ in
-                    if !yes {
-                        guard askYesNo("Let \(nameOf(request)) join \(session.saved.name)? [y/N] ") else {
-                            return .refuse(reason: "declined", message: "The inviter declined.")
-                        }
-                    }
-                    let now = Int64(Date().timeIntervalSince1970)
-                    let invite = session.identity.signInvite(
-                        space: session.saved.space, inviter: session.saved.member, nameplate: nameplate.value,
-                        createdAt: now, expiresAt: expiresAt, uses: 1)
-                    do {
-                        let (grant, record) = try session.admit(
-                            request: request, invite: invite, readmit: readmit)
-                        admitted = record
-                        return .approve(grant: grant.encoded())
-                    } catch {
-                        admitFailure = error
-                        return .refuse(
-                            reason: "unavailable",
-                            message: "The inviter's device could not add you to the space: \(error)")
-                    }
-                })
+            return try driver.run(until: until, untilAttending: untilAttending)
         } catch {
-            // Nothing half-joined: a member added whose grant never reached them is removed.
             if let admitted { try? session.removeMember(admitted.id) }
             throw joinCLIError(error, codeAccepted: true)
         }
-        switch outcome {
-        case .admitted(let request):
-            report(
-                json, ["event": "joined", "name": request.displayName],
-                "\(nameOf(request)) joined \(session.saved.name).")
-        case .refused(let request):
-            if let admitFailure {
-                throw (admitFailure as? SpaceClientError).map { cliError($0) } ?? admitFailure
-            }
-            report(
-                json, ["event": "declined", "name": request.displayName],
-                "\(nameOf(request)) was not let in.")
-        case .burned:
-            break  // The caller says what it did to the invite (reportPolicy).
-        }
-        return outcome
     }
+
+    private func admit(_ request: JoinRequest, nameplate: Rendezvous.Nameplate, invite: PendingInvite)
+        -> AttendantAdmission
+    {
+        let now = Int64(Date().timeIntervalSince1970)
+        let signed = session.identity.signInvite(
+            space: session.saved.space, inviter: session.saved.member,
+            nameplate: nameplate.value, createdAt: now,
+            expiresAt: invite.expiresAt, uses: 1)
+        do {
+            let (grant, record) = try session.admit(request: request, invite: signed, readmit: readmit)
+            admitted = record
+            return .granted(grant.encoded())
+        } catch {
+            admitFailure = error
+            return .failed(
+                AttendantRefusal(
+                    .turnedAway, reason: "unavailable",
+                    "The inviter's device could not add you to the space: \(error)"),
+                mayBeMember: false)
+        }
+    }
+
+    private func tell(_ event: InviteAttendant.Report, _ request: JoinRequest?) throws {
+        let name = request.map(nameOf) ?? "Someone"
+        switch event {
+        case .joined:
+            admitted = nil
+            report(
+                json, ["event": "joined", "name": request?.displayName ?? ""],
+                "\(name) joined \(session.saved.name).")
+        case .declined:
+            report(
+                json, ["event": "declined", "name": request?.displayName ?? ""], "\(name) was not let in.")
+        case .turnedAway:
+            if let failure = admitFailure {
+                admitFailure = nil
+                throw (failure as? SpaceClientError).map { cliError($0) } ?? failure
+            }
+        case .wrongCode(_, let left) where left > 0:
+            report(
+                json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
+                "Someone tried a wrong code for your invite; after \(left) more it stops working.")
+        case .wrongCode:
+            break  // the ending says it
+        case .ended(.burned):
+            report(
+                json, ["event": "burned", "code": "invite_burned"],
+                "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
+        case .ended(.expired):
+            if let expiredNotice {
+                report(json, ["event": "expired", "code": "invite_expired"], expiredNotice)
+            }
+        case .ended(.usedUp), .ended(.cancelled):
+            break
+        }
+    }
+}
+
+private func expiredError(_ attendant: InviteAttendant) -> CLIError {
+    let uses = attendant.policy.uses
+    return CLIError(
+        code: "invite_expired",
+        message:
+            "The invite expired after \(attendant.taken) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
+        status: .timedOut)
 }
 
 /// The invite link as a QR code, when a person is looking at a terminal.

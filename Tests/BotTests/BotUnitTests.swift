@@ -97,6 +97,12 @@ private func temporaryDirectory() throws -> String {
 }
 
 @Suite struct BotStoreTests {
+    /// `attendant` with `taken` uses taken (as restored from an older state file).
+    static func with(_ attendant: InviteAttendant, taken: Int) -> InviteAttendant {
+        InviteAttendant(
+            policy: attendant.policy, state: attendant.state, taken: taken, failures: attendant.failures)
+    }
+
     @Test func identityIsSealedAndSurvivesReopening() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -145,19 +151,55 @@ private func temporaryDirectory() throws -> String {
             id: "a:b", noteID: "b", inviter: .random(), inviterName: "Ann",
             secret: InviteSecret(
                 words: "marmalade-xylophone", seed: SecretBytes(randomCount: 32, using: &random)),
-            relay: "ws://127.0.0.1:1/v1", nameplate: "7", machine: nil, use: 0, usesLeft: 2, uses: 2,
-            failures: 0,
-            maxFailures: 1, ask: false, createdAt: 1, expiresAt: 2, record: nil, state: .open, approval: nil)
+            relay: "ws://127.0.0.1:1/v1", ask: false, createdAt: 1,
+            attendant: InviteAttendant(
+                policy: .init(uses: 2, expiresAt: 2), state: .preparing(nameplate: .init("7"), use: 0),
+                taken: 0,
+                failures: 0))
         #expect(try store.save(invite, onlyIfNew: true))
         #expect(try store.save(invite, onlyIfNew: true) == false)
-        let updated = try store.update("a:b") { $0.usesLeft -= 1 }
+        let updated = try store.update("a:b") { $0.attendant = Self.with($0.attendant, taken: 1) }
         #expect(updated?.usesLeft == 1)
         #expect(try store.openInvites().map(\.id) == ["a:b"])
-        _ = try store.update("a:b") { $0.state = .usedUp }
+        _ = try store.update("a:b") { _ = $0.attendant.handle(.cancel, now: 1) }
         #expect(try store.openInvites().isEmpty)
         let file = try Data(contentsOf: URL(fileURLWithPath: store.path))
         let wal = (try? Data(contentsOf: URL(fileURLWithPath: store.path + "-wal"))) ?? Data()
         #expect(file.range(of: Data("marmalade".utf8)) == nil && wal.range(of: Data("marmalade".utf8)) == nil)
+    }
+
+    /// An invite saved by a bot before the attendant machine resumes where it stood: a joiner
+    /// being added keeps their use, counts carry over.
+    @Test func olderSavedInvitesResume() throws {
+        let machine = RendezvousMachine(
+            appID: JoinIntent.join.appID, side: Rendezvous.Side("0123456789"), start: .claim(.init("7")))
+        let machineJSON = String(decoding: try JSONEncoder().encode(machine), as: UTF8.self)
+        let inviter = MemberID.random()
+        func old(state: String, admitting: Int?) -> String {
+            """
+            {"id":"a:b","noteID":"b","inviter":"\(inviter.base64URL)","inviterName":"Ann",
+             "secret":{"words":"coral-piano","seed":"AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM"},
+             "relay":"ws://127.0.0.1:1/v1","nameplate":"7","machine":\(machineJSON),"use":3,"usesLeft":2,
+             "uses":5,"failures":1,"maxFailures":4,"ask":false,"createdAt":1,"expiresAt":900,
+             "state":"\(state)"\(admitting.map { ",\"admitting\":\($0),\"admittingKeys\":\"k\"" } ?? "")}
+            """
+        }
+        let admitting = try JSONDecoder().decode(
+            BotInvite.self, from: Data(old(state: "open", admitting: 3).utf8))
+        #expect(
+            admitting.attendant.state
+                == .admitting(nameplate: .init("7"), use: 3, connection: machine, joinerKeys: "k"))
+        #expect(admitting.usesLeft == 2 && admitting.attendant.failures == 1 && admitting.expiresAt == 900)
+        #expect(admitting.attendant.policy == .init(uses: 5, maxFailures: 4, expiresAt: 900))
+        let attending = try JSONDecoder().decode(
+            BotInvite.self, from: Data(old(state: "open", admitting: 2).utf8))
+        #expect(attending.attendant.state == .attending(nameplate: .init("7"), use: 3, connection: machine))
+        let burned = try JSONDecoder().decode(
+            BotInvite.self, from: Data(old(state: "burned", admitting: nil).utf8))
+        #expect(burned.state == .burned && !burned.attendant.isOpen)
+        // Saved again, it is in the new form and reads back the same.
+        let again = try JSONDecoder().decode(BotInvite.self, from: JSONEncoder().encode(admitting))
+        #expect(again.attendant == admitting.attendant)
     }
 }
 
@@ -188,10 +230,11 @@ private func temporaryDirectory() throws -> String {
         let invite = BotInvite(
             id: "x", noteID: "i1", inviter: f.annID, inviterName: "Ann",
             secret: InviteSecret(words: "coral-piano", seed: SecretBytes(randomCount: 32, using: &random)),
-            relay: "", nameplate: "42", machine: nil, use: 0, usesLeft: 1, uses: 1, failures: 0,
-            maxFailures: 1,
-            ask: false, createdAt: f.now, expiresAt: f.now + 60, record: nil, state: .awaitingRecord,
-            approval: nil)
+            relay: "", ask: false, createdAt: f.now,
+            attendant: InviteAttendant(
+                policy: .init(uses: 1, expiresAt: f.now + 60),
+                state: .preparing(nameplate: .init("42"), use: 0),
+                taken: 0, failures: 0))
         let good = f.ann.signInvite(
             space: f.space, inviter: f.annID, nameplate: "42", createdAt: f.now, expiresAt: f.now + 60,
             uses: 1)
@@ -212,11 +255,11 @@ private func temporaryDirectory() throws -> String {
         // Admission: fine now; refused once Ann lost the right, once expired, once used up.
         var open = invite
         open.record = good
-        open.state = .open
+        #expect(open.state == .open)
         #expect(BotPolicy.checkAdmission(open, roster: f.roster, now: f.now) == nil)
         #expect(BotPolicy.checkAdmission(open, roster: f.roster, now: f.now + 61)?.reason == "expired")
         var used = open
-        used.usesLeft = 0
+        used.attendant = BotStoreTests.with(open.attendant, taken: 1)
         #expect(BotPolicy.checkAdmission(used, roster: f.roster, now: f.now)?.reason == "used_up")
         var roster = f.roster
         try roster.apply(try roster.nextEvent(.memberRemoved(f.annID), signedBy: f.paul))

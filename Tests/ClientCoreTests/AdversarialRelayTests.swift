@@ -443,9 +443,18 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
             // The attendant's policy ends the invite and leaves the notice: Sam, trying again
             // with the right code, hears at once that it was burned.
             if checkNotice {
-                var policy = InvitePolicy(uses: 1, expiresAt: Int64(Date().timeIntervalSince1970) + 600)
-                let next = (try? paulOutcome?.get()).map { policy.record($0, now: 0) }
-                report.check(next == .ended(.burned), "run \(run): the policy did not burn the invite")
+                var attendant = InviteAttendant(
+                    policy: .init(uses: 1, expiresAt: Int64(Date().timeIntervalSince1970) + 600),
+                    state: .attending(
+                        nameplate: nameplate, use: 0,
+                        connection: RendezvousMachine(
+                            appID: JoinIntent.join.appID, side: Rendezvous.Side("0123456789"),
+                            start: .claim(nameplate))),
+                    taken: 0, failures: 0)
+                if case .burned(let failure)? = try? paulOutcome?.get() {
+                    _ = attendant.handle(.useEnded(.wrongCode(failure)), now: 0)
+                }
+                report.check(attendant.ending == .burned, "run \(run): the attendant did not burn the invite")
                 try InviteAttendance.leaveEndNotice(relayURL: relayURL, nameplate: nameplate, end: .burned)
                 let (again, _) = AdversarialRuns.join(url: relayURL, nameplate: nameplate, words: words)
                 report.check(

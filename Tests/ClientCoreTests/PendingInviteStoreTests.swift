@@ -14,13 +14,17 @@ import Testing
 
     func invite(words: String) -> PendingInvite {
         var g = SystemRandomNumberGenerator()
+        let machine = RendezvousMachine(
+            appID: JoinIntent.join.appID, side: .random(using: &g), start: .claim(Rendezvous.Nameplate("42")))
         return PendingInvite(
-            id: "abc", space: .random(), spaceName: "Family", relay: "ws://127.0.0.1:1/v1", nameplate: "42",
+            id: "abc", space: .random(), spaceName: "Family", relay: "ws://127.0.0.1:1/v1",
             secret: InviteSecret(words: words, seed: SecretBytes(Array(repeating: 3, count: 32))),
-            machine: RendezvousMachine(
-                appID: JoinIntent.join.appID, side: .random(using: &g),
-                start: .claim(Rendezvous.Nameplate("42"))),
-            use: 0, usesLeft: 2, createdAt: 1, expiresAt: 2)
+            createdAt: 1,
+            attendant: InviteAttendant(
+                policy: .init(uses: 3, expiresAt: 2),
+                state: .attending(nameplate: Rendezvous.Nameplate("42"), use: 0, connection: machine),
+                taken: 0,
+                failures: 0))
     }
 
     @Test func roundTripsEncryptedAndPrivate() throws {

@@ -10,7 +10,7 @@ enum WormholeScenarios {
     /// ~100 KiB of printable ASCII (Python's receiver prints text through `repr`, so the
     /// eleven → Python direction avoids characters it would escape).
     static func largeText(seed: Int) -> String {
-        var generator = SplitMix(seed: UInt64(seed))
+        var generator = SplitMix64(seed: UInt64(seed))
         let letters = Array("abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?-")
         return String((0..<(100 * 1024)).map { _ in letters[Int(generator.next() % UInt64(letters.count))] })
     }
@@ -201,19 +201,6 @@ enum WormholeScenarios {
         #expect(sent?["event"] == "sent")
         #expect(got?["event"] == "received" && got?["text"] == "j")
         #expect(got?["verifier"]?.count == 64 && got?["verifier"] == sent?["verifier"])
-    }
-}
-
-/// A small deterministic generator for test texts.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

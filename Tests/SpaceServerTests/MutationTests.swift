@@ -1,19 +1,8 @@
 import ClientCore
 import Foundation
 import SpaceServer
+import TestSupport
 import Testing
-
-/// A small deterministic generator so failures reproduce.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite struct MutationTests {
     /// Every field of these bodies is signed or bound, so any changed byte must be refused: with a
@@ -38,7 +27,7 @@ struct SplitMix64: RandomNumberGenerator {
             ("\(base)/inbox", fixture.sam.token, try fixture.json(["note": note])),
         ]
         let before = try fixture.harness.dump()
-        var generator = SplitMix64(state: 0x5EED)
+        var generator = SplitMix64(seed: 0x5EED)
         var codes: [String: Int] = [:]
         for round in 0..<400 {
             let (target, token, valid) = targets[round % targets.count]

@@ -2,6 +2,9 @@
 public enum RendezvousError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
     /// The relay sent something the protocol does not allow.
     case protocolViolation(String)
+    /// A resumed claim found the nameplate pointing at another mailbox: the one this side had
+    /// was closed while it was away (an attendant killed as its joiner spoke).
+    case nameplateMoved
     /// A third party is using this code's mailbox.
     case crowded
     /// The relay refused to serve us (its welcome carried an error).
@@ -14,7 +17,7 @@ public enum RendezvousError: Error, Equatable, Sendable, Codable, CustomStringCo
     /// A stable machine-readable code.
     public var code: String {
         switch self {
-        case .protocolViolation: return "relay_protocol"
+        case .protocolViolation, .nameplateMoved: return "relay_protocol"
         case .crowded: return "crowded"
         case .unwelcome: return "relay_unwelcome"
         case .server: return "relay_error"
@@ -25,6 +28,7 @@ public enum RendezvousError: Error, Equatable, Sendable, Codable, CustomStringCo
     public var description: String {
         switch self {
         case .protocolViolation(let why): return "The relay misbehaved: \(why)."
+        case .nameplateMoved: return "The relay misbehaved: the nameplate now points at another mailbox."
         case .crowded:
             return "Someone else is already using this code. Ask for a new one."
         case .unwelcome(let why): return "The relay refused the connection: \(why)"
@@ -203,7 +207,7 @@ public struct RendezvousMachine: Codable, Sendable {
             return [.allocated(allocated)] + pump()
         case .claimed(let claimed):
             if let mailbox, mailbox != claimed {
-                return fail(.protocolViolation("the nameplate now points at another mailbox"))
+                return fail(.nameplateMoved)
             }
             mailbox = claimed
             return pump()
@@ -287,5 +291,18 @@ public struct RendezvousMachine: Codable, Sendable {
             out.append(.close(mailbox, mood: mood))
         }
         return out.map { .send($0) }
+    }
+}
+
+extension RendezvousMachine: Equatable {
+    /// Equal when everything that is saved is equal (the current connection's bookkeeping is
+    /// not saved and not compared).
+    public static func == (a: RendezvousMachine, b: RendezvousMachine) -> Bool {
+        a.appID == b.appID && a.side == b.side && a.clientVersion == b.clientVersion
+            && a.nameplate == b.nameplate && a.mailbox == b.mailbox && a.peerSide == b.peerSide
+            && a.wantsAllocation == b.wantsAllocation && a.releaseRequested == b.releaseRequested
+            && a.nameplateReleased == b.nameplateReleased && a.closeMood == b.closeMood
+            && a.isClosed == b.isClosed && a.failure == b.failure && a.unechoed == b.unechoed
+            && a.usedPhases == b.usedPhases && a.seenPeerPhases == b.seenPeerPhases
     }
 }

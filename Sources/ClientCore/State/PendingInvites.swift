@@ -18,51 +18,85 @@ public struct InviteSecret: Codable, Sendable, CustomStringConvertible, CustomDe
     public var debugDescription: String { description }
 }
 
-/// An invite left for `eleven approve` (`eleven invite --short --detach`): everything needed to
-/// resume attending it after a restart, including the relay connection's state.
+/// An invite left for `eleven approve` (`eleven invite --short --detach`): its secret and its
+/// ``InviteAttendant`` (the nameplate, the current use's relay connection, the counts), enough to
+/// resume attending it after a restart.
 public struct PendingInvite: Codable, Sendable {
     public let id: String
     public let space: SpaceID
     public let spaceName: String
     public let relay: String
-    public let nameplate: String
     public let secret: InviteSecret
-    /// The relay connection's state (side, nameplate, mailbox, what was sent).
-    public var machine: RendezvousMachine
-    /// Which use comes next (0 for the first), and how many remain after it.
-    public var use: Int
-    public var usesLeft: Int
     public let createdAt: Int64
-    public let expiresAt: Int64
-    /// Uses taken and failed attempts so far, and their caps (nil in files written before
-    /// `--max-failures`: one use left per `usesLeft`, one failure burns).
-    public var policy: InvitePolicy?
+    public var attendant: InviteAttendant
 
     public init(
-        id: String, space: SpaceID, spaceName: String, relay: String, nameplate: String, secret: InviteSecret,
-        machine: RendezvousMachine, use: Int, usesLeft: Int, createdAt: Int64, expiresAt: Int64,
-        policy: InvitePolicy? = nil
+        id: String, space: SpaceID, spaceName: String, relay: String, secret: InviteSecret, createdAt: Int64,
+        attendant: InviteAttendant
     ) {
-        self.policy = policy
         self.id = id
         self.space = space
         self.spaceName = spaceName
         self.relay = relay
-        self.nameplate = nameplate
         self.secret = secret
-        self.machine = machine
-        self.use = use
-        self.usesLeft = usesLeft
         self.createdAt = createdAt
-        self.expiresAt = expiresAt
+        self.attendant = attendant
     }
 
-    /// The code as people type it.
-    public var code: String { "\(secret.words)-\(nameplate)" }
+    public var expiresAt: Int64 { attendant.policy.expiresAt }
 
-    /// The invite's policy (derived for files that have none).
-    public var currentPolicy: InvitePolicy {
-        policy ?? InvitePolicy(uses: usesLeft + 1, expiresAt: expiresAt)
+    /// The code as people type it (secret); nil before a nameplate was allocated.
+    public var code: String? { attendant.nameplate.map { "\(secret.words)-\($0.value)" } }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, space, spaceName, relay, secret, createdAt, attendant
+        // Files written before the attendant machine: its pieces one by one.
+        case nameplate, machine, use, usesLeft, expiresAt, policy
+    }
+
+    /// The counts of a file written before the attendant machine (`InvitePolicy`).
+    private struct LegacyPolicy: Decodable {
+        let uses: Int
+        let maxFailures: Int
+        let taken: Int?
+        let failures: Int?
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        space = try c.decode(SpaceID.self, forKey: .space)
+        spaceName = try c.decode(String.self, forKey: .spaceName)
+        relay = try c.decode(String.self, forKey: .relay)
+        secret = try c.decode(InviteSecret.self, forKey: .secret)
+        createdAt = try c.decode(Int64.self, forKey: .createdAt)
+        if let attendant = try c.decodeIfPresent(InviteAttendant.self, forKey: .attendant) {
+            self.attendant = attendant
+            return
+        }
+        let expiresAt = try c.decode(Int64.self, forKey: .expiresAt)
+        let usesLeft = try c.decode(Int.self, forKey: .usesLeft)
+        let legacy = try c.decodeIfPresent(LegacyPolicy.self, forKey: .policy)
+        attendant = InviteAttendant(
+            policy: .init(
+                uses: legacy?.uses ?? usesLeft + 1, maxFailures: legacy?.maxFailures ?? 1,
+                expiresAt: expiresAt),
+            state: .attending(
+                nameplate: Rendezvous.Nameplate(try c.decode(String.self, forKey: .nameplate)),
+                use: try c.decode(Int.self, forKey: .use),
+                connection: try c.decode(RendezvousMachine.self, forKey: .machine)),
+            taken: legacy?.taken ?? 0, failures: legacy?.failures ?? 0)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(space, forKey: .space)
+        try c.encode(spaceName, forKey: .spaceName)
+        try c.encode(relay, forKey: .relay)
+        try c.encode(secret, forKey: .secret)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(attendant, forKey: .attendant)
     }
 }
 
@@ -89,5 +123,13 @@ public struct PendingInviteStore: Sendable {
     /// Replaces the pending invites (removes the files when none remain).
     public func save(_ invites: [PendingInvite]) throws(LocalStateError) {
         try file.save(invites.isEmpty ? nil : invites)
+    }
+
+    /// Saves `invite` in place of the one with its id, or drops it once it ended.
+    public func put(_ invite: PendingInvite) throws(LocalStateError) {
+        var all = try load()
+        all.removeAll { $0.id == invite.id }
+        if invite.attendant.isOpen { all.append(invite) }
+        try save(all)
     }
 }
