@@ -66,11 +66,7 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     /// The schema version the file is at.
     public func schemaVersion() throws(RelayStorageError) -> Int {
-        try onQueue { db throws(RelayStorageError) in
-            do throws(SQLiteError) { return Int(try db.integer("PRAGMA user_version")) } catch {
-                throw RelayStorageError(error, .write)
-            }
-        }
+        try onQueue(failing: .write) { db throws(SQLiteError) in Int(try db.integer("PRAGMA user_version")) }
     }
 
     public static var currentSchemaVersion: Int { RelaySchema.currentVersion }
@@ -86,6 +82,15 @@ public final class SQLiteRelayStorage: RelayStorage {
             do throws(RelayStorageError) { return .success(try body(db)) } catch { return .failure(error) }
         }
         return try result.get()
+    }
+
+    /// ``onQueue(_:)`` for a body that fails only with SQLite's errors: they become `code`.
+    private func onQueue<T>(
+        failing code: RelayStorageError.Code, _ body: (SQLiteDatabase) throws(SQLiteError) -> T
+    ) throws(RelayStorageError) -> T {
+        try onQueue { db throws(RelayStorageError) in
+            do throws(SQLiteError) { return try body(db) } catch { throw RelayStorageError(error, code) }
+        }
     }
 
     // MARK: - Loading
@@ -280,14 +285,10 @@ public final class SQLiteRelayStorage: RelayStorage {
     /// file) recovers only once it can commit again, instead of reloading and failing anew.
     public func ping() -> RelayStorageError? {
         do throws(RelayStorageError) {
-            try onQueue { db throws(RelayStorageError) in
-                do throws(SQLiteError) {
-                    let version = try db.integer("PRAGMA user_version")
-                    try db.writeTransaction { () throws(SQLiteError) in
-                        try db.execute("PRAGMA user_version=\(version)")
-                    }
-                } catch {
-                    throw RelayStorageError(error, .write)
+            try onQueue(failing: .write) { db throws(SQLiteError) in
+                let version = try db.integer("PRAGMA user_version")
+                try db.writeTransaction { () throws(SQLiteError) in
+                    try db.execute("PRAGMA user_version=\(version)")
                 }
             }
             return nil
@@ -298,10 +299,8 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     /// Copies the WAL into the main file and truncates the WAL.
     public func checkpoint() throws(RelayStorageError) {
-        try onQueue { db throws(RelayStorageError) in
-            do throws(SQLiteError) { try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") } catch {
-                throw RelayStorageError(error, .write)
-            }
+        try onQueue(failing: .write) { db throws(SQLiteError) in
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
     }
 
