@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Relay", targets: ["Relay"]),
         .library(name: "ClientCore", targets: ["ClientCore"]),
         .library(name: "SpaceServer", targets: ["SpaceServer"]),
+        .library(name: "SQLite", targets: ["SQLite"]),
     ],
     targets: [
         // System libraries (Debian -dev packages).
@@ -36,14 +37,17 @@ let package = Package(
         .target(name: "PAKE", dependencies: ["CSodium", "COpenSSL"]),
         .target(name: "WordCodes", exclude: ["README.md"]),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["Net", "CSQLite", "CPostgres", "COpenSSL"]),
+        // The one SQLite layer: connection, statements, sync policy, schema versions, application
+        // ids, storage-failure classes.
+        .target(name: "SQLite", dependencies: ["CSQLite"]),
+        .target(name: "Relay", dependencies: ["Net", "SQLite", "CPostgres", "COpenSSL"]),
         .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium", "CFIDO2"]),
         .target(
-            name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "CSQLite", "CSodium"],
+            name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "SQLite", "CSodium"],
             exclude: ["API.md"]),
 
         // The sidecar bot: attends short-code joins for its space.
-        .target(name: "Bot", dependencies: ["ClientCore", "PAKE", "WordCodes", "SpaceServer", "CSodium"]),
+        .target(name: "Bot", dependencies: ["ClientCore", "PAKE", "WordCodes", "SQLite", "CSodium"]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
         .target(name: "CLISupport", dependencies: ["CQRencode"]),
@@ -69,12 +73,16 @@ let package = Package(
         .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "TestSupport"]),
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "TestSupport"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "SQLite", "TestSupport"]),
         .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "Net", "TestSupport"]),
         .testTarget(
-            name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "Net", "TestSupport"]),
+            name: "SpaceServerTests",
+            dependencies: ["SpaceServer", "ClientCore", "Net", "SQLite", "TestSupport"]),
         .testTarget(
             name: "ElevenCLITests", dependencies: ["CLISupport", "ClientCore", "Net", "TestSupport"]),
-        .testTarget(name: "BotTests", dependencies: ["Bot", "ClientCore", "SpaceServer", "TestSupport"]),
+        .testTarget(name: "BotTests", dependencies: ["Bot", "ClientCore", "SQLite", "TestSupport"]),
+        .testTarget(
+            name: "SQLiteTests",
+            dependencies: ["SQLite", "CSQLite", "Relay", "SpaceServer", "Bot", "TestSupport"]),
     ]
 )

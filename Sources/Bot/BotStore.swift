@@ -2,7 +2,7 @@ import CSodium
 import ClientCore
 import Foundation
 import PAKE
-import SpaceServer
+import SQLite
 
 /// One invite the bot attends, as it is saved (sealed) after every step so a bot killed at any
 /// point resumes it: its secret words and key-agreement seed, the inviter's signed record and
@@ -172,6 +172,8 @@ public struct BotLogEntry: Codable, Sendable, Equatable {
 public final class BotStore: @unchecked Sendable {
     public static let fileName = "bot.sqlite"
     static let schemaVersion = 1
+    /// The bot's kind of file (its tables are created on every open, not by migrations).
+    static let schema = DatabaseSchema(owner: .bot, tables: ["meta", "invites", "log"], migrations: [])
 
     public let path: String
     private let key: BotSealingKey
@@ -205,11 +207,9 @@ public final class BotStore: @unchecked Sendable {
         }
         let database: SQLiteDatabase
         do {
-            database = try SQLiteDatabase(path: path)
+            database = try Self.open(path)
             try database.execute(
                 """
-                PRAGMA journal_mode = WAL;
-                PRAGMA synchronous = NORMAL;
                 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
                 CREATE TABLE IF NOT EXISTS invites (
                     id TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at INTEGER NOT NULL, body BLOB NOT NULL);
@@ -235,7 +235,21 @@ public final class BotStore: @unchecked Sendable {
         }
     }
 
+    /// Opens the file, refusing another program's before writing to it.
+    private static func open(_ path: String) throws -> SQLiteDatabase {
+        do throws(DatabaseOpenError) {
+            return try SQLiteDatabase.open(path: path, schema: schema, sync: .normal)
+        } catch {
+            switch error {
+            case .sqlite(let error), .migration(_, let error): throw error
+            case .foreign(let foreign): throw BotError(.state, code: ForeignDatabase.code, foreign.message)
+            case .schemaTooNew: throw error
+            }
+        }
+    }
+
     private static func corrupt(_ path: String, _ error: Error) -> BotError {
+        if let refusal = error as? BotError { return refusal }
         // A full disk or a read-only file is not damage: never advise moving the state away.
         if let failure = error as? SQLiteError, failure.isStorageFailure {
             return BotError(

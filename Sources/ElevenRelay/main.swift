@@ -274,7 +274,9 @@ runProgram(name: "eleven-relay", json: false) {
         server = try RelayServer(configuration: config, storage: storage)
         try server.start()
     } catch let error as RelayServerError {
-        throw CLIError(code: error.code.rawValue, message: error.message, status: .unavailable)
+        throw CLIError(
+            code: error.code.rawValue, message: error.message,
+            status: error.code == .foreignDatabase ? .localState : .unavailable)
     }
     let hup = SignalWatcher(signal: SIGHUP) {
         if config.tls != nil { try? server.reloadCertificates() }

@@ -102,6 +102,10 @@ runProgram(name: "eleven-server", json: false) {
     do {
         server = try SpaceHTTPServer(configuration: configuration)
     } catch {
+        // Another program's file: say whose, under its own code.
+        if let refusal = error as? SpaceStoreError, case .foreignDatabase(let foreign) = refusal {
+            throw CLIError(code: refusal.code, message: foreign.message, status: .localState)
+        }
         throw CLIError(
             code: "database_unavailable", message: "can't open the database \(database): \(error)",
             status: .localState)

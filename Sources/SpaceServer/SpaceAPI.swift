@@ -2,6 +2,7 @@ import CSodium
 import ClientCore
 import Foundation
 import PAKE
+import SQLite
 
 /// Limits and policy of a space server.
 public struct SpaceServerConfiguration: Sendable {

@@ -1,3 +1,5 @@
+import SQLite
+
 /// The space server's database schema, as numbered migrations. `PRAGMA user_version` records how
 /// many have run; opening a database runs the missing ones in one transaction. Append new
 /// migrations; never edit one that has shipped.
@@ -123,6 +125,11 @@ enum SpaceSchema {
         // 4: home accounts (`--home`): an account is its key anchors; see HomeStore.swift.
         HomeSchema.migration,
     ]
+
+    /// The space and home server's kind of file (one transaction for the missing migrations).
+    static let schema = DatabaseSchema(
+        owner: .spaceServer, tables: Set(tables), migrations: migrations, migratesInOneTransaction: true,
+        pragmas: ["PRAGMA foreign_keys=ON"])
 
     /// Every table, for dumps.
     static let tables = [

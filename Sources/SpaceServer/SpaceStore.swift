@@ -1,4 +1,5 @@
 import ClientCore
+import SQLite
 
 /// A stored device token's metadata (never the token itself: only its hash is stored).
 struct TokenRow {
@@ -40,32 +41,26 @@ struct ThreadRow {
 final class SpaceStore {
     let db: SQLiteDatabase
 
-    /// Opens (creating if needed) the database at `path`, switches to WAL and runs missing migrations.
+    /// Opens (creating if needed) the database at `path`, switches to WAL and runs missing
+    /// migrations. Refuses, before writing to it, a file of another program or from a newer
+    /// eleven-server (``SpaceStoreError``); SQLite's own failures are thrown as ``SQLiteError``.
     init(path: String, syncEveryCommit: Bool = true) throws {
-        db = try SQLiteDatabase(path: path)
-        try db.execute("PRAGMA journal_mode=WAL")
-        try db.execute(syncEveryCommit ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
-        try db.execute("PRAGMA foreign_keys=ON")
-        try migrate()
+        do throws(DatabaseOpenError) {
+            db = try SQLiteDatabase.open(
+                path: path, schema: SpaceSchema.schema, sync: syncEveryCommit ? .full : .normal)
+        } catch {
+            switch error {
+            case .sqlite(let error), .migration(_, let error): throw error
+            case .foreign(let foreign): throw SpaceStoreError.foreignDatabase(foreign)
+            case .schemaTooNew(let found, let known):
+                throw SpaceStoreError.schemaTooNew(found: found, known: known)
+            }
+        }
     }
 
     /// The schema version of the open database.
     func schemaVersion() throws -> Int {
         Int(try db.query("PRAGMA user_version").first?.first?.integer ?? 0)
-    }
-
-    private func migrate() throws {
-        let current = try schemaVersion()
-        guard current <= SpaceSchema.migrations.count else {
-            throw SpaceStoreError.schemaTooNew(found: current, known: SpaceSchema.migrations.count)
-        }
-        guard current < SpaceSchema.migrations.count else { return }
-        try db.transaction {
-            for version in current..<SpaceSchema.migrations.count {
-                try db.execute(SpaceSchema.migrations[version])
-            }
-            try db.execute("PRAGMA user_version=\(SpaceSchema.migrations.count)")
-        }
     }
 
     // MARK: Spaces
@@ -479,12 +474,23 @@ final class SpaceStore {
 /// Problems opening the store.
 public enum SpaceStoreError: Error, CustomStringConvertible {
     case schemaTooNew(found: Int, known: Int)
+    /// The file belongs to another program (or to none of ours); nothing was written.
+    case foreignDatabase(ForeignDatabase)
+
+    /// The stable machine-readable code.
+    public var code: String {
+        switch self {
+        case .schemaTooNew: "schema_too_new"
+        case .foreignDatabase: ForeignDatabase.code
+        }
+    }
 
     public var description: String {
         switch self {
         case .schemaTooNew(let found, let known):
             "The database has schema version \(found), but this eleven-server knows only up to \(known). "
                 + "Use a newer eleven-server."
+        case .foreignDatabase(let foreign): foreign.message
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SQLite
 
 /// The last write the database refused (disk full, read-only, I/O error), kept until a write
 /// succeeds again, for `/healthz`.

@@ -1,6 +1,6 @@
 import Bot
 import Foundation
-import SpaceServer
+import SQLite
 import TestSupport
 import Testing
 

@@ -1,7 +1,7 @@
 import Bot
 import ClientCore
 import Foundation
-import SpaceServer
+import SQLite
 import TestSupport
 import Testing
 

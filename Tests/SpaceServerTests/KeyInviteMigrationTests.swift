@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import SQLite
 import Testing
 
 @testable import SpaceServer

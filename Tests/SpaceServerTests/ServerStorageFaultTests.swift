@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import Net
+import SQLite
 import SpaceServer
 import TestSupport
 import Testing

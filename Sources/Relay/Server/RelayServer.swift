@@ -47,6 +47,9 @@ public final class RelayServer: Sendable {
                 chosen = try SQLiteRelayStorage(
                     path: configuration.databasePath, options: configuration.storageOptions)
             } catch {
+                guard error.code != .foreignDatabase else {
+                    throw RelayServerError(.foreignDatabase, error.message)
+                }
                 throw RelayServerError(.storage, "cannot open \(configuration.databasePath): \(error)")
             }
         }

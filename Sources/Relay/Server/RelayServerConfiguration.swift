@@ -74,6 +74,8 @@ public struct RelayServerConfiguration: Sendable {
 public struct RelayServerError: Error, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable {
         case storage
+        /// The SQLite file belongs to another program (or to none of ours): local state.
+        case foreignDatabase = "foreign_database"
         case listen
         case tls
     }

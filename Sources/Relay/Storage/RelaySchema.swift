@@ -1,3 +1,5 @@
+import SQLite
+
 /// The SQLite schema, versioned with `PRAGMA user_version`. `migrations[i]` takes a database
 /// from version `i` to `i + 1`; opening applies the missing ones, each in its own transaction.
 /// Append new migrations; never edit a released one.
@@ -29,4 +31,17 @@ enum RelaySchema {
     ]
 
     static var currentVersion: Int { migrations.count }
+
+    /// Every table the migrations create.
+    static let tables: Set<String> = [
+        "nameplates", "nameplate_sides", "mailboxes", "mailbox_sides", "messages",
+    ]
+
+    /// The relay's kind of file; `secureDelete` overwrites deleted content (closed mailboxes'
+    /// bodies) instead of leaving it in free pages.
+    static func schema(secureDelete: Bool) -> DatabaseSchema {
+        DatabaseSchema(
+            owner: .relay, tables: tables, migrations: migrations,
+            pragmas: ["PRAGMA secure_delete=\(secureDelete ? "ON" : "OFF")"])
+    }
 }

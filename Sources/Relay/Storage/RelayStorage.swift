@@ -56,6 +56,8 @@ public struct RelayStorageError: Error, Sendable, Equatable, CustomStringConvert
         case closed
         /// Another relay holds the database (PostgreSQL: one serving node at a time).
         case locked
+        /// The SQLite file belongs to another program (or to none of ours); nothing was written.
+        case foreignDatabase = "foreign_database"
     }
 
     public let code: Code

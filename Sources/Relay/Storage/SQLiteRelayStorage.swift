@@ -1,5 +1,5 @@
-import CSQLite
 import Dispatch
+import SQLite
 
 /// The default store: one SQLite file in WAL mode.
 ///
@@ -11,10 +11,7 @@ public final class SQLiteRelayStorage: RelayStorage {
     public struct Options: Sendable, Equatable {
         /// `FULL` (default) survives power loss; `NORMAL` survives a crash of the process
         /// (`kill -9`) but may lose the last commits on power loss.
-        public enum Synchronous: String, Sendable {
-            case full = "FULL"
-            case normal = "NORMAL"
-        }
+        public typealias Synchronous = SyncPolicy
         public var synchronous: Synchronous
         /// Overwrite deleted content (closed mailboxes' bodies) instead of leaving it in free
         /// pages.
@@ -48,17 +45,13 @@ public final class SQLiteRelayStorage: RelayStorage {
         queue.setSpecific(key: confined.queueKey, value: ())
         let confined = self.confined
         let result: Result<Void, RelayStorageError> = queue.sync {
-            do throws(RelayStorageError) {
-                let db = try SQLiteDatabase(path: path)
-                sqlite3_busy_timeout(db.handle, 5000)
-                try db.execute("PRAGMA journal_mode=WAL", code: .open)
-                try db.execute("PRAGMA synchronous=\(options.synchronous.rawValue)", code: .open)
-                try db.execute("PRAGMA secure_delete=\(options.secureDelete ? "ON" : "OFF")", code: .open)
-                try Self.migrate(db)
-                confined.database = db
+            do throws(DatabaseOpenError) {
+                confined.database = try SQLiteDatabase.open(
+                    path: path, schema: RelaySchema.schema(secureDelete: options.secureDelete),
+                    sync: options.synchronous)
                 return .success(())
             } catch {
-                return .failure(error)
+                return .failure(RelayStorageError(error, path: path))
             }
         }
         try result.get()
@@ -73,31 +66,10 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     /// The schema version the file is at.
     public func schemaVersion() throws(RelayStorageError) -> Int {
-        try onQueue { db throws(RelayStorageError) in Int(try db.integer("PRAGMA user_version")) }
+        try onQueue(failing: .write) { db throws(SQLiteError) in Int(try db.integer("PRAGMA user_version")) }
     }
 
     public static var currentSchemaVersion: Int { RelaySchema.currentVersion }
-
-    private static func migrate(_ db: SQLiteDatabase) throws(RelayStorageError) {
-        let version = Int(try db.integer("PRAGMA user_version"))
-        guard version <= RelaySchema.currentVersion else {
-            throw RelayStorageError(
-                .schemaTooNew,
-                "database schema version \(version) is newer than this relay understands "
-                    + "(\(RelaySchema.currentVersion)); use a newer eleven-relay")
-        }
-        for next in version..<RelaySchema.currentVersion {
-            do throws(RelayStorageError) {
-                try db.execute("BEGIN IMMEDIATE", code: .migration)
-                try db.execute(RelaySchema.migrations[next], code: .migration)
-                try db.execute("PRAGMA user_version=\(next + 1)", code: .migration)
-                try db.execute("COMMIT", code: .migration)
-            } catch {
-                try? db.execute("ROLLBACK")
-                throw RelayStorageError(.migration, "migrating to version \(next + 1): \(error.message)")
-            }
-        }
-    }
 
     private func onQueue<T>(_ body: (SQLiteDatabase) throws(RelayStorageError) -> T) throws(RelayStorageError)
         -> T
@@ -112,6 +84,15 @@ public final class SQLiteRelayStorage: RelayStorage {
         return try result.get()
     }
 
+    /// ``onQueue(_:)`` for a body that fails only with SQLite's errors: they become `code`.
+    private func onQueue<T>(
+        failing code: RelayStorageError.Code, _ body: (SQLiteDatabase) throws(SQLiteError) -> T
+    ) throws(RelayStorageError) -> T {
+        try onQueue { db throws(RelayStorageError) in
+            do throws(SQLiteError) { return try body(db) } catch { throw RelayStorageError(error, code) }
+        }
+    }
+
     // MARK: - Loading
 
     public func load() throws(RelayStorageError) -> RelaySnapshot {
@@ -120,9 +101,11 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     private static func load(_ db: SQLiteDatabase) throws(RelayStorageError) -> RelaySnapshot {
         // One read transaction: a consistent snapshot even while another process writes.
-        try db.execute("BEGIN DEFERRED", code: .read)
+        do throws(SQLiteError) { try db.execute("BEGIN DEFERRED") } catch {
+            throw RelayStorageError(error, .read)
+        }
         defer { try? db.execute("COMMIT") }
-        do throws(RelayStorageError) {
+        do throws(SQLiteError) {
             var snapshot = RelaySnapshot()
             var st = try db.statement("SELECT app_id, name, mailbox_id FROM nameplates")
             while try st.step() {
@@ -161,7 +144,7 @@ public final class SQLiteRelayStorage: RelayStorage {
             }
             return snapshot
         } catch {
-            throw RelayStorageError(.read, error.message)
+            throw RelayStorageError(error.kind == .closed ? .closed : .read, error.detail)
         }
     }
 
@@ -176,18 +159,17 @@ public final class SQLiteRelayStorage: RelayStorage {
         let database = confined.database
         commits.commitPending { writes throws(RelayStorageError) in
             guard let db = database else { throw RelayStorageError(.closed, "the store is closed") }
-            try db.execute("BEGIN IMMEDIATE")
-            do throws(RelayStorageError) {
-                for op in writes { try Self.apply(op, to: db) }
-                try db.execute("COMMIT")
+            do throws(SQLiteError) {
+                try db.writeTransaction { () throws(SQLiteError) in
+                    for op in writes { try Self.apply(op, to: db) }
+                }
             } catch {
-                try? db.execute("ROLLBACK")
-                throw error
+                throw RelayStorageError(error, .write)
             }
         }
     }
 
-    private static func apply(_ op: StorageOp, to db: SQLiteDatabase) throws(RelayStorageError) {
+    private static func apply(_ op: StorageOp, to db: SQLiteDatabase) throws(SQLiteError) {
         switch op {
         case .putNameplate(let key, let mailbox):
             let st = try db.statement(
@@ -303,15 +285,10 @@ public final class SQLiteRelayStorage: RelayStorage {
     /// file) recovers only once it can commit again, instead of reloading and failing anew.
     public func ping() -> RelayStorageError? {
         do throws(RelayStorageError) {
-            try onQueue { db throws(RelayStorageError) in
+            try onQueue(failing: .write) { db throws(SQLiteError) in
                 let version = try db.integer("PRAGMA user_version")
-                try db.execute("BEGIN IMMEDIATE")
-                do throws(RelayStorageError) {
+                try db.writeTransaction { () throws(SQLiteError) in
                     try db.execute("PRAGMA user_version=\(version)")
-                    try db.execute("COMMIT")
-                } catch {
-                    try? db.execute("ROLLBACK")
-                    throw error
                 }
             }
             return nil
@@ -322,7 +299,9 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     /// Copies the WAL into the main file and truncates the WAL.
     public func checkpoint() throws(RelayStorageError) {
-        try onQueue { db throws(RelayStorageError) in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        try onQueue(failing: .write) { db throws(SQLiteError) in
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
     }
 
     /// Runs `body` while commits are held back, so everything it queues lands in one
@@ -331,5 +310,32 @@ public final class SQLiteRelayStorage: RelayStorage {
         queue.suspend()
         body()
         queue.resume()
+    }
+}
+
+extension RelayStorageError {
+    /// A SQLite failure as the relay reports it: `code` for where it happened, `closed` when the
+    /// connection was closed.
+    init(_ error: SQLiteError, _ code: Code) {
+        self.init(error.kind == .closed ? .closed : code, error.detail)
+    }
+
+    /// A failure opening the relay's SQLite file.
+    init(_ error: DatabaseOpenError, path: String) {
+        switch error {
+        case .sqlite(let error) where error.kind == .closed || error.context == nil:
+            self.init(.open, "cannot open \(path): \(error.message)")
+        case .sqlite(let error):
+            self.init(.open, error.detail)
+        case .foreign(let foreign):
+            self.init(.foreignDatabase, foreign.message)
+        case .schemaTooNew(let found, let known):
+            self.init(
+                .schemaTooNew,
+                "database schema version \(found) is newer than this relay understands (\(known)); "
+                    + "use a newer eleven-relay")
+        case .migration(let version, let error):
+            self.init(.migration, "migrating to version \(version): \(error.detail)")
+        }
     }
 }
