@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "WordCodes", targets: ["WordCodes"]),
         .library(name: "Net", targets: ["Net"]),
         .library(name: "Relay", targets: ["Relay"]),
+        .library(name: "Support", targets: ["Support"]),
+        .library(name: "SpaceModel", targets: ["SpaceModel"]),
         .library(name: "ClientCore", targets: ["ClientCore"]),
         .library(name: "SpaceServer", targets: ["SpaceServer"]),
     ],
@@ -35,30 +37,42 @@ let package = Package(
         // Modules.
         .target(name: "PAKE", dependencies: ["CSodium", "COpenSSL"]),
         .target(name: "WordCodes", exclude: ["README.md"]),
-        .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["Net", "CSQLite", "CPostgres", "COpenSSL"]),
-        .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium", "CFIDO2"]),
+        // Small shared mechanisms: one lock, a batch queue, a hand-off between threads.
+        .target(name: "Support"),
+        .target(name: "Net", dependencies: ["CNet", "COpenSSL", "Support"]),
+        .target(name: "Relay", dependencies: ["Net", "CSQLite", "CPostgres", "COpenSSL", "Support"]),
+        // Keys, roster, invites and the wire types of the space and home APIs; no I/O.
+        .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "CSodium"]),
         .target(
-            name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "CSQLite", "CSodium"],
+            name: "ClientCore",
+            dependencies: ["SpaceModel", "PAKE", "WordCodes", "Net", "Support", "CSodium", "CFIDO2"]),
+        .target(
+            name: "SpaceServer",
+            dependencies: ["SpaceModel", "Net", "Support", "PAKE", "CSQLite", "CSodium"],
             exclude: ["API.md"]),
 
         // The sidecar bot: attends short-code joins for its space.
-        .target(name: "Bot", dependencies: ["ClientCore", "PAKE", "WordCodes", "SpaceServer", "CSodium"]),
+        .target(
+            name: "Bot",
+            dependencies: ["ClientCore", "SpaceModel", "PAKE", "WordCodes", "SpaceServer", "CSodium"]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
-        .target(name: "CLISupport", dependencies: ["CQRencode"]),
+        .target(name: "CLISupport"),
 
         // Thin executables.
         .executableTarget(
-            name: "ElevenCLI", dependencies: ["PAKE", "WordCodes", "ClientCore", "CLISupport"]),
+            name: "ElevenCLI",
+            dependencies: [
+                "PAKE", "WordCodes", "SpaceModel", "Support", "ClientCore", "CLISupport", "CQRencode",
+            ]),
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenBot", dependencies: ["Bot", "ClientCore", "CLISupport", "Net"]),
         .executableTarget(
             name: "ElevenBench",
             dependencies: [
-                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore", "Bot",
-                "TestSupport",
+                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceModel", "Support", "SpaceServer",
+                "ClientCore", "Bot", "TestSupport",
             ]),
 
         // Helpers shared by the test targets (process control, free ports, the Python venv).
@@ -70,11 +84,17 @@ let package = Package(
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "TestSupport"]),
-        .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "Net", "TestSupport"]),
         .testTarget(
-            name: "SpaceServerTests", dependencies: ["SpaceServer", "ClientCore", "Net", "TestSupport"]),
+            name: "ClientCoreTests",
+            dependencies: ["ClientCore", "SpaceModel", "Support", "PAKE", "Net", "TestSupport"]),
         .testTarget(
-            name: "ElevenCLITests", dependencies: ["CLISupport", "ClientCore", "Net", "TestSupport"]),
-        .testTarget(name: "BotTests", dependencies: ["Bot", "ClientCore", "SpaceServer", "TestSupport"]),
+            name: "SpaceServerTests",
+            dependencies: ["SpaceServer", "SpaceModel", "Support", "ClientCore", "Net", "TestSupport"]),
+        .testTarget(
+            name: "ElevenCLITests",
+            dependencies: ["CLISupport", "ElevenCLI", "ClientCore", "SpaceModel", "Net", "TestSupport"]),
+        .testTarget(
+            name: "BotTests",
+            dependencies: ["Bot", "ClientCore", "SpaceModel", "Support", "SpaceServer", "TestSupport"]),
     ]
 )

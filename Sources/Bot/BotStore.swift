@@ -2,6 +2,7 @@ import CSodium
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 import SpaceServer
 
 /// One invite the bot attends, as it is saved (sealed) after every step so a bot killed at any

@@ -1,7 +1,8 @@
 import CSodium
-import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
+import Support
 
 /// Limits and policy of a space server.
 public struct SpaceServerConfiguration: Sendable {

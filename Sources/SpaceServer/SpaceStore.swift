@@ -1,4 +1,4 @@
-import ClientCore
+import SpaceModel
 
 /// A stored device token's metadata (never the token itself: only its hash is stored).
 struct TokenRow {

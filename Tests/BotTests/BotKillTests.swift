@@ -2,6 +2,7 @@ import Bot
 import ClientCore
 import Foundation
 import SpaceServer
+import Support
 import TestSupport
 import Testing
 
