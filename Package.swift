@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "WordCodes", targets: ["WordCodes"]),
         .library(name: "Net", targets: ["Net"]),
         .library(name: "Relay", targets: ["Relay"]),
+        .library(name: "Support", targets: ["Support"]),
+        .library(name: "SpaceModel", targets: ["SpaceModel"]),
         .library(name: "ClientCore", targets: ["ClientCore"]),
         .library(name: "SpaceServer", targets: ["SpaceServer"]),
         .library(name: "SQLite", targets: ["SQLite"]),
@@ -36,33 +38,45 @@ let package = Package(
         // Modules.
         .target(name: "PAKE", dependencies: ["CSodium", "COpenSSL"]),
         .target(name: "WordCodes", exclude: ["README.md"]),
-        .target(name: "Net", dependencies: ["CNet", "COpenSSL"]),
+        // Small shared mechanisms: one lock, a batch queue, a hand-off between threads.
+        .target(name: "Support"),
+        .target(name: "Net", dependencies: ["CNet", "COpenSSL", "Support"]),
         // The one SQLite layer: connection, statements, sync policy, schema versions, application
         // ids, storage-failure classes.
         .target(name: "SQLite", dependencies: ["CSQLite"]),
-        .target(name: "Relay", dependencies: ["Net", "SQLite", "CPostgres", "COpenSSL"]),
-        .target(name: "ClientCore", dependencies: ["PAKE", "WordCodes", "Net", "CSodium", "CFIDO2"]),
+        .target(name: "Relay", dependencies: ["Net", "SQLite", "CPostgres", "COpenSSL", "Support"]),
+        // Keys, roster, invites and the wire types of the space and home APIs; no I/O.
+        .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "CSodium"]),
         .target(
-            name: "SpaceServer", dependencies: ["Net", "PAKE", "ClientCore", "SQLite", "CSodium"],
+            name: "ClientCore",
+            dependencies: ["SpaceModel", "PAKE", "WordCodes", "Net", "Support", "CSodium", "CFIDO2"]),
+        .target(
+            name: "SpaceServer",
+            dependencies: ["SpaceModel", "Net", "Support", "SQLite", "PAKE", "CSodium"],
             exclude: ["API.md"]),
 
         // The sidecar bot: attends short-code joins for its space.
-        .target(name: "Bot", dependencies: ["ClientCore", "PAKE", "WordCodes", "SQLite", "CSodium"]),
+        .target(
+            name: "Bot",
+            dependencies: ["ClientCore", "SpaceModel", "PAKE", "WordCodes", "SQLite", "CSodium"]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
-        .target(name: "CLISupport", dependencies: ["CQRencode"]),
+        .target(name: "CLISupport"),
 
         // Thin executables.
         .executableTarget(
-            name: "ElevenCLI", dependencies: ["PAKE", "WordCodes", "ClientCore", "CLISupport"]),
+            name: "ElevenCLI",
+            dependencies: [
+                "PAKE", "WordCodes", "SpaceModel", "Support", "ClientCore", "CLISupport", "CQRencode",
+            ]),
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenBot", dependencies: ["Bot", "ClientCore", "CLISupport", "Net"]),
         .executableTarget(
             name: "ElevenBench",
             dependencies: [
-                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceServer", "ClientCore", "Bot",
-                "TestSupport",
+                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceModel", "Support", "SpaceServer",
+                "ClientCore", "Bot", "TestSupport",
             ]),
 
         // Helpers shared by the test targets (process control, free ports, the Python venv).
@@ -73,14 +87,21 @@ let package = Package(
         .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "TestSupport"]),
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "SQLite", "TestSupport"]),
-        .testTarget(name: "ClientCoreTests", dependencies: ["ClientCore", "PAKE", "Net", "TestSupport"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "SQLite", "Support", "TestSupport"]),
+        .testTarget(
+            name: "ClientCoreTests",
+            dependencies: ["ClientCore", "SpaceModel", "Support", "PAKE", "Net", "TestSupport"]),
         .testTarget(
             name: "SpaceServerTests",
-            dependencies: ["SpaceServer", "ClientCore", "Net", "SQLite", "TestSupport"]),
+            dependencies: [
+                "SpaceServer", "SpaceModel", "Support", "ClientCore", "Net", "SQLite", "TestSupport",
+            ]),
         .testTarget(
-            name: "ElevenCLITests", dependencies: ["CLISupport", "ClientCore", "Net", "TestSupport"]),
-        .testTarget(name: "BotTests", dependencies: ["Bot", "ClientCore", "SQLite", "TestSupport"]),
+            name: "ElevenCLITests",
+            dependencies: ["CLISupport", "ElevenCLI", "ClientCore", "SpaceModel", "Net", "TestSupport"]),
+        .testTarget(
+            name: "BotTests",
+            dependencies: ["Bot", "ClientCore", "SpaceModel", "Support", "SQLite", "TestSupport"]),
         .testTarget(
             name: "SQLiteTests",
             dependencies: ["SQLite", "CSQLite", "Relay", "SpaceServer", "Bot", "TestSupport"]),

@@ -2,6 +2,7 @@ import CSodium
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 
 /// The key that seals the bot's private keys and invite secrets in its state file. It never
 /// lives in the state: systemd passes it as a credential (`LoadCredential=` puts it in

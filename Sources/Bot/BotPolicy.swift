@@ -1,4 +1,5 @@
 import ClientCore
+import SpaceModel
 
 /// How the bot runs: where, how fast it looks, and the limits of its policy.
 public struct BotConfiguration: Sendable {

@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 import Synchronization
 
 /// `eleven-bot run`: reads the bot's inbox for invite requests and attends every open invite on

@@ -3,6 +3,7 @@ import ClientCore
 import Foundation
 import PAKE
 import SQLite
+import SpaceModel
 
 /// One invite the bot attends, as it is saved (sealed) after every step so a bot killed at any
 /// point resumes it: its secret words and key-agreement seed, the inviter's signed record and

@@ -2,6 +2,8 @@ import Bot
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
+import Support
 import WordCodes
 
 // `eleven-bench bot`: joins per second that `eleven-bot run` sustains with 20 concurrent joiners

@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import SpaceModel
 
 // `eleven-bench vault`: (1) time from `eleven device link CODE` to every space readable on the new
 // device (link, then `eleven read` of each space), against reading the same spaces on the old

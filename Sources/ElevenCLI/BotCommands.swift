@@ -2,6 +2,7 @@ import CLISupport
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 import WordCodes
 
 // `eleven bot enable|disable|notes`, and the path `eleven invite --short` takes when the space

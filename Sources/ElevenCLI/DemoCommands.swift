@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import Support
 import WordCodes
 
 /// `eleven demo`: the local end-to-end demonstration on embedded defaults.

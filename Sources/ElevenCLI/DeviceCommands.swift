@@ -2,6 +2,7 @@ import CLISupport
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 import WordCodes
 
 // `eleven signin`, `eleven sync`, `eleven star`, `eleven reorder`, `eleven leave`,

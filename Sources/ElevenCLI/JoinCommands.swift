@@ -2,6 +2,7 @@ import CLISupport
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 import WordCodes
 
 // `eleven invite --short`, `eleven approve`, `eleven join`: short-code joins through a relay

@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import SpaceModel
 
 // Full-length invite links (`https://host/invite#Sam/T`, see DESIGN.md flow D): `eleven invite`
 // without --short mints one, `eleven invite show LINK` reads its welcome card without using it,

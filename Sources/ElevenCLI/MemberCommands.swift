@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import SpaceModel
 
 /// `eleven members`, `eleven members add`, `eleven members remove`.
 let memberCommands: [CommandGroup.Entry] = [

@@ -1,5 +1,6 @@
 import CLISupport
 import ClientCore
+import SpaceModel
 
 // `eleven invite --short --readmit MEMBER`: the re-invite floor of account recovery. The person
 // who lost every device joins with the code under a new identity, which replaces MEMBER's keys

@@ -2,6 +2,7 @@ import CLISupport
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 
 // `eleven recovery add|list|remove`, `eleven recover`: ways back in when every device is lost.
 // A recovery file (or a security key) is one more key to your saved spaces; the home server never

@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import SpaceModel
 
 /// `eleven whoami`, `eleven space create`, `eleven space join`, `eleven spaces`.
 let spaceCommands: [CommandGroup.Entry] = [

@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import SpaceModel
 
 // Shared plumbing of the space commands: local state, choosing the space, turning client errors
 // into CLIErrors with stable codes and exit statuses.

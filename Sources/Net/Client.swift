@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import Synchronization
 
 /// A parsed `http`, `https`, `ws` or `wss` URL. The fragment is dropped: it never goes on the wire.

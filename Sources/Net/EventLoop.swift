@@ -1,6 +1,7 @@
 import CNet
 import COpenSSL
 import Foundation
+import Support
 import Synchronization
 
 /// Monotonic time in nanoseconds (CLOCK_MONOTONIC).

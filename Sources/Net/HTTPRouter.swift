@@ -1,3 +1,4 @@
+import Support
 import Synchronization
 
 /// Answers a request later, from any thread, exactly once (further calls are ignored).

@@ -1,5 +1,6 @@
 import CNet
 import Foundation
+import Support
 import Synchronization
 
 /// Limits that keep one client (or many) from exhausting the server.

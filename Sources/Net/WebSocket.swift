@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import Synchronization
 
 private let nextWebSocketID = Atomic<UInt64>(1)

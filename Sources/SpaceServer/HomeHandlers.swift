@@ -1,7 +1,7 @@
 import CSodium
-import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 
 // The home API (`/api/home/...`, enabled by `eleven-server --home`; see API.md). An account is
 // its key anchors: a device signs a fresh request (timestamp and nonce, never accepted twice) to

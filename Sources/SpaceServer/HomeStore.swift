@@ -1,5 +1,5 @@
-import ClientCore
 import SQLite
+import SpaceModel
 
 /// The home tables (migration 4). An account has no identifier a person knows: a random row id,
 /// the sealed vault with its version (compare-and-swap) and key generation, and its key anchors

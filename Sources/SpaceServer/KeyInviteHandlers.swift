@@ -1,6 +1,6 @@
 import CSodium
-import ClientCore
 import Foundation
+import SpaceModel
 
 // Full-length invite links (`/api/key-invite…`, see API.md). The server files each invite under an
 // id derived from the link's secret, holds its payload sealed under a key it never sees, and checks

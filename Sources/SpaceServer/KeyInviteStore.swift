@@ -1,4 +1,4 @@
-import ClientCore
+import SpaceModel
 
 /// A stored full-length invite (`key_invites`).
 struct KeyInviteRow {

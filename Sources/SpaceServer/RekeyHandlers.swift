@@ -1,4 +1,4 @@
-import ClientCore
+import SpaceModel
 
 extension SpaceService {
     /// Stores a verified "member re-keyed" event's effect: the new identity becomes a member, the

@@ -1,8 +1,9 @@
 import CSodium
-import ClientCore
 import Foundation
 import PAKE
 import SQLite
+import SpaceModel
+import Support
 
 /// Limits and policy of a space server.
 public struct SpaceServerConfiguration: Sendable {
@@ -57,8 +58,8 @@ public enum SpaceChange: Sendable, Hashable {
 /// The space server's request handling: JSON in, JSON out, authorisation on every call, each
 /// request's writes in one SQLite transaction (a refused request changes nothing).
 ///
-/// Safe to call from several threads: every request runs under one lock, in order. (An `NSLock`,
-/// a pthread mutex, rather than `Synchronization.Mutex`, whose futexes ThreadSanitizer cannot see.)
+/// Safe to call from several threads: every request runs under one lock, in order (an `NSLock`,
+/// a pthread mutex, for the reason `Locked` gives).
 public final class SpaceAPI: @unchecked Sendable {
     let lock = NSLock()
     /// Only touched while `lock` is held.

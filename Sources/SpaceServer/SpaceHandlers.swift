@@ -1,6 +1,6 @@
 import CSodium
-import ClientCore
 import Foundation
+import SpaceModel
 
 /// Which membership event an endpoint accepts.
 enum ExpectedEvent {

@@ -1,4 +1,4 @@
-import ClientCore
+import SpaceModel
 
 extension SpaceService {
     /// Finds the handler for a request. Paths are `/api/...`; ids are base64url.

@@ -1,5 +1,5 @@
-import ClientCore
 import SQLite
+import SpaceModel
 
 /// A stored device token's metadata (never the token itself: only its hash is stored).
 struct TokenRow {

@@ -1,4 +1,4 @@
-import ClientCore
+import SpaceModel
 
 // Threads, key wraps, messages, inbox notes.
 extension SpaceService {

@@ -1,7 +1,7 @@
-import ClientCore
+import SpaceModel
 
 // JSON bodies of the space API (see API.md). Byte strings are base64url without padding. The
-// bodies clients also use live in ClientCore (`SpaceWire`).
+// bodies clients also use live in SpaceModel (`SpaceWire`).
 
 typealias CreateSpaceBody = SpaceWire.CreateSpaceRequest
 typealias EventBody = SpaceWire.EventRequest

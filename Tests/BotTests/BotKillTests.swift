@@ -2,6 +2,7 @@ import Bot
 import ClientCore
 import Foundation
 import SQLite
+import Support
 import TestSupport
 import Testing
 

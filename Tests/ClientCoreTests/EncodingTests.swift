@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 import Testing
 
 @testable import ClientCore

@@ -3,6 +3,7 @@ import PAKE
 import Testing
 
 @testable import ClientCore
+@testable import SpaceModel
 
 @Suite struct IdentityTests {
     @Test func storedFormRoundTrips() throws {

@@ -1,5 +1,6 @@
 import ClientCore
 import PAKE
+import SpaceModel
 import Testing
 
 /// Every link format, minting and hostile input: a precise error, never a crash or a guess.

@@ -3,6 +3,7 @@ import PAKE
 import Testing
 
 @testable import ClientCore
+@testable import SpaceModel
 
 /// The grant of a join, checked on the joiner's device without any I/O.
 @Suite struct JoinGrantTests {

@@ -1,6 +1,7 @@
 import Foundation
 
 @testable import ClientCore
+@testable import SpaceModel
 
 /// A space with an owner and helpers to add members, for key-model tests.
 struct SpaceFixture {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import ClientCore
+@testable import SpaceModel
 
 @Suite struct MessageTests {
     @Test func encryptsAndDecrypts() throws {

@@ -1,6 +1,7 @@
 import CFIDO2
 import Foundation
 import PAKE
+import SpaceModel
 import Testing
 
 @testable import ClientCore

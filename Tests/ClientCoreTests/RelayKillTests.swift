@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import PAKE
+import Support
 import TestSupport
 import Testing
 

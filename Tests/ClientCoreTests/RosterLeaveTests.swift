@@ -1,4 +1,5 @@
 import ClientCore
+import SpaceModel
 import Testing
 
 /// A member may remove themselves (leave), which is how a full-length invite's signer retires

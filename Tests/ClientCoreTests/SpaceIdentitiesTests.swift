@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import SpaceModel
 import Testing
 
 /// The identity acting in each space: the device's own unless the saved space carries one of

@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 import Testing
 
 private func space(_ name: String, id: SpaceID = .random()) -> SavedSpace {

@@ -2,6 +2,7 @@ import ClientCore
 import Foundation
 import Net
 import PAKE
+import SpaceModel
 import TestSupport
 import Testing
 

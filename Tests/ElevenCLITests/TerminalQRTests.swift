@@ -1,5 +1,6 @@
-import CLISupport
 import Testing
+
+@testable import ElevenCLI
 
 @Suite struct TerminalQRTests {
     /// Reading the half blocks back gives exactly libqrencode's modules inside a light quiet zone.

@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import PAKE
+import SpaceModel
 import Testing
 
 extension [UInt8] {

@@ -1,5 +1,6 @@
 import Foundation
 import Net
+import Support
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import SQLite
+import Support
 import Testing
 
 @testable import Relay

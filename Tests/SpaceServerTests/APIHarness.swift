@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import SQLite
+import SpaceModel
 import SpaceServer
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 import Synchronization
 import Testing
 

@@ -1,4 +1,5 @@
 import ClientCore
+import SpaceModel
 
 /// The owner of a new space on `url`, posting to its first thread and keeping the texts the
 /// server acknowledged (the storage-fault tests compare them with what is read back).

@@ -1,5 +1,7 @@
 import ClientCore
 import Foundation
+import SpaceModel
+import Support
 import TestSupport
 import Testing
 

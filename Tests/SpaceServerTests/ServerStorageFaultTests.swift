@@ -2,6 +2,7 @@ import ClientCore
 import Foundation
 import Net
 import SQLite
+import SpaceModel
 import SpaceServer
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Net
+import SpaceModel
 
 /// A typed client of the home API (`eleven-server --home`). Blocking, like ``SpaceClient``,
 /// whose transport and error mapping it shares.

@@ -1,4 +1,5 @@
 import PAKE
+import SpaceModel
 
 // Account recovery, rung 3 of the ladder: a recovery credential is one more key anchor of the
 // home account (`kind: recovery`), with its own wrap of the vault key. With every device lost,

@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 /// A problem with the home account that is neither the network nor a local file: a stable
 /// ``code`` and a message a person can act on.

@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 /// Something that answers a salt with a 32-byte pseudo-random output only its holder can make:
 /// a credential file's random secret, or a FIDO2 security key's `hmac-secret` extension. The

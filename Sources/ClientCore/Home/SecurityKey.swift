@@ -1,6 +1,7 @@
 import CFIDO2
 import Foundation
 import PAKE
+import SpaceModel
 
 /// A FIDO2 security key as a recovery credential: a credential made on the key with the CTAP2
 /// `hmac-secret` extension answers a 32-byte salt with a 32-byte output only that key can make

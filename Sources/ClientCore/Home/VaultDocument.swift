@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 
 /// A Lamport stamp on a vault entry: a counter above every counter the device has seen, and the
 /// device's tag to break ties, so two devices never make equal stamps.

@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 /// How an invite is minted.
 public struct InviteOptions: Sendable {

@@ -1,5 +1,6 @@
 import CSodium
 import PAKE
+import SpaceModel
 
 extension SpaceClient {
     /// `POST /api/key-invite`: files a full-length invite.

@@ -1,4 +1,6 @@
 import Foundation
+import SpaceModel
+import Support
 
 /// Adds joiners to a space's membership chain for an attendant admitting several at once (the
 /// bot). The chain takes one event at a time, in order; instead of one round trip per joiner

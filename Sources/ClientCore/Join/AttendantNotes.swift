@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 
 /// The notes members and the space's attendant (the sidecar bot) exchange through their inboxes
 /// on the space server: sealed to the recipient, signed by the sender (``InboxNote``).

@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 
 extension SpaceWire.EventList {
     /// Decodes a `GET …/events` answer. Every joiner reads the whole chain, so the common form

@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 
 /// A space's membership chain kept verified between calls: each refresh fetches only the events
 /// after the last one seen and applies them to the verified roster, instead of fetching and

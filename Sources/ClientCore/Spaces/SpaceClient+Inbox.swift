@@ -1,3 +1,5 @@
+import SpaceModel
+
 // The inbox (encrypted member-to-member notes) and generic membership events of the space API
 // (`Sources/SpaceServer/API.md`): what the sidecar bot and the members who send it invites use.
 

@@ -1,5 +1,6 @@
 import Foundation
 import Net
+import SpaceModel
 
 /// A typed client of a space server's HTTP API (see `Sources/SpaceServer/API.md`). Blocking:
 /// call it from a command or a worker thread, never from an event loop thread.

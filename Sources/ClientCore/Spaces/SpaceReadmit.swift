@@ -1,3 +1,5 @@
+import SpaceModel
+
 // The re-invite floor (rung 4 of account recovery): someone who lost every device joins again
 // with a new identity, and a member with the right to invite re-admits them in place of their
 // old one: a signed "member re-keyed" event, and every thread key (history included) wrapped to

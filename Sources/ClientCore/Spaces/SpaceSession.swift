@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 
 /// A thread as this device sees it.
 public struct SpaceThread: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 
 /// This device's thread keys kept opened between calls: each refresh fetches the device's own
 /// wraps (one request) and opens only the ones not opened before, instead of verifying and

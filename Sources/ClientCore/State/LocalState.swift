@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 /// One space this device belongs to, with the credentials to use it. Saved in `spaces.json`.
 public struct SavedSpace: Codable, Sendable, Equatable {

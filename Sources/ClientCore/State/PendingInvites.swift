@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 /// The secret half of a pending invite: the code's words and the seed of the attendant's key
 /// agreement. Never printed.

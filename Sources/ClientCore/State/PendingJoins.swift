@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 /// A join in progress, saved at every step so `eleven join --resume` can finish it after the
 /// process was killed: the code's words and the seed of the joiner's key agreement (secrets,

@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import PAKE
+import SpaceModel
 
 /// A JSON value kept in the state directory encrypted at rest: `<name>.sealed` is
 /// `0x01 ‖ SecretBox(key, JSON, ad)` (nonce ‖ XChaCha20-Poly1305 ciphertext ‖ tag) under a random 32-byte key in

@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 // The identity that acts in a space is the device's own (`identity.key`) unless the saved space
 // carries one of its own in `identityKey` (private, like everything in spaces.json): the fresh

@@ -1,5 +1,6 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 /// A problem with the local state directory: a stable ``code`` and a message that says what to do.
 public struct LocalStateError: Error, Sendable, Equatable, CustomStringConvertible {

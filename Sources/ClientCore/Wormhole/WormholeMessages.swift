@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import PAKE
+import SpaceModel
 
 /// Magic Wormhole's phase encryption (`wormhole-protocol.md` §12.5): NaCl SecretBox
 /// (XSalsa20-Poly1305) under the phase key, a random 24-byte nonce per message, and the body

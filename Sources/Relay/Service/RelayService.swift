@@ -1,4 +1,5 @@
 import Foundation
+import Support
 
 /// What the network glue implements so the relay can talk to connections. Calls arrive in
 /// order from whichever thread is delivering (a caller of ``RelayService`` or the storage

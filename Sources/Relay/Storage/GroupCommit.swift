@@ -1,4 +1,5 @@
 import Foundation
+import Support
 
 /// Commit counters of a storage back-end, for tests and metrics.
 public struct RelayStorageStatistics: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Dispatch
+import Support
 
 /// Storage that keeps the snapshot in memory: for unit tests, and for a relay that may lose
 /// its state on restart. Honours the same contract as the SQLite store (completions run later

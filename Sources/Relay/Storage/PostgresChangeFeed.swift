@@ -1,6 +1,7 @@
 import CPostgres
 import Dispatch
 import Foundation
+import Support
 
 /// How a node follows the other nodes' commits in PostgreSQL (`relay_changes`), and which
 /// node runs expiry. Everything runs on the feed's own serial queue on one dedicated

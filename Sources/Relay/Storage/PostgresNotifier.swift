@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Support
 
 /// Tells the other nodes that this node has committed something to the change feed, with as
 /// few `NOTIFY`s as possible.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Support
 
 /// The PostgreSQL schema, versioned in `relay_schema_version`. `migrations[i]` takes a
 /// database from version `i` to `i + 1`. Append new migrations; never edit a released one.

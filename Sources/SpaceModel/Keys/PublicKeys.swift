@@ -28,7 +28,7 @@ public struct EncryptionPublicKey: Hashable, Sendable, CustomStringConvertible {
         self.bytes = array
     }
 
-    init(trusted bytes: [UInt8]) {
+    package init(trusted bytes: [UInt8]) {
         self.bytes = bytes
     }
 
@@ -55,7 +55,7 @@ public struct SigningPublicKey: Hashable, Sendable, CustomStringConvertible {
         self.bytes = array
     }
 
-    init(trusted bytes: [UInt8]) {
+    package init(trusted bytes: [UInt8]) {
         self.bytes = bytes
     }
 
@@ -159,7 +159,7 @@ public struct EventHash: Hashable, Sendable, CustomStringConvertible {
         self.bytes = array
     }
 
-    init(trusted bytes: [UInt8]) {
+    package init(trusted bytes: [UInt8]) {
         self.bytes = bytes
     }
 

@@ -46,7 +46,7 @@ public enum Base64URL {
     }
 
     /// ``decode(_:)`` of a text's UTF-8 bytes.
-    static func decode(utf8 input: ArraySlice<UInt8>) -> [UInt8]? {
+    package static func decode(utf8 input: ArraySlice<UInt8>) -> [UInt8]? {
         if input.count % 4 == 1 { return nil }
         var output: [UInt8] = []
         output.reserveCapacity(input.count * 3 / 4)

@@ -80,7 +80,7 @@ public struct KeyWrap: Sendable, Equatable {
 
     /// Whether the signature verifies under the wrap's own signer key (who that signer is must
     /// still be checked against a roster).
-    var hasValidSignature: Bool {
+    package var hasValidSignature: Bool {
         signer.isValidSignature(
             signature,
             for: Self.signedBytes(space: space, thread: thread, recipient: recipient, sealed: sealed))
@@ -88,7 +88,7 @@ public struct KeyWrap: Sendable, Equatable {
 
     /// Opens the sealed key with `identity`, without the roster checks of
     /// ``open(with:verifyingAgainst:)``: only for callers that check the signer themselves.
-    func open(with identity: DeviceIdentity) throws(KeyModelError) -> ThreadKey {
+    package func open(with identity: DeviceIdentity) throws(KeyModelError) -> ThreadKey {
         var status: Int32 = -1
         let secret = SecretBytes(count: ThreadKey.byteCount) { out in
             identity.encryptionSecret.withUnsafeBytes { sk in

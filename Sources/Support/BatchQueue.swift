@@ -18,10 +18,10 @@ public final class BatchQueue<Item, Answer>: @unchecked Sendable {
     /// order and returns one answer per item, in the same order.
     public func submit(_ item: Item, handle: ([Item]) -> [Answer]) -> Answer {
         let own = Ticket(item)
-        let leads = lock.withLock {
-            waiting.append(own)
-            if leading { return false }
-            leading = true
+        let leads = state.withLock { state in
+            state.waiting.append(own)
+            if state.leading { return false }
+            state.leading = true
             return true
         }
         if !leads {
@@ -29,19 +29,19 @@ public final class BatchQueue<Item, Answer>: @unchecked Sendable {
             // Answered by a leader, or made the next one.
             if let answer = own.answer { return answer }
         }
-        let batch = lock.withLock {
-            let taken = Array(waiting.prefix(maximumBatch))
-            waiting.removeFirst(taken.count)
+        let batch = state.withLock { state in
+            let taken = Array(state.waiting.prefix(maximumBatch))
+            state.waiting.removeFirst(taken.count)
             return taken
         }
         let answers = handle(batch.map(\.item))
         precondition(answers.count == batch.count, "one answer per item")
         // Whoever queued meanwhile is the next batch: its first caller leads it.
-        lock.withLock {
-            if let next = waiting.first {
+        state.withLock { state in
+            if let next = state.waiting.first {
                 next.done.signal()
             } else {
-                leading = false
+                state.leading = false
             }
         }
         var mine: Answer?
@@ -68,8 +68,11 @@ public final class BatchQueue<Item, Answer>: @unchecked Sendable {
         }
     }
 
-    /// Guards `waiting` and `leading`. (An `NSLock`, a pthread mutex, which ThreadSanitizer sees.)
-    private let lock = NSLock()
-    private var waiting: [Ticket] = []
-    private var leading = false
+    /// The callers waiting for the next batch, and whether a batch is being handled.
+    private struct State {
+        var waiting: [Ticket] = []
+        var leading = false
+    }
+
+    private let state = Locked(State())
 }

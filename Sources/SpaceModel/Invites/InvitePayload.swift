@@ -10,18 +10,30 @@ import PAKE
 /// Binary, built and read inside ``SecretBytes`` so keys never pass through JSON strings:
 /// version (1), shape, space (16); then, except for setup, the owner's signing key (32), a member
 /// id (16), a device identity's stored form (69), a thread count and (thread id, key) pairs.
-struct InvitePayload: Sendable {
-    static let version: UInt8 = 1
-    static let nonceByteCount = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
-    static let tagByteCount = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
-    static let maximumThreads = 255
+package struct InvitePayload: Sendable {
+    package static let version: UInt8 = 1
+    package static let nonceByteCount = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
+    package static let tagByteCount = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    package static let maximumThreads = 255
 
-    var shape: InviteShape
-    var space: SpaceID
-    var ownerSigningKey: SigningPublicKey?
-    var member: MemberID?
-    var identity: DeviceIdentity?
-    var threads: [(ThreadID, ThreadKey)] = []
+    package var shape: InviteShape
+    package var space: SpaceID
+    package var ownerSigningKey: SigningPublicKey?
+    package var member: MemberID?
+    package var identity: DeviceIdentity?
+    package var threads: [(ThreadID, ThreadKey)] = []
+
+    package init(
+        shape: InviteShape, space: SpaceID, ownerSigningKey: SigningPublicKey? = nil, member: MemberID? = nil,
+        identity: DeviceIdentity? = nil, threads: [(ThreadID, ThreadKey)] = []
+    ) {
+        self.shape = shape
+        self.space = space
+        self.ownerSigningKey = ownerSigningKey
+        self.member = member
+        self.identity = identity
+        self.threads = threads
+    }
 
     private static let identityBytes = DeviceIdentity.storedByteCount
 
@@ -30,7 +42,7 @@ struct InvitePayload: Sendable {
     }
 
     /// The associated data binding the sealed payload to its invite.
-    static func associatedData(id: KeyInviteID, shape: InviteShape, space: SpaceID) -> [UInt8] {
+    package static func associatedData(id: KeyInviteID, shape: InviteShape, space: SpaceID) -> [UInt8] {
         var encoder = CanonicalEncoder(domain: "eleven/key-invite-payload/v1")
         encoder.append(id.bytes)
         encoder.append(shape.rawValue)
@@ -39,7 +51,7 @@ struct InvitePayload: Sendable {
     }
 
     /// Nonce followed by the XChaCha20-Poly1305 ciphertext.
-    func seal(id: KeyInviteID, wrapKey: SecretBytes) -> [UInt8] {
+    package func seal(id: KeyInviteID, wrapKey: SecretBytes) -> [UInt8] {
         precondition(threads.count <= Self.maximumThreads, "too many thread keys for one invite")
         let plain = plaintext()
         let nonce = SecretBytes.randomBytes(Self.nonceByteCount)
@@ -83,7 +95,7 @@ struct InvitePayload: Sendable {
     }
 
     /// Opens and parses a sealed payload; any tampering or mismatch is an error, never a guess.
-    static func open(
+    package static func open(
         _ sealed: [UInt8], id: KeyInviteID, shape: InviteShape, space: SpaceID, wrapKey: SecretBytes
     )
         throws(SpaceClientError) -> InvitePayload
@@ -140,7 +152,7 @@ struct InvitePayload: Sendable {
         return payload
     }
 
-    static func unreadable(_ why: String) -> SpaceClientError {
+    package static func unreadable(_ why: String) -> SpaceClientError {
         SpaceClientError(
             .verification, code: "invite_unreadable",
             message: "This invite cannot be opened (\(why)). Ask for a new link.")

@@ -3,13 +3,13 @@ import PAKE
 
 extension SecretBytes {
     /// `count` secret bytes from the operating system's secure random source.
-    static func random(count: Int) -> SecretBytes {
+    package static func random(count: Int) -> SecretBytes {
         var random = SystemRandom()
         return SecretBytes(randomCount: count, using: &random)
     }
 
     /// `count` non-secret random bytes (ids, nonces, challenges) from the system source.
-    static func randomBytes(_ count: Int) -> [UInt8] {
+    package static func randomBytes(_ count: Int) -> [UInt8] {
         var random = SystemRandom()
         return random.bytes(count: count)
     }
@@ -30,7 +30,7 @@ extension DeviceIdentity {
 }
 
 /// Overwrites `bytes` with zeros in a way the compiler cannot drop (`sodium_memzero`).
-func wipe(_ bytes: inout [UInt8]) {
+package func wipe(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { buffer in
         if let base = buffer.baseAddress { sodium_memzero(base, buffer.count) }
     }

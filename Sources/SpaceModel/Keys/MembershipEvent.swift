@@ -173,7 +173,7 @@ public struct MembershipEvent: Hashable, Sendable {
     }
 
     /// The bytes the signer signed.
-    var signedBytes: [UInt8] {
+    package var signedBytes: [UInt8] {
         Self.signedBytes(
             space: space, sequence: sequence, previous: previous, change: change, signer: signer,
             invite: invite)
@@ -188,7 +188,7 @@ public struct MembershipEvent: Hashable, Sendable {
     }
 
     /// Makes and signs an event.
-    static func make(
+    package static func make(
         space: SpaceID, sequence: UInt64, previous: EventHash, change: MembershipChange, signer: MemberID,
         invite: SignedInvite? = nil, identity: DeviceIdentity
     ) -> MembershipEvent {
@@ -218,7 +218,7 @@ extension MembershipEvent: Codable {
     }
 
     /// The JSON form's version.
-    static let jsonVersion = 1
+    package static let jsonVersion = 1
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)

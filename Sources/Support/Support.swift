@@ -1,0 +1,6 @@
+/// # Support: small mechanisms shared by the other modules
+///
+/// - ``Locked``: a value behind a lock (the one lock type; why not `Mutex` is in its comment).
+/// - ``BatchQueue``: group handling of work that goes one batch at a time (group commit).
+/// - ``Handoff``: a value handed from one thread to a blocking waiter, with a time limit.
+public enum SupportModule {}
