@@ -20,7 +20,7 @@ extension WelcomePage {
         <h1 id="title">An invite to Eleven</h1>
         <p id="inviter" hidden></p>
         <p id="suggested" hidden></p>
-        <p id="state" role="status">Reading the invite…</p>
+        <p id="state" role="status" hidden></p>
         <section id="code-box" hidden>
         <p>Your code. Read it aloud or type it exactly:</p>
         <p id="code" class="code"></p>
@@ -29,7 +29,7 @@ extension WelcomePage {
         <p id="noscript">This is an invite to a space on Eleven, an end-to-end encrypted messenger.
         The invite is the part of the address after &ldquo;#&rdquo;: your browser never sends it to any server,
         and this page reads it only with its script, which is off. To accept the invite, open the
-        whole link with Eleven: in the app, add it with &ldquo;Open link&rdquo;; on a computer, run
+        whole link with the Eleven app, or on a computer run
         <code>eleven join '&lt;the whole link from the address bar&gt;'</code>. Opening this page used nothing.</p>
         </noscript>
         <section id="actions" hidden>

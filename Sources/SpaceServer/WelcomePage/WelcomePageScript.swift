@@ -192,7 +192,7 @@ extension WelcomePage {
 
           const $ = function (id) { return document.getElementById(id); };
           function show(id, text) { const node = $(id); node.textContent = text; node.hidden = false; }
-          function setState(state, text) { $("card").dataset.state = state; $("state").textContent = text; }
+          function setState(state, text) { $("card").dataset.state = state; show("state", text); }
 
           function shellQuote(text) { return "'" + text.replace(/'/g, "'\\''") + "'"; }
 
@@ -287,7 +287,8 @@ extension WelcomePage {
               return;
             }
             const known = body && STATES[body.error];
-            if (known) setState(known[0], known[1]);
+            // A dead invite: nothing to open or paste; the words say what to do.
+            if (known) { setState(known[0], known[1]); $("actions").hidden = true; }
             else setState("unreachable", "The server could not say what this invite is (" + response.status + "). Try Eleven.");
           }
 
