@@ -134,6 +134,17 @@ import Testing
             let legacySource = try LinkEndToEndTests.mint(paul, ["--name", "Old", "--uses", "2"])
             let legacyE1 = try Self.legacy(legacySource, e1: "Old")
             let legacyRaw = try Self.legacy(legacySource, e1: nil)
+            // Cancelled: Kim, who may invite, makes a link and is then removed from the space.
+            let kim = try ElevenHome("kim")
+            let kimKey = try kim.run(["whoami"]).stdout.split(separator: "\n").first.map(String.init) ?? ""
+            let added = try paul.json([
+                "members", "add", "--key", kimKey, "--name", "Kim", "--invite", "--json",
+            ])
+            let kimJoin = try #require(added["join"] as? String).split(separator: " ").dropFirst().map(
+                String.init)
+            #expect(try kim.run(kimJoin).status == 0)
+            let cancelled = try LinkEndToEndTests.mint(kim, ["--name", "Zed"])
+            #expect(try paul.run(["members", "remove", "Kim"]).status == 0)
             try server.expire(try InviteLink(parsing: expired).secret.derive().id)
 
             // The CLI reads the legacy alphabet and the app's custom scheme too.
@@ -153,6 +164,7 @@ import Testing
                 Page(name: "used-up", url: used),
                 Page(name: "expired", url: expired),
                 Page(name: "sealed", url: sealed),
+                Page(name: "cancelled", url: cancelled),
                 Page(name: "scripts-off", url: ready, scripts: false),
                 Page(name: "word-code", url: word),
                 Page(name: "legacy-e1", url: legacyE1),
@@ -180,6 +192,9 @@ import Testing
             #expect(
                 Self.hidden(dom["used-up"] ?? "", id: "actions")
                     && Self.hidden(dom["expired"] ?? "", id: "actions"))
+
+            #expect(Self.cardData(dom["cancelled"] ?? "", "state") == "cancelled")
+            #expect(Self.text(dom["cancelled"] ?? "", id: "state")?.contains("cancelled") == true)
 
             // Sealed: no name of the space anywhere, the inviter and the suggested name still.
             let sealedCard = dom["sealed"] ?? ""
@@ -220,15 +235,18 @@ import Testing
                         atPath: output.appendingPathComponent("\(page.name).png").path))
             }
 
-            // Opening the page used nothing: the ready link still works for its person.
-            #expect(try LinkEndToEndTests.join(lee, ready, ["--yes"]).status == 0)
+            // Opening the page used nothing: the ready link still works for its person (here in the app's
+            // custom scheme, which `eleven join` reads too).
+            #expect(
+                try LinkEndToEndTests.join(lee, InviteReference.appLink(for: ready), ["--yes"]).status == 0)
+            #expect(try lee.run(["read"]).stdout == "Paul: Welcome to Family\n")
 
             // The server saw the pages and the invite ids, never a fragment or a secret.
             server.stop()
             let log = server.logs.joined(separator: "\n")
             #expect(log.contains("\"path\":\"/invite\"") && log.contains("\"path\":\"/join/join\""))
             #expect(log.contains(vectors[2].id))
-            for link in [ready, used, expired, sealed, legacyE1, legacyRaw, word] {
+            for link in [ready, used, expired, sealed, cancelled, legacyE1, legacyRaw, word] {
                 let fragment = Self.fragment(link)
                 #expect(!log.contains(fragment), "\(fragment)")
                 for slot in fragment.split(whereSeparator: { "/~.".contains($0) }) where slot.count >= 8 {
