@@ -164,6 +164,7 @@ import Testing
                 Page(name: "used-up", url: used),
                 Page(name: "expired", url: expired),
                 Page(name: "sealed", url: sealed),
+                Page(name: "sealed-without-key", url: String(sealed[..<sealed.lastIndex(of: "/")!])),
                 Page(name: "cancelled", url: cancelled),
                 Page(name: "scripts-off", url: ready, scripts: false),
                 Page(name: "word-code", url: word),
@@ -196,12 +197,19 @@ import Testing
             #expect(Self.cardData(dom["cancelled"] ?? "", "state") == "cancelled")
             #expect(Self.text(dom["cancelled"] ?? "", id: "state")?.contains("cancelled") == true)
 
-            // Sealed: no name of the space anywhere, the inviter and the suggested name still.
+            // Sealed: the link's branding key opens the name in the browser; without the key, no
+            // name of the space anywhere, the inviter and the suggested name still.
             let sealedCard = dom["sealed"] ?? ""
-            #expect(Self.cardData(sealedCard, "state") == "ready")
-            #expect(!sealedCard.contains("Family"))
-            #expect(Self.text(sealedCard, id: "title") == "A private space")
+            #expect(Self.cardData(sealedCard, "sealed") == "opened")
+            #expect(Self.text(sealedCard, id: "title") == "Family")
             #expect(Self.text(sealedCard, id: "suggested") == "Suggested name: Sue")
+            let closed = dom["sealed-without-key"] ?? ""
+            #expect(Self.cardData(closed, "state") == "ready")
+            #expect(Self.cardData(closed, "sealed") == "closed")
+            #expect(!closed.contains("Family"))
+            #expect(Self.text(closed, id: "title") == "A private space")
+            #expect(Self.text(closed, id: "inviter") == "Paul invited you.")
+            #expect(Self.text(closed, id: "suggested") == "Suggested name: Sue")
 
             // Scripts off: the noscript text says what the link is and how to open it.
             let off = dom["scripts-off"] ?? ""

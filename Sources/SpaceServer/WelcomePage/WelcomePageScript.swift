@@ -101,8 +101,8 @@ extension WelcomePage {
                 return { kind: "code", format: "current", name: name, code: slots[1].toLowerCase() };
               }
               const secret = base58Bytes(slots[1], 16, "secret");
-              const sealed = slots.length === 3 && base58Bytes(slots[2], 32, "branding key") !== null;
-              return { kind: "link", format: "current", name: name, secret: secret, sealed: sealed };
+              const branding = slots.length === 3 ? base58Bytes(slots[2], 32, "branding key") : null;
+              return { kind: "link", format: "current", name: name, secret: secret, branding: branding };
             }
             if (fragment.startsWith("e1.")) {
               const slots = fragment.slice(3).split("~");
@@ -111,10 +111,10 @@ extension WelcomePage {
               if (slots.some(function (s) { return s === ""; })) throw problem("A part of this link is empty. Copy the whole link.");
               const secret = legacySecret(slots[0]);
               const name = decodeName(slots[1]);
-              const sealed = slots.length === 3 && base58Bytes(slots[2], 32, "branding key") !== null;
-              return { kind: "link", format: "legacy_e1", name: name, secret: secret, sealed: sealed };
+              const branding = slots.length === 3 ? base58Bytes(slots[2], 32, "branding key") : null;
+              return { kind: "link", format: "legacy_e1", name: name, secret: secret, branding: branding };
             }
-            return { kind: "link", format: "legacy_raw", name: null, secret: legacySecret(fragment), sealed: false };
+            return { kind: "link", format: "legacy_raw", name: null, secret: legacySecret(fragment), branding: null };
           }
 
           function utf8(text) { return new TextEncoder().encode(text); }
@@ -179,6 +179,90 @@ extension WelcomePage {
             return out.slice(0, count);
           }
 
+          // --- XChaCha20-Poly1305 (IETF, as libsodium), to open a sealed space's name with the link's
+          // branding key (SealedBranding in ClientCore); WebCrypto has no ChaCha.
+          function rotl(v, n) { return (v << n) | (v >>> (32 - n)); }
+          function rounds(x) {
+            function q(a, b, c, d) {
+              x[a] += x[b]; x[d] = rotl(x[d] ^ x[a], 16);
+              x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 12);
+              x[a] += x[b]; x[d] = rotl(x[d] ^ x[a], 8);
+              x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 7);
+            }
+            for (let i = 0; i < 10; i++) {
+              q(0, 4, 8, 12); q(1, 5, 9, 13); q(2, 6, 10, 14); q(3, 7, 11, 15);
+              q(0, 5, 10, 15); q(1, 6, 11, 12); q(2, 7, 8, 13); q(3, 4, 9, 14);
+            }
+          }
+          function words(bytes) { const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); return Array.from({ length: bytes.length / 4 }, function (_, i) { return view.getUint32(4 * i, true); }); }
+          const SIGMA = [0x61707865, 0x3320646e, 0x79622d32, 0x6b206574];
+          function hchacha(key, nonce16) {
+            const x = new Uint32Array(SIGMA.concat(words(key), words(nonce16)));
+            rounds(x);
+            const out = new Uint8Array(32), view = new DataView(out.buffer);
+            [0, 1, 2, 3, 12, 13, 14, 15].forEach(function (w, i) { view.setUint32(4 * i, x[w], true); });
+            return out;
+          }
+          function chachaStream(key, nonce12, counter, length) {
+            const out = new Uint8Array(length), view = new DataView(out.buffer);
+            const base = SIGMA.concat(words(key), [0], words(nonce12));
+            for (let block = 0; block * 64 < length; block++) {
+              const input = new Uint32Array(base);
+              input[12] = counter + block;
+              const x = new Uint32Array(input);
+              rounds(x);
+              for (let i = 0; i < 16 && block * 64 + 4 * i < length; i++) {
+                const word = (x[i] + input[i]) >>> 0;
+                for (let b = 0; b < 4 && block * 64 + 4 * i + b < length; b++) out[block * 64 + 4 * i + b] = (word >>> (8 * b)) & 255;
+              }
+            }
+            return out;
+          }
+          function poly1305(key, message) {
+            let r = 0n, s = 0n, acc = 0n;
+            for (let i = 15; i >= 0; i--) r = (r << 8n) | BigInt(key[i]);
+            for (let i = 31; i >= 16; i--) s = (s << 8n) | BigInt(key[i]);
+            r &= 0x0ffffffc0ffffffc0ffffffc0fffffffn;
+            const p = (1n << 130n) - 5n;
+            for (let i = 0; i < message.length; i += 16) {
+              const chunk = message.subarray(i, i + 16);
+              let n = 1n;
+              for (let j = chunk.length - 1; j >= 0; j--) n = (n << 8n) | BigInt(chunk[j]);
+              acc = ((acc + n) * r) % p;
+            }
+            acc = (acc + s) & ((1n << 128n) - 1n);
+            const tag = new Uint8Array(16);
+            for (let i = 0; i < 16; i++) { tag[i] = Number(acc & 255n); acc >>= 8n; }
+            return tag;
+          }
+          function pad16(n) { return new Uint8Array((16 - (n % 16)) % 16); }
+          function le64(n) { const out = new Uint8Array(8); new DataView(out.buffer).setUint32(0, n, true); return out; }
+          function openXChaCha(sealed, key, aad) {
+            if (sealed.length < 24 + 16) return null;
+            const nonce = sealed.subarray(0, 24), body = sealed.subarray(24, sealed.length - 16), tag = sealed.subarray(sealed.length - 16);
+            const subkey = hchacha(key, nonce.subarray(0, 16));
+            const nonce12 = concat(new Uint8Array(4), nonce.subarray(16, 24));
+            const polyKey = chachaStream(subkey, nonce12, 0, 32);
+            const mac = [aad, pad16(aad.length), body, pad16(body.length), le64(aad.length), le64(body.length)].reduce(concat);
+            const expected = poly1305(polyKey, mac);
+            let difference = 0;
+            for (let i = 0; i < 16; i++) difference |= expected[i] ^ tag[i];
+            if (difference !== 0) return null;
+            const stream = chachaStream(subkey, nonce12, 1, body.length);
+            return body.map(function (b, i) { return b ^ stream[i]; });
+          }
+          // SealedBranding.open: AAD is the canonical encoding of the domain and the invite id.
+          function openBranding(sealedText, key, id) {
+            const sealed = base64url(sealedText);
+            if (sealed === null) return null;
+            const domain = utf8("eleven/key-invite-branding/v1");
+            const length = function (n) { const out = new Uint8Array(4); new DataView(out.buffer).setUint32(0, n); return out; };
+            const aad = [length(domain.length), domain, length(id.length), id].reduce(concat);
+            const plain = openXChaCha(sealed, key, aad);
+            if (plain === null) return null;
+            try { return new TextDecoder("utf-8", { fatal: true }).decode(plain); } catch (error) { return null; }
+          }
+
           // LinkSecret.derive(): the invite id is HKDF-SHA256(T, salt, "eleven/key-invite/id"), 16 bytes.
           async function inviteID(secret) {
             const salt = utf8("eleven/key-invite/v1"), info = utf8("eleven/key-invite/id");
@@ -224,9 +308,14 @@ extension WelcomePage {
             unknown_invite: ["not-found", "This invite was not found on this server. Check the link, or ask for a new one."]
           };
 
-          function showCard(invite, link) {
-            if (invite.sealedBranding) {
+          function showCard(invite, link, id) {
+            const opened = invite.sealedBranding && link.branding ? openBranding(invite.sealedBranding, link.branding, id) : null;
+            if (opened) {
+              show("title", opened);
+              $("card").dataset.sealed = "opened";
+            } else if (invite.sealedBranding) {
               show("title", "A private space");
+              $("card").dataset.sealed = "closed";
             } else if (invite.spaceName) {
               show("title", invite.spaceName);
               if (typeof invite.avatar === "string" && invite.avatar.startsWith("/")) {
@@ -242,7 +331,7 @@ extension WelcomePage {
             } else if (invite.inviterName) {
               show("inviter", invite.inviterName + (invite.shape === "dm" ? " invited you to a direct conversation." : " invited you."));
             }
-            const suggested = invite.personName || (link.name && link.name !== invite.spaceName ? link.name : null);
+            const suggested = invite.personName || (link.name && link.name !== invite.spaceName && link.name !== opened ? link.name : null);
             if (suggested && invite.shape !== "device" && invite.shape !== "setup") show("suggested", "Suggested name: " + suggested);
             const days = Math.max(0, Math.round((invite.expiresAt * 1000 - Date.now()) / 86400000));
             const until = new Date(invite.expiresAt * 1000).toISOString().slice(0, 10);
@@ -271,7 +360,8 @@ extension WelcomePage {
               return;
             }
             offerActions(href);
-            const id = base64urlEncode(await inviteID(link.secret));
+            const idBytes = await inviteID(link.secret);
+            const id = base64urlEncode(idBytes);
             $("card").dataset.invite = id;
             let response;
             try {
@@ -283,7 +373,7 @@ extension WelcomePage {
             let body = null;
             try { body = await response.json(); } catch (error) { body = null; }
             if (response.ok && body) {
-              showCard(body, link);
+              showCard(body, link, idBytes);
               return;
             }
             const known = body && STATES[body.error];
