@@ -48,7 +48,8 @@ let spec = CommandSpec(
         The database defaults to $ELEVEN_SERVER_HOME/eleven-server.sqlite, or ./eleven-server.sqlite
         when ELEVEN_SERVER_HOME is not set. Logs are JSON lines on standard error and never contain
         tokens, keys or message bodies. SIGTERM and SIGINT stop gracefully; SIGHUP reloads the
-        TLS certificate.
+        TLS certificate. GET /invite (and the legacy /join/join) is the welcome page of invite
+        links: the browser reads the link's fragment, which never reaches this server.
         """)
 
 /// `HOST:PORT`, `[V6]:PORT` or a bare port (loopback).

@@ -267,10 +267,12 @@ extension WelcomePage {
           async function inviteID(secret) {
             const salt = utf8("eleven/key-invite/v1"), info = utf8("eleven/key-invite/id");
             if (window.crypto && crypto.subtle) {
+              $("card").dataset.derived = "webcrypto";
               const key = await crypto.subtle.importKey("raw", secret, "HKDF", false, ["deriveBits"]);
               const bits = await crypto.subtle.deriveBits({ name: "HKDF", hash: "SHA-256", salt: salt, info: info }, key, 128);
               return new Uint8Array(bits);
             }
+            $("card").dataset.derived = "fallback";
             return hkdfFallback(secret, salt, info, 16);
           }
 
