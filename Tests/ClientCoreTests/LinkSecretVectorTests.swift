@@ -80,6 +80,21 @@ import Testing
         }
     }
 
+    /// A legacy secret in the legacy alphabet that is not 16 bytes of base64url says so, not that
+    /// links never contain `0`, `O`, `I` or `l`.
+    @Test func legacyAlphabetErrors() throws {
+        let text = try Self.vectors()[4].base64url
+        for bad in ["e1.\(text.dropLast())~Vee", "\(text)A", "e1.\(text.dropLast())B~Vee"] {
+            do {
+                _ = try InviteLink(parsing: "https://space.example/join/join#" + bad)
+                Issue.record("parsed \(bad)")
+            } catch {
+                #expect(error.code == .invalidSecret, "\(bad)")
+                #expect(!error.message.contains("never contain"))
+            }
+        }
+    }
+
     @Test func appLinks() throws {
         let link = "https://space.example/invite#Sam%20Smith/\(try Self.vectors()[0].base58)"
         let app = InviteReference.appLink(for: link)

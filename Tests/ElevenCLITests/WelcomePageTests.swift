@@ -45,7 +45,7 @@ import Testing
                 let result = Result { () throws -> String in
                     let profile = output.appendingPathComponent("profile-\(page.name)").path
                     var arguments = [
-                        "-k", "5", "40", browser, "--headless", "--no-sandbox", "--disable-gpu",
+                        "-k", "5", "90", browser, "--headless", "--no-sandbox", "--disable-gpu",
                         "--no-first-run", "--disable-extensions", "--disable-sync", "--hide-scrollbars",
                         "--user-data-dir=\(profile)", "--virtual-time-budget=5000", "--window-size=390,844",
                         "--screenshot=" + output.appendingPathComponent("\(page.name).png").path,
@@ -61,7 +61,7 @@ import Testing
                     }
                     if let rules = page.hostRules { arguments.append("--host-resolver-rules=\(rules)") }
                     arguments += ["--dump-dom", page.url]
-                    let run = try TestSupport.run("/usr/bin/timeout", arguments, timeout: 60)
+                    let run = try TestSupport.run("/usr/bin/timeout", arguments, timeout: 120)
                     try? FileManager.default.removeItem(atPath: profile)
                     guard run.status == 0, !run.timedOut, run.stdout.contains("</html>") else {
                         throw TestSupportError.server(

@@ -301,6 +301,12 @@ public enum InviteReference: Sendable, Equatable {
             defer { wipe(&bytes) }
             return LinkSecret(trusted: SecretBytes(bytes))
         }
+        if legacy, text.utf8.contains(where: { Array("-_0OIl".utf8).contains($0) }) {
+            throw InviteLinkError(
+                .invalidSecret, part: .secret,
+                "The secret in that link is not \(LinkSecret.legacyTextLength) characters of base64url: "
+                    + "it may be cut off or changed. Copy the link again.")
+        }
         var bytes = try base58(text, part: .secret, noun: "secret")
         defer { wipe(&bytes) }
         guard bytes.count == LinkSecret.byteCount else {
