@@ -196,6 +196,7 @@ func fullLengthLink(_ text: String) throws -> InviteLink? {
         let lowered = text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
         let looksLikeLink =
             lowered.hasPrefix("http://") || lowered.hasPrefix("https://") || lowered.contains("#")
+            || lowered.hasPrefix(InviteReference.appScheme)
         guard looksLikeLink, error.code != .invalidShortCode else { return nil }
         throw CLIError(code: error.code.rawValue, message: error.message, status: .usage)
     }

@@ -33,6 +33,14 @@ let spec = CommandSpec(
             "sync", value: "full|normal",
             help: "fsync policy: full survives power loss, normal survives a crash of the process",
             environment: "ELEVEN_SERVER_SYNC", default: "full"),
+        OptionSpec(
+            "apple-app-site-association", value: "FILE",
+            help: "serve this JSON file at /.well-known/apple-app-site-association (default: 404)",
+            environment: "ELEVEN_SERVER_APPLE_APP_SITE_ASSOCIATION"),
+        OptionSpec(
+            "assetlinks", value: "FILE",
+            help: "serve this JSON file at /.well-known/assetlinks.json (default: 404)",
+            environment: "ELEVEN_SERVER_ASSETLINKS"),
         OptionSpec("home", help: "also serve the home API: saved-spaces vaults and device linking"),
         OptionSpec("quiet", help: "do not log requests"),
     ],
@@ -40,7 +48,8 @@ let spec = CommandSpec(
         The database defaults to $ELEVEN_SERVER_HOME/eleven-server.sqlite, or ./eleven-server.sqlite
         when ELEVEN_SERVER_HOME is not set. Logs are JSON lines on standard error and never contain
         tokens, keys or message bodies. SIGTERM and SIGINT stop gracefully; SIGHUP reloads the
-        TLS certificate.
+        TLS certificate. GET /invite (and the legacy /join/join) is the welcome page of invite
+        links: the browser reads the link's fragment, which never reaches this server.
         """)
 
 /// `HOST:PORT`, `[V6]:PORT` or a bare port (loopback).
@@ -94,6 +103,18 @@ runProgram(name: "eleven-server", json: false) {
     case "normal": configuration.api.syncEveryCommit = false
     case let other:
         throw CLIError.usage("'--sync' must be full or normal, not '\(other ?? "")'", help: spec.help)
+    }
+    for (option, keyPath) in [
+        ("apple-app-site-association", \SpaceHTTPConfiguration.appleAppSiteAssociation),
+        ("assetlinks", \SpaceHTTPConfiguration.assetLinks),
+    ] {
+        guard let file = parsed.value(option) else { continue }
+        guard let data = FileManager.default.contents(atPath: file),
+            (try? JSONSerialization.jsonObject(with: data)) != nil
+        else {
+            throw CLIError.usage("'--\(option)' must name a readable JSON file, not '\(file)'", help: nil)
+        }
+        configuration[keyPath: keyPath] = Array(data)
     }
     let quiet = parsed.flag("quiet")
     configuration.log = ServerLog(skipping: quiet ? ["request"] : []) { line in Terminal.err(line) }

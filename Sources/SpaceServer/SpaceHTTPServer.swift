@@ -20,6 +20,10 @@ public struct SpaceHTTPConfiguration: Sendable {
     public var loopCount = 2
     /// Where JSON log lines go.
     public var log = ServerLog.silent
+    /// `/.well-known/apple-app-site-association` (JSON); 404 when nil.
+    public var appleAppSiteAssociation: [UInt8]?
+    /// `/.well-known/assetlinks.json`; 404 when nil.
+    public var assetLinks: [UInt8]?
 
     public init(databasePath: String) {
         self.databasePath = databasePath
@@ -64,6 +68,22 @@ public final class SpaceHTTPServer: Sendable {
             deferred: { [api] _, responder in
                 BlockingPool.shared.submit { responder.respond(Self.httpResponse(api.health())) }
             })
+        // The welcome page of invite links and its files: static, compiled in (WelcomePage).
+        let log = configuration.log
+        for path in WelcomePage.pagePaths + [WelcomePage.scriptPath, WelcomePage.stylePath] {
+            let response = WelcomePage.response(for: path)!
+            router.add(.get, path) { request in
+                // The path only: browsers never send the fragment, and the query is not logged.
+                log.log("request", ["method": "GET", "path": request.path, "status": 200])
+                return response
+            }
+        }
+        let wellKnown = zip(
+            WelcomePage.wellKnownPaths, [configuration.appleAppSiteAssociation, configuration.assetLinks])
+        for (path, body) in wellKnown {
+            let response = WelcomePage.wellKnown(body)
+            router.add(.get, path) { _ in response }
+        }
         // Every /api path of up to seven segments goes to the API, which routes it.
         for depth in 1...7 {
             let path = "/api" + (1...depth).map { "/:p\($0)" }.joined()

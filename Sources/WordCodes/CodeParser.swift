@@ -98,7 +98,16 @@ public enum CodeParser {
 
     /// The code inside an invite link: the last `/` slot of the `#` fragment (or of the path
     /// when there is no fragment), percent-decoded. Nil when `text` is not a link.
-    private static func codeFromLink(_ text: String) -> String? {
+    private static func codeFromLink(_ input: String) -> String? {
+        var text = input
+        // The app's link, `elevenmessenger://add?url=<the link, percent-encoded>`: read the link.
+        if text.lowercased().hasPrefix("elevenmessenger://add?"),
+            let url = text.split(separator: "?", maxSplits: 1).last?.split(separator: "&")
+                .first(where: { $0.hasPrefix("url=") }),
+            let link = url.dropFirst(4).removingPercentEncoding
+        {
+            text = link
+        }
         let bytes = Array(text.utf8)
         let hasHash = bytes.contains(UInt8(ascii: "#"))
         let hasScheme = bytes.indices.dropLast(2).contains {

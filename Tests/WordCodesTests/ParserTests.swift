@@ -45,6 +45,10 @@ import Testing
         #expect(
             try parse("https://h/invite#Paul/coral-piano-42").corrections == [.readFromLink("coral-piano-42")]
         )
+        #expect(
+            try parse("elevenmessenger://add?url=https%3A%2F%2Fh%2Finvite%23Paul%2Fcoral-piano-42")
+                .corrections
+                == [.readFromLink("coral-piano-42")])
         let many = try parse("  42 CORAL pian ")
         #expect(
             many.corrections == [

@@ -110,11 +110,14 @@ public enum InviteReference: Sendable, Equatable {
     /// with `e1.` → legacy e1; otherwise the bare legacy secret. Anything malformed is an
     /// ``InviteLinkError`` naming the part and the reason; nothing is guessed.
     public init(parsing input: String) throws(InviteLinkError) {
-        let text = input.trimmingWhitespace()
+        var text = input.trimmingWhitespace()
         guard text.utf8.count <= Self.maximumLength else {
             throw InviteLinkError(
                 .tooLong, part: .link,
                 "That link is \(text.utf8.count) bytes long; invite links are at most \(Self.maximumLength).")
+        }
+        if text.lowercased().hasPrefix(Self.appScheme) {
+            text = try Self.unwrapAppLink(text)
         }
         guard let hash = text.firstIndex(of: "#") else {
             if text.hasPrefix("http://") || text.hasPrefix("https://") {
@@ -136,9 +139,30 @@ public enum InviteReference: Sendable, Equatable {
         } else if fragment.hasPrefix("e1.") {
             self = .link(try Self.legacyE1(server: server, fragment: fragment.dropFirst(3)))
         } else {
-            let secret = try Self.secret(fragment, ordinal: "")
+            let secret = try Self.secret(fragment, ordinal: "", legacy: true)
             self = .link(InviteLink(server: server, name: nil, secret: secret, format: .legacyRaw))
         }
+    }
+
+    /// The app's custom scheme: `elevenmessenger://add?url=<the link, percent-encoded>`.
+    public static let appScheme = "elevenmessenger://"
+
+    /// The app link that opens `link` in Eleven (what the welcome page offers).
+    public static func appLink(for link: String) -> String {
+        appScheme + "add?url=" + percentEncode(link)
+    }
+
+    /// The link inside `elevenmessenger://add?url=…`, percent-decoded.
+    private static func unwrapAppLink(_ text: String) throws(InviteLinkError) -> String {
+        let rest = text.dropFirst(appScheme.count)
+        guard rest.lowercased().hasPrefix("add?") else { throw notALink }
+        for pair in rest.dropFirst(4).split(separator: "&") where pair.hasPrefix("url=") {
+            let inner = try percentDecode(pair.dropFirst(4), part: .link, noun: "link")
+            guard !inner.lowercased().hasPrefix(appScheme) else { throw notALink }
+            return inner.trimmingWhitespace()
+        }
+        throw InviteLinkError(
+            .notALink, part: .link, "That Eleven app link carries no invite link (\"url=\").")
     }
 
     private static let notALink = InviteLinkError(
@@ -237,7 +261,7 @@ public enum InviteReference: Sendable, Equatable {
                 .emptySlot, part: index == 0 ? .secret : index == 1 ? .name : .brandingKey,
                 "The \(names[index]) part of that e1 link is empty.")
         }
-        let secret = try secret(slots[0], ordinal: "")
+        let secret = try secret(slots[0], ordinal: "", legacy: true)
         let name = try decodeName(slots[1])
         let brandingKey = slots.count == 3 ? try brandingKey(slots[2]) : nil
         return InviteLink(
@@ -265,7 +289,24 @@ public enum InviteReference: Sendable, Equatable {
         }
     }
 
-    private static func secret(_ text: Substring, ordinal: String) throws(InviteLinkError) -> LinkSecret {
+    /// The secret slot. Legacy links (`e1.` and raw) were minted with `T` in base64url (22
+    /// characters, `-` `_` `0` `O` `I` `l` allowed): a canonical base64url text of 16 bytes is read
+    /// that way there, anything else as base58. Current links are base58 only.
+    private static func secret(_ text: Substring, ordinal: String, legacy: Bool = false)
+        throws(InviteLinkError) -> LinkSecret
+    {
+        if legacy, text.utf8.count == LinkSecret.legacyTextLength,
+            var bytes = Base64URL.decode(String(text)), bytes.count == LinkSecret.byteCount
+        {
+            defer { wipe(&bytes) }
+            return LinkSecret(trusted: SecretBytes(bytes))
+        }
+        if legacy, text.utf8.contains(where: { Array("-_0OIl".utf8).contains($0) }) {
+            throw InviteLinkError(
+                .invalidSecret, part: .secret,
+                "The secret in that link is not \(LinkSecret.legacyTextLength) characters of base64url: "
+                    + "it may be cut off or changed. Copy the link again.")
+        }
         var bytes = try base58(text, part: .secret, noun: "secret")
         defer { wipe(&bytes) }
         guard bytes.count == LinkSecret.byteCount else {
@@ -290,6 +331,27 @@ public enum InviteReference: Sendable, Equatable {
 
     /// Strict percent-decoding of the name slot to UTF-8 text without control characters.
     static func decodeName(_ slot: Substring) throws(InviteLinkError) -> String {
+        let name = try percentDecode(slot, part: .name, noun: "name")
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw InviteLinkError(
+                .invalidName, part: .name, "The name in that link contains control characters.")
+        }
+        guard name.utf8.count <= MemberRecord.maximumNameByteCount else {
+            throw InviteLinkError(
+                .invalidName, part: .name,
+                "The name in that link is \(name.utf8.count) bytes; names are at most "
+                    + "\(MemberRecord.maximumNameByteCount).")
+        }
+        guard !name.trimmingWhitespace().isEmpty else {
+            throw InviteLinkError(.emptySlot, part: .name, "The name slot of that link is blank.")
+        }
+        return name
+    }
+
+    /// Strict percent-decoding to UTF-8 text.
+    private static func percentDecode(_ slot: Substring, part: InviteLinkError.Part, noun: String)
+        throws(InviteLinkError) -> String
+    {
         let input = Array(slot.utf8)
         var bytes: [UInt8] = []
         var index = 0
@@ -300,8 +362,8 @@ public enum InviteReference: Sendable, Equatable {
                     let low = hexValue(input[index + 2])
                 else {
                     throw InviteLinkError(
-                        .invalidPercentEncoding, part: .name,
-                        "The name in that link has a \"%\" at position \(index + 1) that is not followed by "
+                        .invalidPercentEncoding, part: part,
+                        "The \(noun) in that link has a \"%\" at position \(index + 1) that is not followed by "
                             + "two hex digits.")
                 }
                 bytes.append(high << 4 | low)
@@ -311,23 +373,12 @@ public enum InviteReference: Sendable, Equatable {
                 index += 1
             }
         }
-        guard let name = String(validating: bytes, as: UTF8.self) else {
-            throw InviteLinkError(.invalidName, part: .name, "The name in that link is not valid UTF-8 text.")
-        }
-        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw InviteLinkError(
-                .invalidName, part: .name, "The name in that link contains control characters.")
+                part == .name ? .invalidName : .notALink, part: part,
+                "The \(noun) in that link is not valid UTF-8 text.")
         }
-        guard bytes.count <= MemberRecord.maximumNameByteCount else {
-            throw InviteLinkError(
-                .invalidName, part: .name,
-                "The name in that link is \(bytes.count) bytes; names are at most "
-                    + "\(MemberRecord.maximumNameByteCount).")
-        }
-        guard !name.trimmingWhitespace().isEmpty else {
-            throw InviteLinkError(.emptySlot, part: .name, "The name slot of that link is blank.")
-        }
-        return name
+        return text
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -10,6 +10,8 @@ public struct LinkSecret: Sendable, Equatable, CustomStringConvertible, CustomDe
     public static let byteCount = 16
     /// Length of the base58 text of a secret minted by this version.
     public static let textLength = 22
+    /// Length of the base64url text of a secret in a legacy (`e1.` or raw) link.
+    public static let legacyTextLength = 22
 
     let secret: SecretBytes
 
