@@ -126,7 +126,7 @@ public struct BotInvite: Codable, Sendable {
             if let nameplate, let machine, let keys, admitting == use {
                 state = .admitting(nameplate: nameplate, use: use, connection: machine, joinerKeys: keys)
             } else if let nameplate, let machine {
-                state = .attending(nameplate: nameplate, use: use, connection: machine)
+                state = .attending(nameplate: nameplate, use: use, connection: machine, attempt: false)
             } else if let nameplate {
                 state = .preparing(nameplate: nameplate, use: use)
             } else {

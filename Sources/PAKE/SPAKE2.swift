@@ -16,19 +16,33 @@
 /// order, whichever role is local) and the associated data; any difference makes the
 /// confirmations fail on both sides.
 public struct SPAKE2: ~Copyable, Sendable {
+    /// What to do when the shared element K comes out as the identity.
+    public enum IdentityResult: Sendable {
+        /// Abort at once, as RFC 9382 says.
+        case abort
+        /// Go on with a random K, so that only the confirmation fails. A peer that publishes
+        /// its message first and waits (the attendant of a short code) would otherwise be a
+        /// free password oracle: `pA = w'·M` gives the identity exactly when the guess `w'` is
+        /// right, and an immediate abort tells the prober so. With this, what the prober sees
+        /// before confirming does not depend on the password (`docs/join-protocol.md`).
+        case continueWithRandomKey
+    }
+
     let role: Role
     let password: Password
     let identityA: [UInt8]
     let identityB: [UInt8]
     let additionalData: [UInt8]
+    let identityResult: IdentityResult
 
     /// Prepares one exchange. `identityA`/`identityB` name the two parties (RFC 9382
     /// recommends non-empty ones unless implied by the application); `additionalData` (AAD)
     /// is bound into the confirmation keys.
     public init(
         role: Role, password: Password, identityA: [UInt8], identityB: [UInt8],
-        additionalData: [UInt8] = []
+        additionalData: [UInt8] = [], identityResult: IdentityResult = .abort
     ) {
+        self.identityResult = identityResult
         self.role = role
         self.password = password
         self.identityA = identityA
@@ -87,7 +101,13 @@ public struct SPAKE2: ~Copyable, Sendable {
             // The group checks the length, the encoding and the subgroup.
             let isA = exchange.role == .a
             let unblinding = isA ? exchange.password.timesN : exchange.password.timesM
-            let shared = try group.sharedElement(peer: peerMessage, unblinding: unblinding, x: x)
+            let shared: SecretBytes
+            do {
+                shared = try group.sharedElement(peer: peerMessage, unblinding: unblinding, x: x)
+            } catch .identityElement where exchange.identityResult == .continueWithRandomKey {
+                var random = SystemRandom()
+                shared = SecretBytes(randomCount: peerMessage.count, using: &random)
+            }
             let schedule = KeySchedule(
                 identityA: exchange.identityA, identityB: exchange.identityB,
                 messageA: isA ? message : peerMessage, messageB: isA ? peerMessage : message,

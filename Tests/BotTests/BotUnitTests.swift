@@ -194,7 +194,9 @@ private func temporaryDirectory() throws -> String {
         #expect(admitting.attendant.policy == .init(uses: 5, maxFailures: 4, expiresAt: 900))
         let attending = try JSONDecoder().decode(
             BotInvite.self, from: Data(old(state: "open", admitting: 2).utf8))
-        #expect(attending.attendant.state == .attending(nameplate: .init("7"), use: 3, connection: machine))
+        #expect(
+            attending.attendant.state
+                == .attending(nameplate: .init("7"), use: 3, connection: machine, attempt: false))
         let burned = try JSONDecoder().decode(
             BotInvite.self, from: Data(old(state: "burned", admitting: nil).utf8))
         #expect(burned.state == .burned && !burned.attendant.isOpen)

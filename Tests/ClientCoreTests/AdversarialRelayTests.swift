@@ -450,7 +450,7 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
                         nameplate: nameplate, use: 0,
                         connection: RendezvousMachine(
                             appID: JoinIntent.join.appID, side: Rendezvous.Side("0123456789"),
-                            start: .claim(nameplate))),
+                            start: .claim(nameplate)), attempt: false),
                     taken: 0, failures: 0)
                 if case .burned(let failure)? = try? paulOutcome?.get() {
                     _ = attendant.handle(.useEnded(.wrongCode(failure)), now: 0)

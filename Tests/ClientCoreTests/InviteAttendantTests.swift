@@ -31,12 +31,21 @@ import Testing
         .attend(nameplate: np, use: use, connection: connection(n), until: until, admittingKeys: keys)
     }
 
-    /// One use from the joiner's first message to its end.
+    /// One use from the joiner's first message to its end. A joiner who never proves the code
+    /// (a wrong code, one who stops) keeps the failure counted when they spoke.
     static func use(
         _ a: inout InviteAttendant, _ outcome: InviteAttendant.UseOutcome, admitting: Bool = true,
         now: Int64 = 5
     ) -> [InviteAttendant.Action] {
+        let failures = a.failures
         _ = a.handle(.joinerSpoke(connection: connection(a.use ?? 0)), now: now)
+        #expect(a.failures == failures + 1, "counted before the joiner's message is looked at")
+        switch outcome {
+        case .wrongCode, .abandoned: break
+        default:
+            #expect(a.handle(.codeProven, now: now) == [])
+            #expect(a.failures == failures, "given back once the code is proven")
+        }
         if admitting { #expect(a.handle(.admitting(joinerKeys: keys), now: now) == []) }
         return a.handle(.useEnded(outcome), now: now)
     }
@@ -53,12 +62,13 @@ import Testing
             a.ending == .usedUp && a.taken == 1 && a.usesLeft == 0
                 && a.state == .ended(.usedUp, nameplate: Self.np))
         // Nothing moves an ended invite.
+        #expect(a.handle(.idle, now: 6) == [])
         #expect(a.handle(.useEnded(.admitted), now: 6) == [])
         #expect(a.resume(now: 6) == [])
     }
 
     @Test func eachUseGetsAFreshMailboxUntilTheUsesRunOut() {
-        var a = Self.attending(uses: 3)
+        var a = Self.attending(uses: 3, maxFailures: 2)
         #expect(Self.use(&a, .admitted) == [.report(.joined), .prepare(nameplate: Self.np, use: 1)])
         #expect(a.handle(.prepared(connection: Self.connection(1)), now: 6) == [Self.attend(1, 1)])
         // A person's no spends the use; the attendant's own trouble does not.
@@ -70,7 +80,14 @@ import Testing
         #expect(Self.use(&a, .turnedAway) == [.report(.turnedAway), .prepare(nameplate: Self.np, use: 3)])
         #expect(a.taken == 2 && a.usesLeft == 1)
         _ = a.handle(.prepared(connection: Self.connection(3)), now: 8)
-        #expect(Self.use(&a, .abandoned, admitting: false) == [.prepare(nameplate: Self.np, use: 4)])
+        // A joiner who spoke and stopped before proving the code: a failure, not a use.
+        #expect(
+            Self.use(&a, .abandoned, admitting: false) == [
+                .report(
+                    .wrongCode(.protocolError("the joiner stopped before proving the code"), failuresLeft: 1)),
+                .prepare(nameplate: Self.np, use: 4),
+            ])
+        #expect(a.failures == 1 && a.taken == 2)
         _ = a.handle(.prepared(connection: Self.connection(4)), now: 9)
         let last = Self.use(&a, .admitted)
         #expect(last.last == .report(.ended(.usedUp)) && a.ending == .usedUp && a.taken == 3)
@@ -117,7 +134,10 @@ import Testing
         // The joiner is seen not to be a member after a failed addition: the use goes back.
         #expect(a.handle(.admissionFailed, now: 5) == [])
         #expect(
-            a.taken == 0 && a.state == .attending(nameplate: Self.np, use: 0, connection: Self.connection(7)))
+            a.taken == 0
+                && a.state
+                    == .attending(nameplate: Self.np, use: 0, connection: Self.connection(7), attempt: false)
+        )
         // When in doubt, it stays taken.
         _ = a.handle(.admitting(joinerKeys: Self.keys), now: 6)
         #expect(
@@ -125,6 +145,27 @@ import Testing
                 .report(.turnedAway), .prepare(nameplate: Self.np, use: 1),
             ])
         #expect(a.taken == 1)
+    }
+
+    /// One guess per code across restarts: the attempt is counted (and saved) when the joiner
+    /// speaks, so an attendant killed between a wrong code and recording it finds it counted;
+    /// the relay replaying the same joiner after the restart does not count it twice.
+    @Test func aRestartNeitherForgetsNorDoublesAnAttempt() {
+        var a = Self.attending(uses: 1, maxFailures: 2)
+        _ = a.handle(.joinerSpoke(connection: Self.connection(5)), now: 2)
+        #expect(a.failures == 1)
+        var restarted = Self.roundTrip(a)
+        #expect(restarted.resume(now: 3) == [Self.attend(0, 5)])
+        _ = restarted.handle(.joinerSpoke(connection: Self.connection(5)), now: 4)
+        #expect(restarted.failures == 1)
+        let actions = restarted.handle(.useEnded(.wrongCode(.codeMismatch)), now: 5)
+        #expect(actions.first == .report(.wrongCode(.codeMismatch, failuresLeft: 1)))
+        #expect(restarted.failures == 1 && restarted.isOpen)
+        // Killed before anything was decided, then never heard from again: still counted.
+        var silent = Self.attending(uses: 1, maxFailures: 1)
+        _ = silent.handle(.joinerSpoke(connection: Self.connection(6)), now: 2)
+        var back = Self.roundTrip(silent)
+        #expect(back.handle(.useEnded(.abandoned), now: 9).last == .report(.ended(.burned)))
     }
 
     @Test func timeRunsOut() {
@@ -202,7 +243,8 @@ import Testing
             for _ in 0..<40 where a.isOpen {
                 now += Int64.random(in: 0...3, using: &rng)
                 let event: InviteAttendant.Event
-                switch Int.random(in: 0..<9, using: &rng) {
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 9: event = .codeProven
                 case 0: event = .allocated(Self.np, connection: Self.connection())
                 case 1: event = .prepared(connection: Self.connection(1))
                 case 2: event = .joinerSpoke(connection: Self.connection(2))
@@ -226,7 +268,13 @@ import Testing
                 case .expired?: #expect(now >= 60, "run \(run)")
                 case .cancelled?: Issue.record("run \(run): nothing cancelled it")
                 case nil:
-                    #expect(a.failures < maxFailures && a.taken < uses + (a.use == nil ? 0 : 1), "run \(run)")
+                    // An attempt in flight is counted before it is decided.
+                    // So is the use of a joiner being added.
+                    var pending = 0
+                    var adding = 0
+                    if case .attending(_, _, _, true) = a.state { pending = 1 }
+                    if case .admitting = a.state { adding = 1 }
+                    #expect(a.failures - pending < maxFailures && a.taken - adding < uses, "run \(run)")
                 }
             }
         }
@@ -252,7 +300,9 @@ import Testing
             """
         let invite = try JSONDecoder().decode(PendingInvite.self, from: Data(old.utf8))
         #expect(invite.code == "coral-piano-42" && invite.expiresAt == 500)
-        #expect(invite.attendant.state == .attending(nameplate: Self.np, use: 2, connection: machine))
+        #expect(
+            invite.attendant.state
+                == .attending(nameplate: Self.np, use: 2, connection: machine, attempt: false))
         #expect(invite.attendant.taken == 2 && invite.attendant.failures == 1)
         #expect(invite.attendant.policy == .init(uses: 4, maxFailures: 3, expiresAt: 500))
     }

@@ -22,7 +22,8 @@ import Testing
             createdAt: 1,
             attendant: InviteAttendant(
                 policy: .init(uses: 3, expiresAt: 2),
-                state: .attending(nameplate: Rendezvous.Nameplate("42"), use: 0, connection: machine),
+                state: .attending(
+                    nameplate: Rendezvous.Nameplate("42"), use: 0, connection: machine, attempt: false),
                 taken: 0,
                 failures: 0))
     }

@@ -90,13 +90,15 @@ public enum InviteAttendance {
     /// `connection.machine`). `stepTimeout` bounds each wait once a joiner has spoken, so a
     /// joiner who stops answering cannot hold the invite until `deadline`. `announceWaiting`:
     /// tell the joiner a person decides (a bot that answers at once need not).
-    /// `onFirstPeerMessage` sees the connection's state once the joiner has spoken (a bot saves
-    /// ``RendezvousMachine/replayingPeer()`` of it to resume mid-join after a restart).
+    /// `onFirstPeerMessage` sees the connection's state once the joiner has spoken, before their
+    /// message is looked at; it returns false when it could not record the attempt durably, and
+    /// then the message is not looked at and the use ends (`docs/join-protocol.md`, one guess
+    /// per code).
     public static func attendOne(
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
         published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
         keepOpenOnTimeout: Bool = false, stepTimeout: Duration? = nil, announceWaiting: Bool = true,
-        onFirstPeerMessage: (RendezvousMachine) -> Void = { _ in },
+        onFirstPeerMessage: (RendezvousMachine) -> Bool = { _ in true },
         onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
         decide: (JoinRequest, [UInt8]) -> JoinDecision
     ) throws(JoinRunError) -> Outcome {
@@ -109,6 +111,7 @@ public enum InviteAttendance {
         // A resumed connection does not deliver a peer message twice, so the invite can stay
         // pending only while no joiner message arrived.
         var receivedAny = false
+        var unrecorded = false
         do {
             while true {
                 for output in outputs {
@@ -149,8 +152,13 @@ public enum InviteAttendance {
                     outputs = []
                     continue
                 }
-                if !receivedAny { onFirstPeerMessage(connection.machine) }
-                receivedAny = true
+                if !receivedAny {
+                    receivedAny = true
+                    guard onFirstPeerMessage(connection.machine) else {
+                        unrecorded = true
+                        break
+                    }
+                }
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }
         } catch {
@@ -166,6 +174,11 @@ public enum InviteAttendance {
             connection.disconnect()
             throw .relay(error)
         }
+        // Only an attempt that could not be recorded leaves the loop: its message is never
+        // looked at.
+        precondition(unrecorded)
+        connection.close(mood: .errory, timeout: .seconds(1))
+        throw .failed(.protocolError("the attendant could not record the attempt"))
     }
 
     /// A connection for a further use of the same invite: claims the same nameplate again (the

@@ -13,8 +13,10 @@
 ///   use was spent on them);
 /// - a joiner turned away for the attendant's own trouble (the space server unreachable, too
 ///   many joins at once, an interrupted admission) takes nothing and may try the code again;
-/// - a wrong code or a protocol violation takes no use and counts one failure; the failure that
-///   reaches `maxFailures` burns the invite;
+/// - every joiner's attempt counts as a failure the moment their first message arrives, and the
+///   failure is given back only once their confirmation verifies: a wrong code, a protocol
+///   violation, or an exchange abandoned before the confirmation keeps it (so silence is not a
+///   free guess); the failure that reaches `maxFailures` burns the invite;
 /// - a joiner's use is taken before they are added to the space (``Event/admitting(joinerKeys:)``),
 ///   so a restart in between never gives that use to someone else.
 public struct InviteAttendant: Codable, Sendable, Equatable {
@@ -67,7 +69,9 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         case preparing(nameplate: Rendezvous.Nameplate, use: Int)
         /// Use `use`'s first message is in the mailbox; `connection` is the relay connection's
         /// state to resume from (saved so that a restart hears the joiner again from the start).
-        case attending(nameplate: Rendezvous.Nameplate, use: Int, connection: RendezvousMachine)
+        /// `attempt`: a joiner spoke and their failure is counted until they prove the code.
+        case attending(
+            nameplate: Rendezvous.Nameplate, use: Int, connection: RendezvousMachine, attempt: Bool)
         /// A joiner proved the code and is being added: their use is taken already. After a
         /// restart only the same joiner (the same public keys, replayed by the relay) is answered.
         case admitting(
@@ -86,7 +90,8 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         case turnedAway
         /// A wrong code or a protocol violation.
         case wrongCode(JoinFailure)
-        /// The joiner stopped answering, or a restart lost the mailbox: nothing is counted.
+        /// The joiner stopped answering, or a restart lost the mailbox: a joiner who spoke and
+        /// never proved the code keeps their failure.
         case abandoned
         /// Adding the joiner failed and they may have become a member all the same: the use stays
         /// taken (the safe side).
@@ -101,9 +106,12 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         case allocated(Rendezvous.Nameplate, connection: RendezvousMachine)
         /// The current use's mailbox is ready: its first message is in it.
         case prepared(connection: RendezvousMachine)
-        /// A joiner's first message arrived; `connection` is saved to hear them again after a
-        /// restart.
+        /// A joiner's first message arrived: their attempt counts as a failure from now on
+        /// (saved before their message is looked at) until ``codeProven``. `connection` is saved to
+        /// hear them again after a restart.
         case joinerSpoke(connection: RendezvousMachine)
+        /// The joiner's confirmation verified: their failure is given back.
+        case codeProven
         /// A joiner proved the code and is about to be added: take their use now.
         case admitting(joinerKeys: String)
         /// Adding that joiner failed and they are seen not to be a member: give the use back.
@@ -182,7 +190,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
     public var nameplate: Rendezvous.Nameplate? {
         switch state {
         case .allocating: nil
-        case .preparing(let nameplate, _), .attending(let nameplate, _, _),
+        case .preparing(let nameplate, _), .attending(let nameplate, _, _, _),
             .admitting(let nameplate, _, _, _):
             nameplate
         case .ended(_, let nameplate): nameplate
@@ -193,14 +201,14 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
     public var use: Int? {
         switch state {
         case .allocating, .ended: nil
-        case .preparing(_, let use), .attending(_, let use, _), .admitting(_, let use, _, _): use
+        case .preparing(_, let use), .attending(_, let use, _, _), .admitting(_, let use, _, _): use
         }
     }
 
     /// The saved relay connection of the current use.
     public var connection: RendezvousMachine? {
         switch state {
-        case .attending(_, _, let connection), .admitting(_, _, let connection, _): connection
+        case .attending(_, _, let connection, _), .admitting(_, _, let connection, _): connection
         case .allocating, .preparing, .ended: nil
         }
     }
@@ -228,25 +236,34 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         case (_, .cancel):
             return end(.cancelled)
         case (.allocating, .allocated(let nameplate, let connection)):
-            state = .attending(nameplate: nameplate, use: 0, connection: connection)
+            state = .attending(nameplate: nameplate, use: 0, connection: connection, attempt: false)
         case (.preparing(let nameplate, let use), .prepared(let connection)):
-            state = .attending(nameplate: nameplate, use: use, connection: connection)
-        case (.attending(let nameplate, let use, _), .joinerSpoke(let connection)):
-            // Mid-step (the driver is attending): nothing to do but save.
-            state = .attending(nameplate: nameplate, use: use, connection: connection)
+            state = .attending(nameplate: nameplate, use: use, connection: connection, attempt: false)
+        case (.attending(let nameplate, let use, _, let attempt), .joinerSpoke(let connection)):
+            // Mid-step (the driver is attending): counted and saved before the joiner's message
+            // is looked at, whatever it turns out to be.
+            if !attempt { failures += 1 }
+            state = .attending(nameplate: nameplate, use: use, connection: connection, attempt: true)
             return []
-        case (.attending(let nameplate, let use, let connection), .admitting(let keys)):
+        case (.attending(let nameplate, let use, let connection, true), .codeProven):
+            failures -= 1
+            state = .attending(nameplate: nameplate, use: use, connection: connection, attempt: false)
+            return []
+        case (.attending(let nameplate, let use, let connection, let attempt), .admitting(let keys)):
+            // Only a joiner who proved the code is admitted; their failure went back then.
+            if attempt { failures -= 1 }
             // Taken before the member is added: see the type's comment.
             taken += 1
             state = .admitting(nameplate: nameplate, use: use, connection: connection, joinerKeys: keys)
             return []
         case (.admitting(let nameplate, let use, let connection, _), .admissionFailed):
             taken -= 1
-            state = .attending(nameplate: nameplate, use: use, connection: connection)
+            state = .attending(nameplate: nameplate, use: use, connection: connection, attempt: false)
             return []
-        case (.attending(let nameplate, let use, _), .useEnded(let outcome)),
-            (.admitting(let nameplate, let use, _, _), .useEnded(let outcome)):
-            return endUse(outcome, nameplate: nameplate, use: use, now: now)
+        case (.attending(let nameplate, let use, _, let attempt), .useEnded(let outcome)):
+            return endUse(outcome, nameplate: nameplate, use: use, attempt: attempt, now: now)
+        case (.admitting(let nameplate, let use, _, _), .useEnded(let outcome)):
+            return endUse(outcome, nameplate: nameplate, use: use, attempt: false, now: now)
         case (_, .idle):
             break
         default:
@@ -258,7 +275,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
     }
 
     private mutating func endUse(
-        _ outcome: UseOutcome, nameplate: Rendezvous.Nameplate, use: Int, now: Int64
+        _ outcome: UseOutcome, nameplate: Rendezvous.Nameplate, use: Int, attempt: Bool, now: Int64
     ) -> [Action] {
         let wasAdmitting: Bool
         if case .admitting = state { wasAdmitting = true } else { wasAdmitting = false }
@@ -271,16 +288,27 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         case .declined:
             if !wasAdmitting { taken += 1 }
             reports.append(.report(.declined))
-        case .turnedAway, .abandoned:
+        case .turnedAway:
             // A use taken for a joiner who was not let in goes back (they may try again).
             if wasAdmitting { taken -= 1 }
-            if outcome == .turnedAway { reports.append(.report(.turnedAway)) }
+            reports.append(.report(.turnedAway))
+        case .abandoned:
+            if wasAdmitting { taken -= 1 }
+            // A joiner who spoke and never proved the code keeps their failure.
+            if attempt {
+                reports.append(
+                    .report(
+                        .wrongCode(
+                            .protocolError("the joiner stopped before proving the code"),
+                            failuresLeft: failuresLeft)))
+            }
         case .unconfirmed:
             if !wasAdmitting { taken += 1 }
             reports.append(.report(.turnedAway))
         case .wrongCode(let failure):
             if wasAdmitting { taken -= 1 }
-            failures += 1
+            // Counted when the joiner spoke; one that did not speak first is counted now.
+            if !attempt { failures += 1 }
             reports.append(.report(.wrongCode(failure, failuresLeft: failuresLeft)))
         case .invalidated(let ending):
             if wasAdmitting { taken -= 1 }
@@ -316,7 +344,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
             [.allocate]
         case .preparing(let nameplate, let use):
             [.prepare(nameplate: nameplate, use: use)]
-        case .attending(let nameplate, let use, let connection):
+        case .attending(let nameplate, let use, let connection, _):
             [
                 .attend(
                     nameplate: nameplate, use: use, connection: connection, until: policy.expiresAt,

@@ -237,13 +237,19 @@ public final class InviteAttendantDriver {
                 deadline: deadline,
                 keepOpenOnTimeout: true, stepTimeout: stepTimeout, announceWaiting: announceWaiting,
                 onFirstPeerMessage: { machine in
-                    // From now on a restart must hear the joiner again from the start.
+                    // The attempt counts before the joiner's message is looked at, and from now
+                    // on a restart must hear the joiner again from the start. Nothing is looked
+                    // at that was not saved.
                     _ = self.attendant.handle(
                         .joinerSpoke(connection: machine.replayingPeer()), now: self.hooks.now())
-                    try? self.hooks.save(self.attendant)
+                    return (try? self.hooks.save(self.attendant)) != nil
                 },
                 onCodeProven: { request, verifier in
                     self.request = request
+                    // The confirmation verified: the attempt's failure goes back (if this cannot
+                    // be saved it stays counted, the safe side).
+                    _ = self.attendant.handle(.codeProven, now: self.hooks.now())
+                    try? self.hooks.save(self.attendant)
                     self.hooks.codeProven(request, verifier)
                 },
                 decide: { request, verifier in

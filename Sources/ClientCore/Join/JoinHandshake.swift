@@ -126,7 +126,9 @@ public struct JoinHandshake: ~Copyable {
                 deriving: Array(words.utf8), context: binding.passwordContext, suite: .edwards25519)
         let exchange = SPAKE2(
             role: role == .joiner ? .a : .b, password: password, identityA: JoinBinding.identityA,
-            identityB: JoinBinding.identityB, additionalData: binding.additionalData)
+            identityB: JoinBinding.identityB, additionalData: binding.additionalData,
+            // Before the confirmation nothing may depend on the code: see IdentityResult.
+            identityResult: .continueWithRandomKey)
         let started = exchange.start(using: &random)
         firstMessage = [Self.version] + started.message
         awaitingMessage = .some(started)

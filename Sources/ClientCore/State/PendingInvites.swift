@@ -85,7 +85,7 @@ public struct PendingInvite: Codable, Sendable {
             state: .attending(
                 nameplate: Rendezvous.Nameplate(try c.decode(String.self, forKey: .nameplate)),
                 use: try c.decode(Int.self, forKey: .use),
-                connection: try c.decode(RendezvousMachine.self, forKey: .machine)),
+                connection: try c.decode(RendezvousMachine.self, forKey: .machine), attempt: false),
             taken: legacy?.taken ?? 0, failures: legacy?.failures ?? 0)
     }
 
