@@ -183,6 +183,7 @@ import Testing
             try a.recordLocalChanges()
             #expect(try a.sync().pushed)
 
+            let current = try world.account(of: a)
             // Same key, older vault.
             try world.db.query(
                 "UPDATE home_accounts SET version = ?, vault = ? WHERE id = ?",
@@ -192,6 +193,8 @@ import Testing
             #expect(code == "vault_rolled_back")
             #expect(try world.account(of: a).vault == old.vault)
             #expect(try a.state.spaces().spaces.count == 2, "the device dropped a space it had")
+            try world.db.query(
+                "UPDATE home_accounts SET vault = ? WHERE id = ?", [.blob(current.vault), .blob(old.id)])
 
             // After a rotation, the older generation's wrap and vault come back.
             let b = try world.device("b", spaces: 0)
@@ -284,6 +287,61 @@ import Testing
             #expect(code == "key_mismatch")
             #expect(try world.account(of: a).vault == planted)
             #expect(try b.home() == nil, "the new device stayed signed in to a server that lied")
+        }
+    }
+
+    /// A vault written before keys were proven (no proof, no sequence) keeps working: with nothing
+    /// pinned yet, it is accepted once because it names the account key (which the server never
+    /// saw), the next upload proves it, and from then on the old copy is a rollback. A server key
+    /// in its place is refused even then.
+    @Test func aVaultFromBeforeProofsIsAcceptedOnceThenProven() async throws {
+        try await TestSupport.offPool {
+            let world = try World()
+            defer { world.close() }
+            let a = try world.device("a", spaces: 1)
+            _ = try a.signIn(server: world.url, label: "a")
+            let account = try world.account(of: a)
+            let wrap = try world.wrap(of: a)
+            let key = try a.deviceKey().unwrapVaultKey(wrap)
+            // The vault and home.json as an earlier eleven wrote them.
+            var fields = try #require(
+                try JSONSerialization.jsonObject(with: Data(key.open(account.vault))) as? [String: Any])
+            fields["keyProof"] = nil
+            fields["sequence"] = nil
+            let legacy = key.seal(Array(try JSONSerialization.data(withJSONObject: fields)))
+            let homeFile = world.root.path + "/a/home.json"
+            func forgetPin() throws {
+                var home = try #require(
+                    try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: homeFile)))
+                        as? [String: Any])
+                home["pin"] = nil
+                try JSONSerialization.data(withJSONObject: home).write(to: URL(fileURLWithPath: homeFile))
+            }
+            try forgetPin()
+            #expect(try a.home()?.pin == nil)
+
+            // Even with nothing pinned, a key of the server's own is refused.
+            let evil = VaultKey.random(generation: account.generation)
+            let planted = try world.plant(evil, for: a)
+            #expect(Self.outcome { try a.sync() } == "vault_key_unauthenticated")
+            #expect(try world.account(of: a).vault == planted)
+
+            // The genuine old vault is accepted, and the upload proves it.
+            let anchor = try #require(try a.home()).anchor
+            try world.db.query(
+                "UPDATE home_anchors SET wrap = ? WHERE id = ?", [.blob(wrap), .blob(anchor.bytes)])
+            try world.db.query(
+                "UPDATE home_accounts SET vault = ? WHERE id = ?", [.blob(legacy), .blob(account.id)])
+            #expect(try a.sync().pushed)
+            let migrated = try VaultDocument(decoding: key.open(try world.account(of: a).vault))
+            #expect(migrated.keyProof != nil)
+            #expect(migrated.sequence == 1)
+            #expect(try a.home()?.pin?.sequence == 1)
+
+            // Served again, the unproven copy is a rollback.
+            try world.db.query(
+                "UPDATE home_accounts SET vault = ? WHERE id = ?", [.blob(legacy), .blob(account.id)])
+            #expect(Self.outcome { try a.sync() } == "vault_rolled_back")
         }
     }
 }

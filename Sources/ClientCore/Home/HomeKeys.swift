@@ -128,6 +128,18 @@ public struct VaultKey: Sendable, Equatable, CustomStringConvertible {
         return plain
     }
 
+    /// The account's proof that one of its anchor holders made this key:
+    /// `HMAC-SHA256(accountKey, domain ‖ generation ‖ key)`. It travels inside the vault sealed
+    /// under the key. The home server never sees the account key, so it cannot make a proof for a
+    /// key of its own, and a key from another account carries another account's proof.
+    public func proof(accountKey: AccountKey) -> SecretBytes {
+        var encoder = CanonicalEncoder(domain: Domain.vaultKeyProof)
+        encoder.append(UInt64(bitPattern: generation))
+        var message = encoder.bytes + secret.unredactedBytes()
+        defer { wipe(&message) }
+        return SecretBytes(HMACSHA256.authenticationCode(for: message, key: accountKey.secret))
+    }
+
     /// Seals the key (with its generation) to an anchor's X25519 key.
     public func wrap(for anchor: AnchorKeys) -> [UInt8] {
         PAKE.Sodium.ensureInitialized()

@@ -41,4 +41,5 @@ enum Domain {
     static let homeAnchorIndex = "eleven/home-anchor-index/v1"
     static let homeAccount = "eleven/home-account/v1"
     static let vault = "eleven/vault/v1"
+    static let vaultKeyProof = "eleven/vault-key-proof/v1"
 }
