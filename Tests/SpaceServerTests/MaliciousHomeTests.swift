@@ -308,6 +308,7 @@ import Testing
                 try JSONSerialization.jsonObject(with: Data(key.open(account.vault))) as? [String: Any])
             fields["keyProof"] = nil
             fields["sequence"] = nil
+            fields["version"] = 1
             let legacy = key.seal(Array(try JSONSerialization.data(withJSONObject: fields)))
             let homeFile = world.root.path + "/a/home.json"
             func forgetPin() throws {

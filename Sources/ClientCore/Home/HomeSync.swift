@@ -354,6 +354,7 @@ public struct HomeSync: Sendable {
                 // This device's home state names the account; an older local copy may not.
                 merged.accountKey = accountKey
                 merged.keyProof = pin.keyProof
+                merged.version = VaultDocument.currentVersion
                 merged.sequence = document.sequence
                 var version = remote.version
                 let pushed = merged != document
@@ -402,6 +403,7 @@ public struct HomeSync: Sendable {
             keyProof: Base64URL.encode(vaultKey.proof(accountKey: accountKey).unredactedBytes()),
             sequence: 1)
         local.document.keyProof = pin.keyProof
+        local.document.version = VaultDocument.currentVersion
         local.document.sequence = pin.sequence
         let vault = vaultKey.seal(local.document.encoded())
         let upload = HomeWire.AnchorUpload(id: id, keys: anchor, wrap: vaultKey.wrap(for: anchor))
@@ -534,6 +536,7 @@ public struct HomeSync: Sendable {
                     keyProof: Base64URL.encode(newKey.proof(accountKey: accountKey).unredactedBytes()),
                     sequence: (document.sequence ?? 0) + 1)
                 merged.keyProof = pin.keyProof
+                merged.version = VaultDocument.currentVersion
                 merged.sequence = pin.sequence
                 let wraps = remaining.map {
                     HomeWire.AnchorWrap(anchor: $0.id, wrap: newKey.wrap(for: $0.keys))

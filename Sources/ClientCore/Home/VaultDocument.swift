@@ -42,7 +42,9 @@ public struct VaultDeviceNote: Codable, Sendable, Equatable {
 /// and stars), the account key, and device names. Pure value: merging, recording local edits and
 /// moving entries take no I/O.
 public struct VaultDocument: Codable, Sendable, Equatable {
-    public static let currentVersion = 1
+    /// 2: the vault carries ``keyProof`` and ``sequence``. An eleven that knows only 1 refuses it
+    /// (and asks to be updated) instead of uploading a copy without them.
+    public static let currentVersion = 2
 
     public var version: Int
     /// The account key (base64url), so a device restored from the vault can check anchors.
