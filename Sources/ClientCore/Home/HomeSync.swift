@@ -296,6 +296,8 @@ public struct HomeSync: Sendable {
     {
         let proof = key.proof(accountKey: accountKey)
         let sequence = document.sequence ?? 0
+        // Counters at their limit could not grow at the next upload or rotation.
+        guard key.generation < .max, sequence < .max else { throw .unauthenticatedKey }
         let pinned = pin.map { SecretBytes(Base64URL.decode($0.keyProof) ?? []) }
         if let text = document.keyProof {
             guard SecretBytes(Base64URL.decode(text) ?? []) == proof else { throw .unauthenticatedKey }
