@@ -70,6 +70,11 @@ import Testing
             print(
                 "eleven sync → exit \(told.status): \(told.stderr.trimmingCharacters(in: .whitespacesAndNewlines))"
             )
+            // A command that changes the saved spaces keeps the change on the device and says why
+            // it did not reach the home server.
+            let starred = try a.run(["star", "Family"])
+            #expect(starred.status == 0)
+            #expect(starred.stderr.contains("tampered"), "\(starred.stderr)")
             // Nothing reached the server: it holds exactly the vault it planted.
             #expect(
                 try Self.select(home.databasePath, "SELECT vault FROM home_accounts") == [Self.hex(planted)])
