@@ -426,6 +426,8 @@ func homeErrorsRethrow(_ error: Error) -> Error {
             switch error.code {
             case "not_signed_in": .localState
             case "cannot_remove_self", "unknown_device": .usage
+            // The home server answered with something a device of the account did not make.
+            case "vault_key_unauthenticated", "vault_rolled_back", "key_mismatch": .unavailable
             default: .failure
             }
         return CLIError(code: error.code, message: error.message, status: status)

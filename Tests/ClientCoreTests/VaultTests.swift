@@ -131,7 +131,7 @@ private struct Seeded: RandomNumberGenerator {
         var doc = VaultDocument()
         doc.absorb([space("Family")], device: "a")
         #expect(try VaultDocument(decoding: doc.encoded()) == doc)
-        #expect(throws: LocalStateError.self) { try VaultDocument(decoding: Array(#"{"version":2}"#.utf8)) }
+        #expect(throws: LocalStateError.self) { try VaultDocument(decoding: Array(#"{"version":3}"#.utf8)) }
         #expect(throws: LocalStateError.self) { try VaultDocument(decoding: Array("nope".utf8)) }
     }
 }

@@ -11,8 +11,9 @@ extension HomeSync {
     func enrol(_ anchor: AnchorKeys, label: String) throws -> (AnchorID, VaultKey, HomeState) {
         guard var home = try home() else { throw HomeError.notSignedIn }
         let id = anchor.id(accountKey: try AccountKey(base64URL: home.accountKey))
+        let trusted = home
         let vaultKey: VaultKey = try withSession(&home) { client in
-            let (_, key, _) = try pull(client)
+            let (_, key, _, _) = try pull(client, trusting: trusted)
             _ = try client.enrol(
                 HomeWire.EnrolRequest(
                     anchor: HomeWire.AnchorUpload(id: id, keys: anchor, wrap: key.wrap(for: anchor)),
@@ -83,6 +84,8 @@ extension HomeSync {
             throw HomeError(
                 "key_mismatch", "The home server's copy of your spaces does not belong to this credential.")
         }
+        // The account key came out of the vault itself, and the key must carry its proof.
+        let pin = try Self.authenticate(key, document, accountKey: accountKey, pin: nil)
         let device = try deviceKey().anchor()
         let id = device.id(accountKey: accountKey)
         _ = try client.enrol(
@@ -95,7 +98,7 @@ extension HomeSync {
         try save(
             HomeState(
                 server: client.server, anchor: id, accountKey: text, session: nil, sessionExpiresAt: nil,
-                pending: true))
+                pending: true, pin: pin))
         return try sync()
     }
 }

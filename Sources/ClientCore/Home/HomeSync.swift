@@ -18,6 +18,33 @@ public struct HomeError: Error, Sendable, Equatable, CustomStringConvertible {
     static let notSignedIn = HomeError(
         "not_signed_in", "This device is not signed in. Run `eleven signin --server URL` to save your spaces."
     )
+
+    /// The home server handed out a vault key that no device of the account made (a substituted
+    /// wrap, another account's vault, a generation it made up).
+    static let unauthenticatedKey = HomeError(
+        "vault_key_unauthenticated",
+        "Your home server sent saved spaces that none of your devices locked: it may have been tampered with. "
+            + "Nothing was uploaded, and the spaces on this device are unchanged.")
+
+    /// The home server served an older vault or key generation than this device already saw.
+    static let rolledBack = HomeError(
+        "vault_rolled_back",
+        "Your home server sent an older copy of your saved spaces than this device has already seen: "
+            + "it may have been tampered with. Nothing was uploaded, and the spaces on this device are unchanged."
+    )
+
+    /// While linking, the home server handed out something other than what the other device granted.
+    static let linkMismatch = HomeError(
+        "key_mismatch", "The home server gave this device a different key than your other device did.")
+}
+
+/// What a device trusts about its vault (in `home.json`): the highest key generation it has
+/// authenticated, that key's proof (``VaultKey/proof(accountKey:)``), and the highest vault
+/// sequence it has seen. A vault the home server serves below any of them is a rollback.
+public struct VaultPin: Codable, Sendable, Equatable {
+    public var generation: Int64
+    public var keyProof: String
+    public var sequence: UInt64
 }
 
 /// This device's home account (`home.json`, private): where the home server is, the device's
@@ -30,6 +57,8 @@ public struct HomeState: Codable, Sendable {
     public var sessionExpiresAt: Int64?
     /// Local changes not yet on the home server (the offline queue).
     public var pending: Bool
+    /// The vault key and copy this device trusts; nil until its first sync since keys are proven.
+    public var pin: VaultPin? = nil
 }
 
 /// The device's copy of the vault (`vault.json`, private): the merged document as last synced
@@ -242,12 +271,50 @@ public struct HomeSync: Sendable {
         }
     }
 
-    /// The remote vault opened with this device's wrap.
-    func pull(_ client: HomeClient) throws -> (HomeWire.Vault, VaultKey, VaultDocument) {
+    /// The remote vault opened with this device's wrap, accepted only once
+    /// ``authenticate(_:_:accountKey:pin:)`` passed against `home`. Returns the pin to keep.
+    func pull(_ client: HomeClient, trusting home: HomeState) throws -> (
+        HomeWire.Vault, VaultKey, VaultDocument, VaultPin
+    ) {
         let remote = try client.vault()
         let key = try deviceKey().unwrapVaultKey(Base64URL.decode(remote.wrap) ?? [])
         let document = try VaultDocument(decoding: try key.open(Base64URL.decode(remote.vault) ?? []))
-        return (remote, key, document)
+        let pin = try Self.authenticate(
+            key, document, accountKey: AccountKey(base64URL: home.accountKey), pin: home.pin)
+        return (remote, key, document, pin)
+    }
+
+    /// Checks that a key and vault the home server served were made by the account, and are not
+    /// older than what this device trusts. The vault sealed under the key must carry the key's
+    /// proof under the account key, which the server never sees. A vault written before proofs
+    /// is accepted only while nothing is pinned or with the very key pinned, and only if it names
+    /// the account key (the server cannot make such a vault either); the next upload adds the
+    /// proof. Returns the pin to keep once the copy is used.
+    static func authenticate(
+        _ key: VaultKey, _ document: VaultDocument, accountKey: AccountKey, pin: VaultPin?
+    )
+        throws(HomeError) -> VaultPin
+    {
+        let proof = key.proof(accountKey: accountKey)
+        let sequence = document.sequence ?? 0
+        // Counters at their limit could not grow at the next upload or rotation.
+        guard key.generation < .max, sequence < .max else { throw .unauthenticatedKey }
+        let pinned = pin.map { SecretBytes(Base64URL.decode($0.keyProof) ?? []) }
+        if let text = document.keyProof {
+            guard SecretBytes(Base64URL.decode(text) ?? []) == proof else { throw .unauthenticatedKey }
+        } else {
+            guard pinned.map({ $0 == proof }) ?? true,
+                let named = document.accountKey.flatMap(Base64URL.decode),
+                SecretBytes(named) == accountKey.secret
+            else { throw .unauthenticatedKey }
+        }
+        if let pin, let pinned {
+            guard key.generation >= pin.generation, sequence >= pin.sequence else { throw .rolledBack }
+            guard key.generation > pin.generation || pinned == proof else { throw .unauthenticatedKey }
+        }
+        return VaultPin(
+            generation: key.generation, keyProof: Base64URL.encode(proof.unredactedBytes()),
+            sequence: sequence)
     }
 
     private static func isConflict(_ error: Error) -> Bool {
@@ -259,15 +326,16 @@ public struct HomeSync: Sendable {
     /// Files are written only when something changed: a pull that brings nothing writes nothing.
     /// `inOrder`: `spaces.json` already lists the local copy's spaces in its order.
     private func commit(
-        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, inOrder: Bool
+        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin, inOrder: Bool
     ) throws(LocalStateError) {
         if !inOrder || merged.spaces != local.document.spaces { try apply(merged) }
         if merged != local.document {
             local.document = merged
             try writeJSON(local, Self.vaultFile)
         }
-        if home.pending {
+        if home.pending || home.pin != pin {
             home.pending = false
+            home.pin = pin
             try save(home)
         }
     }
@@ -281,14 +349,22 @@ public struct HomeSync: Sendable {
         var (local, _, inOrder) = try record()
         let accountKey = home.accountKey
         for _ in 0..<attempts {
-            let result: (SyncReport, VaultDocument)? = try withSession(&home) { client in
-                let (remote, key, document) = try pull(client)
+            let trusted = home
+            let result: (SyncReport, VaultDocument, VaultPin)? = try withSession(&home) { client in
+                let (remote, key, document, authenticated) = try pull(client, trusting: trusted)
+                var pin = authenticated
                 var merged = local.document.merged(with: document)
                 // This device's home state names the account; an older local copy may not.
                 merged.accountKey = accountKey
+                merged.keyProof = pin.keyProof
+                merged.version = VaultDocument.currentVersion
+                merged.sequence = document.sequence
                 var version = remote.version
                 let pushed = merged != document
                 if pushed {
+                    // Only a key authenticated above seals anything.
+                    pin.sequence += 1
+                    merged.sequence = pin.sequence
                     do {
                         version =
                             try client.putVault(
@@ -303,11 +379,11 @@ public struct HomeSync: Sendable {
                 return (
                     SyncReport(
                         spaces: merged.spaces.count, pushed: pushed, version: version,
-                        generation: key.generation), merged
+                        generation: key.generation), merged, pin
                 )
             }
-            guard let (report, merged) = result else { continue }
-            try commit(merged, local: &local, home: &home, inOrder: inOrder)
+            guard let (report, merged, pin) = result else { continue }
+            try commit(merged, local: &local, home: &home, pin: pin, inOrder: inOrder)
             return report
         }
         throw HomeError("busy", "Your saved spaces kept changing on another device; try again.")
@@ -325,6 +401,13 @@ public struct HomeSync: Sendable {
         local.document.accountKey = accountKey.base64URL
         local.document.note(device: id, label: label, by: local.device)
         let vaultKey = VaultKey.random(generation: 1)
+        let pin = VaultPin(
+            generation: 1,
+            keyProof: Base64URL.encode(vaultKey.proof(accountKey: accountKey).unredactedBytes()),
+            sequence: 1)
+        local.document.keyProof = pin.keyProof
+        local.document.version = VaultDocument.currentVersion
+        local.document.sequence = pin.sequence
         let vault = vaultKey.seal(local.document.encoded())
         let upload = HomeWire.AnchorUpload(id: id, keys: anchor, wrap: vaultKey.wrap(for: anchor))
         let payload = HomeWire.CreateAccountRequest.payload(anchor: upload, generation: 1, vault: vault)
@@ -337,7 +420,7 @@ public struct HomeSync: Sendable {
         try save(
             HomeState(
                 server: client.server, anchor: id, accountKey: accountKey.base64URL, session: session.token,
-                sessionExpiresAt: session.expiresAt, pending: false))
+                sessionExpiresAt: session.expiresAt, pending: false, pin: pin))
         return SyncReport(
             spaces: local.document.spaces.count, pushed: true, version: session.version, generation: 1)
     }
@@ -399,18 +482,28 @@ public struct HomeSync: Sendable {
         }
         let granted = try VaultKey(base64URL: grant.vaultKey, generation: grant.generation)
         let client = try HomeClient(server: grant.home)
+        // The key came over the confirmed channel from an enrolled device: it is the one to trust.
         var home = HomeState(
             server: client.server, anchor: grant.anchor, accountKey: grant.accountKey, session: nil,
-            sessionExpiresAt: nil, pending: true)
+            sessionExpiresAt: nil, pending: true,
+            pin: VaultPin(
+                generation: granted.generation,
+                keyProof: Base64URL.encode(granted.proof(accountKey: accountKey).unredactedBytes()),
+                sequence: 0))
         try save(home)
-        // The wrap the home server hands out must hold the key the other device gave us (unless
-        // it was rotated in between): a server cannot slip in a key and a vault of its own.
-        let served = try withSession(&home) { try pull($0).1 }
-        guard served.generation != granted.generation || served == granted else {
+        // The wrap the home server hands out must hold exactly the key the other device gave us,
+        // whatever generation the server names: a server cannot slip in a key and a vault of its own.
+        let trusted = home
+        let served: VaultKey
+        do {
+            served = try withSession(&home) { try pull($0, trusting: trusted).1 }
+        } catch let error as HomeError where error.code.hasPrefix("vault_") {
             try signOut()
-            throw HomeError(
-                "key_mismatch", "The home server gave this device a different key than your other device did."
-            )
+            throw HomeError.linkMismatch
+        }
+        guard served == granted else {
+            try signOut()
+            throw HomeError.linkMismatch
         }
         return try sync()
     }
@@ -427,8 +520,9 @@ public struct HomeSync: Sendable {
         let accountKey = try AccountKey(base64URL: home.accountKey)
         var (local, _, inOrder) = try record()
         for _ in 0..<attempts {
-            let result: (SyncReport, VaultDocument)? = try withSession(&home) { client in
-                let (remote, key, document) = try pull(client)
+            let trusted = home
+            let result: (SyncReport, VaultDocument, VaultPin)? = try withSession(&home) { client in
+                let (remote, key, document, _) = try pull(client, trusting: trusted)
                 let anchors = try client.anchors().anchors.filter { $0.revokedAt == nil }
                 guard anchors.contains(where: { $0.id == target }) else {
                     throw HomeError(
@@ -440,6 +534,13 @@ public struct HomeSync: Sendable {
                 var merged = local.document.merged(with: document)
                 merged.note(device: target, label: "", removed: true, by: local.device)
                 let newKey = VaultKey.random(generation: key.generation + 1)
+                let pin = VaultPin(
+                    generation: newKey.generation,
+                    keyProof: Base64URL.encode(newKey.proof(accountKey: accountKey).unredactedBytes()),
+                    sequence: (document.sequence ?? 0) + 1)
+                merged.keyProof = pin.keyProof
+                merged.version = VaultDocument.currentVersion
+                merged.sequence = pin.sequence
                 let wraps = remaining.map {
                     HomeWire.AnchorWrap(anchor: $0.id, wrap: newKey.wrap(for: $0.keys))
                 }
@@ -452,7 +553,7 @@ public struct HomeSync: Sendable {
                     return (
                         SyncReport(
                             spaces: merged.spaces.count, pushed: true, version: stored.version,
-                            generation: newKey.generation), merged
+                            generation: newKey.generation), merged, pin
                     )
                 } catch
                     where Self.isConflict(error) || (error as? SpaceClientError)?.code == "devices_changed"
@@ -460,8 +561,8 @@ public struct HomeSync: Sendable {
                     return nil
                 }
             }
-            guard let (report, merged) = result else { continue }
-            try commit(merged, local: &local, home: &home, inOrder: inOrder)
+            guard let (report, merged, pin) = result else { continue }
+            try commit(merged, local: &local, home: &home, pin: pin, inOrder: inOrder)
             return report
         }
         throw HomeError("busy", "Your devices kept changing; try again.")

@@ -43,11 +43,20 @@ public struct VaultDeviceNote: Codable, Sendable, Equatable {
 /// and stars), the account key, and device names. Pure value: merging, recording local edits and
 /// moving entries take no I/O.
 public struct VaultDocument: Codable, Sendable, Equatable {
-    public static let currentVersion = 1
+    /// 2: the vault carries ``keyProof`` and ``sequence``. An eleven that knows only 1 refuses it
+    /// (and asks to be updated) instead of uploading a copy without them.
+    public static let currentVersion = 2
 
     public var version: Int
     /// The account key (base64url), so a device restored from the vault can check anchors.
     public var accountKey: String?
+    /// ``VaultKey/proof(accountKey:)`` of the key this copy is sealed under (base64url): a device
+    /// uses a key the home server hands it only when the vault sealed under it carries this proof.
+    /// Nil in vaults written before keys were proven.
+    public var keyProof: String?
+    /// Grows by one at every upload. A device remembers the highest it saw, so a home server that
+    /// serves an older copy is noticed. Nil (0) in vaults written before.
+    public var sequence: UInt64?
     /// Sorted by space id.
     public private(set) var entries: [VaultEntry]
     /// Sorted by anchor id.
@@ -80,6 +89,9 @@ public struct VaultDocument: Codable, Sendable, Equatable {
         var result = self
         result.version = max(version, other.version)
         result.accountKey = accountKey ?? other.accountKey
+        result.sequence = [sequence, other.sequence].compactMap { $0 }.max()
+        // The syncing device sets the proof of the key it seals the merge under.
+        result.keyProof = keyProof == other.keyProof ? keyProof : nil
         var byID = Dictionary(entries.map { ($0.space, $0) }) { $0.clock < $1.clock ? $1 : $0 }
         for entry in other.entries where byID[entry.space].map({ $0.clock < entry.clock }) ?? true {
             byID[entry.space] = entry

@@ -44,7 +44,7 @@ public struct AnchorKeys: Sendable, Equatable {
 /// link grant). It makes anchor ids; it never reaches the home server.
 public struct AccountKey: Sendable, Equatable, CustomStringConvertible {
     public static var byteCount: Int { 32 }
-    let secret: SecretBytes
+    package let secret: SecretBytes
 
     public static func random() -> AccountKey { AccountKey(secret: SecretBytes.random(count: byteCount)) }
 
@@ -71,7 +71,7 @@ public struct VaultKey: Sendable, Equatable, CustomStringConvertible {
     /// Sealed wrap: generation (8) and key (32) sealed to the anchor's X25519 key.
     public static var wrapByteCount: Int { 8 + byteCount + Int(crypto_box_sealbytes()) }
 
-    let secret: SecretBytes
+    package let secret: SecretBytes
     public let generation: Int64
 
     /// A fresh random key.
@@ -126,6 +126,18 @@ public struct VaultKey: Sendable, Equatable, CustomStringConvertible {
             throw KeyModelError(.decryptionFailed, "The saved spaces do not open with this key.")
         }
         return plain
+    }
+
+    /// The account's proof that one of its anchor holders made this key:
+    /// `HMAC-SHA256(accountKey, domain ‖ generation ‖ key)`. It travels inside the vault sealed
+    /// under the key. The home server never sees the account key, so it cannot make a proof for a
+    /// key of its own, and a key from another account carries another account's proof.
+    public func proof(accountKey: AccountKey) -> SecretBytes {
+        var encoder = CanonicalEncoder(domain: Domain.vaultKeyProof)
+        encoder.append(UInt64(bitPattern: generation))
+        var message = encoder.bytes + secret.unredactedBytes()
+        defer { wipe(&message) }
+        return SecretBytes(HMACSHA256.authenticationCode(for: message, key: accountKey.secret))
     }
 
     /// Seals the key (with its generation) to an anchor's X25519 key.

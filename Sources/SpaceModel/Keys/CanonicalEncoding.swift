@@ -41,4 +41,5 @@ package enum Domain {
     package static let homeAnchorIndex = "eleven/home-anchor-index/v1"
     package static let homeAccount = "eleven/home-account/v1"
     package static let vault = "eleven/vault/v1"
+    package static let vaultKeyProof = "eleven/vault-key-proof/v1"
 }
