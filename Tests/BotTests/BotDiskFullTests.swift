@@ -1,5 +1,6 @@
 import Bot
 import Foundation
+import LoadHarness
 import SpaceServer
 import TestSupport
 import Testing

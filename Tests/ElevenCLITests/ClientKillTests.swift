@@ -9,7 +9,7 @@ import Testing
 @Suite(.serialized) struct ClientKillTests {
     @Test func stateSurvivesKillsWhileWriting() async throws {
         try await TestSupport.offPool {
-            let server = try ElevenServerProcess()
+            let server = try ElevenServerUnderTest()
             defer { server.stop() }
             let home = try ElevenHome("paul")
             var seed: UInt64 = 0x1234_5678
