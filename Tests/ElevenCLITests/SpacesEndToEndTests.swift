@@ -229,7 +229,10 @@ final class ElevenServerUnderTest {
         stopped = true
         guard child.isRunning else { return }
         let ended = child.stop(grace: 10)
-        if ended.timedOut { Issue.record("eleven-server did not stop on SIGTERM") }
+        if ended.timedOut {
+            Issue.record(
+                "eleven-server did not stop on SIGTERM (status \(ended.status)): \(ended.stderr.suffix(500))")
+        }
         #expect(ended.status == 0)
     }
 

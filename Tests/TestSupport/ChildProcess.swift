@@ -218,7 +218,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// and reports it as timed out. Returns its exit status and output.
     @discardableResult
     public func finish(timeout: TimeInterval = 60) -> ProcessResult {
-        let exited = output.waitForExit(until: Date().addingTimeInterval(timeout))
+        let exited = waitForExit(until: Date().addingTimeInterval(timeout))
         return end(signal: SIGTERM, grace: 5, timedOut: !exited)
     }
 
@@ -235,7 +235,7 @@ public final class ChildProcess: @unchecked Sendable {
         var killed = timedOut
         if process.isRunning {
             kill(pid, signal)
-            if !output.waitForExit(until: Date().addingTimeInterval(grace)) {
+            if !waitForExit(until: Date().addingTimeInterval(grace)) {
                 killed = killed || signal != SIGKILL
                 kill(pid, SIGKILL)
             }
@@ -250,6 +250,17 @@ public final class ChildProcess: @unchecked Sendable {
             ProcessResult(
                 status: process.terminationStatus, stdout: stdout, stderr: stderr, timedOut: killed,
                 signalled: process.terminationReason == .uncaughtSignal))
+    }
+
+    /// Whether the child has exited by `deadline`. The termination handler wakes this at once;
+    /// `isRunning` is looked at too, every 10 ms: under load the handler (Foundation starts a
+    /// thread for it) was seen to come more than 10 s after a server had exited.
+    private func waitForExit(until deadline: Date) -> Bool {
+        while process.isRunning {
+            guard Date() < deadline else { return false }
+            _ = output.waitForExit(until: min(deadline, Date().addingTimeInterval(0.01)))
+        }
+        return true
     }
 
     /// Memory, descriptors, threads and CPU time of the child now (zeros once it has ended).
