@@ -8,6 +8,10 @@ import Foundation
 /// line over its standard input and output; and stops it by its process id (a signal, then
 /// SIGKILL after a grace period), also when it is dropped. `sample` reads its memory,
 /// descriptors, threads and CPU time from /proc.
+///
+/// Foundation starts every child in a process group of its own, so a Ctrl-C or a signal to the
+/// test runner does not reach it: whoever starts a child stops it, by its process id (never by
+/// name: other test runs on the machine have programs of the same name).
 public final class ChildProcess: @unchecked Sendable {
     /// What the child reads on its standard input.
     public enum Input: Sendable {
@@ -242,9 +246,9 @@ public final class ChildProcess: @unchecked Sendable {
         }
         process.waitUntilExit()
         closeInput()
-        // A pipe stays open while anything else holds its write end: Foundation's `Process` does
-        // not close the parent's other descriptors in a child, so a program another test started
-        // at the same moment may have inherited it. Wait for the readers a little, not forever.
+        // A pipe stays open while anything else holds its write end (a program the child left
+        // running, as `pg_ctl start` leaves the server; a child that inherited it): wait for the
+        // readers a little, not forever.
         output.waitForReaders(until: Date().addingTimeInterval(5))
         return output.keep(
             ProcessResult(
