@@ -45,12 +45,13 @@ public final class ChildProcess: @unchecked Sendable {
     /// working directory (default: this one's). Without `logFile`, stdout and stderr are read
     /// through pipes as they come; with one, both are appended to that file instead (for a child
     /// that runs long and says much, so the output is neither held in memory nor lost across a
-    /// restart). With `port`, returns only once 127.0.0.1:`port` accepts TCP connections, and
+    /// restart). With `showsErrors`, the child's stderr goes to this process's stderr as it
+    /// comes (and ``stderr`` stays empty). With `port`, returns only once 127.0.0.1:`port` accepts TCP connections, and
     /// throws (after stopping the child) if it exits first or `timeout` seconds pass.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String] = [:],
-        directory: URL? = nil, input: Input = .none, logFile: URL? = nil, port: UInt16? = nil,
-        timeout: TimeInterval = 30
+        directory: URL? = nil, input: Input = .none, logFile: URL? = nil, showsErrors: Bool = false,
+        port: UInt16? = nil, timeout: TimeInterval = 30
     ) throws {
         _ = Self.ignoreBrokenPipes
         self.executable = executable
@@ -80,10 +81,15 @@ public final class ChildProcess: @unchecked Sendable {
             process.standardError = log
         } else {
             let outPipe = Pipe()
-            let errPipe = Pipe()
             process.standardOutput = outPipe
-            process.standardError = errPipe
-            pipes = [(outPipe.fileHandleForReading, .stdout), (errPipe.fileHandleForReading, .stderr)]
+            pipes = [(outPipe.fileHandleForReading, .stdout)]
+            if showsErrors {
+                process.standardError = FileHandle.standardError
+            } else {
+                let errPipe = Pipe()
+                process.standardError = errPipe
+                pipes.append((errPipe.fileHandleForReading, .stderr))
+            }
         }
         // Told, not polled: a benchmark times the child from its start to its exit.
         process.terminationHandler = { [output] _ in output.markExited() }
