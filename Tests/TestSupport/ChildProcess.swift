@@ -53,7 +53,6 @@ public final class ChildProcess: @unchecked Sendable {
         directory: URL? = nil, input: Input = .none, logFile: URL? = nil, showsErrors: Bool = false,
         port: UInt16? = nil, timeout: TimeInterval = 30
     ) throws {
-        _ = Self.ignoreBrokenPipes
         self.executable = executable
         self.logFile = logFile
         self.port = port ?? 0
@@ -280,12 +279,8 @@ public final class ChildProcess: @unchecked Sendable {
         stop(signal: SIGKILL)
     }
 
-    /// A child may exit before it has read what a test writes to it: that write must fail with
-    /// EPIPE, not end the whole test process with SIGPIPE.
-    private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
-
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.
-    public static func accepts(port: UInt16) -> Bool {
+    private static func accepts(port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -298,16 +293,6 @@ public final class ChildProcess: @unchecked Sendable {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
-    }
-
-    /// Waits up to `timeout` seconds until 127.0.0.1:`port` accepts TCP connections.
-    public static func waitForPort(_ port: UInt16, timeout: TimeInterval = 20) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !accepts(port: port) {
-            guard Date() < deadline else { return false }
-            usleep(20_000)
-        }
-        return true
     }
 }
 
