@@ -76,13 +76,17 @@ let package = Package(
             name: "ElevenBench",
             dependencies: [
                 "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceModel", "Support", "SpaceServer",
-                "ClientCore", "Bot", "TestSupport",
+                "ClientCore", "Bot", "TestSupport", "LoadHarness",
             ]),
 
-        // Helpers shared by the test targets (process control, free ports, the Python venv).
+        // Helpers shared by the test targets and the benchmarks: the one child-process type, free
+        // ports, `eventually`, PostgreSQL, faults, the Python venv. Foundation only.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // The bot load world (relay, space server and bot as processes, an in-process owner)
+        // shared by the bot and soak benchmarks and the soak tests.
         .target(
-            name: "TestSupport", dependencies: ["Bot", "ClientCore", "PAKE", "WordCodes"],
-            path: "Tests/TestSupport"),
+            name: "LoadHarness", dependencies: ["Bot", "ClientCore", "PAKE", "WordCodes", "TestSupport"],
+            path: "Tests/LoadHarness"),
 
         .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "TestSupport"]),
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
@@ -101,7 +105,9 @@ let package = Package(
             dependencies: ["CLISupport", "ElevenCLI", "ClientCore", "SpaceModel", "Net", "TestSupport"]),
         .testTarget(
             name: "BotTests",
-            dependencies: ["Bot", "ClientCore", "SpaceModel", "Support", "SQLite", "TestSupport"]),
+            dependencies: [
+                "Bot", "ClientCore", "SpaceModel", "Support", "SQLite", "TestSupport", "LoadHarness",
+            ]),
         .testTarget(
             name: "SQLiteTests",
             dependencies: ["SQLite", "CSQLite", "Relay", "SpaceServer", "Bot", "TestSupport"]),

@@ -4,6 +4,7 @@ import Foundation
 import PAKE
 import SpaceModel
 import Support
+import TestSupport
 import WordCodes
 
 // `eleven-bench bot`: joins per second that `eleven-bot run` sustains with 20 concurrent joiners
@@ -69,33 +70,29 @@ func runBotBench(_ arguments: [String]) -> Int32 {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
         "eleven-bench-bot-\(getpid())")
     try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    var children: [BenchProcess] = []
+    var children: [ChildProcess] = []
     defer {
-        for child in children { child.stop() }
+        for child in children { child.finish(timeout: 5) }
         try? FileManager.default.removeItem(at: directory)
     }
     guard
-        let relay = BenchProcess.start(
+        let relay = try? ChildProcess(
             programs[0],
             [
                 "--listen", "127.0.0.1:0", "--db", directory.path + "/relay.sqlite", "--no-limits", "--sync",
                 sync,
-            ],
-            environment: [:]),
-        let server = BenchProcess.start(
+            ]),
+        let server = try? ChildProcess(
             programs[1],
             [
                 "--listen", "127.0.0.1:0", "--db", directory.path + "/server.sqlite", "--quiet", "--sync",
                 sync,
-            ],
-            environment: [:])
+            ])
     else { return botFail("eleven-relay or eleven-server did not start") }
     children += [relay, server]
-    guard let relayLine = relay.line(startingWith: "eleven-relay listening on ", inStderr: false),
-        let serverLine = server.line(startingWith: "eleven-server listening on ", inStderr: false)
+    guard let relayURL = try? relay.value(afterPrefix: "eleven-relay listening on ", timeout: 20),
+        let serverURL = try? server.value(afterPrefix: "eleven-server listening on ", timeout: 20)
     else { return botFail("eleven-relay or eleven-server did not start") }
-    let relayURL = String(relayLine.dropFirst("eleven-relay listening on ".count))
-    let serverURL = String(serverLine.dropFirst("eleven-server listening on ".count))
 
     print(
         "eleven-bench bot: \(joiners) concurrent joiners, \(seconds) s per row, relay and server on loopback, "
@@ -109,8 +106,8 @@ func runBotBench(_ arguments: [String]) -> Int32 {
         do {
             let row = try measureBotRow(
                 threads: size, joiners: joiners, seconds: seconds, relayURL: relayURL, serverURL: serverURL,
-                directory: directory, botProgram: programs[2], serverPID: server.process.processIdentifier,
-                relayPID: relay.process.processIdentifier)
+                directory: directory, botProgram: programs[2], serverPID: server.pid,
+                relayPID: relay.pid)
             results[size] = row.perSecond
             tails[size] = percentile(row.latencies, 0.99)
             defer { if phases { printPhases(row.phases) } }
@@ -215,17 +212,11 @@ private func measureBotRow(
     try store.saveSpace(
         try SpaceSession.join(
             server: serverURL, space: owner.saved.space, member: record.id, identity: identity))
-    guard
-        let bot = BenchProcess.start(
-            botProgram,
-            ["run", "--state", state, "--key-file", keyFile, "--relay", relayURL, "--joins-per-minute", "0"],
-            environment: [:])
-    else { throw BenchError(description: "eleven-bot did not start") }
-    defer {
-        kill(bot.process.processIdentifier, SIGKILL)
-        bot.process.waitUntilExit()
-    }
-    guard bot.line(startingWith: "{", inStderr: false) != nil else {
+    let bot = try ChildProcess(
+        botProgram,
+        ["run", "--state", state, "--key-file", keyFile, "--relay", relayURL, "--joins-per-minute", "0"])
+    defer { bot.stop(signal: SIGKILL) }
+    guard (try? bot.value(afterPrefix: "{", timeout: 20)) != nil else {
         throw BenchError(description: "eleven-bot did not start")
     }
 
@@ -266,8 +257,8 @@ private func measureBotRow(
     let results = BenchResults()
     let probe = DiskProbe(directory: directory)
     let cpuBefore = (
-        cpuMilliseconds(pid: bot.process.processIdentifier), cpuMilliseconds(pid: serverPID),
-        cpuMilliseconds(pid: getpid()), cpuMilliseconds(pid: relayPID)
+        ProcessSample.cpuMilliseconds(pid: bot.pid), ProcessSample.cpuMilliseconds(pid: serverPID),
+        ProcessSample.cpuMilliseconds(pid: getpid()), ProcessSample.cpuMilliseconds(pid: relayPID)
     )
     let start = ContinuousClock.now
     let end = start + .milliseconds(Int(seconds * 1000))
@@ -309,12 +300,12 @@ private func measureBotRow(
     (row.latencies, row.failures) = results.snapshot()
     row.phases = results.phases
     row.perSecond = Double(row.latencies.count) / elapsed
-    row.rssMB = residentMegabytes(pid: bot.process.processIdentifier)
+    row.rssMB = Double(bot.sample.rssKB) / 1024
     let joins = Double(max(1, row.latencies.count))
-    row.botCPU = (cpuMilliseconds(pid: bot.process.processIdentifier) - cpuBefore.0) / joins
-    row.serverCPU = (cpuMilliseconds(pid: serverPID) - cpuBefore.1) / joins
-    row.joinerCPU = (cpuMilliseconds(pid: getpid()) - cpuBefore.2) / joins
-    row.relayCPU = (cpuMilliseconds(pid: relayPID) - cpuBefore.3) / joins
+    row.botCPU = (ProcessSample.cpuMilliseconds(pid: bot.pid) - cpuBefore.0) / joins
+    row.serverCPU = (ProcessSample.cpuMilliseconds(pid: serverPID) - cpuBefore.1) / joins
+    row.joinerCPU = (ProcessSample.cpuMilliseconds(pid: getpid()) - cpuBefore.2) / joins
+    row.relayCPU = (ProcessSample.cpuMilliseconds(pid: relayPID) - cpuBefore.3) / joins
     for (reason, count) in results.reasons.sorted(by: { $0.value > $1.value }).prefix(3) {
         FileHandle.standardError.write(Data("  \(count)× \(reason)\n".utf8))
     }
@@ -463,26 +454,6 @@ private func printPhases(_ joins: [[Double]]) {
                     format: "%7.1f  %7.1f  %7.1f  %7.1f", percentile(values, 0.5), percentile(values, 0.99),
                     values.max() ?? 0, slow))
     }
-}
-
-/// Resident memory of a process from /proc (MB); 0 when unreadable.
-private func residentMegabytes(pid: Int32) -> Double {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-        let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
-    else { return 0 }
-    return kilobytes / 1024
-}
-
-/// User plus system CPU time of a process from /proc (ms); 0 when unreadable.
-private func cpuMilliseconds(pid: Int32) -> Double {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-        let close = text.lastIndex(of: ")")
-    else { return 0 }
-    // After the command name: state is field 3, utime and stime are fields 14 and 15.
-    let fields = text[text.index(after: close)...].split(separator: " ")
-    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 private func botFail(_ message: String) -> Int32 {

@@ -129,7 +129,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     let idleCPUBefore = cpuSeconds(getpid())
     usleep(1_000_000)
     let idleCPU = cpuSeconds(getpid()) - idleCPUBefore
-    idle.finish()
+    finish(idle)
     let perConnection = Double(after - before) / Double(max(1, held))
     print(
         String(
@@ -145,7 +145,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
     if reference == nil {
         print("reference: could not start the Python websockets server with \(interpreter)")
     }
-    defer { reference?.process.terminate() }
+    defer { reference?.child.stop() }
     print("echo: 32-byte text messages, closed loop (send, await echo, repeat); \(reps) interleaved runs of")
     print(
         "      \(seconds) s per server and level, median rate; CPU = server process CPU per round trip"
@@ -172,7 +172,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
                 let runs = [client, quietClient].compactMap { c in
                     runEcho(
                         url: "ws://127.0.0.1:\(reference.port)/", conns: conns, seconds: seconds, client: c,
-                        server: reference.process.processIdentifier)
+                        server: reference.child.pid)
                 }
                 if let best = runs.max(by: { $0.rate < $1.rate }) { theirs.append(best) }
             }
@@ -210,13 +210,13 @@ func runNetBench(_ arguments: [String]) -> Int32 {
 
     // For context: the same idle measurement against the Python reference server.
     if let reference {
-        let pid = String(reference.process.processIdentifier)
+        let pid = String(reference.child.pid)
         let before = residentBytes(of: pid)
         let url = "ws://127.0.0.1:\(reference.port)/"
         if let idle = runChild(["--load", "--idle", url, String(idleCount)], waitFor: "READY") {
             usleep(300_000)
             let after = residentBytes(of: pid)
-            idle.finish()
+            finish(idle)
             let per = Double(after - before) / Double(idleCount)
             print(
                 String(
@@ -254,65 +254,36 @@ private func residentBytes(of pid: String = "self") -> Int {
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
-/// A child process with a line-oriented stdout.
-final class Child {
-    let process: Process
-    let input: Pipe
-    let output: FileHandle
-    var port: UInt16 = 0
-    private var buffer = Data()
-
-    init(process: Process, input: Pipe, output: FileHandle) {
-        self.process = process
-        self.input = input
-        self.output = output
-    }
-
-    /// Reads lines until one starts with `prefix`; nil at EOF.
-    func line(startingWith prefix: String) -> String? {
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                buffer.removeSubrange(buffer.startIndex...newline)
-                if line.hasPrefix(prefix) { return line }
-                continue
-            }
-            let chunk = output.availableData
-            if chunk.isEmpty { return nil }
-            buffer.append(chunk)
-        }
-    }
-
-    /// Closes its stdin (it exits) and waits.
-    func finish() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
+/// Starts a child whose stdout the bench reads line by line (``nextLine(_:startingWith:)``) and
+/// whose stdin ends it; its stderr is shown as it comes, unless `quiet`.
+func spawn(_ executable: String, _ arguments: [String], quiet: Bool = false) -> ChildProcess? {
+    try? ChildProcess(executable, arguments, input: .open, showsErrors: !quiet)
 }
 
-func spawn(_ executable: String, _ arguments: [String], quiet: Bool = false) -> Child? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    process.standardError = quiet ? FileHandle.nullDevice : FileHandle.standardError
-    do { try process.run() } catch { return nil }
-    return Child(process: process, input: input, output: output.fileHandleForReading)
+/// Reads lines until one starts with `prefix`; nil when the child closes its output first.
+func nextLine(_ child: ChildProcess, startingWith prefix: String) -> String? {
+    while let line = try? child.readLine(timeout: 3600) {
+        if line.hasPrefix(prefix) { return line }
+    }
+    return nil
 }
 
-private func runChild(_ arguments: [String], waitFor prefix: String) -> Child? {
+/// Closes the child's stdin (it exits) and waits.
+func finish(_ child: ChildProcess) {
+    child.closeInput()
+    child.finish(timeout: 60)
+}
+
+private func runChild(_ arguments: [String], waitFor prefix: String) -> ChildProcess? {
     guard let child = spawn(CommandLine.arguments[0], ["net"] + arguments) else { return nil }
-    guard child.line(startingWith: prefix) != nil else {
-        child.finish()
+    guard nextLine(child, startingWith: prefix) != nil else {
+        finish(child)
         return nil
     }
     return child
 }
 
-private func startPythonEcho(_ python: String) -> Child? {
+private func startPythonEcho(_ python: String) -> (child: ChildProcess, port: UInt16)? {
     let script = """
         import asyncio, sys
         from websockets.asyncio.server import serve
@@ -326,12 +297,12 @@ private func startPythonEcho(_ python: String) -> Child? {
                 await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
         asyncio.run(main())
         """
-    guard let child = spawn(python, ["-c", script], quiet: true), let line = child.line(startingWith: "PORT ")
+    guard let child = spawn(python, ["-c", script], quiet: true),
+        let line = nextLine(child, startingWith: "PORT "), let port = UInt16(line.dropFirst(5)), port != 0
     else {
         return nil
     }
-    child.port = UInt16(line.dropFirst(5)) ?? 0
-    return child.port == 0 ? nil : child
+    return (child, port)
 }
 
 private struct EchoResult {
@@ -401,19 +372,19 @@ private func runEcho(url: String, conns: Int, seconds: Double, client: LoadClien
         String(client.busyPollMicros), client.pollAlways ? "always" : "free-cores",
     ]
     guard let child = runChild(arguments, waitFor: "START") else { return nil }
-    defer { child.finish() }
+    defer { finish(child) }
     let before = cpuTimes(server)
-    guard child.line(startingWith: "STOP") != nil else { return nil }
+    guard nextLine(child, startingWith: "STOP") != nil else { return nil }
     let after = cpuTimes(server)
-    guard child.line(startingWith: "RESULT") != nil, var result = lastResult(child) else { return nil }
+    guard nextLine(child, startingWith: "RESULT") != nil, var result = lastResult(child) else { return nil }
     result.cpuSeconds = after.user + after.system - before.user - before.system
     result.systemSeconds = after.system - before.system
     return result
 }
 
-private func lastResult(_ child: Child) -> EchoResult? {
+private func lastResult(_ child: ChildProcess) -> EchoResult? {
     // The RESULT line was consumed; the values follow on the next line.
-    guard let line = child.line(startingWith: "count=") else { return nil }
+    guard let line = nextLine(child, startingWith: "count=") else { return nil }
     var values: [String: Double] = [:]
     for field in line.split(separator: " ") {
         let kv = field.split(separator: "=")

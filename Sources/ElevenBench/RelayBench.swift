@@ -2,6 +2,7 @@ import Foundation
 import Net
 import Relay
 import Synchronization
+import TestSupport
 
 // `eleven-bench relay`: our relay against the reference magic-wormhole-mailbox-server, same
 // run, same native load generator (this process, on Net's WebSocket client).
@@ -109,7 +110,7 @@ func runRelayBench(_ arguments: [String]) -> Int32 {
 
     // The reference.
     let twist = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("twist").path
-    let referencePort = freeLoopbackPort()
+    let referencePort = (try? TestSupport.freePort()) ?? 0
     let referenceDB = workDir.appendingPathComponent("reference.sqlite").path
     let reference =
         !withReference
@@ -225,84 +226,52 @@ private func referenceSeconds(_ concurrency: Int) -> Double { concurrency >= 100
 
 // MARK: - Servers
 
-/// A server process started by the bench, stopped by its pid.
+/// A server process started by the bench, stopped by its pid. Its output goes to a log file
+/// (removed when it stops): a relay under load says much, and the bench holds none of it.
 final class BenchServer {
-    let process: Process
+    let child: ChildProcess
     let url: String
-    var pid: Int32 { process.processIdentifier }
+    private let log: URL
+    var pid: Int32 { child.pid }
 
-    private init(process: Process, url: String) {
-        self.process = process
+    private init(child: ChildProcess, url: String, log: URL) {
+        self.child = child
         self.url = url
+        self.log = log
+    }
+
+    private static func logFile() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("eleven-bench-\(UUID().uuidString).log")
     }
 
     /// Starts `executable` and waits for a stdout line starting with `readyPrefix` (the rest is
     /// the WebSocket URL), at most 30 s.
     static func start(_ executable: String, _ arguments: [String], readyPrefix: String) -> BenchServer? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let reader = output.fileHandleForReading
-        let found = Mutex<String?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            var buffer = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                let text = String(decoding: buffer, as: UTF8.self)
-                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(readyPrefix) }) {
-                    found.withLock { $0 = String(line.dropFirst(readyPrefix.count)) }
-                    done.signal()
-                    // Keep draining so the child never blocks on a full pipe.
-                    while !reader.availableData.isEmpty {}
-                    return
-                }
-            }
-            done.signal()
-        }
-        _ = done.wait(timeout: .now() + 30)
-        guard let url = found.withLock({ $0 }) else {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        let log = logFile()
+        guard let child = try? ChildProcess(executable, arguments, logFile: log) else { return nil }
+        guard let url = try? child.value(afterPrefix: readyPrefix, timeout: 30) else {
+            child.stop(signal: SIGKILL)
+            try? FileManager.default.removeItem(at: log)
             return nil
         }
-        return BenchServer(process: process, url: url)
+        return BenchServer(child: child, url: url, log: log)
     }
 
     /// Starts `executable` and waits until 127.0.0.1:`port` accepts, at most 30 s.
     static func start(_ executable: String, _ arguments: [String], waitForPort port: UInt16) -> BenchServer? {
         guard FileManager.default.isExecutableFile(atPath: executable) else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let deadline = Date().addingTimeInterval(30)
-        while !loopbackAccepts(port) {
-            if !process.isRunning || Date() > deadline {
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                return nil
-            }
-            usleep(50_000)
+        let log = logFile()
+        guard let child = try? ChildProcess(executable, arguments, logFile: log, port: port, timeout: 30)
+        else {
+            try? FileManager.default.removeItem(at: log)
+            return nil
         }
-        return BenchServer(process: process, url: "ws://127.0.0.1:\(port)/v1")
+        return BenchServer(child: child, url: "ws://127.0.0.1:\(port)/v1", log: log)
     }
 
     func stop() {
-        guard process.isRunning else { return }
-        kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
+        child.stop()
+        try? FileManager.default.removeItem(at: log)
     }
 }
 
@@ -348,37 +317,6 @@ func raiseOpenFileLimit() -> Int {
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
     return Int(limit.rlim_cur)
-}
-
-private func freeLoopbackPort() -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return 0 }
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-        }
-    }
-    return bound ? UInt16(bigEndian: addr.sin_port) : 0
-}
-
-private func loopbackAccepts(_ port: UInt16) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = port.bigEndian
-    addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    return withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-        }
-    }
 }
 
 private func residentKiB(_ pid: Int32) -> Int {

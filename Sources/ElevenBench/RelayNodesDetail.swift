@@ -106,43 +106,30 @@ struct CPUSnapshot {
 
 /// One `psql` session on the cluster, queried line by line (unaligned, tuples only).
 final class PsqlSession: @unchecked Sendable {
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-    private var buffer = Data()
+    private let child: ChildProcess
     private static let marker = "-- eleven-bench end --"
 
     init?(url: String) {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-        process.arguments = ["-X", "-q", "-At", "-F", "|", url]
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
+        guard
+            let child = try? ChildProcess("/usr/bin/psql", ["-X", "-q", "-At", "-F", "|", url], input: .open)
+        else { return nil }
+        self.child = child
     }
 
     /// The rows `sql` (one statement) returns, as lines with `|` between the columns.
     func query(_ sql: String) -> [String] {
-        input.fileHandleForWriting.write(Data("\(sql);\nSELECT '\(Self.marker)';\n".utf8))
-        let reader = output.fileHandleForReading
+        guard (try? child.send(line: "\(sql);\nSELECT '\(Self.marker)';")) != nil else { return [] }
         var lines: [String] = []
-        while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                buffer.removeSubrange(buffer.startIndex...newline)
-                if line == Self.marker { return lines }
-                lines.append(line)
-                continue
-            }
-            let chunk = reader.availableData
-            if chunk.isEmpty { return lines }
-            buffer.append(chunk)
+        while let line = try? child.readLine(timeout: 60) {
+            if line == Self.marker { return lines }
+            lines.append(line)
         }
+        return lines
     }
 
     func close() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        child.closeInput()
+        child.finish(timeout: 30)
     }
 }
 

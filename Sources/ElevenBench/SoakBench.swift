@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import LoadHarness
 import TestSupport
 
 // `eleven-bench soak`: eleven-relay (SQLite), eleven-server and eleven-bot under a steady mixed

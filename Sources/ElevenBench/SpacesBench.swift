@@ -4,6 +4,7 @@ import Net
 import SpaceModel
 import SpaceServer
 import Synchronization
+import TestSupport
 
 // `eleven-bench spaces`: messages appended and read per second through a real space server
 // (SpaceHTTPServer, the code behind eleven-server, in a child process so its memory is its own)
@@ -49,13 +50,13 @@ func runSpacesBench(_ arguments: [String]) -> Int32 {
             let child = spawn(
                 CommandLine.arguments[0],
                 ["spaces", "--serve", directory.appendingPathComponent("server.sqlite").path]),
-            let portLine = child.line(startingWith: "port "), let port = UInt16(portLine.dropFirst(5))
+            let portLine = nextLine(child, startingWith: "port "), let port = UInt16(portLine.dropFirst(5))
         else {
             FileHandle.standardError.write(Data("eleven-bench spaces: the server did not start\n".utf8))
             return 1
         }
-        defer { child.finish() }
-        let pid = child.process.processIdentifier
+        defer { finish(child) }
+        let pid = child.pid
         let url = "http://127.0.0.1:\(port)"
         let identity = DeviceIdentity.generate()
         let saved = try SpaceSession.createSpace(name: "Bench", server: url, identity: identity)

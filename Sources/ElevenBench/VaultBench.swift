@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import SpaceModel
+import TestSupport
 
 // `eleven-bench vault`: (1) time from `eleven device link CODE` to every space readable on the new
 // device (link, then `eleven read` of each space), against reading the same spaces on the old
@@ -41,18 +42,18 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
         "eleven-bench-vault-\(getpid())")
     try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    var children: [BenchProcess] = []
+    var children: [ChildProcess] = []
     defer {
-        for child in children { child.stop() }
+        for child in children { child.finish(timeout: 5) }
         try? FileManager.default.removeItem(at: directory)
     }
     // Port 0: each program prints the address it bound.
     func start(_ name: String, _ arguments: [String], prefix: String) -> String? {
-        guard let child = BenchProcess.start(tool(name), arguments, environment: [:]),
-            let line = child.line(startingWith: prefix, inStderr: false)
+        guard let child = try? ChildProcess(tool(name), arguments),
+            let value = try? child.value(afterPrefix: prefix, timeout: 20)
         else { return nil }
         children.append(child)
-        return String(line.dropFirst(prefix.count))
+        return value
     }
     let path = { (name: String) in directory.appendingPathComponent(name).path }
     guard
@@ -84,16 +85,15 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
     var links: [Double] = []
     var reads: [Double] = []
     for run in 0..<runs {
-        guard let add = BenchProcess.start(eleven, ["device", "add"], environment: a),
-            let line = add.line(startingWith: "Device code: ", inStderr: false)
+        guard let add = try? ChildProcess(eleven, ["device", "add"], environment: a),
+            let code = try? add.value(afterPrefix: "Device code: ", timeout: 20)
         else { return benchFail("eleven device add did not print a code") }
-        let code = String(line.dropFirst("Device code: ".count))
         let b = ["ELEVEN_HOME": path("b\(run)"), "ELEVEN_RELAY": relay]
         let started = ContinuousClock.now
         var ok = runToEnd(eleven, ["device", "link", code], environment: b) == 0
         for name in names { ok = ok && runToEnd(eleven, ["read", "--space", name], environment: b) == 0 }
         let linked = ContinuousClock.now - started
-        add.stop()
+        add.finish(timeout: 5)
         guard ok else { return benchFail("run \(run): the new device could not read every space") }
         links.append(milliseconds(linked))
         let readStart = ContinuousClock.now

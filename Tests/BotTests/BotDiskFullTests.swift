@@ -1,5 +1,6 @@
 import Bot
 import Foundation
+import LoadHarness
 import SQLite
 import TestSupport
 import Testing
@@ -207,37 +208,28 @@ import Testing
     }
 }
 
-/// `eleven-bot run` started by a test, its output in a file, stopped by process id.
+/// `eleven-bot run` started by a test, its output in a file, killed by process id.
 private final class BotRun {
-    let process = Process()
+    let child: ChildProcess
     let logFile: URL
 
     init(_ arguments: [String], log directory: URL) throws {
         logFile = directory.appendingPathComponent("bot-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: TestSupport.productPath("eleven-bot"))
-        process.arguments = arguments
-        let log = try FileHandle(forWritingTo: logFile)
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        guard TestSupport.eventually(timeout: 20, { output.contains("\"started\"") || !process.isRunning }),
-            process.isRunning
-        else {
+        child = try ChildProcess(TestSupport.productPath("eleven-bot"), arguments, logFile: logFile)
+        do {
+            try child.waitFor("\"started\"", timeout: 20)
+        } catch {
             kill()
-            throw TestSupportError.server("eleven-bot did not start:\n\(output)")
+            throw error
         }
     }
 
-    var output: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
-    var isRunning: Bool { process.isRunning }
+    var output: String { child.log }
+    var isRunning: Bool { child.isRunning }
 
     /// SIGKILL by process id.
     func kill() {
-        guard process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        child.stop(signal: SIGKILL)
     }
 
     deinit {

@@ -1,4 +1,5 @@
 import Foundation
+import LoadHarness
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Bot
 import ClientCore
 import Foundation
+import LoadHarness
 import SQLite
 import Support
 import TestSupport

@@ -251,9 +251,9 @@ final class AdversarialRelay: @unchecked Sendable {
 
 /// `eleven-relay` on a free port with limits loose enough for hundreds of runs from loopback.
 enum AdversarialRelayFixture {
-    static func startRelay(in directory: URL) throws -> ServerProcess {
+    static func startRelay(in directory: URL) throws -> ChildProcess {
         let port = try TestSupport.freePort()
-        return try ServerProcess(
+        return try ChildProcess(
             TestSupport.productPath("eleven-relay"),
             [
                 "--listen", "127.0.0.1:\(port)", "--db",

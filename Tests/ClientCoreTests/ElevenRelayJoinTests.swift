@@ -11,12 +11,12 @@ import Testing
         let dir = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let port = try TestSupport.freePort()
-        let relay = try ServerProcess(
+        let relay = try ChildProcess(
             TestSupport.productPath("eleven-relay"),
             ["--listen", "127.0.0.1:\(port)", "--db", dir.appendingPathComponent("relay.sqlite").path],
             port: port)
         defer { relay.stop() }
         try JoinScenarios.runAll(relayURL: "ws://127.0.0.1:\(port)/v1")
-        #expect(relay.process.isRunning, "the relay kept running:\n\(relay.log)")
+        #expect(relay.isRunning, "the relay kept running:\n\(relay.log)")
     }
 }

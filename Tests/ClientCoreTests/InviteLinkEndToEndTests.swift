@@ -11,14 +11,14 @@ import Testing
     /// A real `eleven-server` with its database and log in a temporary directory.
     final class RunningServer {
         let directory: URL
-        private(set) var process: ServerProcess
+        private(set) var process: ChildProcess
         var url: String { "http://127.0.0.1:\(process.port)" }
         var databasePath: String { directory.appendingPathComponent("space.sqlite").path }
 
         init() throws {
             directory = try TestSupport.temporaryDirectory()
             let port = try TestSupport.freePort()
-            process = try ServerProcess(
+            process = try ChildProcess(
                 TestSupport.productPath("eleven-server"),
                 [
                     "--listen", "127.0.0.1:\(port)", "--db",
@@ -42,7 +42,7 @@ import Testing
         func restart(_ change: () throws -> Void) throws {
             process.stop()
             try change()
-            process = try ServerProcess(
+            process = try ChildProcess(
                 TestSupport.productPath("eleven-server"),
                 ["--listen", "127.0.0.1:\(process.port)", "--db", databasePath], port: process.port)
         }

@@ -7,19 +7,19 @@ import Testing
 /// attends, Paul enables it, and from then on invites go to the bot.
 final class BotWorld: @unchecked Sendable {
     let relay: ElevenRelayUnderTest
-    let server: ElevenServerProcess
+    let server: ElevenServerUnderTest
     let paul: ElevenHome
     let botState: String
     let keyFile: String
     /// Holds the bot's state and key; removed by ``stop()``.
     private let directory: URL
-    private(set) var bot: BackgroundProcess?
+    private(set) var bot: ChildProcess?
 
     static let elevenBot = TestSupport.productPath("eleven-bot")
 
     init() throws {
         relay = try ElevenRelayUnderTest()
-        server = try ElevenServerProcess()
+        server = try ElevenServerUnderTest()
         paul = try ElevenHome("paul")
         directory = try TestSupport.temporaryDirectory()
         botState = directory.appendingPathComponent("bot").path
@@ -33,7 +33,7 @@ final class BotWorld: @unchecked Sendable {
         // Provisioning: init, a code attended by Paul, enable.
         let initialised = try botCommand(["init", "--state", botState])
         #expect(initialised.status == 0, "\(initialised.stderr)")
-        let invite = try BackgroundProcess(eleven, ["invite", "--short", "--yes"], environment: env(paul))
+        let invite = try ChildProcess(eleven, ["invite", "--short", "--yes"], environment: env(paul))
         let code = try invite.value(afterPrefix: "Invite code:")
         let joined = try botCommand(["join", code, "--state", botState, "--name", "Bot"])
         #expect(joined.status == 0, "\(joined.stderr)")
@@ -60,7 +60,7 @@ final class BotWorld: @unchecked Sendable {
     }
 
     func startBot() throws {
-        let process = try BackgroundProcess(
+        let process = try ChildProcess(
             Self.elevenBot, ["run", "--state", botState, "--step-timeout", "10s"],
             environment: ["ELEVEN_BOT_KEY_FILE": keyFile, "ELEVEN_RELAY": relay.url])
         _ = try process.value(afterPrefix: "{", timeout: 20)
@@ -70,7 +70,7 @@ final class BotWorld: @unchecked Sendable {
     /// Stops the bot by process id (SIGKILL: as abrupt as a crash).
     func killBot() {
         guard let bot else { return }
-        kill(bot.process.processIdentifier, SIGKILL)
+        kill(bot.pid, SIGKILL)
         _ = bot.finish(timeout: 10)
         self.bot = nil
     }
@@ -128,11 +128,11 @@ final class BotWorld: @unchecked Sendable {
             let code = try w.invite()
             w.killBot()
             let sam = try ElevenHome("sam")
-            let join = try BackgroundProcess(
+            let join = try ChildProcess(
                 eleven, ["join", code, "--name", "Sam"], environment: w.env(sam))
             _ = try join.value(afterPrefix: "Connecting")
             Thread.sleep(forTimeInterval: 1.5)
-            #expect(join.process.isRunning)
+            #expect(join.isRunning)
             try w.startBot()
             let finished = join.finish(timeout: 30)
             #expect(finished.status == 0, "\(finished.stdout) \(finished.stderr)")
@@ -144,16 +144,17 @@ final class BotWorld: @unchecked Sendable {
         try await withWorld { w in
             // Paul asks to be asked, so the bot stops mid-join (code proven, request received)
             // until he answers: kill it there.
-            let invite = try BackgroundProcess(
-                eleven, ["invite", "--short", "--ask"], environment: w.env(w.paul), keepInputOpen: true)
+            let invite = try ChildProcess(
+                eleven, ["invite", "--short", "--ask"], environment: w.env(w.paul), input: .open)
             let code = try invite.value(afterPrefix: "Invite code:")
             let sam = try ElevenHome("sam")
-            let join = try BackgroundProcess(
+            let join = try ChildProcess(
                 eleven, ["join", code, "--name", "Sam"], environment: w.env(sam))
             _ = try invite.value(afterPrefix: "Sam proved the code")
             w.killBot()
             try w.startBot()
-            invite.send(Data("y\ny\n".utf8))
+            try invite.send(Data("y\ny\n".utf8))
+            invite.closeInput()
             let finished = join.finish(timeout: 30)
             #expect(finished.status == 0, "\(finished.stdout) \(finished.stderr) bot: \(w.bot?.stdout ?? "")")
             #expect(try w.run(sam, ["read"]).stdout == "Paul: Welcome to Family\nPaul: Dinner at eight\n")

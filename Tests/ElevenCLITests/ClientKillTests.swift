@@ -9,29 +9,20 @@ import Testing
 @Suite(.serialized) struct ClientKillTests {
     @Test func stateSurvivesKillsWhileWriting() async throws {
         try await TestSupport.offPool {
-            let server = try ElevenServerProcess()
+            let server = try ElevenServerUnderTest()
             defer { server.stop() }
             let home = try ElevenHome("paul")
             var seed: UInt64 = 0x1234_5678
             var listed: [String] = []
             var kills = 0
             for i in 0..<24 {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: eleven)
-                process.arguments = ["space", "create", "Space \(i)", "--server", server.url, "--as", "Paul"]
-                process.environment = ProcessInfo.processInfo.environment.merging([
-                    "ELEVEN_HOME": home.path, "ELEVEN_SPACE": "",
-                ]) { $1 }
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
+                let process = try ChildProcess(
+                    eleven, ["space", "create", "Space \(i)", "--server", server.url, "--as", "Paul"],
+                    environment: ["ELEVEN_HOME": home.path, "ELEVEN_SPACE": ""])
                 seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 usleep(UInt32(seed >> 33) % 60_000)
-                if process.isRunning {
-                    kill(process.processIdentifier, SIGKILL)
-                    kills += 1
-                }
-                process.waitUntilExit()
+                if process.isRunning { kills += 1 }
+                process.stop(signal: SIGKILL)
 
                 let spaces = try home.run(["spaces", "--json"])
                 #expect(spaces.status == 0, "state unreadable after kill \(i): \(spaces.stderr)")

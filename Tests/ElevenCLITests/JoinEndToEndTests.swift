@@ -9,7 +9,7 @@ import Testing
 enum JoinScenariosCLI {
     struct World {
         let relayURL: String
-        let server: ElevenServerProcess
+        let server: ElevenServerUnderTest
         let paul: ElevenHome
         /// The reference mailbox server stores a third side before refusing it as crowded, which
         /// spoils the mailbox; eleven-relay refuses it without writing anything.
@@ -23,14 +23,14 @@ enum JoinScenariosCLI {
             try home.run(arguments, environment: ["ELEVEN_RELAY": relayURL])
         }
 
-        func background(_ home: ElevenHome, _ arguments: [String]) throws -> BackgroundProcess {
-            try BackgroundProcess(eleven, arguments, environment: env(home))
+        func background(_ home: ElevenHome, _ arguments: [String]) throws -> ChildProcess {
+            try ChildProcess(eleven, arguments, environment: env(home))
         }
     }
 
     /// Paul's space with history: two threads, three messages.
     static func makeWorld(
-        relayURL: String, server: ElevenServerProcess, crowdingSpoilsTheMailbox: Bool = true
+        relayURL: String, server: ElevenServerUnderTest, crowdingSpoilsTheMailbox: Bool = true
     ) throws -> World {
         let paul = try ElevenHome("paul")
         let w = World(
@@ -189,7 +189,7 @@ enum JoinScenariosCLI {
             #expect(approve.status == 3)
             #expect(try errorCode(approve) == "crowded")
             #expect(!FileManager.default.fileExists(atPath: w.paul.path + "/invites.sealed"))
-            kill(waiting.process.processIdentifier, SIGTERM)
+            kill(waiting.pid, SIGTERM)
             _ = waiting.finish(timeout: 10)
             #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
         } else {
@@ -222,7 +222,7 @@ enum JoinScenariosCLI {
         _ kind: RelayKind, _ body: @escaping @Sendable (JoinScenariosCLI.World) throws -> Void
     ) async throws {
         try await TestSupport.offPool {
-            let server = try ElevenServerProcess()
+            let server = try ElevenServerUnderTest()
             defer { server.stop() }
             var relay: (any WormholeTestRelay)?
             let relayURL: String

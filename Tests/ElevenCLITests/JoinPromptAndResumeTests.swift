@@ -33,11 +33,11 @@ extension JoinScenariosCLI {
         let first = try w.background(sam, ["join", code, "--name", "Sam", "--verify"])
         _ = try first.value(afterPrefix: "Connecting")
         // Paul attends and asks (no --yes): Sam's request waits for his answer.
-        let approve = try BackgroundProcess(
-            eleven, ["approve", "--timeout", "60s"], environment: w.env(w.paul), keepInputOpen: true)
+        let approve = try ChildProcess(
+            eleven, ["approve", "--timeout", "60s"], environment: w.env(w.paul), input: .open)
         let words = try first.value(afterPrefix: "Code accepted. Verification words:")
         _ = try first.value(afterPrefix: "Waiting for Paul")
-        kill(first.process.processIdentifier, SIGKILL)
+        kill(first.pid, SIGKILL)
         _ = first.finish(timeout: 10)
         // The interrupted join is saved sealed: the code's words are not readable.
         let sealed = try Data(contentsOf: URL(fileURLWithPath: sam.path + "/joins.sealed"))
@@ -45,7 +45,8 @@ extension JoinScenariosCLI {
         #expect(sealed.range(of: Data(secret.utf8)) == nil)
         let mode = try FileManager.default.attributesOfItem(atPath: sam.path + "/joins.key")
         #expect(mode[.posixPermissions] as? Int == 0o600)
-        approve.send(Data("y\n".utf8))
+        try approve.send(Data("y\n".utf8))
+        approve.closeInput()
         let paulSaw = approve.finish(timeout: 30)
         #expect(paulSaw.status == 0, "\(paulSaw.stdout) \(paulSaw.stderr)")
         #expect(paulSaw.stdout.contains("Sam joined Family."))

@@ -14,7 +14,7 @@ import Testing
     final class LoggedServer {
         let directory: URL
         let port: UInt16
-        private(set) var process: ServerProcess
+        private(set) var process: ChildProcess
         private(set) var logs: [String] = []
         var url: String { "http://127.0.0.1:\(port)" }
         var database: String { directory.appendingPathComponent("space.sqlite").path }
@@ -26,8 +26,8 @@ import Testing
                 port: port, database: directory.appendingPathComponent("space.sqlite").path)
         }
 
-        static func start(port: UInt16, database: String) throws -> ServerProcess {
-            try ServerProcess(
+        static func start(port: UInt16, database: String) throws -> ChildProcess {
+            try ChildProcess(
                 elevenServer, ["--listen", "127.0.0.1:\(port)", "--db", database], port: port)
         }
 
@@ -320,7 +320,7 @@ import Testing
                 let link = try Self.mint(paul, [])
                 let homes = [try ElevenHome("a"), try ElevenHome("b")]
                 let runs = try homes.map {
-                    try BackgroundProcess(
+                    try ChildProcess(
                         eleven, ["join", link, "--yes", "--json"], environment: ["ELEVEN_HOME": $0.path])
                 }
                 let results = runs.map { $0.finish(timeout: 30) }

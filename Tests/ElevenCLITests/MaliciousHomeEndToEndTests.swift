@@ -36,7 +36,7 @@ import Testing
     @Test func syncRefusesTheServersOwnKeyAndSaysSo() async throws {
         try await TestSupport.offPool {
             let home = try HomeServerUnderTest()
-            let spaces = try ElevenServerProcess()
+            let spaces = try ElevenServerUnderTest()
             let a = try ElevenHome("a")
             #expect(
                 try a.run(["space", "create", "Family", "--server", spaces.url, "--as", "Paul"]).status == 0)

@@ -3,9 +3,9 @@ import TestSupport
 import Testing
 
 /// `eleven-relay --postgres` on a loopback port, sharing the cluster with its other nodes.
-private func relayNode(_ cluster: PostgresCluster, port: UInt16? = nil) throws -> ServerProcess {
+private func relayNode(_ cluster: PostgresCluster, port: UInt16? = nil) throws -> ChildProcess {
     let port = try port ?? TestSupport.freePort()
-    return try ServerProcess(
+    return try ChildProcess(
         TestSupport.productPath("eleven-relay"),
         [
             "--listen", "127.0.0.1:\(port)", "--postgres", cluster.url, "--no-limits", "--expiry-check", "1s",
@@ -43,7 +43,7 @@ struct MultiNodeJoinTests {
             defer { one.stop() }
             let two = try relayNode(cluster)
             defer { two.stop() }
-            let server = try ElevenServerProcess()
+            let server = try ElevenServerUnderTest()
             defer { server.stop() }
             let w = try JoinScenariosCLI.makeWorld(
                 relayURL: "ws://127.0.0.1:\(one.port)/v1", server: server, crowdingSpoilsTheMailbox: false)
@@ -60,7 +60,7 @@ struct MultiNodeJoinTests {
             var one = try relayNode(cluster)
             let two = try relayNode(cluster)
             defer { two.stop() }
-            let server = try ElevenServerProcess()
+            let server = try ElevenServerUnderTest()
             defer { server.stop() }
             let w = try JoinScenariosCLI.makeWorld(
                 relayURL: "ws://127.0.0.1:\(one.port)/v1", server: server, crowdingSpoilsTheMailbox: false)

@@ -27,7 +27,7 @@ import Testing
             try w.run(w.a, ["space", "create", "Family", "--server", w.spaces.url, "--as", "Sam"]).status == 0
         )
         #expect(try w.run(w.a, ["send", "--space", "Family", "hello", "family"]).status == 0)
-        let invite = try BackgroundProcess(
+        let invite = try ChildProcess(
             eleven, ["invite", "--short", "--yes", "--space", "Club"],
             environment: ["ELEVEN_HOME": paul.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url])
         let code = try invite.value(afterPrefix: "Invite code:")
@@ -96,7 +96,7 @@ import Testing
             // Sam still owns Family: the admin capability came back with the vault.
             let owned = try w.run(w.b, ["members", "--space", "Family"])
             #expect(owned.status == 0)
-            let invite = try BackgroundProcess(
+            let invite = try ChildProcess(
                 eleven, ["invite", "--short", "--yes", "--space", "Family", "--expires", "20s"],
                 environment: ["ELEVEN_HOME": w.b.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url])
             let code = try invite.value(afterPrefix: "Invite code:")
@@ -280,7 +280,7 @@ import Testing
             let paul = try RecoveryEndToEndTests.samWithTwoSpaces(w)
             #expect(try w.run(w.a, ["send", "--space", "Club", "sam", "was", "here"]).status == 0)
             // Sam loses the laptop (A keeps its files here only to show they stop working).
-            let invite = try BackgroundProcess(
+            let invite = try ChildProcess(
                 eleven, ["invite", "--short", "--yes", "--space", "Club", "--readmit", "Sam"],
                 environment: ["ELEVEN_HOME": paul.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url])
             let code = try invite.value(afterPrefix: "Invite code:")

@@ -19,7 +19,7 @@ import Testing
                 }
             }
             try install("a")
-            let server = try ElevenServerProcess(
+            let server = try ElevenServerUnderTest(
                 arguments: ["--tls-cert", path("live.pem"), "--tls-key", path("live-key.pem")],
                 scheme: "https")
             defer { server.stop() }
@@ -37,7 +37,7 @@ import Testing
             }
             // SIGHUP: new connections get the new certificate.
             try install("b")
-            kill(server.process.processIdentifier, SIGHUP)
+            kill(server.pid, SIGHUP)
             var reloaded = false
             let deadline = Date().addingTimeInterval(10)
             while !reloaded && Date() < deadline {

@@ -6,7 +6,7 @@ import Testing
 /// separate `ELEVEN_HOME` per person.
 @Suite(.serialized) struct SpacesEndToEndTests {
     @Test func twoMembersCreateAddSendReadRemove() throws {
-        let server = try ElevenServerProcess()
+        let server = try ElevenServerUnderTest()
         defer { server.stop() }
         let paul = try ElevenHome("paul")
         let sam = try ElevenHome("sam")
@@ -58,13 +58,13 @@ import Testing
     }
 
     @Test func followDeliversNewMessages() throws {
-        let server = try ElevenServerProcess()
+        let server = try ElevenServerUnderTest()
         defer { server.stop() }
         let paul = try ElevenHome("paul")
         #expect(try paul.run(["space", "create", "Family", "--server", server.url]).status == 0)
-        let follower = try LineProcess(
-            "/usr/bin/env", ["ELEVEN_HOME=\(paul.path)", eleven, "read", "--follow", "--json"])
-        defer { follower.close(timeout: 0) }
+        let follower = try ChildProcess(
+            eleven, ["read", "--follow", "--json"], environment: ["ELEVEN_HOME": paul.path], input: .open)
+        defer { follower.stop() }
         // Give the follower time to reach its long-poll, then send.
         usleep(500_000)
         #expect(try paul.run(["send", "live"]).status == 0)
@@ -87,7 +87,7 @@ import Testing
         #expect(try paul.run(["space", "create", "X", "--server", "ftp://x"]).status == 2)
         #expect(try paul.run(["space", "create", "X"], environment: ["ELEVEN_SERVER": ""]).status == 2)
 
-        let server = try ElevenServerProcess()
+        let server = try ElevenServerUnderTest()
         defer { server.stop() }
         #expect(try paul.run(["space", "create", "Family", "--server", server.url]).status == 0)
         // Unknown space.
@@ -205,8 +205,8 @@ struct ElevenHome {
 
 /// A real `eleven-server` on a free loopback port with its database in a temporary directory,
 /// stopped with SIGTERM by process id (and killed if it does not stop).
-final class ElevenServerProcess {
-    let process = Process()
+final class ElevenServerUnderTest {
+    let child: ChildProcess
     let url: String
     private var stopped = false
 
@@ -216,39 +216,24 @@ final class ElevenServerProcess {
             "eleven-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         url = "\(scheme)://127.0.0.1:\(port)"
-        process.executableURL = URL(fileURLWithPath: elevenServer)
-        process.arguments = ["--listen", "127.0.0.1:\(port)", "--quiet"] + extra
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "ELEVEN_SERVER_HOME": directory.path
-        ]) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Ready when the port accepts connections.
-        let deadline = Date().addingTimeInterval(20)
-        while !ServerProcess.accepts(port: port) {
-            guard Date() < deadline, process.isRunning else {
-                stop()
-                throw TestSupportError.system("eleven-server did not start", 0)
-            }
-            usleep(20_000)
-        }
+        child = try ChildProcess(
+            elevenServer, ["--listen", "127.0.0.1:\(port)", "--quiet"] + extra,
+            environment: ["ELEVEN_SERVER_HOME": directory.path], port: port, timeout: 20)
     }
+
+    var pid: Int32 { child.pid }
 
     /// SIGTERM, then the exit status must be 0 (graceful), within 10 seconds.
     func stop() {
         guard !stopped else { return }
         stopped = true
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            Issue.record("eleven-server did not stop on SIGTERM")
+        guard child.isRunning else { return }
+        let ended = child.stop(grace: 10)
+        if ended.timedOut {
+            Issue.record(
+                "eleven-server did not stop on SIGTERM (status \(ended.status)): \(ended.stderr.suffix(500))")
         }
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(ended.status == 0)
     }
 
     deinit { stop() }

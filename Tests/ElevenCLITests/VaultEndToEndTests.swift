@@ -7,7 +7,7 @@ import Testing
 final class HomeServerUnderTest {
     let directory: URL
     let port: UInt16
-    private var server: ServerProcess?
+    private var server: ChildProcess?
     private(set) var logs = ""
 
     init() throws {
@@ -20,7 +20,7 @@ final class HomeServerUnderTest {
     var databasePath: String { directory.appendingPathComponent("home.sqlite").path }
 
     func start() throws {
-        server = try ServerProcess(
+        server = try ChildProcess(
             elevenServer, ["--listen", "127.0.0.1:\(port)", "--db", databasePath, "--home"], port: port)
     }
 
@@ -42,7 +42,7 @@ final class HomeServerUnderTest {
 @Suite(.serialized) struct VaultEndToEndTests {
     struct World {
         let relay: ElevenRelayUnderTest
-        let spaces: ElevenServerProcess
+        let spaces: ElevenServerUnderTest
         let home: HomeServerUnderTest
         let a: ElevenHome
         let b: ElevenHome
@@ -59,8 +59,8 @@ final class HomeServerUnderTest {
         }
 
         /// `eleven device add` on A in the background; returns it and its code.
-        func deviceAdd() throws -> (BackgroundProcess, String) {
-            let add = try BackgroundProcess(
+        func deviceAdd() throws -> (ChildProcess, String) {
+            let add = try ChildProcess(
                 eleven, ["device", "add"],
                 environment: ["ELEVEN_HOME": a.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": relay.url])
             return (add, try add.value(afterPrefix: "Device code:"))
@@ -74,7 +74,7 @@ final class HomeServerUnderTest {
 
     static func world() throws -> World {
         World(
-            relay: try ElevenRelayUnderTest(), spaces: try ElevenServerProcess(),
+            relay: try ElevenRelayUnderTest(), spaces: try ElevenServerUnderTest(),
             home: try HomeServerUnderTest(),
             a: try ElevenHome("a"), b: try ElevenHome("b"))
     }
@@ -90,7 +90,7 @@ final class HomeServerUnderTest {
                     try w.run(paul, ["space", "create", name, "--server", w.spaces.url, "--as", "Paul"])
                         .status == 0)
                 #expect(try w.run(paul, ["send", "--space", name, "hello", name]).status == 0)
-                let invite = try BackgroundProcess(
+                let invite = try ChildProcess(
                     eleven, ["invite", "--short", "--yes", "--space", name],
                     environment: ["ELEVEN_HOME": paul.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url])
                 let code = try invite.value(afterPrefix: "Invite code:")
@@ -216,7 +216,7 @@ final class HomeServerUnderTest {
             #expect(try errorCode(late) == "unknown_code")
 
             // A join code is not a device code: its relay app and key binding differ.
-            let invite = try BackgroundProcess(
+            let invite = try ChildProcess(
                 eleven, ["invite", "--short", "--yes", "--expires", "20s"],
                 environment: ["ELEVEN_HOME": w.a.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url])
             let joinCode = try invite.value(afterPrefix: "Invite code:")
@@ -224,7 +224,7 @@ final class HomeServerUnderTest {
             #expect(crossed.status == 3)
             #expect(try errorCode(crossed) == "unknown_code")
             #expect(!FileManager.default.fileExists(atPath: w.b.path + "/home.json"))
-            kill(invite.process.processIdentifier, SIGKILL)
+            kill(invite.pid, SIGKILL)
             _ = invite.finish(timeout: 10)
             // Not signed in: a clear error, nothing made.
             let notSignedIn = try w.run(w.b, ["device", "add", "--json"])

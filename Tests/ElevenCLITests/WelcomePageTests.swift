@@ -284,7 +284,7 @@ import Testing
             defer { try? FileManager.default.removeItem(at: directory) }
             let association = directory.appendingPathComponent("aasa.json")
             try Data(#"{"applinks":{"details":[]}}"#.utf8).write(to: association)
-            let configured = try ElevenServerProcess(arguments: [
+            let configured = try ElevenServerUnderTest(arguments: [
                 "--db", directory.appendingPathComponent("a.sqlite").path,
                 "--apple-app-site-association", association.path,
             ])

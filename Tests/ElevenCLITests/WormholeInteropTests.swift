@@ -164,11 +164,12 @@ enum WormholeScenarios {
     /// offer and the answer cross the new relay process.
     static func relayRestartMidTransfer(_ h: WormholeHarness, relay: any WormholeTestRelay) throws {
         let (sender, code) = try h.startWormholeSend(
-            ["--text", "mid-transfer", "--verify"], keepInputOpen: true)
+            ["--text", "mid-transfer", "--verify"], input: .open)
         let receiver = try h.startElevenReceive([code])
         _ = try sender.value(afterPrefix: "Verifier")
         try relay.restart()
-        sender.send(Data("yes\n".utf8))
+        try sender.send(Data("yes\n".utf8))
+        sender.closeInput()
         let received = receiver.finish()
         let sent = sender.finish()
         #expect(received.status == 0, "\(received.stderr)")
@@ -187,7 +188,7 @@ enum WormholeScenarios {
         #expect(received.status == 0, "\(received.stderr)")
         #expect(Array(received.stdout.utf8) == Array(text.utf8))
 
-        let json = try BackgroundProcess(
+        let json = try ChildProcess(
             WormholeHarness.eleven, ["send", "--relay", h.relayURL, "--text", "j", "--json"])
         let line = try json.value(afterPrefix: "{")
         let object = try JSONSerialization.jsonObject(with: Data(("{" + line).utf8)) as? [String: String]

@@ -68,19 +68,9 @@ struct InteropTests {
                     await asyncio.sleep(30)
             asyncio.run(main(int(sys.argv[1])))
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestSupport.python)
-        process.arguments = ["-c", script, String(port)]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        let ready = out.fileHandleForReading.availableData
-        #expect(String(decoding: ready, as: UTF8.self).contains("READY"))
+        let process = try ChildProcess(TestSupport.python, ["-c", script, String(port)])
+        defer { process.stop(signal: SIGKILL) }
+        #expect(try process.readLine(timeout: 30).contains("READY"))
 
         let ws = try WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/")
         for i in 0..<20 {

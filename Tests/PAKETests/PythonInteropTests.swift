@@ -38,10 +38,10 @@ struct PythonInteropTests {
         try #require(
             FileManager.default.isExecutableFile(atPath: python),
             "No Python at \(python): run scripts/test (or set ELEVEN_TEST_PYTHON), or ELEVEN_SKIP_INTEROP=1")
-        let peer = try LineProcess(python, ["-c", Self.script])
-        defer { peer.close() }
+        let peer = try ChildProcess(python, ["-c", Self.script], input: .open)
+        defer { peer.stop() }
         let greeting = try peer.readLine(timeout: 30)
-        try #require(greeting == "ready 0.9", "python-spake2 said: \(greeting) \(peer.drainErrors())")
+        try #require(greeting == "ready 0.9", "python-spake2 said: \(greeting) \(peer.stderr)")
 
         var random = SystemRandom()
         var agreed = 0
@@ -53,10 +53,10 @@ struct PythonInteropTests {
             let wrongPassword = round % 5 == 4
             let peerPassword = wrongPassword ? password + [0x21] : password
 
-            try peer.send("start \(Self.hexOrDash(peerPassword)) \(Self.hexOrDash(identity))")
+            try peer.send(line: "start \(Self.hexOrDash(peerPassword)) \(Self.hexOrDash(identity))")
             let theirMessage = [UInt8](hex: try peer.readLine())
             let ours = WormholeSPAKE2(password: password, identity: identity).start(using: &random)
-            try peer.send("finish \(ours.message.hex)")
+            try peer.send(line: "finish \(ours.message.hex)")
             let theirKey = try peer.readLine()
             let ourKey = try ours.finish(theirMessage)
             #expect(theirKey.count == 64, "python: \(theirKey)")
@@ -71,11 +71,12 @@ struct PythonInteropTests {
         #expect(agreed == 40 && disagreed == 10)
 
         // python-spake2 refuses its own message reflected back to it.
-        try peer.send("start \(Self.hexOrDash(Array("pw".utf8))) -")
+        try peer.send(line: "start \(Self.hexOrDash(Array("pw".utf8))) -")
         let reflected = try peer.readLine()
-        try peer.send("finish \(reflected)")
+        try peer.send(line: "finish \(reflected)")
         #expect(try peer.readLine().hasPrefix("error"))
-        #expect(peer.close() == 0)
+        peer.closeInput()
+        #expect(peer.finish(timeout: 10).status == 0)
     }
 
     /// RFC 9382 edwards25519 has no published vectors, so an independent Python version (PyNaCl
@@ -125,9 +126,9 @@ struct PythonInteropTests {
         try #require(
             FileManager.default.isExecutableFile(atPath: python),
             "No Python at \(python): run scripts/test (or set ELEVEN_TEST_PYTHON), or ELEVEN_SKIP_INTEROP=1")
-        let peer = try LineProcess(python, ["-c", Self.rfcScript])
-        defer { peer.close() }
-        try #require(try peer.readLine(timeout: 30) == "ready", "\(peer.drainErrors())")
+        let peer = try ChildProcess(python, ["-c", Self.rfcScript], input: .open)
+        defer { peer.stop() }
+        try #require(try peer.readLine(timeout: 30) == "ready", "\(peer.stderr)")
         var random = SeededRandom(seed: 9382)
         func scalar() -> [UInt8] {
             BigEndianMath.reduce(random.bytes(count: 64), modulo: Ed25519TestPoints.order)
@@ -138,9 +139,9 @@ struct PythonInteropTests {
             let idB = round % 4 == 0 ? [] : Array("attendant".utf8)
             let aad = round % 2 == 0 ? [] : random.bytes(count: round)
             try peer.send(
-                "rfc " + [w, x, y, idA, idB, aad].map(Self.hexOrDash).joined(separator: " "))
+                line: "rfc " + [w, x, y, idA, idB, aad].map(Self.hexOrDash).joined(separator: " "))
             let expected = try peer.readLine().split(separator: " ").map(String.init)
-            try #require(expected.count == 7, "python: \(expected) \(peer.drainErrors())")
+            try #require(expected.count == 7, "python: \(expected) \(peer.stderr)")
 
             let password = try SPAKE2.Password(scalar: w, suite: .edwards25519)
             var randomA = ReplayRandom(scalarBigEndian: x)
@@ -163,6 +164,7 @@ struct PythonInteropTests {
             #expect(key.hex == expected[4])
             #expect(try confirmingB.finish(peerConfirmation: confirmationA) == key)
         }
-        #expect(peer.close() == 0)
+        peer.closeInput()
+        #expect(peer.finish(timeout: 10).status == 0)
     }
 }

@@ -319,7 +319,7 @@ struct PostgresNodeTests {
                 let refusal = welcome?["error"] as? String ?? ""
                 #expect(refusal.contains("database"), "\(late.welcome)")
                 late.close()
-                #expect(node.server.process.isRunning, "no exit")
+                #expect(node.server.isRunning, "no exit")
             }
             let before = completed.withLock { $0 }
             try nodes.cluster.start()

@@ -73,9 +73,9 @@ import Testing
                 "--listen", "127.0.0.1:\(port)", "--db", database, "--metrics-listen",
                 "127.0.0.1:\(metricsPort)", "--no-limits",
             ])
-        let relay = try ServerProcess(program, arguments, port: port)
+        let relay = try ChildProcess(program, arguments, port: port)
         defer { relay.stop() }
-        let pid = relay.process.processIdentifier
+        let pid = relay.pid
         let url = "ws://127.0.0.1:\(port)/v1"
         let health = "http://127.0.0.1:\(metricsPort)/healthz"
         func healthy() -> Int { (try? HTTPClient.send(.get, url: health).status.code) ?? 0 }
@@ -130,7 +130,7 @@ import Testing
                 + "healthz \(status.status.code) \(status.bodyText)")
         #expect(status.status.code == 503)
         #expect(status.bodyText.contains("storage_unavailable"))
-        #expect(relay.process.isRunning, "\(relay.log)")
+        #expect(relay.isRunning, "\(relay.log)")
         #expect(!mailboxWorks(1000), "served while its storage fails")
         let told = refusal()
         #expect(told.contains("database"), "\(told)")
@@ -150,7 +150,7 @@ import Testing
         try clear(pid)
         #expect(eventually(timeout: 20) { healthy() == 200 }, "\(relay.log.suffix(2000))")
         #expect(eventually(timeout: 10) { mailboxWorks(2000) })
-        #expect(relay.process.isRunning)
+        #expect(relay.isRunning)
         relay.stop()
         let check = try TestSupport.run(
             "/usr/bin/python3",

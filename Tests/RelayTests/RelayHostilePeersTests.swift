@@ -177,7 +177,7 @@ import Testing
                 """)
             #expect(honest == 5)
             #expect(during.rssKB < before.rssKB + 150 * 1024, "\(before) → \(during)")
-            #expect(relay.server.process.isRunning)
+            #expect(relay.server.isRunning)
             // The flooding address is out of claims (rate or open-nameplate cap), or, once its
             // connection allowance is spent too, turned away at the welcome (an error there,
             // then a normal close).
@@ -270,7 +270,7 @@ import Testing
             #expect(dropped, "slow consumers dropped: \(slowConsumers())")
             // Without back-pressure the answers alone would be 8 × 7.4 MB.
             #expect(peakKB() < peakBefore + 32 * 1024, "peak \(peakBefore) kB → \(peakKB()) kB")
-            #expect(relay.server.process.isRunning)
+            #expect(relay.server.isRunning)
             readers.removeAll()
         }
     }

@@ -6,14 +6,14 @@ import Testing
 /// The real `eleven-relay` executable on a loopback port with a file database, stopped by
 /// process id.
 final class RelayProcess {
-    let server: ServerProcess
+    let server: ChildProcess
     let port: UInt16
     let metricsPort: UInt16?
     let databasePath: String
 
     var url: String { "ws://127.0.0.1:\(port)/v1" }
     var metricsURL: String? { metricsPort.map { "http://127.0.0.1:\($0)" } }
-    var pid: Int32 { server.process.processIdentifier }
+    var pid: Int32 { server.pid }
     /// Everything the relay wrote to stdout and stderr so far.
     var log: String { server.log }
 
@@ -27,8 +27,8 @@ final class RelayProcess {
         let metricsPort = metrics ? try TestSupport.freePort() : nil
         var args = ["--listen", "127.0.0.1:\(port)", "--db", databasePath]
         if let metricsPort { args += ["--metrics-listen", "127.0.0.1:\(metricsPort)"] }
-        server = try ServerProcess(
-            Self.executable, args + arguments, port: port, environment: environment, timeout: 30)
+        server = try ChildProcess(
+            Self.executable, args + arguments, environment: environment ?? [:], port: port, timeout: 30)
         self.port = port
         self.metricsPort = metricsPort
         self.databasePath = databasePath
@@ -42,7 +42,8 @@ final class RelayProcess {
         }
     }
 
-    func stop(signal: Int32 = SIGTERM) { server.stop(signal: signal) }
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> ProcessResult { server.stop(signal: signal) }
 }
 
 /// A mailbox-protocol client speaking raw JSON over Net's WebSocket client.

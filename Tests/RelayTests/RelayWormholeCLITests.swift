@@ -11,19 +11,19 @@ import Testing
 
     /// One `wormhole` invocation with its output (stdout and stderr merged) read line by line.
     final class Wormhole {
-        let process: LineProcess
+        let process: ChildProcess
         private(set) var lines: [String] = []
 
         init(home: String, relayURL: String, _ arguments: [String]) throws {
             let program = TestSupport.venvProgram("wormhole")
             #expect(FileManager.default.isExecutableFile(atPath: program), "missing \(program)")
-            process = try LineProcess(
+            process = try ChildProcess(
                 "/bin/sh",
                 [
                     "-c", "HOME=\"$1\"; export HOME; shift; exec \"$@\" 2>&1", "sh", home, program,
                     "--relay-url", relayURL,
                 ]
-                    + arguments)
+                    + arguments, input: .open)
         }
 
         /// Reads lines until one satisfies `match`; returns it.
@@ -43,7 +43,10 @@ import Testing
         }
 
         /// Waits for it to exit (killing it by pid after `timeout`); its status.
-        func finish(timeout: Double = 60) -> Int32 { process.close(timeout: timeout) }
+        func finish(timeout: Double = 60) -> Int32 {
+            process.closeInput()
+            return process.finish(timeout: timeout).status
+        }
     }
 
     static func text(_ label: String) -> String { "eleven-relay \(label) \(UUID().uuidString.prefix(8))" }
@@ -107,12 +110,11 @@ import Testing
         }
         #expect(eventually(timeout: 30) { pakeMessages() == 2 })
         usleep(300_000)
-        first.stop(signal: SIGKILL)
-        #expect(first.server.process.terminationReason == .uncaughtSignal)
+        #expect(first.stop(signal: SIGKILL).signalled)
         #expect(pakeMessages() == 2, "acknowledged messages survive kill -9")
         let second = try RelayProcess(databasePath: database, port: port)
         defer { second.stop() }
-        try sender.process.send("yes")
+        try sender.process.send(line: "yes")
         _ = try receiver.waitForLine(timeout: 90) { $0 == message }
         #expect(receiver.finish() == 0)
         #expect(sender.finish() == 0)

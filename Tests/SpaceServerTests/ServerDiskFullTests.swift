@@ -20,7 +20,7 @@ import Testing
             let (program, arguments) = FileSizeLimit.command(
                 TestSupport.productPath("eleven-server"),
                 ["--listen", "127.0.0.1:\(port)", "--db", database, "--quiet"])
-            let server = try ServerProcess(program, arguments, port: port)
+            let server = try ChildProcess(program, arguments, port: port)
             defer { server.stop() }
             let url = "http://127.0.0.1:\(port)"
 
@@ -29,7 +29,7 @@ import Testing
 
             // The disk fills: a little room above the largest file, then none.
             try FileSizeLimit.set(
-                pid: server.process.processIdentifier, bytes: FileSizeLimit.largestFile(in: dir) + 16_384)
+                pid: server.pid, bytes: FileSizeLimit.largestFile(in: dir) + 16_384)
             let padding = String(repeating: "x", count: 2000)
             var failures: [String: Int] = [:]
             var statuses: Set<Int> = []
@@ -50,15 +50,15 @@ import Testing
                     && Set(failures.keys).isSubset(of: ["storage_full", "storage_unavailable"]),
                 "\(failures)")
             #expect(statuses == [503], "\(statuses)")
-            #expect(server.process.isRunning, "\(server.log)")
+            #expect(server.isRunning, "\(server.log)")
             // Reads are still served while full.
             #expect(try owner.stored() == owner.acknowledged)
 
             // Space returns: writes work again without a restart.
-            try FileSizeLimit.set(pid: server.process.processIdentifier, bytes: nil)
+            try FileSizeLimit.set(pid: server.pid, bytes: nil)
             #expect(owner.post("after") == nil)
             #expect(try owner.stored() == owner.acknowledged)
-            #expect(server.process.isRunning)
+            #expect(server.isRunning)
             server.stop()
             let check = try SQLiteDatabase(path: database).query("PRAGMA integrity_check")
             #expect(check.first?.first?.text == "ok", "\(check)")

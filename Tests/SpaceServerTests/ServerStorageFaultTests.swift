@@ -53,7 +53,7 @@ import Testing
         database: String, codes: Set<String>, inject: () throws -> Void, clear: () throws -> Void
     ) throws {
         let port = try TestSupport.freePort()
-        let server = try ServerProcess(
+        let server = try ChildProcess(
             TestSupport.productPath("eleven-server"),
             ["--listen", "127.0.0.1:\(port)", "--db", database, "--home", "--quiet"], port: port)
         defer { server.stop() }
@@ -94,7 +94,7 @@ import Testing
         #expect(whileFailing.status == 503)
         #expect(codes.contains { whileFailing.body.contains(#""error":"\#($0)""#) }, "\(whileFailing.body)")
         #expect(whileFailing.body.contains("failing_since"))
-        #expect(server.process.isRunning, "\(server.log)")
+        #expect(server.isRunning, "\(server.log)")
         // Reads are still served.
         #expect(try owner.stored() == owner.acknowledged)
         #expect(try home.pull() == "vault 2")
@@ -106,7 +106,7 @@ import Testing
         #expect(try home.push("vault 3") == nil)
         #expect(try owner.stored() == owner.acknowledged)
         #expect(try home.pull() == "vault 3")
-        #expect(server.process.isRunning)
+        #expect(server.isRunning)
         server.stop()
         let check = try SQLiteDatabase(path: database).query("PRAGMA integrity_check")
         #expect(check.first?.first?.text == "ok", "\(check)")

@@ -1,13 +1,13 @@
 import Foundation
 
 /// A server on a fixed port that a fault-injection test kills with SIGKILL and starts again on
-/// the same port and files (`ServerProcess` does the starting and the stopping by process id).
+/// the same port and files (`ChildProcess` does the starting and the stopping by process id).
 public final class RestartingServer: @unchecked Sendable {
     public let port: UInt16
     private let executable: String
     private let arguments: [String]
     private let lock = NSLock()
-    private var current: ServerProcess?
+    private var current: ChildProcess?
 
     public init(_ executable: String, _ arguments: [String], port: UInt16) {
         self.executable = executable
@@ -16,7 +16,7 @@ public final class RestartingServer: @unchecked Sendable {
     }
 
     public func start() throws {
-        let process = try ServerProcess(executable, arguments, port: port)
+        let process = try ChildProcess(executable, arguments, port: port)
         lock.withLock { current = process }
     }
 
@@ -29,7 +29,7 @@ public final class RestartingServer: @unchecked Sendable {
 
     /// Stops the server by process id (SIGTERM).
     public func stop() {
-        let process = lock.withLock { () -> ServerProcess? in
+        let process = lock.withLock { () -> ChildProcess? in
             defer { current = nil }
             return current
         }

@@ -157,31 +157,13 @@ public final class PostgresCluster: @unchecked Sendable {
         let command =
             (owner != nil ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []) + ["\(bin)/\(tool)"]
         let outputURL = directory.appendingPathComponent("\(tool)-\(UUID().uuidString.prefix(8)).out")
-        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: outputURL) }
-        let output = try FileHandle(forWritingTo: outputURL)
-        defer { try? output.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
         let closeAll =
             "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done; exec \"$@\""
-        process.arguments = ["-c", closeAll, "bash"] + command + arguments
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        var timedOut = false
-        while process.isRunning {
-            if Date() > deadline {
-                timedOut = true
-                kill(process.processIdentifier, SIGKILL)
-                break
-            }
-            usleep(10_000)
-        }
-        process.waitUntilExit()
-        let text = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
-        return ProcessResult(status: process.terminationStatus, stdout: text, stderr: "", timedOut: timedOut)
+        let result = try ChildProcess(
+            "/bin/bash", ["-c", closeAll, "bash"] + command + arguments, logFile: outputURL
+        ).finish(timeout: timeout)
+        return ProcessResult(
+            status: result.status, stdout: result.stdout, stderr: "", timedOut: result.timedOut)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Shared helpers for the test targets: where the package lives, free loopback ports, child
-/// processes stopped by process id, and the Python virtualenv that interop tests use.
+/// Shared helpers for the test targets: where the package lives, free loopback ports, programs
+/// run to completion (``ChildProcess`` starts and stops the others), and the Python virtualenv
+/// that interop tests use.
 public enum TestSupport {
     /// The package root, found from this file's path (works from any working directory).
     public static let packageRoot: URL = {
@@ -61,53 +62,12 @@ public enum TestSupport {
     }
 
     /// Runs a program to completion with a time limit; returns exit status and output.
-    /// A program still running at the deadline is killed (by its pid) and reported as such.
+    /// A program still running at the deadline is stopped by its pid and reported as such.
     public static func run(
         _ executable: String, _ arguments: [String], stdin: Data? = nil,
-        environment: [String: String]? = nil, timeout: TimeInterval = 60
+        environment: [String: String] = [:], timeout: TimeInterval = 60
     ) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let out = Pipe()
-        let err = Pipe()
-        let inp = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = inp
-        try process.run()
-        if let stdin { inp.fileHandleForWriting.write(stdin) }
-        try? inp.fileHandleForWriting.close()
-        // Drain both pipes concurrently so a chatty child cannot block on a full pipe.
-        let collected = OutputCollector()
-        let group = DispatchGroup()
-        for (handle, isErr) in [(out.fileHandleForReading, false), (err.fileHandleForReading, true)] {
-            group.enter()
-            DispatchQueue.global().async {
-                let data = handle.readDataToEndOfFile()
-                collected.set(data, isErr: isErr)
-                group.leave()
-            }
-        }
-        let deadline = Date().addingTimeInterval(timeout)
-        var timedOut = false
-        while process.isRunning {
-            if Date() > deadline {
-                timedOut = true
-                kill(process.processIdentifier, SIGKILL)
-                break
-            }
-            usleep(10_000)
-        }
-        process.waitUntilExit()
-        group.wait()
-        let (o, e) = collected.get()
-        return ProcessResult(
-            status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-            stderr: String(decoding: e, as: UTF8.self), timedOut: timedOut)
+        try ChildProcess.run(executable, arguments, stdin: stdin, environment: environment, timeout: timeout)
     }
 
     /// The path of a product built next to the test bundle (e.g. `eleven`, `eleven-relay`).
@@ -124,13 +84,6 @@ public enum TestSupport {
     }
 }
 
-public struct ProcessResult: Sendable {
-    public let status: Int32
-    public let stdout: String
-    public let stderr: String
-    public let timedOut: Bool
-}
-
 public enum TestSupportError: Error, CustomStringConvertible {
     case system(String, Int32)
     case server(String)
@@ -142,18 +95,31 @@ public enum TestSupportError: Error, CustomStringConvertible {
     }
 }
 
-final class OutputCollector: @unchecked Sendable {
-    private let lock = NSLock()
-    private var out = Data()
-    private var err = Data()
-    func set(_ data: Data, isErr: Bool) {
-        lock.lock()
-        if isErr { err = data } else { out = data }
-        lock.unlock()
+extension TestSupport {
+    /// A program installed in the interop virtualenv (`twist`, `wormhole`), next to its python.
+    public static func venvProgram(_ name: String) -> String {
+        URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent(name).path
     }
-    func get() -> (Data, Data) {
-        lock.lock()
-        defer { lock.unlock() }
-        return (out, err)
+
+    /// Starts the reference Magic Wormhole mailbox server (PyPI magic-wormhole-mailbox-server)
+    /// on `port` (default: a free one) of 127.0.0.1 with a file database in `directory`.
+    public static func startReferenceMailboxServer(in directory: URL, port: UInt16? = nil) throws
+        -> ChildProcess
+    {
+        let port = try port ?? freePort()
+        return try ChildProcess(
+            venvProgram("twist"),
+            [
+                "wormhole-mailbox", "--port=tcp:\(port):interface=127.0.0.1",
+                "--channel-db=\(directory.appendingPathComponent("relay.sqlite").path)",
+            ], port: port)
+    }
+
+    /// A fresh temporary directory, removed by the caller.
+    public static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "eleven-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
     }
 }

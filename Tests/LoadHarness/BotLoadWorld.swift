@@ -2,16 +2,18 @@ import Bot
 import ClientCore
 import Foundation
 import PAKE
+import TestSupport
 import WordCodes
 
 /// Relay, space server and bot as real processes on loopback, for load, flood and soak runs:
 /// `eleven-relay` (SQLite), `eleven-server` and `eleven-bot run`, with a space owned by an
 /// in-process owner who opens invites through the bot's inbox (as `eleven invite --short` does).
-/// Every process is stopped by its process id in ``stop()``.
+/// Every process is stopped by its process id in ``stop()``. Each writes to a log file in
+/// ``directory`` (a soak runs for hours: the logs stay out of this process's memory).
 public final class BotLoadWorld: @unchecked Sendable {
     public let directory: URL
-    public let relay: ServerProcess
-    public let server: ServerProcess
+    public let relay: ChildProcess
+    public let server: ChildProcess
     public let relayURL: String
     public let serverURL: String
     public let owner: SpaceSession
@@ -20,7 +22,7 @@ public final class BotLoadWorld: @unchecked Sendable {
     public let thread: ThreadID
     public let botState: String
     public let keyFile: String
-    private var botProcess: Process
+    private var botProcess: ChildProcess?
     private let botLog: URL
     private let lock = NSLock()
     private var serial = 0
@@ -40,16 +42,17 @@ public final class BotLoadWorld: @unchecked Sendable {
     ) throws {
         directory = try TestSupport.temporaryDirectory()
         let relayPort = try TestSupport.freePort()
-        relay = try ServerProcess(
+        relay = try ChildProcess(
             program("eleven-relay"),
             ["--listen", "127.0.0.1:\(relayPort)", "--db", directory.path + "/relay.sqlite"] + relayArguments,
-            port: relayPort, environment: environment)
+            environment: environment, logFile: directory.appendingPathComponent("relay.log"), port: relayPort)
         relayURL = "ws://127.0.0.1:\(relayPort)/v1"
         let serverPort = try TestSupport.freePort()
-        server = try ServerProcess(
+        server = try ChildProcess(
             program("eleven-server"),
             ["--listen", "127.0.0.1:\(serverPort)", "--db", directory.path + "/server.sqlite", "--quiet"],
-            port: serverPort, environment: environment)
+            environment: environment, logFile: directory.appendingPathComponent("server.log"),
+            port: serverPort)
         serverURL = "http://127.0.0.1:\(serverPort)"
 
         let identity = DeviceIdentity.generate()
@@ -72,11 +75,9 @@ public final class BotLoadWorld: @unchecked Sendable {
                 server: serverURL, space: saved.space, member: botMember.id, identity: botIdentity))
 
         botLog = directory.appendingPathComponent("bot.log")
-        _ = FileManager.default.createFile(atPath: botLog.path, contents: nil)
         botProgram = program("eleven-bot")
         self.botArguments = botArguments
         self.environment = environment
-        botProcess = Process()
         do {
             try launchBot()
         } catch {
@@ -92,20 +93,12 @@ public final class BotLoadWorld: @unchecked Sendable {
     /// Starts `eleven-bot run` and waits (up to 20 s) until it logs that it started once more.
     private func launchBot() throws {
         let startedBefore = botOutput.components(separatedBy: "\"started\"").count
-        let process = Process()
         // Through FileSizeLimit, so a test may fill the bot's disk (the process id is the bot's).
         let (shell, command) = FileSizeLimit.command(
             botProgram,
             ["run", "--state", botState, "--key-file", keyFile, "--relay", relayURL] + botArguments)
-        process.executableURL = URL(fileURLWithPath: shell)
-        process.arguments = command
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let log = try FileHandle(forWritingTo: botLog)
-        log.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        // Every run appends to the one log, so the output of a killed bot is kept.
+        let process = try ChildProcess(shell, command, environment: environment, logFile: botLog)
         lock.withLock { botProcess = process }
         let deadline = Date().addingTimeInterval(20)
         while botOutput.components(separatedBy: "\"started\"").count <= startedBefore {
@@ -119,24 +112,19 @@ public final class BotLoadWorld: @unchecked Sendable {
     /// Kills the bot with SIGKILL (as abrupt as a crash or a power cut) and starts it again on
     /// the same state; returns once it has started.
     public func killAndRestartBot() throws {
-        let victim = lock.withLock { botProcess }
-        if victim.isRunning {
-            kill(victim.processIdentifier, SIGKILL)
-            victim.waitUntilExit()
-        }
+        lock.withLock { botProcess }?.stop(signal: SIGKILL)
         try launchBot()
     }
 
     /// Everything the bot logged so far (JSON lines).
     public var botOutput: String { (try? String(contentsOf: botLog, encoding: .utf8)) ?? "" }
-    public var botPID: Int32 { lock.withLock { botProcess }.processIdentifier }
-    public var botIsRunning: Bool { lock.withLock { botProcess }.isRunning }
+    public var botPID: Int32 { lock.withLock { botProcess }?.pid ?? 0 }
+    public var botIsRunning: Bool { lock.withLock { botProcess }?.isRunning ?? false }
 
     /// Process ids by name: relay, server, bot.
     public var pids: [(name: String, pid: Int32)] {
         [
-            ("relay", relay.process.processIdentifier), ("server", server.process.processIdentifier),
-            ("bot", botPID),
+            ("relay", relay.pid), ("server", server.pid), ("bot", botPID),
         ]
     }
 
@@ -225,14 +213,7 @@ public final class BotLoadWorld: @unchecked Sendable {
 
     /// Stops the bot, the server and the relay by process id.
     public func stop() {
-        let botProcess = lock.withLock { self.botProcess }
-        if botProcess.isRunning {
-            kill(botProcess.processIdentifier, SIGTERM)
-            let deadline = Date().addingTimeInterval(5)
-            while botProcess.isRunning && Date() < deadline { usleep(10_000) }
-            if botProcess.isRunning { kill(botProcess.processIdentifier, SIGKILL) }
-            botProcess.waitUntilExit()
-        }
+        lock.withLock { botProcess }?.stop()
         server.stop()
         relay.stop()
     }
@@ -241,36 +222,5 @@ public final class BotLoadWorld: @unchecked Sendable {
     public func remove() {
         stop()
         try? FileManager.default.removeItem(at: directory)
-    }
-}
-
-/// What /proc says about one process: resident memory, open descriptors, threads.
-public struct ProcessSample: Sendable, CustomStringConvertible {
-    public let rssKB: Int
-    public let fds: Int
-    public let threads: Int
-
-    public init(rssKB: Int, fds: Int, threads: Int) {
-        self.rssKB = rssKB
-        self.fds = fds
-        self.threads = threads
-    }
-
-    /// Reads /proc/`pid`; zeros where unreadable.
-    public init(pid: Int32) {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        func field(_ name: String) -> Int {
-            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else {
-                return 0
-            }
-            return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") ?? 0
-        }
-        rssKB = field("VmRSS")
-        threads = field("Threads")
-        fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
-    }
-
-    public var description: String {
-        String(format: "RSS %.1f MB, %d fds, %d threads", Double(rssKB) / 1024, fds, threads)
     }
 }
