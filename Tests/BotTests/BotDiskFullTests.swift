@@ -1,6 +1,6 @@
-import Bot
 import Foundation
 import SQLite
+import SidecarBot
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
-import Bot
 import ClientCore
 import Foundation
+import SidecarBot
 import TestSupport
 import Testing
 

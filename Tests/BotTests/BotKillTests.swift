@@ -1,7 +1,7 @@
-import Bot
 import ClientCore
 import Foundation
 import SQLite
+import SidecarBot
 import Support
 import TestSupport
 import Testing

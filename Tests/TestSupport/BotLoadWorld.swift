@@ -1,7 +1,7 @@
-import Bot
 import ClientCore
 import Foundation
 import PAKE
+import SidecarBot
 import WordCodes
 
 /// Relay, space server and bot as real processes on loopback, for load, flood and soak runs:
