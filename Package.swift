@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Relay", targets: ["Relay"]),
         .library(name: "Support", targets: ["Support"]),
         .library(name: "SpaceModel", targets: ["SpaceModel"]),
+        .library(name: "JoinProtocol", targets: ["JoinProtocol"]),
         .library(name: "ClientCore", targets: ["ClientCore"]),
         .library(name: "SpaceServer", targets: ["SpaceServer"]),
         .library(name: "SQLite", targets: ["SQLite"]),
@@ -47,9 +48,12 @@ let package = Package(
         .target(name: "Relay", dependencies: ["Net", "SQLite", "CPostgres", "COpenSSL", "Support"]),
         // Keys, roster, invites and the wire types of the space and home APIs; no I/O.
         .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "CSodium"]),
+        // The pure machines of a join: rendezvous, handshake and channel, verification words, an
+        // invite's whole life (InviteAttendant); time and randomness passed in, no I/O.
+        .target(name: "JoinProtocol", dependencies: ["PAKE", "WordCodes", "CSodium"]),
         .target(
             name: "ClientCore",
-            dependencies: ["SpaceModel", "PAKE", "WordCodes", "Net", "Support", "CSodium", "CFIDO2"]),
+            dependencies: ["SpaceModel", "JoinProtocol", "PAKE", "Net", "Support", "CSodium", "CFIDO2"]),
         .target(
             name: "SpaceServer",
             dependencies: ["SpaceModel", "Net", "Support", "SQLite", "PAKE", "CSodium"],
@@ -57,8 +61,10 @@ let package = Package(
 
         // The sidecar bot: attends short-code joins for its space.
         .target(
-            name: "Bot",
-            dependencies: ["ClientCore", "SpaceModel", "PAKE", "WordCodes", "SQLite", "CSodium"]),
+            name: "SidecarBot",
+            dependencies: [
+                "ClientCore", "JoinProtocol", "SpaceModel", "PAKE", "WordCodes", "SQLite", "CSodium",
+            ]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
         .target(name: "CLISupport"),
@@ -67,16 +73,18 @@ let package = Package(
         .executableTarget(
             name: "ElevenCLI",
             dependencies: [
-                "PAKE", "WordCodes", "SpaceModel", "Support", "ClientCore", "CLISupport", "CQRencode",
+                "PAKE", "WordCodes", "SpaceModel", "Support", "JoinProtocol", "ClientCore", "CLISupport",
+                "CQRencode",
             ]),
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
-        .executableTarget(name: "ElevenBot", dependencies: ["Bot", "ClientCore", "CLISupport", "Net"]),
+        .executableTarget(
+            name: "ElevenBot", dependencies: ["SidecarBot", "ClientCore", "CLISupport", "Net"]),
         .executableTarget(
             name: "ElevenBench",
             dependencies: [
                 "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceModel", "Support", "SpaceServer",
-                "ClientCore", "Bot", "TestSupport", "LoadHarness",
+                "JoinProtocol", "ClientCore", "SidecarBot", "TestSupport", "LoadHarness",
             ]),
 
         // Helpers shared by the test targets and the benchmarks: the one child-process type, free
@@ -85,7 +93,8 @@ let package = Package(
         // The bot load world (relay, space server and bot as processes, an in-process owner)
         // shared by the bot and soak benchmarks and the soak tests.
         .target(
-            name: "LoadHarness", dependencies: ["Bot", "ClientCore", "PAKE", "WordCodes", "TestSupport"],
+            name: "LoadHarness",
+            dependencies: ["SidecarBot", "ClientCore", "PAKE", "WordCodes", "TestSupport"],
             path: "Tests/LoadHarness"),
 
         .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "TestSupport"]),
@@ -94,11 +103,14 @@ let package = Package(
         .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "SQLite", "Support", "TestSupport"]),
         .testTarget(
             name: "ClientCoreTests",
-            dependencies: ["ClientCore", "SpaceModel", "Support", "PAKE", "Net", "TestSupport"]),
+            dependencies: [
+                "ClientCore", "JoinProtocol", "SpaceModel", "Support", "PAKE", "Net", "TestSupport",
+            ]),
         .testTarget(
             name: "SpaceServerTests",
             dependencies: [
-                "SpaceServer", "SpaceModel", "Support", "ClientCore", "Net", "SQLite", "TestSupport",
+                "SpaceServer", "SpaceModel", "Support", "JoinProtocol", "ClientCore", "Net", "SQLite",
+                "TestSupport",
             ]),
         .testTarget(
             name: "ElevenCLITests",
@@ -106,10 +118,11 @@ let package = Package(
         .testTarget(
             name: "BotTests",
             dependencies: [
-                "Bot", "ClientCore", "SpaceModel", "Support", "SQLite", "TestSupport", "LoadHarness",
+                "SidecarBot", "JoinProtocol", "ClientCore", "SpaceModel", "Support", "SQLite", "TestSupport",
+                "LoadHarness",
             ]),
         .testTarget(
             name: "SQLiteTests",
-            dependencies: ["SQLite", "CSQLite", "Relay", "SpaceServer", "Bot", "TestSupport"]),
+            dependencies: ["SQLite", "CSQLite", "Relay", "SpaceServer", "SidecarBot", "TestSupport"]),
     ]
 )

@@ -1,7 +1,8 @@
-import Bot
 import ClientCore
 import Foundation
+import JoinProtocol
 import PAKE
+import SidecarBot
 import SpaceModel
 import Support
 import TestSupport

@@ -1,8 +1,8 @@
-import Bot
 import CLISupport
 import ClientCore
 import Foundation
 import Net
+import SidecarBot
 
 // `eleven-bot`: the sidecar bot that attends short-code joins for one space. Thin: arguments,
 // the key, wiring and exit statuses; the logic lives in the Bot module.

@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import JoinProtocol
 
 // The `eleven join` prompt: asks for the code so it never sits in the shell's history. On a
 // terminal it reads keys in raw mode (termios) and completes words on Tab (`CodeEntry`); when

@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import JoinProtocol
 import PAKE
 import SpaceModel
 import WordCodes

@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import JoinProtocol
 import PAKE
 
 // `eleven send --text` / `eleven receive`: Magic Wormhole text transfers with any stock client

@@ -1,7 +1,7 @@
-import Bot
 import Foundation
 import LoadHarness
 import SQLite
+import SidecarBot
 import TestSupport
 import Testing
 

@@ -1,7 +1,7 @@
-import Bot
 import ClientCore
 import Foundation
 import LoadHarness
+import SidecarBot
 import TestSupport
 import Testing
 

@@ -1,8 +1,8 @@
-import Bot
 import ClientCore
 import Foundation
 import LoadHarness
 import SQLite
+import SidecarBot
 import Support
 import TestSupport
 import Testing

@@ -1,10 +1,11 @@
 import ClientCore
 import Foundation
+import JoinProtocol
 import PAKE
 import SpaceModel
 import Testing
 
-@testable import Bot
+@testable import SidecarBot
 
 /// A space with Paul (owner), Ann (may invite), Sam (no rights) and the bot (invite, attendant).
 struct BotFixture {

@@ -1,4 +1,5 @@
 import ClientCore
+import JoinProtocol
 import Testing
 
 /// `RendezvousMachine.replayingPeer()`: how the bot saves a use's relay connection so a restart

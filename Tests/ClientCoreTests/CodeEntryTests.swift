@@ -1,4 +1,5 @@
 import ClientCore
+import JoinProtocol
 import Testing
 
 /// The `eleven join` prompt's line editor: keys in, what to show out.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import ClientCore
+@testable import JoinProtocol
 
 /// The hand-written JSON of relay frames and join messages: what Foundation parses back, with
 /// awkward strings, and the grant carried as sent.

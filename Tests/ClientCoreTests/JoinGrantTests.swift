@@ -1,4 +1,5 @@
 import Foundation
+import JoinProtocol
 import PAKE
 import Testing
 

@@ -1,4 +1,5 @@
 import ClientCore
+import JoinProtocol
 import PAKE
 import Testing
 

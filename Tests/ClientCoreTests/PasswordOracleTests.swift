@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import ClientCore
+@testable import JoinProtocol
 @testable import PAKE
 
 /// A plain client (no man in the middle) probing an attendant for the code's words

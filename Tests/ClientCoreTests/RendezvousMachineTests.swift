@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import JoinProtocol
 import Testing
 
 @Suite struct RendezvousMachineTests {

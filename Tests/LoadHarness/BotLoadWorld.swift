@@ -1,7 +1,7 @@
-import Bot
 import ClientCore
 import Foundation
 import PAKE
+import SidecarBot
 import TestSupport
 import WordCodes
 

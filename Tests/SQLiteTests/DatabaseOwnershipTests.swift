@@ -1,6 +1,6 @@
-import Bot
 import Foundation
 import Relay
+import SidecarBot
 import TestSupport
 import Testing
 

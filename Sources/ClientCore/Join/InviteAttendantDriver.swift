@@ -1,3 +1,4 @@
+import JoinProtocol
 import PAKE
 
 /// Why an attendant turns a joiner away after they proved the code, and what that does to the

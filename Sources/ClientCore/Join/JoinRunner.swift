@@ -1,3 +1,4 @@
+import JoinProtocol
 import PAKE
 
 /// Why a join run stopped, for the command line: a stable `code` and a sentence for people.

@@ -1,4 +1,5 @@
 import Foundation
+import JoinProtocol
 import Net
 
 /// Why talking to the relay failed, as a person should hear it.

@@ -1,4 +1,5 @@
 import Foundation
+import JoinProtocol
 import PAKE
 
 /// A Magic Wormhole code: `NAMEPLATE-word-word…` (`7-guitarist-revenge`).

@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import JoinProtocol
 import PAKE
 import SpaceModel
 

@@ -1,4 +1,5 @@
 import Foundation
+import JoinProtocol
 import PAKE
 
 /// What the owner of a ``WormholeTransfer`` must do next.

@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import JoinProtocol
 import WordCodes
 
 /// Making the bot a member: it joins its space with a short code like any person, through the

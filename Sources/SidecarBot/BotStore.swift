@@ -1,6 +1,7 @@
 import CSodium
 import ClientCore
 import Foundation
+import JoinProtocol
 import PAKE
 import SQLite
 import SpaceModel
