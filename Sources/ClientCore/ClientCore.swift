@@ -1,8 +1,4 @@
-// The key and wire types moved to SpaceModel, the join's pure machines to JoinProtocol.
-// Re-exported only for Tests/TestSupport, which imports ClientCore and is being restructured
-// elsewhere; drop these once it imports SpaceModel and JoinProtocol.
-@_exported import JoinProtocol
-@_exported import SpaceModel
-
-/// Everything a client does: rendezvous, joins, invite links, identity and thread keys, vault.
+/// Everything a client does with I/O: relay connections, the join runner and the invite
+/// attendant's driver, space and home clients, vault sync, local state, Wormhole transfer,
+/// security keys. Pure types live in SpaceModel (keys, wire types) and JoinProtocol (machines).
 public enum ClientCoreModule {}

@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import JoinProtocol
+import SpaceModel
 import WordCodes
 
 /// Making the bot a member: it joins its space with a short code like any person, through the

@@ -1,7 +1,9 @@
 import ClientCore
 import Foundation
+import JoinProtocol
 import Net
 import PAKE
+import SpaceModel
 import TestSupport
 
 /// One mailbox-protocol frame as the adversarial relay sees it: which connection, which way,

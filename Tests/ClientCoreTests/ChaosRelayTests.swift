@@ -1,6 +1,8 @@
 import ClientCore
 import Foundation
+import JoinProtocol
 import PAKE
+import SpaceModel
 import TestSupport
 import Testing
 

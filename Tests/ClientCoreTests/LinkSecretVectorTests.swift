@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import PAKE
+import SpaceModel
 import TestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import PAKE
+import SpaceModel
 import Testing
 
 @testable import ClientCore

@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import SpaceModel
 import TestSupport
 import Testing
 

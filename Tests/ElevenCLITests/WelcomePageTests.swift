@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import Net
+import SpaceModel
 import TestSupport
 import Testing
 

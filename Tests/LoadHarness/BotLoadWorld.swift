@@ -1,7 +1,9 @@
 import ClientCore
 import Foundation
+import JoinProtocol
 import PAKE
 import SidecarBot
+import SpaceModel
 import TestSupport
 import WordCodes
 

@@ -1,7 +1,9 @@
 import ClientCore
 import Foundation
+import JoinProtocol
 import Net
 import SQLite
+import SpaceModel
 import SpaceServer
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 
 /// One read shared by concurrent callers: one request is in flight at a time, and everyone who
 /// calls while it is asked takes the next one's answer, so the server sees one read per
