@@ -39,13 +39,22 @@ let botCommands: [CommandGroup.Entry] = [
             ["eleven", "bot", "notes"],
             summary: "Show what the space's bot told you: who joined, which invites were burned.",
             options: [
-                OptionSpec("keep", help: "leave the notes in the inbox"), CommonOptions.space,
-                CommonOptions.json,
+                OptionSpec("keep", help: "leave the notes in the inbox"),
+                OptionSpec(
+                    "wait", value: "DURATION", help: "when there is no news yet, wait this long for some",
+                    default: "0s"),
+                CommonOptions.space, CommonOptions.json,
             ])
     ) { arguments in
         let session = try openSpace(arguments)
         let json = arguments.flag("json")
-        let page = try withSpaceErrors { try session.receiveNotes(since: 0) }
+        let wait = try arguments.duration("wait", max: 3600) ?? 0
+        let until = Date().addingTimeInterval(wait)
+        var page = try withSpaceErrors { try session.receiveNotes(since: 0) }
+        while page.notes.isEmpty && Date() < until {
+            usleep(200_000)
+            page = try withSpaceErrors { try session.receiveNotes(since: 0) }
+        }
         var shown = 0
         for received in page.notes {
             guard case .success(let note) = received.content,

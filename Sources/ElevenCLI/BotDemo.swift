@@ -62,8 +62,7 @@ extension Demo {
                 code: "demo_failed", message: "Eve's wrong guess was not refused", status: .failure)
         }
         // The bot's alert reaches Paul's inbox a moment later.
-        usleep(300_000)
-        try paul.runShown(["bot", "notes"])
+        try paul.runShown(["bot", "notes", "--wait", "10s"])
         say("")
     }
 }

@@ -140,6 +140,10 @@ enum Edwards25519Group: SPAKE2Group {
         return shared
     }
 
+    static func encodesIdentity(_ peer: [UInt8]) -> Bool {
+        peer.count == elementByteCount && peer[0] == 1 && peer[1...].allSatisfy { $0 == 0 }
+    }
+
     /// Cheap encoding checks: y < p, no sign bit on x = 0, not the identity.
     static func checkEncoding(_ point: [UInt8]) throws(SPAKE2Error) {
         // y ≥ p = 2^255 − 19 (same test as libsodium's ge25519_is_canonical).

@@ -71,6 +71,9 @@ enum P256Group: SPAKE2Group {
         }
     }
 
+    /// SEC1's encoding of the point at infinity.
+    static func encodesIdentity(_ peer: [UInt8]) -> Bool { peer == [0] }
+
     static func sharedElement(
         peer: [UInt8], unblinding: SecretBytes, x: SecretBytes
     ) throws(SPAKE2Error) -> SecretBytes {

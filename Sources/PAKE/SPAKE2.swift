@@ -104,7 +104,11 @@ public struct SPAKE2: ~Copyable, Sendable {
             let shared: SecretBytes
             do {
                 shared = try group.sharedElement(peer: peerMessage, unblinding: unblinding, x: x)
-            } catch .identityElement where exchange.identityResult == .continueWithRandomKey {
+            } catch .identityElement
+                where exchange.identityResult == .continueWithRandomKey && !group.encodesIdentity(peerMessage)
+            {
+                // The peer's element is valid and only the result is the identity: that depends
+                // on the password, so it must look like any other wrong password.
                 var random = SystemRandom()
                 shared = SecretBytes(randomCount: peerMessage.count, using: &random)
             }

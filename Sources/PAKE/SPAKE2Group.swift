@@ -26,6 +26,8 @@ protocol SPAKE2Group {
     static func sharedElement(
         peer: [UInt8], unblinding: SecretBytes, x: SecretBytes
     ) throws(SPAKE2Error) -> SecretBytes
+    /// Whether `peer` is the encoding of the identity itself (refused whatever the password).
+    static func encodesIdentity(_ peer: [UInt8]) -> Bool
 }
 
 extension [UInt8] {

@@ -145,6 +145,33 @@ struct RejectionTests {
         #expect(wormholeRejection { honest, _, _ in honest } == nil)
     }
 
+    /// With `.continueWithRandomKey` an identity result (the peer cancelled the password
+    /// blinding, as a prober sending w'·M with the right w' does) is not refused at once: the
+    /// exchange goes on and only the confirmation fails, as with any wrong password. The identity
+    /// encoding itself, which does not depend on the password, is still refused at once.
+    @Test(arguments: SPAKE2.Suite.allCases)
+    func identityResultCanLookLikeAWrongPassword(_ suite: SPAKE2.Suite) throws {
+        var random = SeededRandom(seed: 9)
+        let password = SPAKE2.Password(
+            deriving: Array("coral-piano-42".utf8), context: [UInt8](), suite: suite)
+        func start() -> SPAKE2.AwaitingMessage {
+            SPAKE2(
+                role: .a, password: password, identityA: [1], identityB: [2],
+                identityResult: .continueWithRandomKey
+            ).start(using: &random)
+        }
+        let confirming = try start().receive(password.timesN.unredactedBytes())
+        var refused: SPAKE2Error?
+        do {
+            _ = try confirming.finish(peerConfirmation: [UInt8](repeating: 7, count: 32))
+        } catch {
+            refused = error
+        }
+        #expect(refused == .confirmationMismatch)
+        let identity: [UInt8] = suite == .edwards25519 ? [1] + [UInt8](repeating: 0, count: 31) : [0]
+        #expect(throws: SPAKE2Error.identityElement) { _ = try start().receive(identity) }
+    }
+
     @Test(arguments: [0, 1, 32, 34, 66])
     func wormholeWrongLength(_ length: Int) {
         let error = wormholeRejection { honest, _, _ in Array((honest + honest).prefix(length)) }
