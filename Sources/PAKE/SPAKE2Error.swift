@@ -28,19 +28,19 @@ public enum SPAKE2Error: Error, Equatable, Sendable, CustomStringConvertible {
     /// A raw password scalar was zero or not below the group order.
     case invalidPasswordScalar
 
-    /// A stable identifier, e.g. `pake.confirmation-mismatch`.
+    /// A stable snake_case identifier, e.g. `pake_confirmation_mismatch` (the one spelling every error code uses).
     public var code: String {
         switch self {
-        case .wrongMessageLength: "pake.message-length"
-        case .unexpectedSideByte: "pake.side-byte"
-        case .nonCanonicalEncoding: "pake.non-canonical"
-        case .notOnCurve: "pake.not-on-curve"
-        case .identityElement: "pake.identity"
-        case .notInPrimeOrderSubgroup: "pake.small-subgroup"
-        case .reflectedMessage: "pake.reflected"
-        case .wrongConfirmationLength: "pake.confirmation-length"
-        case .confirmationMismatch: "pake.confirmation-mismatch"
-        case .invalidPasswordScalar: "pake.password-scalar"
+        case .wrongMessageLength: "pake_message_length"
+        case .unexpectedSideByte: "pake_side_byte"
+        case .nonCanonicalEncoding: "pake_non_canonical"
+        case .notOnCurve: "pake_not_on_curve"
+        case .identityElement: "pake_identity"
+        case .notInPrimeOrderSubgroup: "pake_small_subgroup"
+        case .reflectedMessage: "pake_reflected"
+        case .wrongConfirmationLength: "pake_confirmation_length"
+        case .confirmationMismatch: "pake_confirmation_mismatch"
+        case .invalidPasswordScalar: "pake_password_scalar"
         }
     }
 

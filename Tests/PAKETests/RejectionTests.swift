@@ -277,8 +277,8 @@ struct RejectionTests {
             }
         }
         #expect(outcomes.values.reduce(0, +) == 150)
-        #expect(outcomes["pake.message-length", default: 0] > 0)
-        #expect(outcomes["pake.not-on-curve", default: 0] > 0)
+        #expect(outcomes["pake_message_length", default: 0] > 0)
+        #expect(outcomes["pake_not_on_curve", default: 0] > 0)
     }
 
     @Test func wormholeRandomGarbage() {
@@ -296,7 +296,7 @@ struct RejectionTests {
                 codes.insert(error.code)
             }
         }
-        #expect(codes.isSuperset(of: ["pake.message-length", "pake.side-byte", "pake.not-on-curve"]))
+        #expect(codes.isSuperset(of: ["pake_message_length", "pake_side_byte", "pake_not_on_curve"]))
     }
 
     @Test func errorsHaveStableCodesAndMessages() {
@@ -307,7 +307,7 @@ struct RejectionTests {
         ]
         #expect(Set(all.map(\.code)).count == all.count)
         for error in all {
-            #expect(error.code.hasPrefix("pake."))
+            #expect(error.code.hasPrefix("pake_"))
             #expect(!error.message.isEmpty)
             #expect("\(error)".contains(error.code))
         }

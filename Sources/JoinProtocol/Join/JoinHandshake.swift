@@ -72,10 +72,10 @@ public enum JoinHandshakeError: Error, Equatable, Sendable, CustomStringConverti
 
     public var code: String {
         switch self {
-        case .codeMismatch: "join.code-mismatch"
+        case .codeMismatch: "join_code_mismatch"
         case .invalidPeerMessage(let e): e.code
-        case .outOfOrder: "join.out-of-order"
-        case .badMessage: "join.bad-message"
+        case .outOfOrder: "join_out_of_order"
+        case .badMessage: "join_bad_message"
         }
     }
 
