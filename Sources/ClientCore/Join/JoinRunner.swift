@@ -107,7 +107,7 @@ public enum JoinRunner {
                     case .codeAccepted(let verifier):
                         progress(.codeAccepted(verifier: verifier))
                     case .status(let status):
-                        if status.state == "waiting_for_approval" {
+                        if status.state == .waitingForApproval {
                             progress(.waitingForApproval(inviter: status.inviterName))
                         }
                     case .granted(let object):

@@ -33,7 +33,7 @@ public enum JoinMessage: Equatable, Sendable {
             object["device_label"] = .string(r.deviceLabel)
             object["public_keys"] = .string(r.publicKeys)
         case .status(let s):
-            object["state"] = .string(s.state)
+            object["state"] = .string(s.state.wire)
             if let name = s.inviterName { object["inviter_name"] = .string(name) }
         case .grant(let bytes):
             // The grant's own JSON text goes in as it is (re-serialising it cost more than the
@@ -71,7 +71,8 @@ public enum JoinMessage: Equatable, Sendable {
                     publicKeys: try string("public_keys", max: 1024)))
         case "status":
             self = .status(
-                JoinStatus(state: try string("state"), inviterName: object["inviter_name"] as? String))
+                JoinStatus(
+                    state: .init(wire: try string("state")), inviterName: object["inviter_name"] as? String))
         case "grant":
             guard let fields = object["grant"] as? [String: Any] else {
                 throw .badMessage("'grant' is missing")
@@ -108,15 +109,33 @@ public struct JoinRequest: Equatable, Sendable, Codable {
 
 /// Progress the attendant reports while a person decides.
 public struct JoinStatus: Equatable, Sendable {
-    public let state: String
+    /// What the attendant is doing, as a type; a state this client does not know (a newer
+    /// attendant's) is kept as its text and shown as nothing.
+    public enum State: Equatable, Sendable {
+        case waitingForApproval
+        case other(String)
+
+        init(wire: String) {
+            self = wire == "waiting_for_approval" ? .waitingForApproval : .other(wire)
+        }
+
+        var wire: String {
+            switch self {
+            case .waitingForApproval: "waiting_for_approval"
+            case .other(let text): text
+            }
+        }
+    }
+
+    public let state: State
     public let inviterName: String?
 
-    public init(state: String, inviterName: String?) {
+    public init(state: State, inviterName: String?) {
         self.state = state
         self.inviterName = inviterName
     }
 
     public static func waitingForApproval(inviter: String?) -> JoinStatus {
-        JoinStatus(state: "waiting_for_approval", inviterName: inviter)
+        JoinStatus(state: .waitingForApproval, inviterName: inviter)
     }
 }
