@@ -36,6 +36,8 @@ let package = Package(
         .executableTarget(
             name: "FuzzPeerMessages",
             dependencies: [
+                .product(name: "JoinProtocol", package: mainPackage),
+                .product(name: "SpaceModel", package: mainPackage),
                 .product(name: "ClientCore", package: mainPackage),
                 .product(name: "PAKE", package: mainPackage),
             ],
@@ -43,7 +45,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzInviteLink",
-            dependencies: [.product(name: "ClientCore", package: mainPackage)],
+            dependencies: [.product(name: "SpaceModel", package: mainPackage)],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
     ]

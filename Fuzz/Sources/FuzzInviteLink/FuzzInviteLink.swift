@@ -1,4 +1,4 @@
-import ClientCore
+import SpaceModel
 
 /// Feeds arbitrary text to the invite-link reader (every format, short-code links included): it
 /// must return or throw a precise error, never crash. A link it accepts, written again in the

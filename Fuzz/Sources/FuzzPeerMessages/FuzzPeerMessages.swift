@@ -1,7 +1,9 @@
 import Foundation
 import PAKE
+import SpaceModel
 
 @testable import ClientCore
+@testable import JoinProtocol
 
 /// Every decoder of data that comes from a peer or a server, picked by the first byte, plus an
 /// attacker without the code talking to each side of a join. Must never crash; the attacker must
