@@ -144,7 +144,10 @@ public struct HomeSync: Sendable {
 
     /// The device's home key (its anchor), made on first use.
     public func deviceKey() throws(LocalStateError) -> DeviceIdentity {
-        try directory.prepare()
+        try directory.locked { () throws(LocalStateError) in try loadDeviceKey() }
+    }
+
+    private func loadDeviceKey() throws(LocalStateError) -> DeviceIdentity {
         if let bytes = try directory.read(Self.deviceKeyFile) {
             do throws(KeyModelError) {
                 return try DeviceIdentity(storedForm: SecretBytes(bytes))
@@ -183,17 +186,17 @@ public struct HomeSync: Sendable {
     /// only re-records the same content as local edits).
     private func apply(_ document: VaultDocument) throws(LocalStateError) {
         let own = try localIdentityText()
-        var saved = try state.spaces()
-        saved.spaces = document.spaces.map { space in
-            var space = space
-            if space.identityKey == own { space.identityKey = nil }
-            return space
+        try state.updateSpaces { saved in
+            saved.spaces = document.spaces.map { space in
+                var space = space
+                if space.identityKey == own { space.identityKey = nil }
+                return space
+            }
+            if let current = saved.current, !saved.spaces.contains(where: { $0.space == current }) {
+                saved.current = saved.spaces.last?.space
+            }
+            if saved.current == nil { saved.current = saved.spaces.last?.space }
         }
-        if let current = saved.current, !saved.spaces.contains(where: { $0.space == current }) {
-            saved.current = saved.spaces.last?.space
-        }
-        if saved.current == nil { saved.current = saved.spaces.last?.space }
-        try state.save(saved)
     }
 
     /// Records edits of `spaces.json` in the local vault (new stamps, tombstones) and marks them
@@ -205,6 +208,10 @@ public struct HomeSync: Sendable {
 
     /// ``recordLocalChanges()`` returning the local vault it saved.
     private func record() throws(LocalStateError) -> (vault: LocalVault, changed: Bool, inOrder: Bool) {
+        try directory.locked { () throws(LocalStateError) in try recordLocked() }
+    }
+
+    private func recordLocked() throws(LocalStateError) -> (vault: LocalVault, changed: Bool, inOrder: Bool) {
         var local = try localVault()
         let spaces = try localSpaces()
         let changed = local.document.absorb(spaces, device: local.device)
@@ -222,22 +229,27 @@ public struct HomeSync: Sendable {
 
     /// Stars or unstars a saved space (recorded locally; push with ``sync()``).
     public func star(_ space: SpaceID, _ starred: Bool) throws {
-        var saved = try state.spaces()
-        guard let index = saved.spaces.firstIndex(where: { $0.space == space }) else { return }
-        saved.spaces[index].starred = starred ? true : nil
-        try state.save(saved)
-        try recordLocalChanges()
+        try directory.locked { () throws(LocalStateError) in
+            let found = try state.updateSpaces { saved in
+                guard let index = saved.spaces.firstIndex(where: { $0.space == space }) else { return false }
+                saved.spaces[index].starred = starred ? true : nil
+                return true
+            }
+            if found { try recordLocalChanges() }
+        }
     }
 
     /// Moves a saved space to `index` (0-based) in the person's order.
     public func move(_ space: SpaceID, to index: Int) throws {
-        var local = try record().vault
-        guard local.document.move(space, to: index, device: local.device) else { return }
-        try apply(local.document)
-        try writeJSON(local, Self.vaultFile)
-        if var home = try home() {
-            home.pending = true
-            try save(home)
+        try directory.locked { () throws(LocalStateError) in
+            var local = try record().vault
+            guard local.document.move(space, to: index, device: local.device) else { return }
+            try apply(local.document)
+            try writeJSON(local, Self.vaultFile)
+            if var home = try home() {
+                home.pending = true
+                try save(home)
+            }
         }
     }
 
@@ -327,6 +339,14 @@ public struct HomeSync: Sendable {
     /// Files are written only when something changed: a pull that brings nothing writes nothing.
     /// `inOrder`: `spaces.json` already lists the local copy's spaces in its order.
     private func commit(
+        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin, inOrder: Bool
+    ) throws(LocalStateError) {
+        try directory.locked { () throws(LocalStateError) in
+            try commitLocked(merged, local: &local, home: &home, pin: pin, inOrder: inOrder)
+        }
+    }
+
+    private func commitLocked(
         _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin, inOrder: Bool
     ) throws(LocalStateError) {
         if !inOrder || merged.spaces != local.document.spaces { try apply(merged) }
