@@ -20,16 +20,33 @@ import Testing
         defer { server.stop() }
         let paul = try ElevenHome("paul")
         // The home is empty: the creates also race to make the device's identity.
-        let results = try parallel(8, paul) { ["space", "create", "Space\($0)", "--server", server.url] }
+        let results = try parallel(10, paul) { ["space", "create", "Space\($0)", "--server", server.url] }
         for result in results { #expect(result.status == 0, "\(result.stderr)") }
         let listed = try paul.json(["spaces", "--json"])
         let names = ((listed["spaces"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String }
-        #expect(Set(names) == Set((0..<8).map { "Space\($0)" }), "\(names)")
+        #expect(Set(names) == Set((0..<10).map { "Space\($0)" }), "\(names)")
         // Every space is usable with the identity that was saved.
-        for index in 0..<8 {
+        for index in 0..<10 {
             let sent = try paul.run(["send", "--space", "Space\(index)", "hello"])
             #expect(sent.status == 0, "Space\(index): \(sent.stderr)")
         }
+    }
+
+    @Test func parallelSpaceCreatesWhileSignedInAllSurviveTheSync() throws {
+        let server = try ElevenServerUnderTest()
+        defer { server.stop() }
+        let home = try HomeServerUnderTest()
+        defer { home.stop() }
+        let paul = try ElevenHome("paul")
+        #expect(try paul.run(["signin", "--server", home.url, "--label", "laptop"]).status == 0)
+        // Each create syncs with the home server; a sync must not write back a list that lacks
+        // a space another create saved meanwhile.
+        let results = try parallel(6, paul) { ["space", "create", "Space\($0)", "--server", server.url] }
+        for result in results { #expect(result.status == 0, "\(result.stderr)") }
+        #expect(try paul.run(["sync"]).status == 0)
+        let listed = try paul.json(["spaces", "--json"])
+        let names = ((listed["spaces"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String }
+        #expect(Set(names) == Set((0..<6).map { "Space\($0)" }), "\(names)")
     }
 
     @Test func parallelFirstWhoamiAllPrintTheSavedKey() throws {

@@ -335,30 +335,44 @@ public struct HomeSync: Sendable {
         return error.code == "version_conflict" || error.code == "key_rotated"
     }
 
-    /// Keeps what the home server now holds: the spaces locally, the vault copy, nothing pending.
+    /// Keeps what the home server now holds: the spaces locally, the vault copy, nothing pending
+    /// (but what another command saved meanwhile, kept and left pending).
     /// Files are written only when something changed: a pull that brings nothing writes nothing.
-    /// `inOrder`: `spaces.json` already lists the local copy's spaces in its order.
     private func commit(
-        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin, inOrder: Bool
+        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin
     ) throws(LocalStateError) {
         try directory.locked { () throws(LocalStateError) in
-            try commitLocked(merged, local: &local, home: &home, pin: pin, inOrder: inOrder)
+            try commitLocked(merged, local: &local, home: &home, pin: pin)
         }
     }
 
     private func commitLocked(
-        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin, inOrder: Bool
+        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin
     ) throws(LocalStateError) {
-        if !inOrder || merged.spaces != local.document.spaces { try apply(merged) }
-        if merged != local.document {
-            local.document = merged
+        // Another command on this home may have saved a space (or synced) while this one waited
+        // on the home server: record that now and keep every later stamp, so nothing saved
+        // meanwhile is written away; what the server has not seen yet stays pending.
+        let fresh = try recordLocked()
+        var kept = merged.merged(with: fresh.vault.document)
+        kept.accountKey = merged.accountKey
+        kept.keyProof = merged.keyProof
+        kept.version = merged.version
+        kept.sequence = merged.sequence
+        let pending = kept != merged
+        local = fresh.vault
+        if !fresh.inOrder || kept.spaces != local.document.spaces { try apply(kept) }
+        if kept != local.document {
+            local.document = kept
             try writeJSON(local, Self.vaultFile)
         }
-        if home.pending || home.pin != pin {
-            home.pending = false
-            home.pin = pin
-            try save(home)
+        // The file, not this sync's copy: another command may have renewed the session.
+        var saved = try self.home() ?? home
+        if saved.pending != pending || saved.pin != pin {
+            saved.pending = pending
+            saved.pin = pin
+            try save(saved)
         }
+        home = saved
     }
 
     // MARK: Sync
@@ -367,7 +381,7 @@ public struct HomeSync: Sendable {
     /// (compare-and-swap, retried on conflict), and writes the merged spaces locally.
     public func sync() throws -> SyncReport {
         guard var home = try home() else { throw HomeError.notSignedIn }
-        var (local, _, inOrder) = try record()
+        var local = try record().vault
         let accountKey = home.accountKey
         for _ in 0..<attempts {
             let trusted = home
@@ -404,7 +418,7 @@ public struct HomeSync: Sendable {
                 )
             }
             guard let (report, merged, pin) = result else { continue }
-            try commit(merged, local: &local, home: &home, pin: pin, inOrder: inOrder)
+            try commit(merged, local: &local, home: &home, pin: pin)
             return report
         }
         throw HomeError("busy", "Your saved spaces kept changing on another device; try again.")
@@ -539,7 +553,7 @@ public struct HomeSync: Sendable {
                 "cannot_remove_self", "That is this device. Remove it from another of your devices.")
         }
         let accountKey = try AccountKey(base64URL: home.accountKey)
-        var (local, _, inOrder) = try record()
+        var local = try record().vault
         for _ in 0..<attempts {
             let trusted = home
             let result: (SyncReport, VaultDocument, VaultPin)? = try withSession(&home) { client in
@@ -583,7 +597,7 @@ public struct HomeSync: Sendable {
                 }
             }
             guard let (report, merged, pin) = result else { continue }
-            try commit(merged, local: &local, home: &home, pin: pin, inOrder: inOrder)
+            try commit(merged, local: &local, home: &home, pin: pin)
             return report
         }
         throw HomeError("busy", "Your devices kept changing; try again.")
