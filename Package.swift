@@ -79,7 +79,7 @@ let package = Package(
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
         .executableTarget(
-            name: "ElevenBot", dependencies: ["SidecarBot", "ClientCore", "CLISupport", "Net"]),
+            name: "ElevenBot", dependencies: ["SidecarBot", "ClientCore", "CLISupport", "Net", "Support"]),
         .executableTarget(
             name: "ElevenBench",
             dependencies: [

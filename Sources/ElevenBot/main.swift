@@ -3,6 +3,7 @@ import ClientCore
 import Foundation
 import Net
 import SidecarBot
+import Support
 
 // `eleven-bot`: the sidecar bot that attends short-code joins for one space. Thin: arguments,
 // the key, wiring and exit statuses; the logic lives in the Bot module.
@@ -53,6 +54,30 @@ private func openStore(_ arguments: ParsedArguments) throws -> BotStore {
     let directory = try stateDirectory(arguments)
     return try withBotErrors { () throws(BotError) in
         try BotStore(directory: directory, key: try BotSealingKey.load(path: keyPath(arguments)))
+    }
+}
+
+/// Takes `DIR/bot.lock` for the life of the process: two bots on one state would both claim the
+/// same invites, and the loser would refuse joiners and leave nameplates behind.
+private func lockState(_ directory: String) throws -> StateLock {
+    let path = (directory as NSString).appendingPathComponent("bot.lock")
+    do throws(StateLock.Failure) {
+        return try StateLock.acquire(path: path, wait: false, recordPID: true)
+    } catch {
+        switch error {
+        case .held(let pid):
+            throw CLIError(
+                code: "state_locked",
+                message: "another eleven-bot is running with this state"
+                    + (pid.map { " (pid \($0))" } ?? "")
+                    + ": stop it first, or give this one its own --state.",
+                status: .localState)
+        case .system(let err):
+            throw CLIError(
+                code: "state_unreadable",
+                message: "can't lock \(path): \(String(cString: strerror(err)).lowercased()).",
+                status: .localState)
+        }
     }
 }
 
@@ -156,6 +181,10 @@ let program = CommandGroup(
                     OptionSpec(
                         "step-timeout", value: "DURATION", help: "longest wait for a joiner's next message",
                         default: "30s"),
+                    OptionSpec(
+                        "max-request-age", value: "DURATION",
+                        help: "drop invite requests older than this (their inviter attends them instead)",
+                        default: "30s"),
                 ],
                 discussion: """
                     Logs one JSON object per line on standard output (never words, keys or tokens). Kill it \
@@ -165,8 +194,11 @@ let program = CommandGroup(
         ) { arguments in
             var configuration = BotConfiguration(relay: try relayURL(arguments))
             let store = try openStore(arguments)
+            let lock = try lockState(try stateDirectory(arguments))
+            defer { withExtendedLifetime(lock) {} }
             configuration.joinsPerMinute = try arguments.int("joins-per-minute", in: 0...1_000_000) ?? 600
             configuration.stepTimeout = .seconds(try arguments.duration("step-timeout", max: 3600) ?? 30)
+            configuration.maxRequestAge = Int64(try arguments.duration("max-request-age", max: 86_400) ?? 30)
             let runner = try withBotErrors { () throws(BotError) in
                 try BotRunner(store: store, configuration: configuration) { line in Terminal.json(line) }
             }

@@ -119,36 +119,64 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
 }
 
 /// `eleven invite --short` when the space has a bot: sends it the invite and prints the code it
-/// attends. Returns false when the space has no bot (the caller attends itself).
+/// attends. Returns false when the caller attends the invite itself: the space has no bot, or the
+/// bot did not answer within `--bot-timeout` (unless `--no-fallback`, which fails instead).
 func inviteThroughBot(
-    _ session: SpaceSession, _ arguments: ParsedArguments, uses: Int, wordCount: Int, lifetime: TimeInterval
+    _ session: SpaceSession, _ arguments: ParsedArguments, relay: String, uses: Int, wordCount: Int,
+    lifetime: TimeInterval
 ) throws -> Bool {
     let ask = arguments.flag("ask")
     let yes = arguments.flag("yes")
     let json = arguments.flag("json")
+    let botTimeout = try arguments.duration("bot-timeout", max: 600) ?? 5
     let roster = try withSpaceErrors { try session.roster() }
     guard let bot = roster.attendant, bot.id != session.saved.member else { return false }
+    // The relay first: without it neither the bot nor this device can attend, and a silent bot
+    // must not be blamed for it.
+    do throws(RelayConnectionError) {
+        try RendezvousConnection.probe(url: relay)
+    } catch {
+        throw CLIError(
+            code: error.code,
+            message: "\(error.description.prefix(1).uppercased())\(error.description.dropFirst()). "
+                + "Nobody can join with a short code until it is back (check --relay or ELEVEN_RELAY).",
+            status: .unavailable)
+    }
     var random = SystemRandom()
     let id = Base64URL.encode(random.bytes(count: 9))
     let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
     let now = Int64(Date().timeIntervalSince1970)
     let expiresAt = now + Int64(lifetime)
     let me = roster.members[session.saved.member]
-    let request = AttendantNote.inviteRequest(
+    var request = AttendantNote.inviteRequest(
         id: id, words: words, uses: uses, expiresAt: expiresAt, maxFailures: 1, ask: ask,
         inviterName: me.flatMap { $0.name.isEmpty ? nil : $0.name })
+    // The bot drops a request it finds too late: by then this device may attend instead.
+    request.createdAt = now
     try withSpaceErrors { try session.send(request, to: bot) }
     var since: Int64 = 0
     guard
         let ready = try awaitNote(
-            session, id: id, types: [.inviteReady, .inviteRefused], since: &since, timeout: .seconds(20))
+            session, id: id, types: [.inviteReady, .inviteRefused], since: &since,
+            timeout: .milliseconds(Int64(botTimeout * 1000)))
     else {
-        throw CLIError(
-            code: "bot_unavailable",
-            message:
-                "\(displayName(bot)), the bot of \(session.saved.name), did not answer: is eleven-bot running? "
-                + "(`eleven bot disable` lets members attend their own invites again.)",
-            status: .unavailable)
+        if arguments.flag("no-fallback") {
+            throw CLIError(
+                code: "bot_unavailable",
+                message:
+                    "\(displayName(bot)), the bot of \(session.saved.name), did not answer: is eleven-bot running? "
+                    + "(`eleven bot disable` lets members attend their own invites again.)",
+                status: .timedOut)
+        }
+        if json {
+            Terminal.json(["event": "fallback", "reason": "bot_unavailable", "attendant": bot.name])
+        } else {
+            Terminal.out(
+                yes
+                    ? "The bot is not answering; this device lets people in while this command runs."
+                    : "The bot is not answering; you will be asked to let people in.")
+        }
+        return false
     }
     guard ready.type == .inviteReady, let nameplate = ready.nameplate else {
         throw CLIError(

@@ -116,8 +116,7 @@ let deviceCommands: [CommandGroup.Entry] = [
             positionals: [PositionalSpec("SPACE", help: "the space, by name or id")])
     ) { arguments in
         let state = localState()
-        var saved = try withSpaceErrors { try state.spaces() }
-        let space = try chooseSpace(arguments.positional(0), in: saved)
+        let space = try chooseSpace(arguments.positional(0), in: try withSpaceErrors { try state.spaces() })
         try withSpaceErrors {
             let session = try SpaceSession(saved: space, identity: try state.identity(for: space))
             let roster = try session.roster()
@@ -127,9 +126,10 @@ let deviceCommands: [CommandGroup.Entry] = [
                     status: .refused)
             }
             if roster.members[space.member] != nil { try session.removeMember(space.member) }
-            saved.spaces.removeAll { $0.space == space.space }
-            if saved.current == space.space { saved.current = saved.spaces.last?.space }
-            try state.save(saved)
+            try state.updateSpaces { saved in
+                saved.spaces.removeAll { $0.space == space.space }
+                if saved.current == space.space { saved.current = saved.spaces.last?.space }
+            }
         }
         vaultChanged()
         if arguments.flag("json") {

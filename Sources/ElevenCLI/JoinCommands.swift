@@ -38,13 +38,23 @@ let joinCommands: [CommandGroup.Entry] = [
                 OptionSpec("detach", help: "leave the invite pending and let `eleven approve` attend it"),
                 OptionSpec("yes", help: "let in whoever proves the code, without asking (scripts)"),
                 OptionSpec("ask", help: "when the space's bot attends: ask me before it lets anyone in"),
+                OptionSpec(
+                    "bot-timeout", value: "DURATION",
+                    help: "how long the space's bot has to answer before this device attends instead",
+                    default: "5s"),
+                OptionSpec(
+                    "no-fallback",
+                    help:
+                        "when the space's bot does not answer, fail (exit status 7) instead of attending here"
+                ),
                 readmitOption, relayOption, CommonOptions.json,
             ] + linkInviteOptions,
             discussion: """
                 Without --short: prints a full-length link (and a QR code) that works while you are \
                 offline; the person runs `eleven join LINK`. With --short, when the space has a bot \
-                (`eleven bot enable`), the invite goes to it and this returns at once; otherwise prints \
-                the code and a link, then waits here until someone joins with it, asking \
+                (`eleven bot enable`), the invite goes to it and this returns at once; when the bot does \
+                not answer within --bot-timeout, this device attends the invite itself (unless \
+                --no-fallback). Otherwise prints the code and a link, then waits here until someone joins with it, asking \
                 "Let Sam join Family?" first. A wrong code burns the invite at once. With --detach \
                 the invite waits in the relay and `eleven approve` attends it later.
                 """)
@@ -108,9 +118,11 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     let session = try openSpace(arguments)
     let readmit = try readmitTarget(arguments, session: session)
     // A space with a bot: the invite goes to the bot (BotCommands.swift); a re-admission is
-    // attended here, by the member who vouches for the new identity.
+    // attended here, by the member who vouches for the new identity, and so is an invite the bot
+    // did not answer in time.
     if readmit == nil,
-        try inviteThroughBot(session, arguments, uses: uses, wordCount: wordCount, lifetime: lifetime)
+        try inviteThroughBot(
+            session, arguments, relay: relay, uses: uses, wordCount: wordCount, lifetime: lifetime)
     {
         return
     }

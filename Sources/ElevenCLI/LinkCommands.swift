@@ -254,13 +254,13 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
     // A device link adopts the member's identity; every other shape makes a new key pair for this
     // space, so a person's spaces cannot be linked by key.
     let claimed = try linkErrors { try link.claim(name: name, deviceLabel: label) }
+    var joined = claimed.saved
+    joined.joinedWith = link.secret.derive().id
     try withSpaceErrors {
-        var spaces = try state.spaces()
-        var joined = claimed.saved
-        joined.identityKey = try state.identityKey(for: claimed.identity)
-        joined.joinedWith = link.secret.derive().id
-        spaces.save(joined)
-        try state.save(spaces)
+        try state.updateSpaces { (spaces) throws(LocalStateError) in
+            joined.identityKey = try state.identityKey(for: claimed.identity)
+            spaces.save(joined)
+        }
     }
     let spaceName = claimed.saved.name
     if json {

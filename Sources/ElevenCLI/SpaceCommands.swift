@@ -45,11 +45,10 @@ let spaceCommands: [CommandGroup.Entry] = [
         let state = localState()
         let saved = try withSpaceErrors {
             let (identity, _) = try state.identity(create: true)
-            var spaces = try state.spaces()
             let saved = try SpaceSession.createSpace(
                 name: name, server: server, identity: identity, ownerName: arguments.value("as") ?? "")
-            spaces.save(saved)
-            try state.save(spaces)
+            // Re-read under the lock now: a parallel command may have saved a space meanwhile.
+            try state.updateSpaces { $0.save(saved) }
             return saved
         }
         vaultChanged()
@@ -89,11 +88,10 @@ let spaceCommands: [CommandGroup.Entry] = [
         let state = localState()
         let saved = try withSpaceErrors {
             let (identity, _) = try state.identity(create: true)
-            var spaces = try state.spaces()
             let saved = try SpaceSession.join(
                 server: server, space: space, member: member, identity: identity)
-            spaces.save(saved)
-            try state.save(spaces)
+            // Re-read under the lock now: a parallel command may have saved a space meanwhile.
+            try state.updateSpaces { $0.save(saved) }
             return saved
         }
         vaultChanged()

@@ -18,6 +18,9 @@ public struct BotConfiguration: Sendable {
     public var maxUses = 100
     public var maxLifetime: Int64 = 30 * 86_400
     public var maxFailures = 10
+    /// The oldest invite request the bot attends (seconds): an inviter whose bot did not answer
+    /// in time attends the invite itself, so a request found later is dropped.
+    public var maxRequestAge: Int64 = 30
 
     public init(relay: String) {
         self.relay = relay
@@ -54,11 +57,18 @@ public struct BotRefusal: Equatable, Sendable {
 public enum BotPolicy {
     /// Checks an invite request: its sender must currently hold the right to add members in the
     /// verified roster (never the server's word), and the policy must be within limits.
+    /// The reason of a request refused for its age: dropped without telling the inviter, who
+    /// no longer waits for an answer.
+    public static let staleReason = "stale"
+
     public static func checkRequest(
         _ note: AttendantNote, sender: MemberID, roster: Roster, now: Int64, configuration: BotConfiguration
     ) -> BotRefusal? {
         guard note.type == .inviteRequest, let uses = note.uses, let expiresAt = note.expiresAt else {
             return BotRefusal("invalid", "That is not an invite request.")
+        }
+        if let createdAt = note.createdAt, now - createdAt > configuration.maxRequestAge {
+            return BotRefusal(Self.staleReason, "The invite request came too late; the inviter attends it.")
         }
         if let refusal = checkInviter(sender, roster: roster) { return refusal }
         guard (1...configuration.maxUses).contains(uses) else {

@@ -120,6 +120,10 @@ public final class BotRunner: Sendable {
             if let refusal = BotPolicy.checkRequest(
                 note, sender: received.sender, roster: roster, now: now, configuration: configuration)
             {
+                if refusal.reason == BotPolicy.staleReason {
+                    record("request_dropped", nameplate: nil, "a stale invite request was dropped", now)
+                    return true
+                }
                 record(
                     "request_refused", nameplate: nil, "an invite request was refused: \(refusal.message)",
                     now)

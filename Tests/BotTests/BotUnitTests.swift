@@ -228,6 +228,22 @@ private func temporaryDirectory() throws -> String {
         #expect(check(f.annID, f.request(words: "a b;c"))?.reason == "invalid")
     }
 
+    @Test func aRequestFoundTooLateIsDropped() throws {
+        let f = try BotFixture()
+        let check = { (age: Int64?) in
+            var note = f.request()
+            note.createdAt = age.map { f.now - $0 }
+            return BotPolicy.checkRequest(
+                note, sender: f.annID, roster: f.roster, now: f.now, configuration: configuration)
+        }
+        // Its inviter stopped waiting and attends the invite itself.
+        #expect(check(31)?.reason == BotPolicy.staleReason)
+        #expect(check(30) == nil)
+        #expect(check(0) == nil)
+        // A request from a client that does not date it is attended as before.
+        #expect(check(nil) == nil)
+    }
+
     @Test func theRecordMustMatchTheRequestAndBeSignedByTheInviter() throws {
         let f = try BotFixture()
         var random = SystemRandom()

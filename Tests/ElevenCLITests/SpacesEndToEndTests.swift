@@ -136,8 +136,12 @@ import Testing
         #expect((key[.posixPermissions] as? Int) == 0o600)
         // The same key on every run; no temporary files left behind.
         #expect(try home.run(["whoami"]).stdout == home.run(["whoami"]).stdout)
-        let names = try FileManager.default.contentsOfDirectory(atPath: home.path)
-        #expect(names == ["identity.key"])
+        let names = try FileManager.default.contentsOfDirectory(atPath: home.path).sorted()
+        #expect(names == ["identity.key", "state.lock"])
+        // The lock file (kept: removing a lock file races with its next holder) holds nothing.
+        let lock = try FileManager.default.attributesOfItem(atPath: home.path + "/state.lock")
+        #expect((lock[.posixPermissions] as? Int) == 0o600)
+        #expect((lock[.size] as? Int) == 0)
     }
 
     @Test(arguments: [

@@ -144,7 +144,10 @@ public struct HomeSync: Sendable {
 
     /// The device's home key (its anchor), made on first use.
     public func deviceKey() throws(LocalStateError) -> DeviceIdentity {
-        try directory.prepare()
+        try directory.locked { () throws(LocalStateError) in try loadDeviceKey() }
+    }
+
+    private func loadDeviceKey() throws(LocalStateError) -> DeviceIdentity {
         if let bytes = try directory.read(Self.deviceKeyFile) {
             do throws(KeyModelError) {
                 return try DeviceIdentity(storedForm: SecretBytes(bytes))
@@ -183,17 +186,17 @@ public struct HomeSync: Sendable {
     /// only re-records the same content as local edits).
     private func apply(_ document: VaultDocument) throws(LocalStateError) {
         let own = try localIdentityText()
-        var saved = try state.spaces()
-        saved.spaces = document.spaces.map { space in
-            var space = space
-            if space.identityKey == own { space.identityKey = nil }
-            return space
+        try state.updateSpaces { saved in
+            saved.spaces = document.spaces.map { space in
+                var space = space
+                if space.identityKey == own { space.identityKey = nil }
+                return space
+            }
+            if let current = saved.current, !saved.spaces.contains(where: { $0.space == current }) {
+                saved.current = saved.spaces.last?.space
+            }
+            if saved.current == nil { saved.current = saved.spaces.last?.space }
         }
-        if let current = saved.current, !saved.spaces.contains(where: { $0.space == current }) {
-            saved.current = saved.spaces.last?.space
-        }
-        if saved.current == nil { saved.current = saved.spaces.last?.space }
-        try state.save(saved)
     }
 
     /// Records edits of `spaces.json` in the local vault (new stamps, tombstones) and marks them
@@ -205,6 +208,10 @@ public struct HomeSync: Sendable {
 
     /// ``recordLocalChanges()`` returning the local vault it saved.
     private func record() throws(LocalStateError) -> (vault: LocalVault, changed: Bool, inOrder: Bool) {
+        try directory.locked { () throws(LocalStateError) in try recordLocked() }
+    }
+
+    private func recordLocked() throws(LocalStateError) -> (vault: LocalVault, changed: Bool, inOrder: Bool) {
         var local = try localVault()
         let spaces = try localSpaces()
         let changed = local.document.absorb(spaces, device: local.device)
@@ -222,22 +229,27 @@ public struct HomeSync: Sendable {
 
     /// Stars or unstars a saved space (recorded locally; push with ``sync()``).
     public func star(_ space: SpaceID, _ starred: Bool) throws {
-        var saved = try state.spaces()
-        guard let index = saved.spaces.firstIndex(where: { $0.space == space }) else { return }
-        saved.spaces[index].starred = starred ? true : nil
-        try state.save(saved)
-        try recordLocalChanges()
+        try directory.locked { () throws(LocalStateError) in
+            let found = try state.updateSpaces { saved in
+                guard let index = saved.spaces.firstIndex(where: { $0.space == space }) else { return false }
+                saved.spaces[index].starred = starred ? true : nil
+                return true
+            }
+            if found { try recordLocalChanges() }
+        }
     }
 
     /// Moves a saved space to `index` (0-based) in the person's order.
     public func move(_ space: SpaceID, to index: Int) throws {
-        var local = try record().vault
-        guard local.document.move(space, to: index, device: local.device) else { return }
-        try apply(local.document)
-        try writeJSON(local, Self.vaultFile)
-        if var home = try home() {
-            home.pending = true
-            try save(home)
+        try directory.locked { () throws(LocalStateError) in
+            var local = try record().vault
+            guard local.document.move(space, to: index, device: local.device) else { return }
+            try apply(local.document)
+            try writeJSON(local, Self.vaultFile)
+            if var home = try home() {
+                home.pending = true
+                try save(home)
+            }
         }
     }
 
@@ -323,22 +335,44 @@ public struct HomeSync: Sendable {
         return error.code == "version_conflict" || error.code == "key_rotated"
     }
 
-    /// Keeps what the home server now holds: the spaces locally, the vault copy, nothing pending.
+    /// Keeps what the home server now holds: the spaces locally, the vault copy, nothing pending
+    /// (but what another command saved meanwhile, kept and left pending).
     /// Files are written only when something changed: a pull that brings nothing writes nothing.
-    /// `inOrder`: `spaces.json` already lists the local copy's spaces in its order.
     private func commit(
-        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin, inOrder: Bool
+        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin
     ) throws(LocalStateError) {
-        if !inOrder || merged.spaces != local.document.spaces { try apply(merged) }
-        if merged != local.document {
-            local.document = merged
+        try directory.locked { () throws(LocalStateError) in
+            try commitLocked(merged, local: &local, home: &home, pin: pin)
+        }
+    }
+
+    private func commitLocked(
+        _ merged: VaultDocument, local: inout LocalVault, home: inout HomeState, pin: VaultPin
+    ) throws(LocalStateError) {
+        // Another command on this home may have saved a space (or synced) while this one waited
+        // on the home server: record that now and keep every later stamp, so nothing saved
+        // meanwhile is written away; what the server has not seen yet stays pending.
+        let fresh = try recordLocked()
+        var kept = merged.merged(with: fresh.vault.document)
+        kept.accountKey = merged.accountKey
+        kept.keyProof = merged.keyProof
+        kept.version = merged.version
+        kept.sequence = merged.sequence
+        let pending = kept != merged
+        local = fresh.vault
+        if !fresh.inOrder || kept.spaces != local.document.spaces { try apply(kept) }
+        if kept != local.document {
+            local.document = kept
             try writeJSON(local, Self.vaultFile)
         }
-        if home.pending || home.pin != pin {
-            home.pending = false
-            home.pin = pin
-            try save(home)
+        // The file, not this sync's copy: another command may have renewed the session.
+        var saved = try self.home() ?? home
+        if saved.pending != pending || saved.pin != pin {
+            saved.pending = pending
+            saved.pin = pin
+            try save(saved)
         }
+        home = saved
     }
 
     // MARK: Sync
@@ -347,7 +381,7 @@ public struct HomeSync: Sendable {
     /// (compare-and-swap, retried on conflict), and writes the merged spaces locally.
     public func sync() throws -> SyncReport {
         guard var home = try home() else { throw HomeError.notSignedIn }
-        var (local, _, inOrder) = try record()
+        var local = try record().vault
         let accountKey = home.accountKey
         for _ in 0..<attempts {
             let trusted = home
@@ -384,7 +418,7 @@ public struct HomeSync: Sendable {
                 )
             }
             guard let (report, merged, pin) = result else { continue }
-            try commit(merged, local: &local, home: &home, pin: pin, inOrder: inOrder)
+            try commit(merged, local: &local, home: &home, pin: pin)
             return report
         }
         throw HomeError("busy", "Your saved spaces kept changing on another device; try again.")
@@ -519,7 +553,7 @@ public struct HomeSync: Sendable {
                 "cannot_remove_self", "That is this device. Remove it from another of your devices.")
         }
         let accountKey = try AccountKey(base64URL: home.accountKey)
-        var (local, _, inOrder) = try record()
+        var local = try record().vault
         for _ in 0..<attempts {
             let trusted = home
             let result: (SyncReport, VaultDocument, VaultPin)? = try withSession(&home) { client in
@@ -563,7 +597,7 @@ public struct HomeSync: Sendable {
                 }
             }
             guard let (report, merged, pin) = result else { continue }
-            try commit(merged, local: &local, home: &home, pin: pin, inOrder: inOrder)
+            try commit(merged, local: &local, home: &home, pin: pin)
             return report
         }
         throw HomeError("busy", "Your devices kept changing; try again.")

@@ -40,6 +40,9 @@ public struct AttendantNote: Codable, Sendable, Equatable {
     public var maxFailures: Int?
     public var ask: Bool?
     public var inviterName: String?
+    /// When the inviter made the request (Unix seconds); the bot drops a request it finds too
+    /// late, since the inviter may have attended the invite itself meanwhile.
+    public var createdAt: Int64?
     // invite_ready
     public var nameplate: String?
     // invite_record
@@ -62,6 +65,7 @@ public struct AttendantNote: Codable, Sendable, Equatable {
         case expiresAt = "expires_at"
         case maxFailures = "max_failures"
         case inviterName = "inviter_name"
+        case createdAt = "created_at"
     }
 
     public init(_ type: Kind, id: String) {

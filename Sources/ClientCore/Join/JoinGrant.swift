@@ -323,9 +323,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     ) throws -> (saved: SavedSpace, verified: Verified) {
         let (saved, verified) = try open(
             identity: identity, deviceLabel: deviceLabel, now: now, nameplate: nameplate)
-        var spaces = try state.spaces()
-        spaces.save(saved)
-        try state.save(spaces)
+        try state.updateSpaces { $0.save(saved) }
         return (saved, verified)
     }
 

@@ -79,6 +79,17 @@ public final class RendezvousConnection {
         try perform(machine.connected())
     }
 
+    /// Checks that the relay at `url` accepts a WebSocket connection (then closes it): tells a
+    /// relay that is down from a peer that does not answer.
+    public static func probe(url: String, timeout: Duration = .seconds(5)) throws(RelayConnectionError) {
+        do {
+            let socket = try WebSocketClient.connect(url: url, timeout: timeout)
+            socket.close()
+        } catch {
+            throw .unreachable(url: url, reason: reason(error))
+        }
+    }
+
     /// How many times the first connection is tried (about 2 s of back-off in all).
     static let firstConnectAttempts = 5
 

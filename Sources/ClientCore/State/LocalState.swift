@@ -101,6 +101,14 @@ public struct LocalState: Sendable {
     /// The device identity; made and saved on first use when `create` is true. `created` tells
     /// whether it was made now.
     public func identity(create: Bool) throws(LocalStateError) -> (identity: DeviceIdentity, created: Bool) {
+        // Made under the lock, so parallel first uses agree on one identity.
+        guard create else { return try loadIdentity(create: false) }
+        return try directory.locked { () throws(LocalStateError) in try loadIdentity(create: true) }
+    }
+
+    private func loadIdentity(create: Bool) throws(LocalStateError) -> (
+        identity: DeviceIdentity, created: Bool
+    ) {
         try directory.prepare()
         if var bytes = try directory.read(Self.identityFile) {
             let secret = SecretBytes(bytes)
@@ -143,7 +151,21 @@ public struct LocalState: Sendable {
         return spaces
     }
 
-    /// Saves the spaces list atomically.
+    /// Reads the saved spaces, lets `change` edit them and saves them, all under the state's lock
+    /// so a parallel command's edit is not lost. `change` must not wait on the network.
+    @discardableResult
+    public func updateSpaces<T>(_ change: (inout SavedSpaces) throws(LocalStateError) -> T)
+        throws(LocalStateError) -> T
+    {
+        try directory.locked { () throws(LocalStateError) in
+            var spaces = try self.spaces()
+            let result = try change(&spaces)
+            try save(spaces)
+            return result
+        }
+    }
+
+    /// Saves the spaces list atomically (a whole replacement: to edit it, ``updateSpaces(_:)``).
     public func save(_ spaces: SavedSpaces) throws(LocalStateError) {
         try directory.prepare()
         let encoder = JSONEncoder()

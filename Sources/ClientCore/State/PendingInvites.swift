@@ -129,9 +129,11 @@ public struct PendingInviteStore: Sendable {
 
     /// Saves `invite` in place of the one with its id, or drops it once it ended.
     public func put(_ invite: PendingInvite) throws(LocalStateError) {
-        var all = try load()
-        all.removeAll { $0.id == invite.id }
-        if invite.attendant.isOpen { all.append(invite) }
-        try save(all)
+        try directory.locked { () throws(LocalStateError) in
+            var all = try load()
+            all.removeAll { $0.id == invite.id }
+            if invite.attendant.isOpen { all.append(invite) }
+            try save(all)
+        }
     }
 }

@@ -83,14 +83,18 @@ public struct PendingJoinStore: Sendable {
 
     /// Saves `join` in place of its earlier state.
     public func put(_ join: PendingJoin) throws(LocalStateError) {
-        var all = try load()
-        all.removeAll { $0.id == join.id }
-        try file.save(all + [join])
+        try directory.locked { () throws(LocalStateError) in
+            var all = try load()
+            all.removeAll { $0.id == join.id }
+            try file.save(all + [join])
+        }
     }
 
     /// Forgets the join with `id`.
     public func remove(_ id: String) throws(LocalStateError) {
-        let all = try load().filter { $0.id != id }
-        try file.save(all.isEmpty ? nil : all)
+        try directory.locked { () throws(LocalStateError) in
+            let all = try load().filter { $0.id != id }
+            try file.save(all.isEmpty ? nil : all)
+        }
     }
 }

@@ -36,7 +36,11 @@ struct SealedStateFile<Value: Codable> {
 
     /// Replaces the value (nil removes the sealed file).
     func save(_ value: Value?) throws(LocalStateError) {
-        try directory.prepare()
+        // Locked: the key file is made on first use, and two first saves must agree on one key.
+        try directory.locked { () throws(LocalStateError) in try write(value) }
+    }
+
+    private func write(_ value: Value?) throws(LocalStateError) {
         guard let value else {
             unlink(directory.file(sealedFile))
             return

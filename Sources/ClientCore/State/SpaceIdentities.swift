@@ -34,12 +34,15 @@ extension LocalState {
     /// What a saved space keeps in `identityKey` so that `identity` acts in it: nil when it is
     /// this device's own. A device without an identity yet takes `identity` as its own.
     public func identityKey(for identity: DeviceIdentity) throws(LocalStateError) -> String? {
-        try directory.prepare()
-        guard FileManager.default.fileExists(atPath: directory.file(Self.identityFile)) else {
-            try directory.write(Self.identityFile, identity.storedForm())
-            return nil
+        try directory.locked { () throws(LocalStateError) in
+            guard FileManager.default.fileExists(atPath: directory.file(Self.identityFile)) else {
+                try directory.write(Self.identityFile, identity.storedForm())
+                return nil
+            }
+            guard try self.identity(create: false).identity.publicKeys != identity.publicKeys else {
+                return nil
+            }
+            return Base64URL.encode(identity.storedForm().unredactedBytes())
         }
-        guard try self.identity(create: false).identity.publicKeys != identity.publicKeys else { return nil }
-        return Base64URL.encode(identity.storedForm().unredactedBytes())
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import PAKE
 import SpaceModel
+import Support
 
 /// A problem with the local state directory: a stable ``code`` and a message that says what to do.
 public struct LocalStateError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -63,6 +64,26 @@ public struct StateDirectory: Sendable {
         }
         if info.st_mode & 0o077 != 0 { _ = chmod(path, 0o700) }
         guard access(path, R_OK | W_OK | X_OK) == 0 else { throw unreadable(path, errno) }
+    }
+
+    /// The lock file every read-modify-write of the state holds (see ``locked(_:)``).
+    static let lockFile = "state.lock"
+
+    /// Runs `body` holding the directory's lock (an exclusive `flock` on `state.lock`, waited
+    /// for), so parallel `eleven` commands on one home never lose each other's updates: read the
+    /// file, change it and write it inside `body`. Keep `body` short and free of network waits.
+    /// Re-entrant on one thread.
+    public func locked<T>(_ body: () throws(LocalStateError) -> T) throws(LocalStateError) -> T {
+        try prepare()
+        let target = file(Self.lockFile)
+        return try StateLock.withLock(
+            path: target,
+            onFailure: { failure in
+                switch failure {
+                case .system(let err): unwritable(target, err)
+                case .held: LocalStateError(.unwritable, "can't lock \(target).")
+                }
+            }, body)
     }
 
     /// The path of `name` inside the directory.
