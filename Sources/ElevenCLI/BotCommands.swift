@@ -41,8 +41,7 @@ let botCommands: [CommandGroup.Entry] = [
             options: [
                 OptionSpec("keep", help: "leave the notes in the inbox"),
                 OptionSpec(
-                    "wait", value: "DURATION", help: "when there is no news yet, wait this long for some",
-                    default: "0s"),
+                    "wait", value: "DURATION", help: "when there is no news yet, wait this long for some"),
                 CommonOptions.space, CommonOptions.json,
             ])
     ) { arguments in
