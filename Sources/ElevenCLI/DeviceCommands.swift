@@ -287,7 +287,14 @@ private func runDeviceAdd(_ arguments: ParsedArguments) throws {
                     Terminal.out("On your other device run: eleven device link \(code)")
                 }
             },
-            decide: { request, _ in
+            decide: { request, sas in
+                let check = VerificationWords.words(for: sas).joined(separator: " ")
+                if json {
+                    Terminal.json(["event": "code_proven", "verification": check])
+                } else {
+                    Terminal.out(
+                        "Code proven. Verification words: \(check) (the new device should show the same).")
+                }
                 do {
                     return .approve(grant: try sync.approveLink(request))
                 } catch {
@@ -347,7 +354,15 @@ private func runDeviceLink(_ arguments: ParsedArguments) throws {
             words: parsed.code.secretWords, intent: .linkDevice, request: request, timeout: .seconds(wait),
             firstAnswer: .seconds(min(wait, 15))
         ) { progress in
-            if case .codeAccepted = progress, !json { Terminal.out("Code accepted. Getting your spaces…") }
+            guard case .codeAccepted(let sas) = progress else { return }
+            let check = VerificationWords.words(for: sas).joined(separator: " ")
+            if json {
+                Terminal.json(["event": "code_accepted", "verification": check])
+            } else {
+                Terminal.out(
+                    "Code accepted. Verification words: \(check) (your other device should show the same). "
+                        + "Getting your spaces…")
+            }
         }
     } catch {
         throw linkCLIError(error, attendant: false)

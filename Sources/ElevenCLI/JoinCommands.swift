@@ -79,7 +79,8 @@ let joinCommands: [CommandGroup.Entry] = [
             ["eleven", "join"], summary: "Join a space with a short code or invite link.",
             options: [
                 OptionSpec("name", value: "NAME", help: "your name in the space (default: your login name)"),
-                OptionSpec("verify", help: "show verification words to compare with the inviter"),
+                OptionSpec(
+                    "verify", help: "accepted for compatibility: the verification words are always shown"),
                 OptionSpec("resume", help: "finish a join that was interrupted (the process was stopped)"),
                 OptionSpec(
                     "timeout", value: "DURATION", help: "how long to wait for the inviter", default: "5m"),
@@ -265,8 +266,8 @@ private final class PersonAttendant {
             },
             report: { [unowned self] report, request in try tell(report, request) },
             now: { Int64(Date().timeIntervalSince1970) })
-        hooks.codeProven = { [json] request, verifier in
-            let check = VerificationWords.words(for: verifier).joined(separator: " ")
+        hooks.codeProven = { [json] request, sas in
+            let check = VerificationWords.words(for: sas).joined(separator: " ")
             report(
                 json, ["event": "code_proven", "name": request.displayName, "verification": check],
                 "\(nameOf(request)) proved the code (verification words: \(check)).")
@@ -426,7 +427,8 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     }
     let (identity, _) = try withSpaceErrors { try state.identity(create: true) }
     let label = ProcessInfo.processInfo.hostName
-    let verify = arguments.flag("verify")
+    // The verification words are always shown; `--verify` stays accepted and changes nothing.
+    _ = arguments.flag("verify")
     let accepted = Flag()
     let grantBytes: [UInt8]
     do {
@@ -439,16 +441,12 @@ private func runJoin(_ arguments: ParsedArguments) throws {
                 switch progress {
                 case .connecting:
                     report(json, nil, "Connecting…")
-                case .codeAccepted(let verifier):
+                case .codeAccepted(let sas):
                     accepted.set()
-                    let check = VerificationWords.words(for: verifier).joined(separator: " ")
-                    if verify {
-                        report(
-                            json, ["event": "code_accepted", "verification": check],
-                            "Code accepted. Verification words: \(check) (the inviter should see the same).")
-                    } else {
-                        report(json, ["event": "code_accepted"], "Code accepted")
-                    }
+                    let check = VerificationWords.words(for: sas).joined(separator: " ")
+                    report(
+                        json, ["event": "code_accepted", "verification": check],
+                        "Code accepted. Verification words: \(check) (the inviter should see the same).")
                 case .waitingForApproval(let inviter):
                     report(
                         json, ["event": "waiting"], "Waiting for \(inviter ?? "the inviter") to let you in…")

@@ -55,7 +55,8 @@ enum JoinScenariosCLI {
         // itself joins.
         #expect(link.hasPrefix("http://127.0.0.1:") && link.contains("/invite#Paul/") && link.hasSuffix(code))
         let sam = try ElevenHome("sam")
-        let joined = try w.run(sam, ["join", link, "--name", "Sam", "--verify"])
+        // No --verify: the verification words are shown by default.
+        let joined = try w.run(sam, ["join", link, "--name", "Sam"])
         #expect(joined.status == 0, "\(joined.stderr)")
         let lines = joined.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "Connecting…")

@@ -105,8 +105,16 @@ final class HomeServerUnderTest {
             // B links with the code A shows, and reads all three spaces at once.
             let started = Date()
             let (add, code) = try w.deviceAdd()
-            let linked = try w.json(w.b, ["device", "link", code, "--label", "phone"])
+            let linkRun = try w.run(w.b, ["device", "link", code, "--label", "phone", "--json"])
+            #expect(linkRun.status == 0, "\(linkRun.stdout) \(linkRun.stderr)")
+            let events = linkRun.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            let linked = events.last ?? [:]
             #expect(linked["spaces"] as? [String] == ["Family", "Work", "Club"])
+            // Both devices show the same verification words.
+            let newDeviceWords =
+                events.first { $0["event"] as? String == "code_accepted" }?["verification"] as? String
             for name in ["Family", "Work", "Club"] {
                 let read = try w.run(w.b, ["read", "--space", name])
                 #expect(read.stdout == "Paul: hello \(name)\n", "\(read.stderr)")
@@ -115,6 +123,10 @@ final class HomeServerUnderTest {
             let added = add.finish(timeout: 20)
             #expect(added.status == 0, "\(added.stderr)")
             #expect(added.stdout.contains("Linked phone."))
+            #expect(
+                newDeviceWords != nil
+                    && added.stdout.contains("Verification words: \(newDeviceWords ?? "?") "),
+                "\(added.stdout)")
             let devices = try w.json(w.a, ["devices"])["devices"] as? [[String: Any]] ?? []
             #expect(Set(devices.compactMap { $0["label"] as? String }) == ["laptop", "phone"])
             #expect(devices.allSatisfy { $0["genuine"] as? Bool == true })

@@ -99,13 +99,15 @@ public enum InviteAttendance {
                         try? connection.waitUntilEchoed(timeout: .seconds(2))
                         connection.close(mood: failure.mood)
                         return .burned(failure)
-                    case .requestReceived(let request, let verifier):
+                    case .requestReceived(let request, let sas):
                         // The status ("waiting for approval") goes out before a person decides.
+                        // `sas`: the verification words' bytes, known only once the joiner's
+                        // reveal opened its commitment.
                         try connection.waitUntilEchoed(timeout: deadline - .now)
-                        onCodeProven(request, verifier)
+                        onCodeProven(request, sas)
                         let answer: [AttendantSession.Output]
                         let approved: Bool
-                        switch decide(request, verifier) {
+                        switch decide(request, sas) {
                         case .approve(let grant):
                             answer = session.approve(grant: grant, using: &random)
                             approved = true

@@ -27,7 +27,9 @@ public enum JoinRunError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Progress a person can follow while joining.
 public enum JoinProgress: Equatable, Sendable {
     case connecting
-    case codeAccepted(verifier: [UInt8])
+    /// The code is proven and the verification words agreed on: show `sas` as words
+    /// (``VerificationWords``) for the person to compare with the inviter's.
+    case codeAccepted(sas: [UInt8])
     case waitingForApproval(inviter: String?)
     case reconnecting
 }
@@ -104,8 +106,8 @@ public enum JoinRunner {
                         guard !state.sent.contains(phase) else { continue }
                         try connection.send(phase: phase, body: body)
                         state.sent.append(phase)
-                    case .codeAccepted(let verifier):
-                        progress(.codeAccepted(verifier: verifier))
+                    case .codeAccepted(let sas):
+                        progress(.codeAccepted(sas: sas))
                     case .status(let status):
                         if status.state == .waitingForApproval {
                             progress(.waitingForApproval(inviter: status.inviterName))
@@ -138,7 +140,8 @@ public enum JoinRunner {
     }
 
     /// The attendant: allocate a nameplate (`onNameplate` shows the code), wait for a joiner,
-    /// verify the code, ask `decide`, answer. Returns the request that was approved or refused.
+    /// verify the code, ask `decide` (with the verification words' bytes, the SAS), answer. Returns
+    /// the request that was approved or refused.
     public static func attend(
         relayURL: String, words: String, intent: JoinIntent = .join, inviterName: String?,
         announceWaiting: Bool, timeout: Duration, onNameplate: (Rendezvous.Nameplate) -> Void,
@@ -171,9 +174,9 @@ public enum JoinRunner {
                     case .burned(let failure):
                         connection.close(mood: failure.mood)
                         throw JoinRunError.failed(failure)
-                    case .requestReceived(let request, let verifier):
+                    case .requestReceived(let request, let sas):
                         let answer: [AttendantSession.Output]
-                        switch decide(request, verifier) {
+                        switch decide(request, sas) {
                         case .approve(let grant):
                             answer = session.approve(grant: grant, using: &random)
                         case .refuse(let reason, let message):

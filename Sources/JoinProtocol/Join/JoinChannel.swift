@@ -12,7 +12,9 @@ public struct JoinChannel: Sendable {
 
     private let sendKey: SecretBytes
     private let receiveKey: SecretBytes
-    /// Five bytes both sides compute; shown as words so two people can compare them (`--verify`).
+    /// 32 bytes both sides compute from the session key: one input of the verification words
+    /// (``ShortAuthenticationString``), never shown itself. Full length, so a man in the middle
+    /// cannot make its two channels' verifiers collide by searching its SPAKE2 scalars.
     public let verifier: [UInt8]
 
     init(sessionKey: SecretBytes, role: JoinHandshake.Role) {
@@ -24,7 +26,7 @@ public struct JoinChannel: Sendable {
         sendKey = role == .joiner ? toAttendant : toJoiner
         receiveKey = role == .joiner ? toJoiner : toAttendant
         verifier = HKDFSHA256.deriveKey(
-            from: sessionKey, info: Array("eleven/join/v1/verifier".utf8), byteCount: 5
+            from: sessionKey, info: Array("eleven/join/v1/verifier".utf8), byteCount: 32
         ).unredactedBytes()
     }
 

@@ -54,6 +54,11 @@ public struct JoinBinding: Sendable, Equatable {
 extension Rendezvous.Phase {
     public static let confirm = Rendezvous.Phase("confirm")
     public static let request = Rendezvous.Phase("request")
+    /// The verification words' exchange (``ShortAuthenticationString``): the joiner's commitment,
+    /// the attendant's nonce, the joiner's reveal.
+    public static let commit = Rendezvous.Phase("commit")
+    public static let nonce = Rendezvous.Phase("nonce")
+    public static let reveal = Rendezvous.Phase("reveal")
     public static let grant = Rendezvous.Phase("grant")
     public static let refusal = Rendezvous.Phase("refusal")
     public static func status(_ n: Int) -> Rendezvous.Phase { Rendezvous.Phase("status-\(n)") }

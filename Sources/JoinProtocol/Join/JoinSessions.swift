@@ -61,11 +61,15 @@ struct JoinInbox {
     }
 
     /// Whether a message of `phase` may be handled now: the key-agreement message (and the
-    /// unauthenticated notices) at once, the confirmation after it, the rest once confirmed.
-    static func isReady(_ phase: Rendezvous.Phase, pakeReceived: Bool, confirmed: Bool) -> Bool {
+    /// unauthenticated notices) at once, the confirmation after it, the `reveal` (attendant) and
+    /// the `grant` (joiner) once the nonces were exchanged, the rest once confirmed.
+    static func isReady(
+        _ phase: Rendezvous.Phase, pakeReceived: Bool, confirmed: Bool, noncesExchanged: Bool
+    ) -> Bool {
         switch phase {
         case .pake, .abort: true
         case .confirm: pakeReceived
+        case .reveal, .grant: noncesExchanged
         default: confirmed
         }
     }
@@ -83,8 +87,9 @@ struct JoinInbox {
 public struct JoinerSession: ~Copyable {
     public enum Output: Equatable, Sendable {
         case send(Rendezvous.Phase, [UInt8])
-        /// Both confirmations verified; `verifier` can be shown as words (`--verify`).
-        case codeAccepted(verifier: [UInt8])
+        /// Both confirmations verified and the nonces exchanged: `sas` is shown as words
+        /// (``VerificationWords``), for the person to compare with the inviter's.
+        case codeAccepted(sas: [UInt8])
         case status(JoinStatus)
         case granted(object: [UInt8])
         case refused(reason: String, message: String)
@@ -95,6 +100,12 @@ public struct JoinerSession: ~Copyable {
     private let request: JoinRequest
     private var inbox = JoinInbox()
     private var pakeReceived = false
+    /// Our nonce nA, committed to after the confirmations and revealed once the attendant's
+    /// nonce came. Drawn here, from the same source as the key agreement, so a resumed joiner
+    /// (`PendingJoin`) reveals the nonce it committed to.
+    private let nonce: SecretBytes
+    /// The attendant's nonce arrived and ours was revealed.
+    private var noncesExchanged = false
     public private(set) var isFinished = false
 
     public init(
@@ -102,6 +113,7 @@ public struct JoinerSession: ~Copyable {
         using random: inout some RandomByteSource
     ) {
         handshake = JoinHandshake(role: .joiner, words: words, binding: binding, using: &random)
+        nonce = SecretBytes(randomCount: ShortAuthenticationString.nonceByteCount, using: &random)
         self.request = request
     }
 
@@ -115,7 +127,11 @@ public struct JoinerSession: ~Copyable {
         if phase == .ended && !pakeReceived {
             return finish(.failed(.inviteEnded(InviteEnd(notice: body))))
         }
-        guard JoinInbox.isReady(phase, pakeReceived: pakeReceived, confirmed: handshake.channel != nil) else {
+        guard
+            JoinInbox.isReady(
+                phase, pakeReceived: pakeReceived, confirmed: handshake.channel != nil,
+                noncesExchanged: noncesExchanged)
+        else {
             // Early: keep it for its turn (the confirm before the key-agreement message, the
             // answer before our own confirmation verified).
             guard Self.isExpected(phase) else { return [] }
@@ -125,8 +141,10 @@ public struct JoinerSession: ~Copyable {
         var out = step(phase: phase, body: body, using: &random)
         // Whatever waited for this message may go now.
         while !isFinished {
-            let (pake, confirmed) = (pakeReceived, handshake.channel != nil)
-            let ready = inbox.release { JoinInbox.isReady($0, pakeReceived: pake, confirmed: confirmed) }
+            let (pake, confirmed, exchanged) = (pakeReceived, handshake.channel != nil, noncesExchanged)
+            let ready = inbox.release {
+                JoinInbox.isReady($0, pakeReceived: pake, confirmed: confirmed, noncesExchanged: exchanged)
+            }
             if ready.isEmpty { break }
             for (p, b) in ready where !isFinished { out += step(phase: p, body: b, using: &random) }
         }
@@ -135,7 +153,7 @@ public struct JoinerSession: ~Copyable {
 
     /// Phases the joiner acts on; anything else from the peer is ignored.
     private static func isExpected(_ phase: Rendezvous.Phase) -> Bool {
-        phase == .pake || phase == .confirm || phase == .grant || phase == .refusal
+        phase == .pake || phase == .confirm || phase == .nonce || phase == .grant || phase == .refusal
             || phase.value.hasPrefix("status-")
     }
 
@@ -149,12 +167,34 @@ public struct JoinerSession: ~Copyable {
             do {
                 var out = try handshake.receive(phase: phase, body: body).map { Output.send($0.0, $0.1) }
                 if let channel = handshake.channel {
-                    out.append(.codeAccepted(verifier: channel.verifier))
+                    // Commit to our nonce before anything of the attendant's words is known;
+                    // the request travels with the commitment.
+                    let commitment = ShortAuthenticationString.commitment(to: nonce)
+                    out.append(
+                        .send(
+                            .commit,
+                            channel.seal(
+                                ShortAuthenticationString.frame(commitment), phase: .commit, using: &random)
+                        ))
                     let sealed = channel.seal(
                         JoinMessage.request(request).encoded(), phase: .request, using: &random)
                     out.append(.send(.request, sealed))
                 }
                 return out
+            } catch {
+                return finish(.failed(JoinFailure(error)))
+            }
+        }
+        if phase == .nonce {
+            guard !noncesExchanged else { return [] }
+            do {
+                let theirs = try ShortAuthenticationString.unframe(try channel.open(body, phase: .nonce))
+                noncesExchanged = true
+                let sas = ShortAuthenticationString.derive(
+                    verifier: channel.verifier, joinerNonce: nonce, attendantNonce: theirs)
+                let reveal = channel.seal(
+                    ShortAuthenticationString.frame(nonce.unredactedBytes()), phase: .reveal, using: &random)
+                return [.send(.reveal, reveal), .codeAccepted(sas: sas)]
             } catch {
                 return finish(.failed(JoinFailure(error)))
             }
@@ -190,8 +230,9 @@ public struct JoinerSession: ~Copyable {
 public struct AttendantSession: ~Copyable {
     public enum Output: Equatable, Sendable {
         case send(Rendezvous.Phase, [UInt8])
-        /// The joiner proved the code: decide, then call `approve` or `refuse`.
-        case requestReceived(JoinRequest, verifier: [UInt8])
+        /// The joiner proved the code and opened its commitment: show `sas` as words
+        /// (``VerificationWords``), decide, then call `approve` or `refuse`.
+        case requestReceived(JoinRequest, sas: [UInt8])
         /// The code is burned (wrong code or a protocol violation); tell the inviter.
         case burned(JoinFailure)
     }
@@ -202,6 +243,16 @@ public struct AttendantSession: ~Copyable {
     private var statusCount = 0
     private var inbox = JoinInbox()
     private var pakeReceived = false
+    /// Our nonce nB, sent once the joiner committed to its own.
+    private let nonce: [UInt8]
+    /// The joiner's commitment to its nonce, once it came (and ours was sent).
+    private var commitment: [UInt8]?
+    private var noncesExchanged: Bool { commitment != nil }
+    /// The joiner's request, held until the reveal verified.
+    private var receivedRequest: JoinRequest?
+    /// The words' bytes, once the joiner's reveal opened its commitment.
+    private var sas: [UInt8]?
+    /// The request, once the code is proven and the words are known: decide on it.
     public private(set) var pendingRequest: JoinRequest?
     public private(set) var isFinished = false
 
@@ -212,6 +263,7 @@ public struct AttendantSession: ~Copyable {
         using random: inout some RandomByteSource
     ) {
         handshake = JoinHandshake(role: .attendant, words: words, binding: binding, using: &random)
+        nonce = random.bytes(count: ShortAuthenticationString.nonceByteCount)
         self.inviterName = inviterName
         self.announceWaiting = announceWaiting
     }
@@ -223,22 +275,33 @@ public struct AttendantSession: ~Copyable {
         phase: Rendezvous.Phase, body: [UInt8], using random: inout some RandomByteSource
     ) -> [Output] {
         guard !isFinished else { return [] }
-        guard phase == .pake || phase == .confirm || phase == .request else {
+        guard Self.isExpected(phase) else {
             // Nothing else may come from a joiner, before or after the code is proven.
             return handshake.channel == nil ? burn(.protocolError("'\(phase)' from the joiner")) : []
         }
-        guard JoinInbox.isReady(phase, pakeReceived: pakeReceived, confirmed: handshake.channel != nil) else {
+        guard
+            JoinInbox.isReady(
+                phase, pakeReceived: pakeReceived, confirmed: handshake.channel != nil,
+                noncesExchanged: noncesExchanged)
+        else {
             guard inbox.hold(phase, body) else { return burn(.protocolError("too many messages")) }
             return []
         }
         var out = step(phase: phase, body: body, using: &random)
         while !isFinished {
-            let (pake, confirmed) = (pakeReceived, handshake.channel != nil)
-            let ready = inbox.release { JoinInbox.isReady($0, pakeReceived: pake, confirmed: confirmed) }
+            let (pake, confirmed, exchanged) = (pakeReceived, handshake.channel != nil, noncesExchanged)
+            let ready = inbox.release {
+                JoinInbox.isReady($0, pakeReceived: pake, confirmed: confirmed, noncesExchanged: exchanged)
+            }
             if ready.isEmpty { break }
             for (p, b) in ready where !isFinished { out += step(phase: p, body: b, using: &random) }
         }
         return out
+    }
+
+    /// Phases a joiner may send.
+    private static func isExpected(_ phase: Rendezvous.Phase) -> Bool {
+        phase == .pake || phase == .confirm || phase == .commit || phase == .request || phase == .reveal
     }
 
     private mutating func step(
@@ -252,18 +315,42 @@ public struct AttendantSession: ~Copyable {
                 return burn(JoinFailure(error))
             }
         }
-        guard phase == .request, pendingRequest == nil else { return [] }
         do {
-            guard
-                case .request(let request) = try JoinMessage(
-                    decoding: try channel.open(body, phase: .request), allowed: ["request"])
-            else { return burn(.protocolError("an unexpected message")) }
-            pendingRequest = request
             var out: [Output] = []
+            switch phase {
+            case .commit:
+                guard commitment == nil else { return [] }
+                commitment = try ShortAuthenticationString.unframe(try channel.open(body, phase: .commit))
+                // Our nonce only now: the joiner is bound to its own before it sees ours.
+                let sealed = channel.seal(
+                    ShortAuthenticationString.frame(nonce), phase: .nonce, using: &random)
+                out.append(.send(.nonce, sealed))
+            case .reveal:
+                guard let commitment, sas == nil else { return [] }
+                let theirs = SecretBytes(
+                    try ShortAuthenticationString.unframe(try channel.open(body, phase: .reveal)))
+                guard ShortAuthenticationString.opens(commitment, with: theirs) else {
+                    return burn(.protocolError("the verification reveal does not match its commitment"))
+                }
+                sas = ShortAuthenticationString.derive(
+                    verifier: channel.verifier, joinerNonce: theirs, attendantNonce: nonce)
+            case .request:
+                guard receivedRequest == nil else { return [] }
+                guard
+                    case .request(let request) = try JoinMessage(
+                        decoding: try channel.open(body, phase: .request), allowed: ["request"])
+                else { return burn(.protocolError("an unexpected message")) }
+                receivedRequest = request
+            default:
+                return []
+            }
+            // Nobody sees words or decides before the reveal verified.
+            guard pendingRequest == nil, let request = receivedRequest, let sas else { return out }
+            pendingRequest = request
             if announceWaiting {
                 out.append(send(.status(.waitingForApproval(inviter: inviterName)), channel, &random))
             }
-            out.append(.requestReceived(request, verifier: channel.verifier))
+            out.append(.requestReceived(request, sas: sas))
             return out
         } catch {
             return burn(JoinFailure(error))

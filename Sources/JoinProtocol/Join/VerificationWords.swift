@@ -1,9 +1,10 @@
 import WordCodes
 
-/// The verifier of a confirmed join as three words, so two people can compare it aloud. A
-/// man-in-the-middle who guessed the code (its one guess) shows different words on each side.
+/// The short authentication string of a confirmed join (``ShortAuthenticationString``) as three
+/// words, so two people can compare it aloud. A man in the middle who guessed the code (its one
+/// guess) shows the same words on both sides only by chance (2^-33).
 public enum VerificationWords {
-    /// Three words from the first 33 bits of `verifier` (at least 5 bytes).
+    /// Three words from the first 33 bits of `verifier` (the SAS bytes, at least 5).
     public static func words(for verifier: [UInt8]) -> [String] {
         guard verifier.count >= 5 else { return [] }
         var bits: UInt64 = 0
