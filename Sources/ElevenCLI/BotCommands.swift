@@ -58,7 +58,7 @@ let botCommands: [CommandGroup.Entry] = [
                 if let message = note.message { object["message"] = message }
                 Terminal.json(object)
             } else {
-                Terminal.out(note.message ?? note.type.rawValue)
+                Terminal.out(SafeText.line(note.message ?? note.type.rawValue))
             }
             if !arguments.flag("keep") {
                 try? session.client.deleteNote(session.saved.space, id: received.inboxID)
@@ -180,7 +180,7 @@ func inviteThroughBot(
         else { break }
         switch note.type {
         case .approvalNeeded:
-            let name = (note.name ?? "").isEmpty ? "Someone" : note.name ?? ""
+            let name = (note.name ?? "").isEmpty ? "Someone" : SafeText.line(note.name ?? "")
             if let words = note.verification {
                 Terminal.out("\(name) proved the code (verification words: \(words)).")
             }
@@ -190,7 +190,7 @@ func inviteThroughBot(
             try withSpaceErrors { try session.send(answer, to: bot) }
         case .joined:
             joined += 1
-            Terminal.out(note.message ?? "Someone joined.")
+            Terminal.out(SafeText.line(note.message ?? "Someone joined."))
         default:
             throw CLIError(
                 code: "invite_burned", message: note.message ?? "The invite ended.", status: .codeRejected)

@@ -307,7 +307,8 @@ private func cardLines(_ card: InviteCard) -> [String] {
     lines.append("  Space picture: \(card.avatar.map { card.server + $0 } ?? "none")")
     lines.append("  Expires: \(dateText(card.expiresAt))")
     if card.usesLeft > 1 { lines.append("  Uses left: \(card.usesLeft)") }
-    return lines
+    // Every field came from the inviter or the server: one line each, whatever they hold.
+    return lines.map(SafeText.line)
 }
 
 private func cardObject(_ card: InviteCard, saved: Bool) -> [String: Any] {

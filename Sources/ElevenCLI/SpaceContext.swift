@@ -89,7 +89,7 @@ func chooseSpace(_ wanted: String?, in saved: SavedSpaces) throws -> SavedSpace 
 
 /// A member's name for people.
 func displayName(_ record: MemberRecord) -> String {
-    record.name.isEmpty ? "member \(record.id)" : record.name
+    record.name.isEmpty ? "member \(record.id)" : SafeText.line(record.name)
 }
 
 /// JSON-friendly rights names.
