@@ -226,6 +226,8 @@ private final class PersonAttendant {
     /// The joiner added on the space server in the current use, until the joiner heard so.
     private var admitted: MemberRecord?
     private var admitFailure: Error?
+    /// The joiner of the current use turned out to be a member already.
+    private var alreadyMember = false
 
     init(session: SpaceSession, yes: Bool, json: Bool, readmit: MemberID? = nil) {
         self.session = session
@@ -292,6 +294,10 @@ private final class PersonAttendant {
             let (grant, record) = try session.admit(request: request, invite: signed, readmit: readmit)
             admitted = record
             return .granted(grant.encoded())
+        } catch  where error.code == alreadyMemberReason {
+            // Their device is in the space already: nothing to add, and their use is not spent.
+            alreadyMember = true
+            return .failed(alreadyMemberRefusal(session.saved.name), mayBeMember: false)
         } catch {
             admitFailure = error
             return .failed(
@@ -313,6 +319,11 @@ private final class PersonAttendant {
         case .declined:
             report(
                 json, ["event": "declined", "name": request?.displayName ?? ""], "\(name) was not let in.")
+        case .turnedAway where alreadyMember:
+            alreadyMember = false
+            report(
+                json, ["event": "already_member", "name": request?.displayName ?? ""],
+                "\(name) is already in \(session.saved.name); nothing changed.")
         case .turnedAway:
             if let failure = admitFailure {
                 admitFailure = nil
@@ -355,6 +366,15 @@ func printQR(_ link: String) {
 
 private func nameOf(_ request: JoinRequest) -> String {
     request.displayName.isEmpty ? "Someone" : request.displayName
+}
+
+/// The refusal an attendant sends a joiner whose device is a member already (the use is not
+/// spent): the joiner's `eleven join` says so and changes nothing, as for a link.
+let alreadyMemberReason = "already_member"
+
+func alreadyMemberRefusal(_ spaceName: String) -> AttendantRefusal {
+    AttendantRefusal(
+        .turnedAway, reason: alreadyMemberReason, "You are already in \(spaceName); nothing changed.")
 }
 
 private func burnedError() -> CLIError {
@@ -446,6 +466,11 @@ private func runJoin(_ arguments: ParsedArguments) throws {
             },
             // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
             save: { try? joins.put($0) })
+    } catch JoinRunError.refused(alreadyMemberReason, let message) {
+        // As with a link: a space this device is in already is left as it is.
+        try? joins.remove(pending.id)
+        report(json, ["event": "already_joined", "message": message], message)
+        return
     } catch {
         try? joins.remove(pending.id)
         throw joinCLIError(error, codeAccepted: accepted.isSet)
