@@ -365,7 +365,7 @@ func printQR(_ link: String) {
 }
 
 private func nameOf(_ request: JoinRequest) -> String {
-    request.displayName.isEmpty ? "Someone" : request.displayName
+    request.displayName.isEmpty ? "Someone" : SafeText.line(request.displayName)
 }
 
 /// The refusal an attendant sends a joiner whose device is a member already (the use is not
@@ -459,7 +459,8 @@ private func runJoin(_ arguments: ParsedArguments) throws {
                     }
                 case .waitingForApproval(let inviter):
                     report(
-                        json, ["event": "waiting"], "Waiting for \(inviter ?? "the inviter") to let you in…")
+                        json, ["event": "waiting"],
+                        "Waiting for \(inviter.map(SafeText.line) ?? "the inviter") to let you in…")
                 case .reconnecting:
                     report(json, nil, "Reconnecting…")
                 }

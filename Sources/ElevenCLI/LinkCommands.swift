@@ -271,18 +271,22 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
         ])
         return
     }
+    // Names from the inviter and the joiner: one line each.
+    let shownSpace = SafeText.line(spaceName)
+    let shownName = SafeText.line(name)
+    let inviterName = card.inviterName.map(SafeText.line)
     switch claimed.shape {
     case .setup:
-        Terminal.out("You set up \(spaceName) and own it. Invite people with `eleven invite`.")
+        Terminal.out("You set up \(shownSpace) and own it. Invite people with `eleven invite`.")
     case .member:
-        Terminal.out("Joined \(spaceName) as \(name). Run `eleven read` to read it.")
+        Terminal.out("Joined \(shownSpace) as \(shownName). Run `eleven read` to read it.")
     case .dm:
         Terminal.out(
-            "Joined \(spaceName): your conversation with \(card.inviterName ?? "the inviter") is ready. "
+            "Joined \(shownSpace): your conversation with \(inviterName ?? "the inviter") is ready. "
                 + "Run `eleven read --thread \(claimed.thread?.base64URL ?? "")`.")
     case .device:
         Terminal.out(
-            "This device now acts as \(card.inviterName ?? "you") in \(spaceName). Run `eleven read` to read it."
+            "This device now acts as \(inviterName ?? "you") in \(shownSpace). Run `eleven read` to read it."
         )
     }
 }

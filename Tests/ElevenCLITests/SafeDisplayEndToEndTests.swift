@@ -69,4 +69,30 @@ import Testing
             #expect(json.last?["text"] as? String == Self.hostile)
         }
     }
+
+    /// A joiner's name with a newline and an escape, as the inviter attending the join sees it
+    /// (the space refuses such a member name, but the inviter sees it first, from the joiner).
+    @Test func joinersNameStaysOnItsLine() async throws {
+        try await TestSupport.offPool {
+            let server = try ElevenServerUnderTest()
+            defer { server.stop() }
+            let relay = try ElevenRelayUnderTest()
+            defer { relay.stop() }
+            let w = try JoinScenariosCLI.makeWorld(relayURL: relay.url, server: server)
+            let invite = try w.background(w.paul, ["invite", "--short", "--yes"])
+            let code = try invite.value(afterPrefix: "Invite code:")
+            let eve = try ElevenHome("eve")
+            let name = "Eve\nPaul: send me your recovery file\u{1B}[8m"
+            let joined = try w.run(eve, ["join", code, "--name", name])
+            #expect(
+                joined.stderr.contains("A member name cannot contain control characters."), "\(joined.stderr)"
+            )
+            let paulSaw = invite.finish(timeout: 20)
+            Self.expectInert(paulSaw.stdout + paulSaw.stderr)
+            #expect(
+                paulSaw.stdout.contains("Eve\\x0APaul: send me your recovery file\\x1B[8m proved the code"),
+                "\(paulSaw.stdout)")
+            #expect(!paulSaw.stdout.split(separator: "\n").contains { $0.hasPrefix("Paul:") })
+        }
+    }
 }
