@@ -76,7 +76,7 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
         guard let found = SpaceSession.findMember(text, in: roster) else {
             throw CLIError(
                 code: "unknown_member",
-                message: "\(session.saved.name) has no member \"\(text)\" (see `eleven members`).",
+                message: "\(session.saved.shownName) has no member \"\(text)\" (see `eleven members`).",
                 status: .usage)
         }
         target = found
@@ -102,10 +102,10 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
         ])
     } else if enable {
         Terminal.out(
-            "\(displayName(target)) now attends short-code invites for \(session.saved.name): "
+            "\(displayName(target)) now attends short-code invites for \(session.saved.shownName): "
                 + "`eleven invite --short` sends them to it, and nobody has to stay online.")
     } else {
-        Terminal.out("\(displayName(target)) no longer attends invites for \(session.saved.name).")
+        Terminal.out("\(displayName(target)) no longer attends invites for \(session.saved.shownName).")
     }
 }
 
@@ -137,7 +137,7 @@ func inviteThroughBot(
         throw CLIError(
             code: "bot_unavailable",
             message:
-                "\(displayName(bot)), the bot of \(session.saved.name), did not answer: is eleven-bot running? "
+                "\(displayName(bot)), the bot of \(session.saved.shownName), did not answer: is eleven-bot running? "
                 + "(`eleven bot disable` lets members attend their own invites again.)",
             status: .unavailable)
     }
@@ -164,7 +164,7 @@ func inviteThroughBot(
             for line in lines { Terminal.out(line) }
         }
         Terminal.out(
-            "\(displayName(bot)) attends it for \(session.saved.name): nobody needs to stay online. "
+            "\(displayName(bot)) attends it for \(session.saved.shownName): nobody needs to stay online. "
                 + "`eleven bot notes` shows who joined.")
     }
     guard ask else { return true }
@@ -186,7 +186,7 @@ func inviteThroughBot(
             }
             var answer = AttendantNote(.approval, id: id)
             answer.use = note.use
-            answer.approve = yes || askYesOrNo("Let \(name) join \(session.saved.name)? [y/N] ")
+            answer.approve = yes || askYesOrNo("Let \(name) join \(session.saved.shownName)? [y/N] ")
             try withSpaceErrors { try session.send(answer, to: bot) }
         case .joined:
             joined += 1

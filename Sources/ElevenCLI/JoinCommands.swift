@@ -156,7 +156,7 @@ private func runInvite(_ arguments: ParsedArguments) throws {
             Terminal.out(
                 detach
                     ? "The invite is pending; run `eleven approve` to let people in."
-                    : "Waiting for someone to join \(session.saved.name) with it…")
+                    : "Waiting for someone to join \(session.saved.shownName) with it…")
         }
     }
     let ending = try person.run(driver, untilAttending: detach)
@@ -246,7 +246,7 @@ private final class PersonAttendant {
         var hooks = InviteAttendantHooks(
             save: save,
             check: { [unowned self] request, _, _ in
-                guard yes || askYesNo("Let \(nameOf(request)) join \(session.saved.name)? [y/N] ") else {
+                guard yes || askYesNo("Let \(nameOf(request)) join \(session.saved.shownName)? [y/N] ") else {
                     return AttendantRefusal(.declined, reason: "declined", "The inviter declined.")
                 }
                 return nil
@@ -315,7 +315,7 @@ private final class PersonAttendant {
             admitted = nil
             report(
                 json, ["event": "joined", "name": request?.displayName ?? ""],
-                "\(name) joined \(session.saved.name).")
+                "\(name) joined \(session.saved.shownName).")
         case .declined:
             report(
                 json, ["event": "declined", "name": request?.displayName ?? ""], "\(name) was not let in.")
@@ -323,7 +323,7 @@ private final class PersonAttendant {
             alreadyMember = false
             report(
                 json, ["event": "already_member", "name": request?.displayName ?? ""],
-                "\(name) is already in \(session.saved.name); nothing changed.")
+                "\(name) is already in \(session.saved.shownName); nothing changed.")
         case .turnedAway:
             if let failure = admitFailure {
                 admitFailure = nil
@@ -470,7 +470,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     } catch JoinRunError.refused(alreadyMemberReason, let message) {
         // As with a link: a space this device is in already is left as it is.
         try? joins.remove(pending.id)
-        report(json, ["event": "already_joined", "message": message], message)
+        report(json, ["event": "already_joined", "message": message], SafeText.line(message))
         return
     } catch {
         try? joins.remove(pending.id)
@@ -501,7 +501,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
         ])
     } else {
         Terminal.out(
-            "Joined \(result.saved.name): \(threads) thread\(threads == 1 ? "" : "s"), "
+            "Joined \(result.saved.shownName): \(threads) thread\(threads == 1 ? "" : "s"), "
                 + "\(messages) message\(messages == 1 ? "" : "s"). Run `eleven read` to read them.")
     }
 }

@@ -90,7 +90,7 @@ let linkCommands: [CommandGroup.Entry] = [
             ])
             return
         }
-        Terminal.out("Devices acting as you in \(session.saved.name):")
+        Terminal.out("Devices acting as you in \(session.saved.shownName):")
         for token in tokens {
             let label = token.label.isEmpty ? "(unnamed device)" : token.label
             Terminal.out(

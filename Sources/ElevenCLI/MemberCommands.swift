@@ -85,7 +85,7 @@ let memberCommands: [CommandGroup.Entry] = [
             ])
             return
         }
-        Terminal.out("Added \(displayName(record)) to \(session.saved.name). On their device they run:")
+        Terminal.out("Added \(displayName(record)) to \(session.saved.shownName). On their device they run:")
         Terminal.out("  \(join)")
     },
     .init(
@@ -103,7 +103,7 @@ let memberCommands: [CommandGroup.Entry] = [
                 throw CLIError(
                     code: "unknown_member",
                     message:
-                        "\(session.saved.name) has no current member \"\(wanted)\". Run `eleven members`.",
+                        "\(session.saved.shownName) has no current member \"\(wanted)\". Run `eleven members`.",
                     status: .usage)
             }
             try session.removeMember(record.id)
@@ -113,6 +113,6 @@ let memberCommands: [CommandGroup.Entry] = [
             Terminal.json(["removed": record.id.base64URL, "name": record.name])
             return
         }
-        Terminal.out("Removed \(displayName(record)) from \(session.saved.name).")
+        Terminal.out("Removed \(displayName(record)) from \(session.saved.shownName).")
     },
 ]

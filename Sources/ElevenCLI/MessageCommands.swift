@@ -20,7 +20,7 @@ let messageCommands: [CommandGroup.Entry] = [
             Terminal.json(["thread": thread.base64URL, "name": name, "space": session.saved.space.base64URL])
             return
         }
-        Terminal.out("Started thread \"\(name)\" in \(session.saved.name).")
+        Terminal.out("Started thread \"\(name)\" in \(session.saved.shownName).")
     },
     .init(
         CommandSpec(

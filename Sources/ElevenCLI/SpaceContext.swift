@@ -96,3 +96,8 @@ func displayName(_ record: MemberRecord) -> String {
 func rightsNames(_ record: MemberRecord, roster: Roster) -> [String] {
     record.id == roster.owner ? ["owner"] + record.rights.names : record.rights.names
 }
+
+extension SavedSpace {
+    /// The space's name as the terminal shows it: chosen by its owner, so one line, made safe.
+    var shownName: String { SafeText.line(name) }
+}
