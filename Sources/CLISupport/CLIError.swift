@@ -50,12 +50,16 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
 
 /// Writes to standard output and standard error without C stdio globals (strict concurrency).
 public enum Terminal {
+    /// Prints `text` and a newline. Whatever text from others it holds cannot act on the
+    /// terminal: every control character but the newline is shown escaped (``SafeText``), so a
+    /// caller need only keep others' newlines from starting lines of their own.
     public static func out(_ text: String) {
-        write(1, text + "\n")
+        write(1, SafeText.lines(text) + "\n")
     }
 
+    /// ``out(_:)`` on standard error.
     public static func err(_ text: String) {
-        write(2, text + "\n")
+        write(2, SafeText.lines(text) + "\n")
     }
 
     private static func write(_ fd: Int32, _ text: String) {
@@ -86,7 +90,8 @@ public enum Terminal {
             out("{\"error\":\"internal\",\"message\":\"could not encode output\"}")
             return
         }
-        out(String(decoding: data, as: UTF8.self))
+        // Raw: JSON escapes what needs it, and a reader wants the text as it was sent.
+        write(1, String(decoding: data, as: UTF8.self) + "\n")
     }
 }
 

@@ -66,7 +66,7 @@ let botCommands: [CommandGroup.Entry] = [
                 if let message = note.message { object["message"] = message }
                 Terminal.json(object)
             } else {
-                Terminal.out(note.message ?? note.type.rawValue)
+                Terminal.out(SafeText.line(note.message ?? note.type.rawValue))
             }
             if !arguments.flag("keep") {
                 try? session.client.deleteNote(session.saved.space, id: received.inboxID)
@@ -84,7 +84,7 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
         guard let found = SpaceSession.findMember(text, in: roster) else {
             throw CLIError(
                 code: "unknown_member",
-                message: "\(session.saved.name) has no member \"\(text)\" (see `eleven members`).",
+                message: "\(session.saved.shownName) has no member \"\(text)\" (see `eleven members`).",
                 status: .usage)
         }
         target = found
@@ -110,10 +110,10 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
         ])
     } else if enable {
         Terminal.out(
-            "\(displayName(target)) now attends short-code invites for \(session.saved.name): "
+            "\(displayName(target)) now attends short-code invites for \(session.saved.shownName): "
                 + "`eleven invite --short` sends them to it, and nobody has to stay online.")
     } else {
-        Terminal.out("\(displayName(target)) no longer attends invites for \(session.saved.name).")
+        Terminal.out("\(displayName(target)) no longer attends invites for \(session.saved.shownName).")
     }
 }
 
@@ -163,7 +163,7 @@ func inviteThroughBot(
             throw CLIError(
                 code: "bot_unavailable",
                 message:
-                    "\(displayName(bot)), the bot of \(session.saved.name), did not answer: is eleven-bot running? "
+                    "\(displayName(bot)), the bot of \(session.saved.shownName), did not answer: is eleven-bot running? "
                     + "(`eleven bot disable` lets members attend their own invites again.)",
                 status: .timedOut)
         }
@@ -200,7 +200,7 @@ func inviteThroughBot(
             for line in lines { Terminal.out(line) }
         }
         Terminal.out(
-            "\(displayName(bot)) attends it for \(session.saved.name): nobody needs to stay online. "
+            "\(displayName(bot)) attends it for \(session.saved.shownName): nobody needs to stay online. "
                 + "`eleven bot notes` shows who joined.")
     }
     guard ask else { return true }
@@ -216,17 +216,17 @@ func inviteThroughBot(
         else { break }
         switch note.type {
         case .approvalNeeded:
-            let name = (note.name ?? "").isEmpty ? "Someone" : note.name ?? ""
+            let name = (note.name ?? "").isEmpty ? "Someone" : SafeText.line(note.name ?? "")
             if let words = note.verification {
                 Terminal.out("\(name) proved the code (verification words: \(words)).")
             }
             var answer = AttendantNote(.approval, id: id)
             answer.use = note.use
-            answer.approve = yes || askYesOrNo("Let \(name) join \(session.saved.name)? [y/N] ")
+            answer.approve = yes || askYesOrNo("Let \(name) join \(session.saved.shownName)? [y/N] ")
             try withSpaceErrors { try session.send(answer, to: bot) }
         case .joined:
             joined += 1
-            Terminal.out(note.message ?? "Someone joined.")
+            Terminal.out(SafeText.line(note.message ?? "Someone joined."))
         default:
             throw CLIError(
                 code: "invite_burned", message: note.message ?? "The invite ended.", status: .codeRejected)

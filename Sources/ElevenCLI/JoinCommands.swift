@@ -169,7 +169,7 @@ private func runInvite(_ arguments: ParsedArguments) throws {
             Terminal.out(
                 detach
                     ? "The invite is pending; run `eleven approve` to let people in."
-                    : "Waiting for someone to join \(session.saved.name) with it…")
+                    : "Waiting for someone to join \(session.saved.shownName) with it…")
         }
     }
     let ending = try person.run(driver, untilAttending: detach)
@@ -239,6 +239,8 @@ private final class PersonAttendant {
     /// The joiner added on the space server in the current use, until the joiner heard so.
     private var admitted: MemberRecord?
     private var admitFailure: Error?
+    /// The joiner of the current use turned out to be a member already.
+    private var alreadyMember = false
 
     init(session: SpaceSession, yes: Bool, json: Bool, readmit: MemberID? = nil) {
         self.session = session
@@ -257,7 +259,7 @@ private final class PersonAttendant {
         var hooks = InviteAttendantHooks(
             save: save,
             check: { [unowned self] request, _, _ in
-                guard yes || askYesNo("Let \(nameOf(request)) join \(session.saved.name)? [y/N] ") else {
+                guard yes || askYesNo("Let \(nameOf(request)) join \(session.saved.shownName)? [y/N] ") else {
                     return AttendantRefusal(.declined, reason: "declined", "The inviter declined.")
                 }
                 return nil
@@ -305,6 +307,10 @@ private final class PersonAttendant {
             let (grant, record) = try session.admit(request: request, invite: signed, readmit: readmit)
             admitted = record
             return .granted(grant.encoded())
+        } catch  where error.code == alreadyMemberReason {
+            // Their device is in the space already: nothing to add, and their use is not spent.
+            alreadyMember = true
+            return .failed(alreadyMemberRefusal(session.saved.name), mayBeMember: false)
         } catch {
             admitFailure = error
             return .failed(
@@ -322,10 +328,15 @@ private final class PersonAttendant {
             admitted = nil
             report(
                 json, ["event": "joined", "name": request?.displayName ?? ""],
-                "\(name) joined \(session.saved.name).")
+                "\(name) joined \(session.saved.shownName).")
         case .declined:
             report(
                 json, ["event": "declined", "name": request?.displayName ?? ""], "\(name) was not let in.")
+        case .turnedAway where alreadyMember:
+            alreadyMember = false
+            report(
+                json, ["event": "already_member", "name": request?.displayName ?? ""],
+                "\(name) is already in \(session.saved.shownName); nothing changed.")
         case .turnedAway:
             if let failure = admitFailure {
                 admitFailure = nil
@@ -367,7 +378,16 @@ func printQR(_ link: String) {
 }
 
 private func nameOf(_ request: JoinRequest) -> String {
-    request.displayName.isEmpty ? "Someone" : request.displayName
+    request.displayName.isEmpty ? "Someone" : SafeText.line(request.displayName)
+}
+
+/// The refusal an attendant sends a joiner whose device is a member already (the use is not
+/// spent): the joiner's `eleven join` says so and changes nothing, as for a link.
+let alreadyMemberReason = "already_member"
+
+func alreadyMemberRefusal(_ spaceName: String) -> AttendantRefusal {
+    AttendantRefusal(
+        .turnedAway, reason: alreadyMemberReason, "You are already in \(spaceName); nothing changed.")
 }
 
 private func burnedError() -> CLIError {
@@ -449,13 +469,19 @@ private func runJoin(_ arguments: ParsedArguments) throws {
                         "Code accepted. Verification words: \(check) (the inviter should see the same).")
                 case .waitingForApproval(let inviter):
                     report(
-                        json, ["event": "waiting"], "Waiting for \(inviter ?? "the inviter") to let you in…")
+                        json, ["event": "waiting"],
+                        "Waiting for \(inviter.map(SafeText.line) ?? "the inviter") to let you in…")
                 case .reconnecting:
                     report(json, nil, "Reconnecting…")
                 }
             },
             // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
             save: { try? joins.put($0) })
+    } catch JoinRunError.refused(alreadyMemberReason, let message) {
+        // As with a link: a space this device is in already is left as it is.
+        try? joins.remove(pending.id)
+        report(json, ["event": "already_joined", "message": message], SafeText.line(message))
+        return
     } catch {
         try? joins.remove(pending.id)
         throw joinCLIError(error, codeAccepted: accepted.isSet)
@@ -485,7 +511,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
         ])
     } else {
         Terminal.out(
-            "Joined \(result.saved.name): \(threads) thread\(threads == 1 ? "" : "s"), "
+            "Joined \(result.saved.shownName): \(threads) thread\(threads == 1 ? "" : "s"), "
                 + "\(messages) message\(messages == 1 ? "" : "s"). Run `eleven read` to read them.")
     }
 }

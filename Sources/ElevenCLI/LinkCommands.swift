@@ -90,7 +90,7 @@ let linkCommands: [CommandGroup.Entry] = [
             ])
             return
         }
-        Terminal.out("Devices acting as you in \(session.saved.name):")
+        Terminal.out("Devices acting as you in \(session.saved.shownName):")
         for token in tokens {
             let label = token.label.isEmpty ? "(unnamed device)" : token.label
             Terminal.out(
@@ -271,18 +271,22 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
         ])
         return
     }
+    // Names from the inviter and the joiner: one line each.
+    let shownSpace = SafeText.line(spaceName)
+    let shownName = SafeText.line(name)
+    let inviterName = card.inviterName.map(SafeText.line)
     switch claimed.shape {
     case .setup:
-        Terminal.out("You set up \(spaceName) and own it. Invite people with `eleven invite`.")
+        Terminal.out("You set up \(shownSpace) and own it. Invite people with `eleven invite`.")
     case .member:
-        Terminal.out("Joined \(spaceName) as \(name). Run `eleven read` to read it.")
+        Terminal.out("Joined \(shownSpace) as \(shownName). Run `eleven read` to read it.")
     case .dm:
         Terminal.out(
-            "Joined \(spaceName): your conversation with \(card.inviterName ?? "the inviter") is ready. "
+            "Joined \(shownSpace): your conversation with \(inviterName ?? "the inviter") is ready. "
                 + "Run `eleven read --thread \(claimed.thread?.base64URL ?? "")`.")
     case .device:
         Terminal.out(
-            "This device now acts as \(card.inviterName ?? "you") in \(spaceName). Run `eleven read` to read it."
+            "This device now acts as \(inviterName ?? "you") in \(shownSpace). Run `eleven read` to read it."
         )
     }
 }
@@ -307,7 +311,8 @@ private func cardLines(_ card: InviteCard) -> [String] {
     lines.append("  Space picture: \(card.avatar.map { card.server + $0 } ?? "none")")
     lines.append("  Expires: \(dateText(card.expiresAt))")
     if card.usesLeft > 1 { lines.append("  Uses left: \(card.usesLeft)") }
-    return lines
+    // Every field came from the inviter or the server: one line each, whatever they hold.
+    return lines.map(SafeText.line)
 }
 
 private func cardObject(_ card: InviteCard, saved: Bool) -> [String: Any] {

@@ -30,18 +30,20 @@ let memberCommands: [CommandGroup.Entry] = [
             ])
             return
         }
-        Terminal.out("Members of \(session.saved.name):")
+        Terminal.out("Members of \(SafeText.line(session.saved.name)):")
+        let names = MemberNames(roster)
         for record in current {
+            let label = names.label(record.id)
             var notes: [String] = []
-            if record.id == roster.owner { notes.append("owner") }
+            if record.id == roster.owner && !label.hasSuffix(" (owner)") { notes.append("owner") }
             if record.id == session.saved.member { notes.append("you") }
             let suffix = notes.isEmpty ? "" : " (\(notes.joined(separator: ", ")))"
-            Terminal.out("  \(displayName(record))\(suffix)  \(record.id)")
+            Terminal.out("  \(label)\(suffix)  \(record.id)")
         }
-        for note in SpaceSession.newIdentityNotes(roster) { Terminal.out("\(note).") }
+        for note in SpaceSession.newIdentityNotes(roster) { Terminal.out(SafeText.line(note) + ".") }
         if !former.isEmpty {
             Terminal.out("Former members:")
-            for record in former { Terminal.out("  \(displayName(record))  \(record.id)") }
+            for record in former { Terminal.out("  \(names.label(record.id))  \(record.id)") }
         }
     },
     .init(
@@ -83,7 +85,7 @@ let memberCommands: [CommandGroup.Entry] = [
             ])
             return
         }
-        Terminal.out("Added \(displayName(record)) to \(session.saved.name). On their device they run:")
+        Terminal.out("Added \(displayName(record)) to \(session.saved.shownName). On their device they run:")
         Terminal.out("  \(join)")
     },
     .init(
@@ -101,7 +103,7 @@ let memberCommands: [CommandGroup.Entry] = [
                 throw CLIError(
                     code: "unknown_member",
                     message:
-                        "\(session.saved.name) has no current member \"\(wanted)\". Run `eleven members`.",
+                        "\(session.saved.shownName) has no current member \"\(wanted)\". Run `eleven members`.",
                     status: .usage)
             }
             try session.removeMember(record.id)
@@ -111,6 +113,6 @@ let memberCommands: [CommandGroup.Entry] = [
             Terminal.json(["removed": record.id.base64URL, "name": record.name])
             return
         }
-        Terminal.out("Removed \(displayName(record)) from \(session.saved.name).")
+        Terminal.out("Removed \(displayName(record)) from \(session.saved.shownName).")
     },
 ]

@@ -20,7 +20,7 @@ let messageCommands: [CommandGroup.Entry] = [
             Terminal.json(["thread": thread.base64URL, "name": name, "space": session.saved.space.base64URL])
             return
         }
-        Terminal.out("Started thread \"\(name)\" in \(session.saved.name).")
+        Terminal.out("Started thread \"\(name)\" in \(session.saved.shownName).")
     },
     .init(
         CommandSpec(
@@ -43,7 +43,8 @@ let messageCommands: [CommandGroup.Entry] = [
         }
         for thread in threads {
             Terminal.out(
-                thread.name.map { "  \($0)" } ?? "  (a thread you were not given the key to)  \(thread.id)")
+                thread.name.map { "  \(SafeText.line($0))" }
+                    ?? "  (a thread you were not given the key to)  \(thread.id)")
         }
     },
     .init(
@@ -77,6 +78,7 @@ let messageCommands: [CommandGroup.Entry] = [
                 if first && !json {
                     for note in SpaceSession.newIdentityNotes(roster) { Terminal.out("(\(note).)") }
                 }
+                let names = MemberNames(roster)
                 for message in page.messages {
                     if json {
                         Terminal.json([
@@ -85,12 +87,11 @@ let messageCommands: [CommandGroup.Entry] = [
                             "text": message.text,
                         ])
                     } else {
-                        let who = message.authorName.isEmpty ? "member \(message.author)" : message.authorName
-                        Terminal.out("\(who): \(message.text)")
+                        Terminal.out(SafeText.body(message.text, after: "\(names.label(message.author)): "))
                     }
                 }
                 if first && !json && page.messages.isEmpty && !arguments.flag("follow") {
-                    Terminal.out("No messages in \(thread.name ?? "this thread") yet.")
+                    Terminal.out("No messages in \(thread.name.map(SafeText.line) ?? "this thread") yet.")
                 }
                 cursor = page.next
                 first = false
@@ -115,5 +116,6 @@ func runSpaceSend(_ arguments: ParsedArguments) throws {
         Terminal.json(["thread": thread.id.base64URL, "cursor": cursor])
         return
     }
-    Terminal.out("Sent to \(thread.name ?? "the thread") in \(session.saved.name).")
+    Terminal.out(
+        "Sent to \(thread.name.map(SafeText.line) ?? "the thread") in \(SafeText.line(session.saved.name)).")
 }

@@ -21,7 +21,7 @@ func readmitTarget(_ arguments: ParsedArguments, session: SpaceSession) throws -
     guard let member = SpaceSession.findMember(wanted, in: roster) else {
         throw CLIError(
             code: "unknown_member",
-            message: "\(session.saved.name) has no member \"\(wanted)\". See `eleven members`.",
+            message: "\(session.saved.shownName) has no member \"\(wanted)\". See `eleven members`.",
             status: .usage)
     }
     guard member.id != session.saved.member else {

@@ -59,7 +59,7 @@ let spaceCommands: [CommandGroup.Entry] = [
             ])
             return
         }
-        Terminal.out("Created space \"\(saved.name)\" on \(saved.server). You are its owner.")
+        Terminal.out("Created space \"\(saved.shownName)\" on \(saved.server). You are its owner.")
         Terminal.out("Add people with: eleven members add --key KEY --name NAME")
     },
     .init(
@@ -99,7 +99,7 @@ let spaceCommands: [CommandGroup.Entry] = [
             Terminal.json(["space": saved.space.base64URL, "name": saved.name, "server": saved.server])
             return
         }
-        Terminal.out("You are in \"\(saved.name)\" on \(saved.server).")
+        Terminal.out("You are in \"\(saved.shownName)\" on \(saved.server).")
     },
     .init(
         CommandSpec(
@@ -122,7 +122,7 @@ let spaceCommands: [CommandGroup.Entry] = [
         }
         for space in saved.spaces {
             let marker = space.space == saved.current ? "*" : " "
-            Terminal.out("\(marker) \(space.name)  \(space.server)  (\(space.space))")
+            Terminal.out("\(marker) \(space.shownName)  \(space.server)  (\(space.space))")
         }
     },
 ]

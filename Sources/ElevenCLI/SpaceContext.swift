@@ -89,10 +89,15 @@ func chooseSpace(_ wanted: String?, in saved: SavedSpaces) throws -> SavedSpace 
 
 /// A member's name for people.
 func displayName(_ record: MemberRecord) -> String {
-    record.name.isEmpty ? "member \(record.id)" : record.name
+    record.name.isEmpty ? "member \(record.id)" : SafeText.line(record.name)
 }
 
 /// JSON-friendly rights names.
 func rightsNames(_ record: MemberRecord, roster: Roster) -> [String] {
     record.id == roster.owner ? ["owner"] + record.rights.names : record.rights.names
+}
+
+extension SavedSpace {
+    /// The space's name as the terminal shows it: chosen by its owner, so one line, made safe.
+    var shownName: String { SafeText.line(name) }
 }

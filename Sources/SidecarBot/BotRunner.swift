@@ -348,6 +348,14 @@ public final class BotRunner: Sendable {
                 keys: threadKeys)
             worker.admitted = record.id
             return .granted(grant.encoded())
+        } catch  where error.code == "already_member" {
+            // Their device is in the space already: nothing changes and the use is not spent.
+            let refusal = BotRefusal(
+                "already_member", "You are already in \(session.saved.name); nothing changed."
+            )
+            .attendant
+            worker.refusal = refusal
+            return .failed(refusal, mayBeMember: false)
         } catch {
             let seenNotMember =
                 (try? MemberPublicKeys(text: request.publicKeys)).map { keys in

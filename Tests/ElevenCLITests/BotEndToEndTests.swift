@@ -17,7 +17,8 @@ final class BotWorld: @unchecked Sendable {
 
     static let elevenBot = TestSupport.productPath("eleven-bot")
 
-    init() throws {
+    /// `beforeBot` runs once Paul's space has its history, before the bot joins it.
+    init(beforeBot: (BotWorld) throws -> Void = { _ in }) throws {
         relay = try ElevenRelayUnderTest()
         server = try ElevenServerUnderTest()
         paul = try ElevenHome("paul")
@@ -30,6 +31,7 @@ final class BotWorld: @unchecked Sendable {
         #expect(try run(paul, ["send", "Dinner at eight"]).status == 0)
         #expect(try run(paul, ["thread", "create", "plans"]).status == 0)
         #expect(try run(paul, ["send", "--thread", "plans", "picnic"]).status == 0)
+        try beforeBot(self)
         // Provisioning: init, a code attended by Paul, enable.
         let initialised = try botCommand(["init", "--state", botState])
         #expect(initialised.status == 0, "\(initialised.stderr)")

@@ -110,16 +110,20 @@ extension InviteLink {
                         .refused, code: "not_member", message: "You are not a member of \(saved.name).")
                 }
                 let title = options.personName.map { "\(SpaceSession.label(me)) & \($0)" } ?? "direct"
-                let sealedName = session.identity.encrypt(
-                    Array(title.utf8), with: key, in: saved.space, thread: thread, as: saved.member)
-                let metadata = (try? JSONEncoder().encode(sealedName)).map { Array($0) }
+                // For the two of them only: no attendant hands its key to a later joiner.
+                let metadata = ThreadMetadata(name: title, audience: .members).sealed(
+                    by: session.identity, key: key, space: saved.space, thread: thread, author: saved.member)
                 try session.client.createThread(
                     saved.space, thread: thread,
                     wraps: [session.identity.wrap(key, for: me, in: saved.space, thread: thread)],
                     metadata: metadata)
                 payload.threads = [(thread, key)]
             } else {
-                payload.threads = try session.threadKeys(roster: roster).sorted { $0.key < $1.key }
+                // The whole space's threads only: never a direct conversation.
+                let shared = SpaceSession.sharedThreadKeys(
+                    try session.threadKeys(roster: roster), threads: try session.client.threads(saved.space),
+                    roster: roster)
+                payload.threads = shared.sorted { $0.key < $1.key }
                     .prefix(InvitePayload.maximumThreads).map { ($0.key, $0.value) }
             }
             // The invite's signer: admitted now, it admits whoever claims the link.

@@ -372,8 +372,9 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
 extension SpaceSession {
     /// The attendant's side of a grant: registers the joiner on the space server with the keys
-    /// from `request` (a signed membership event by this device), wraps every thread key this
-    /// device holds to them, and assembles the grant. `invite` is this device's signed record.
+    /// from `request` (a signed membership event by this device), wraps to them the key of every
+    /// thread of the whole space this device holds (never a direct conversation; see
+    /// ``ThreadMetadata``), and assembles the grant. `invite` is this device's signed record.
     ///
     /// With `readmit`, the joiner replaces that member (a new identity; see
     /// ``readmit(_:keys:name:)``).
@@ -464,12 +465,17 @@ extension SpaceSession {
         // The thread list first: it gives the history hint and tells the key cache whether a
         // thread is new (else the wraps it opened before are current).
         let threadList = try? client.threads(saved.space)
-        let threadKeys =
+        let heldKeys =
             if let cachedKeys {
                 try cachedKeys.refresh(self, roster: roster, threads: threadList?.map(\.id))
             } else {
                 try threadKeys(roster: roster)
             }
+        // A new member is given the whole space's threads only, never a direct conversation or a
+        // thread for a set of members (as its creator sealed into its metadata). A re-admitted
+        // member gets back what this device holds.
+        let threadKeys =
+            readmit != nil ? heldKeys : Self.sharedThreadKeys(heldKeys, threads: threadList, roster: roster)
         var wraps: [KeyWrap] = []
         for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
             let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)

@@ -42,9 +42,16 @@ extension SpaceSession {
         return (record, roster)
     }
 
-    /// Wraps every thread key this device holds to `record` (so they can read the history).
-    func wrapThreadKeys(to record: MemberRecord, roster: Roster) throws(SpaceClientError) {
-        for (thread, key) in try threadKeys(roster: roster) {
+    /// Wraps every thread key this device holds to `record` (so they can read the history); with
+    /// `sharedOnly`, only those of the whole space's threads (``ThreadMetadata/isShared``).
+    func wrapThreadKeys(to record: MemberRecord, roster: Roster, sharedOnly: Bool = false)
+        throws(SpaceClientError)
+    {
+        var keys = try threadKeys(roster: roster)
+        if sharedOnly {
+            keys = Self.sharedThreadKeys(keys, threads: try client.threads(saved.space), roster: roster)
+        }
+        for (thread, key) in keys {
             let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
             try client.postWraps(saved.space, thread: thread, wraps: [wrap])
         }

@@ -110,8 +110,8 @@ public struct SpaceSession: Sendable {
         }
     }
 
-    /// Adds a member by public keys, then wraps every thread key this device holds to them so
-    /// they can read the history. Returns the new record. `invite`: the inviter's signed record,
+    /// Adds a member by public keys, then wraps the key of every thread of the whole space this
+    /// device holds to them so they can read the history (never a direct conversation). Returns the new record. `invite`: the inviter's signed record,
     /// carried in the event when this device attends for someone else (the space's bot).
     public func addMember(
         keys: MemberPublicKeys, name: String, rights: MemberRights = [], invite: SignedInvite? = nil
@@ -128,7 +128,7 @@ public struct SpaceSession: Sendable {
         }
         _ = try client.addMember(saved.space, event: event)
         try signed { () throws(KeyModelError) in try roster.apply(event) }
-        try wrapThreadKeys(to: record, roster: roster)
+        try wrapThreadKeys(to: record, roster: roster, sharedOnly: true)
         return record
     }
 
@@ -166,13 +166,14 @@ public struct SpaceSession: Sendable {
         try client.threads(saved.space).map { info in
             var name: String?
             if let key = keys[info.id], let metadata = info.metadata {
-                name = Self.threadName(metadata, key: key, roster: roster) ?? info.id.base64URL
+                name = ThreadMetadata.open(metadata, key: key, roster: roster)?.name ?? info.id.base64URL
             }
             return SpaceThread(id: info.id, name: name, createdBy: info.createdBy, createdAt: info.createdAt)
         }
     }
 
-    /// Creates a thread named `name`, wrapped to every current member.
+    /// Creates a thread named `name` for the whole space, wrapped to every current member (and
+    /// handed to whoever joins later).
     public func createThread(named name: String) throws(SpaceClientError) -> ThreadID {
         let roster = try roster()
         let thread = ThreadID.random()
@@ -180,9 +181,8 @@ public struct SpaceSession: Sendable {
         let wraps = roster.members.values.sorted { $0.id < $1.id }.map { member in
             identity.wrap(key, for: member, in: saved.space, thread: thread)
         }
-        let sealedName = identity.encrypt(
-            Array(name.utf8), with: key, in: saved.space, thread: thread, as: saved.member)
-        let metadata = (try? JSONEncoder().encode(sealedName)).map { Array($0) }
+        let metadata = ThreadMetadata(name: name, audience: .space).sealed(
+            by: identity, key: key, space: saved.space, thread: thread, author: saved.member)
         try client.createThread(saved.space, thread: thread, wraps: wraps, metadata: metadata)
         return thread
     }
@@ -286,14 +286,6 @@ public struct SpaceSession: Sendable {
 
     static func label(_ member: MemberRecord) -> String {
         member.name.isEmpty ? "member \(member.id)" : member.name
-    }
-
-    private static func threadName(_ metadata: String, key: ThreadKey, roster: Roster) -> String? {
-        guard let bytes = Base64URL.decode(metadata),
-            let sealed = try? JSONDecoder().decode(EncryptedMessage.self, from: Data(bytes)),
-            let plain = try? sealed.decrypt(with: key, verifyingAgainst: roster)
-        else { return nil }
-        return String(decoding: plain, as: UTF8.self)
     }
 
     func signed<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {

@@ -1,0 +1,99 @@
+import Foundation
+import SpaceModel
+
+/// What a thread's creator seals into the thread's metadata (under the thread's key, signed by
+/// the creator, so the space server can neither read nor forge it): the thread's name and who it
+/// is for.
+///
+/// An attendant wraps a thread's key to a joiner only when this says the thread is the whole
+/// space's (``Audience/space``): a direct conversation or a thread for a set of members stays
+/// with them (DESIGN.md promise 10). Metadata in the older form (the bare name) says nothing
+/// about its audience, so no joiner is handed that thread.
+public struct ThreadMetadata: Codable, Sendable, Equatable {
+    /// Who a thread is for.
+    public enum Audience: String, Codable, Sendable {
+        /// Every member, present and future: a joiner is given the key.
+        case space
+        /// The members it was wrapped to when made (a direct conversation): nobody else.
+        case members
+    }
+
+    public let name: String
+    /// Nil in the older form, which did not say.
+    public let audience: Audience?
+
+    /// The format's mark, so that a message posted in a thread is never read as its metadata.
+    private let format: String
+
+    private static let currentFormat = "eleven-thread-1"
+
+    enum CodingKeys: String, CodingKey {
+        case name, audience, format
+    }
+
+    public init(name: String, audience: Audience) {
+        self.name = name
+        self.audience = audience
+        format = Self.currentFormat
+    }
+
+    /// Reads the plaintext sealed in a thread's metadata: this form, or the older bare name.
+    public init(plaintext: [UInt8]) {
+        if let decoded = try? JSONDecoder().decode(Self.self, from: Data(plaintext)),
+            decoded.format == Self.currentFormat
+        {
+            self = decoded
+        } else {
+            name = String(decoding: plaintext, as: UTF8.self)
+            audience = nil
+            format = ""
+        }
+    }
+
+    /// Whether a joiner of the space is to be given the thread's key.
+    public var isShared: Bool { audience == .space }
+
+    /// The plaintext to seal.
+    public func plaintext() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(self)).map { Array($0) } ?? Array(name.utf8)
+    }
+
+    /// Seals this metadata for `thread` under `key` as `identity` (member `author`), in the
+    /// bytes the space server keeps.
+    func sealed(
+        by identity: DeviceIdentity, key: ThreadKey, space: SpaceID, thread: ThreadID, author: MemberID
+    ) -> [UInt8]? {
+        let sealed = identity.encrypt(plaintext(), with: key, in: space, thread: thread, as: author)
+        return (try? JSONEncoder().encode(sealed)).map { Array($0) }
+    }
+
+    /// Opens a thread's metadata as the space server lists it (base64url), checking the
+    /// creator's signature against `roster`; nil if it does not open.
+    static func open(_ metadata: String, key: ThreadKey, roster: Roster) -> ThreadMetadata? {
+        guard let bytes = Base64URL.decode(metadata),
+            let sealed = try? JSONDecoder().decode(EncryptedMessage.self, from: Data(bytes)),
+            let plain = try? sealed.decrypt(with: key, verifyingAgainst: roster)
+        else { return nil }
+        return ThreadMetadata(plaintext: plain)
+    }
+}
+
+extension SpaceSession {
+    /// Of `keys` (this device's thread keys), those a joiner is to be given: threads whose
+    /// metadata, sealed by a member, says they are the whole space's. `threads`: the space's
+    /// threads as the server lists them (nil when they could not be fetched: then none).
+    public static func sharedThreadKeys(
+        _ keys: [ThreadID: ThreadKey], threads: [SpaceWire.ThreadInfo]?, roster: Roster
+    ) -> [ThreadID: ThreadKey] {
+        var shared: [ThreadID: ThreadKey] = [:]
+        for info in threads ?? [] {
+            guard let key = keys[info.id], let metadata = info.metadata,
+                ThreadMetadata.open(metadata, key: key, roster: roster)?.isShared == true
+            else { continue }
+            shared[info.id] = key
+        }
+        return shared
+    }
+}
