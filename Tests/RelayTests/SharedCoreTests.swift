@@ -108,6 +108,29 @@ struct SharedCoreTests {
 }
 
 extension SharedCoreTests {
+    @Test("the store remade a name every side had released: the old nameplate and its sides are gone here")
+    func grantReplacesReleasedNameplate() throws {
+        let key = NameplateKey(app: AppID(testApp), name: Nameplate(number: 8))
+        let at = RelayInstant(secondsSince1970: startTime)
+        var snapshot = RelaySnapshot()
+        snapshot.apply([
+            .putNameplate(key, mailbox: "m8"),
+            .putNameplateSide(key, "a", NameplateSideRecord(claimed: false, added: at)),
+            .putNameplateSide(key, "b", NameplateSideRecord(claimed: false, added: at)),
+        ])
+        var h = CoreHarness(snapshot: snapshot, shared: true)
+        h.bound(1, side: "cccc")
+        h.send(1, ["type": "claim", "nameplate": "8"])
+        let mailbox = try Self.request(h).nameplate.mailbox
+        h.handle(
+            .nameplateGranted(
+                NameplateGrant(app: AppID(testApp), name: key.name, mailbox: mailbox, created: true),
+                to: ConnectionID(1)), durable: [.deleteNameplate(key), .putNameplate(key, mailbox: mailbox)])
+        #expect(h.sent(to: 1) == [.claimed(mailbox)], "not crowded by the released sides")
+        #expect(h.core.state.nameplates[key]?.mailbox == mailbox)
+        #expect(h.core.state.nameplates[key]?.sides.keys.map(\.rawValue) == ["cccc"])
+    }
+
     @Test("the expiry leader deletes what sides released and closed on different nodes at once")
     func leaderSweep() {
         let key = NameplateKey(app: AppID(testApp), name: Nameplate(number: 8))

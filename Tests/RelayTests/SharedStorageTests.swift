@@ -133,6 +133,45 @@ struct SharedStorageTests {
         #expect(full.grant.name == nil && !full.grant.created)
     }
 
+    @Test(
+        "a claim of a name every side released (on two nodes, neither deleting it) makes a new nameplate and mailbox"
+    )
+    func claimReplacesReleasedNameplate() throws {
+        let cluster = try PostgresCluster()
+        let stores = try (0..<2).map { _ in try PostgresRelayStorage(url: PostgresURL(cluster.url)) }
+        defer { for store in stores { store.close() } }
+        let recorder = RecordingFollower()
+        recorder.setPosition(try stores[0].loadForServing().position)
+        stores[0].follow(recorder)
+        let app = AppID("example.com/reuse")
+        let key = NameplateKey(app: app, name: Nameplate(number: 77))
+        func claim(_ store: Int, _ mailbox: MailboxID) throws -> NameplateGrant {
+            try Self.reserve(
+                stores[store],
+                NameplateRequest(app: app, candidates: [key.name], isAllocation: false, mailbox: mailbox)
+            ).grant
+        }
+        func side(_ side: Side, claimed: Bool) -> StorageOp {
+            .putNameplateSide(
+                key, side, NameplateSideRecord(claimed: claimed, added: RelayInstant(secondsSince1970: 1)))
+        }
+        #expect(try claim(0, "old").created)
+        #expect(stores[0].commit([side("a", claimed: true), side("b", claimed: true)]) == nil)
+        #expect(stores[0].commit([side("a", claimed: false)]) == nil)
+        let found = try claim(1, "unused")
+        #expect(!found.created && found.mailbox == "old", "one side still claims it")
+        #expect(stores[1].commit([side("b", claimed: false)]) == nil)
+        let made = try claim(1, "new")
+        #expect(made.created && made.mailbox == "new", "released by every side: made anew")
+        let again = try claim(0, "unused")
+        #expect(!again.created && again.mailbox == "new")
+        // The other node learns of the deletion, then of the new nameplate.
+        #expect(
+            eventually(timeout: 5) {
+                recorder.ops.suffix(2) == [.deleteNameplate(key), .putNameplate(key, mailbox: "new")]
+            }, "\(recorder.ops)")
+    }
+
     @Test("another node's commits reach a follower promptly by NOTIFY, in order, without its own")
     func feedDeliversPromptly() throws {
         let cluster = try PostgresCluster()

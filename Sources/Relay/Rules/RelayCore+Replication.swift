@@ -48,6 +48,11 @@ extension RelayCore {
             return
         }
         let key = NameplateKey(app: grant.app, name: name)
+        if grant.created, let old = state.nameplates[key], old.mailbox != grant.mailbox {
+            // The store deleted a nameplate every side had released, and made this one.
+            apply(.deleteNameplate(key))
+            lastDurableWrite[.nameplate(key)] = nil
+        }
         if state.nameplates[key]?.mailbox != grant.mailbox {
             apply(.putNameplate(key, mailbox: grant.mailbox))
         }

@@ -359,12 +359,25 @@ public final class PostgresRelayStorage: RelayStorage {
             }
             var answers: [NameplateReservation] = []
             if !requests.isEmpty {
-                guard rows.count == requests.count + (writes.isEmpty && inline ? 2 : 1),
+                // A claim's request has two statements: the deletion of a released nameplate,
+                // then the request's own.
+                let claims = requests.count(where: { !$0.request.isAllocation })
+                guard rows.count == requests.count + claims + (writes.isEmpty && inline ? 2 : 1),
                     let position = rows.last?.text(0, 0).flatMap({ Int64($0) })
                 else { throw RelayStorageError(.write, "no answer for a nameplate") }
-                for (request, row) in zip(requests, rows) {
+                for request in requests {
+                    var deleted: Int64?
+                    if !request.request.isAllocation {
+                        deleted = rows.first?.text(0, 0).flatMap { Int64($0) }
+                        rows = rows.dropFirst()
+                    }
+                    guard let row = rows.first else {
+                        throw RelayStorageError(.write, "no answer for a nameplate")
+                    }
+                    rows = rows.dropFirst()
                     let (answer, created) = try Self.answer(request.request, row, position: position)
                     answers.append(answer)
+                    if let deleted { own.append(deleted) }
                     if let created { own.append(created) }
                 }
             }
@@ -434,6 +447,29 @@ public final class PostgresRelayStorage: RelayStorage {
         ])
         let around = entry.components(separatedBy: "\\u0001")
         guard around.count == 2 else { throw RelayStorageError(.write, "cannot encode a nameplate") }
+        if !request.isAllocation, let name = request.candidates.first {
+            // A claimed name whose every side has released it is over, as if deleted: two
+            // sides releasing on two nodes may each have seen the other still claiming it in
+            // its copy, and neither deleted it. Deleted here, under the feed lock, so the claim
+            // makes a new one (and a new mailbox) instead of being refused as `crowded`.
+            work.add(
+                """
+                WITH over AS (
+                    DELETE FROM nameplates n WHERE n.app_id = $1 AND n.name = $2
+                    AND EXISTS (SELECT 1 FROM nameplate_sides s WHERE s.app_id = $1 AND s.name = $2)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM nameplate_sides s WHERE s.app_id = $1 AND s.name = $2 AND s.claimed)
+                    RETURNING n.name),
+                sides AS (
+                    DELETE FROM nameplate_sides s WHERE s.app_id = $1 AND s.name IN (SELECT name FROM over)),
+                logged AS (INSERT INTO relay_changes (node, ops) SELECT $3, $4 FROM over RETURNING seq)
+                SELECT (SELECT seq FROM logged)
+                """,
+                [
+                    request.app.rawValue, name.rawValue, node,
+                    StorageOpCoding.encode([.deleteNameplate(NameplateKey(app: request.app, name: name))]),
+                ])
+        }
         work.add(
             """
             WITH made AS (
