@@ -244,7 +244,6 @@ private func awaitNote(
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         let page = try withSpaceErrors { try session.receiveNotes(since: since) }
-        since = page.next
         for received in page.notes {
             guard case .success(let note) = received.content, note.id == id, types.contains(note.type) else {
                 continue
@@ -252,8 +251,12 @@ private func awaitNote(
             if note.type != .joined && note.type != .inviteBurned {
                 try? session.client.deleteNote(session.saved.space, id: received.inboxID)
             }
+            // The next read starts after this note, not after the page: a note behind it in the
+            // same page (the bot's "joined" right after a repeated question) is still to come.
+            since = received.inboxID
             return note
         }
+        since = page.next
         if page.notes.isEmpty { Thread.sleep(forTimeInterval: 0.05) }
     }
     return nil

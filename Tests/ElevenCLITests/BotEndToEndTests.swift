@@ -161,7 +161,7 @@ final class BotWorld: @unchecked Sendable {
             #expect(finished.status == 0, "\(finished.stdout) \(finished.stderr) bot: \(w.bot?.stdout ?? "")")
             #expect(try w.run(sam, ["read"]).stdout == "Paul: Welcome to Family\nPaul: Dinner at eight\n")
             let paulSaw = invite.finish(timeout: 20)
-            #expect(paulSaw.status == 0, "\(paulSaw.stderr)")
+            #expect(paulSaw.status == 0, "\(paulSaw.stderr) bot: \(w.bot?.stdout ?? "")")
             #expect(paulSaw.stdout.contains("Sam joined Family"))
             // Sam was added once.
             let members = try w.run(w.paul, ["members"]).stdout

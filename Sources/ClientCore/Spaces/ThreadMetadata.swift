@@ -1,5 +1,6 @@
 import Foundation
 import SpaceModel
+import Support
 
 /// What a thread's creator seals into the thread's metadata (under the thread's key, signed by
 /// the creator, so the space server can neither read nor forge it): the thread's name and who it
@@ -90,10 +91,30 @@ extension SpaceSession {
         var shared: [ThreadID: ThreadKey] = [:]
         for info in threads ?? [] {
             guard let key = keys[info.id], let metadata = info.metadata,
-                ThreadMetadata.open(metadata, key: key, roster: roster)?.isShared == true
+                isShared(info.id, metadata, key, roster)
             else { continue }
             shared[info.id] = key
         }
         return shared
+    }
+
+    /// Verified audiences by thread and metadata text. A thread's metadata never changes once
+    /// its creator sealed it, so an attendant admitting many joiners opens and verifies each
+    /// thread's once, not once per joiner (it was a signature check and a decryption per
+    /// thread per join). Only metadata that opened is remembered; bounded.
+    private static let verifiedAudiences = Locked<[String: Bool]>([:])
+    static let verifiedAudiencesCapacity = 4096
+
+    private static func isShared(_ thread: ThreadID, _ metadata: String, _ key: ThreadKey, _ roster: Roster)
+        -> Bool
+    {
+        let cacheKey = thread.base64URL + ":" + metadata
+        if let known = verifiedAudiences.withLock({ $0[cacheKey] }) { return known }
+        guard let opened = ThreadMetadata.open(metadata, key: key, roster: roster) else { return false }
+        verifiedAudiences.withLock { cache in
+            if cache.count >= verifiedAudiencesCapacity { cache.removeAll() }
+            cache[cacheKey] = opened.isShared
+        }
+        return opened.isShared
     }
 }
