@@ -85,7 +85,7 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
     var links: [Double] = []
     var reads: [Double] = []
     for run in 0..<runs {
-        guard let add = try? ChildProcess(eleven, ["device", "add"], environment: a),
+        guard let add = try? ChildProcess(eleven, ["device", "add", "--yes"], environment: a),
             let code = try? add.value(afterPrefix: "Device code: ", timeout: 20)
         else { return benchFail("eleven device add did not print a code") }
         let b = ["ELEVEN_HOME": path("b\(run)"), "ELEVEN_RELAY": relay]

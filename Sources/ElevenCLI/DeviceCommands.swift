@@ -174,12 +174,15 @@ let deviceCommands: [CommandGroup.Entry] = [
                 OptionSpec(
                     "timeout", value: "DURATION", help: "how long to wait for the other device",
                     default: "10m"),
+                OptionSpec("yes", help: "link whichever device proves the code, without asking (scripts)"),
                 linkRelayOption, CommonOptions.json,
             ],
             discussion: """
                 Run `eleven device link CODE` on the new device. The code works once, only for linking a \
                 device (a join code cannot link a device, nor this code join a space), and a wrong try \
-                burns it. The new device gets your spaces and is signed in.
+                burns it. Both devices show the same verification words; this one asks \
+                "Link <device>? [y/N]" before the new device gets your spaces and is signed in. \
+                Exit status 6: you said no.
                 """)
     ) { arguments in
         try runDeviceAdd(arguments)
@@ -272,7 +275,9 @@ private func runDeviceAdd(_ arguments: ParsedArguments) throws {
     let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
     let wait = try arguments.duration("timeout", max: 86_400) ?? 600
     let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
+    let yes = arguments.flag("yes")
     var failure: Error?
+    var declined = false
     var linked: JoinRequest?
     do {
         linked = try JoinRunner.attend(
@@ -295,6 +300,13 @@ private func runDeviceAdd(_ arguments: ParsedArguments) throws {
                     Terminal.out(
                         "Code proven. Verification words: \(check) (the new device should show the same).")
                 }
+                // The account's keys go only to a device the person says yes to, after comparing
+                // the words.
+                let label = request.deviceLabel.isEmpty ? "the new device" : request.deviceLabel
+                guard yes || askYesNo("Link \(label)? [y/N] ") else {
+                    declined = true
+                    return .refuse(reason: "declined", message: "The other device declined.")
+                }
                 do {
                     return .approve(grant: try sync.approveLink(request))
                 } catch {
@@ -307,6 +319,10 @@ private func runDeviceAdd(_ arguments: ParsedArguments) throws {
         throw linkCLIError(error, attendant: true)
     }
     if let failure { throw homeErrorsRethrow(failure) }
+    if declined {
+        throw CLIError(
+            code: "declined", message: "Not linked: you said no. Nothing was shared.", status: .refused)
+    }
     vaultChanged()
     let label =
         linked.map { $0.deviceLabel.isEmpty ? "your new device" : $0.deviceLabel } ?? "your new device"

@@ -61,7 +61,7 @@ final class HomeServerUnderTest {
         /// `eleven device add` on A in the background; returns it and its code.
         func deviceAdd() throws -> (ChildProcess, String) {
             let add = try ChildProcess(
-                eleven, ["device", "add"],
+                eleven, ["device", "add", "--yes"],
                 environment: ["ELEVEN_HOME": a.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": relay.url])
             return (add, try add.value(afterPrefix: "Device code:"))
         }
@@ -242,6 +242,39 @@ final class HomeServerUnderTest {
             let notSignedIn = try w.run(w.b, ["device", "add", "--json"])
             #expect(notSignedIn.status == 5)
             #expect(try errorCode(notSignedIn) == "not_signed_in")
+        }
+    }
+
+    /// `eleven device add` hands the account's keys only to a device its person says yes to,
+    /// after both devices showed the same words; a "no" (or no answer) shares nothing.
+    @Test func deviceAddAsksBeforeLinking() async throws {
+        try await TestSupport.offPool {
+            let w = try Self.world()
+            defer { w.home.stop() }
+            #expect(try w.run(w.a, ["space", "create", "Family", "--server", w.spaces.url]).status == 0)
+            #expect(try w.run(w.a, ["signin", "--server", w.home.url]).status == 0)
+            let add = try ChildProcess(
+                eleven, ["device", "add"],
+                environment: ["ELEVEN_HOME": w.a.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url],
+                input: .open)
+            let code = try add.value(afterPrefix: "Device code:")
+            let link = try ChildProcess(
+                eleven, ["device", "link", code, "--label", "phone"],
+                environment: ["ELEVEN_HOME": w.b.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": w.relay.url])
+            let words = try add.value(afterPrefix: "Code proven. Verification words:")
+            try add.waitFor("Link phone? [y/N]", in: .stderr, timeout: 20)
+            try add.send(Data("n\n".utf8))
+            add.closeInput()
+            let added = add.finish(timeout: 20)
+            #expect(added.status == 6, "\(added.stdout) \(added.stderr)")
+            #expect(added.stderr.contains("you said no"))
+            let linked = link.finish(timeout: 20)
+            #expect(linked.status == 6, "\(linked.stdout) \(linked.stderr)")
+            // The new device showed the same words, and got nothing.
+            #expect(
+                linked.stdout.contains(words.components(separatedBy: " (").first ?? "?"), "\(linked.stdout)")
+            #expect(!FileManager.default.fileExists(atPath: w.b.path + "/home.json"))
+            #expect(try w.run(w.b, ["spaces"]).stdout.contains("Family") == false)
         }
     }
 
