@@ -247,10 +247,12 @@ public final class InviteAttendantDriver {
                 },
                 onCodeProven: { request, verifier in
                     self.request = request
-                    // The confirmation verified: the attempt's failure goes back (if this cannot
-                    // be saved it stays counted, the safe side).
+                    // The confirmation verified: the attempt's failure goes back. Not saved
+                    // here: the next event (the use taken, or the use's end) always saves, and a
+                    // restart before it finds the failure still counted, the safe side, and gives
+                    // it back when the relay replays the same joiner. One sealed write per join
+                    // fewer.
                     _ = self.attendant.handle(.codeProven, now: self.hooks.now())
-                    try? self.hooks.save(self.attendant)
                     self.hooks.codeProven(request, verifier)
                 },
                 decide: { request, verifier in
