@@ -96,6 +96,13 @@ let package = Package(
             name: "LoadHarness",
             dependencies: ["SidecarBot", "ClientCore", "PAKE", "WordCodes", "TestSupport"],
             path: "Tests/LoadHarness"),
+        // Adversaries that deviate from the protocol: a relay proxy that reads, drops, delays,
+        // reorders, substitutes and injects mailbox frames. Shared by the client core's tests and
+        // the end-to-end tests of the real programs.
+        .target(
+            name: "Adversaries",
+            dependencies: ["ClientCore", "JoinProtocol", "Net", "PAKE", "SpaceModel", "TestSupport"],
+            path: "Tests/Adversaries"),
 
         .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "TestSupport"]),
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
@@ -105,6 +112,7 @@ let package = Package(
             name: "ClientCoreTests",
             dependencies: [
                 "ClientCore", "JoinProtocol", "SpaceModel", "Support", "PAKE", "Net", "TestSupport",
+                "Adversaries",
             ]),
         .testTarget(
             name: "SpaceServerTests",
@@ -114,7 +122,10 @@ let package = Package(
             ]),
         .testTarget(
             name: "ElevenCLITests",
-            dependencies: ["CLISupport", "ElevenCLI", "ClientCore", "SpaceModel", "Net", "TestSupport"]),
+            dependencies: [
+                "CLISupport", "ElevenCLI", "ClientCore", "SpaceModel", "Net", "TestSupport", "Adversaries",
+                "JoinProtocol", "PAKE", "Support",
+            ]),
         .testTarget(
             name: "BotTests",
             dependencies: [

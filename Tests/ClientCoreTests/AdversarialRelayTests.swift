@@ -1,3 +1,4 @@
+import Adversaries
 import ClientCore
 import Foundation
 import JoinProtocol

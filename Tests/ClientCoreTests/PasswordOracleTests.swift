@@ -1,3 +1,4 @@
+import Adversaries
 import Foundation
 import Support
 import TestSupport

@@ -72,6 +72,11 @@ public enum TestSupport {
 
     /// The path of a product built next to the test bundle (e.g. `eleven`, `eleven-relay`).
     public static func productPath(_ name: String) -> String {
+        // ELEVEN_TEST_PRODUCTS runs the end-to-end tests against other builds of the programs,
+        // for example an older commit's, to show an attack test succeeding before its fix.
+        if let other = ProcessInfo.processInfo.environment["ELEVEN_TEST_PRODUCTS"], !other.isEmpty {
+            return URL(fileURLWithPath: other).appendingPathComponent(name).path
+        }
         let bundle = Bundle.main.bundleURL
         // swift test runs the xctest bundle from the build directory (.build/<triple>/debug).
         var dir = bundle

@@ -66,6 +66,10 @@ public enum InviteAttendance {
     /// `connection.machine`). `stepTimeout` bounds each wait once a joiner has spoken, so a
     /// joiner who stops answering cannot hold the invite until `deadline`. `announceWaiting`:
     /// tell the joiner a person decides (a bot that answers at once need not).
+    /// `joinerSpoke`: a resumed use whose joiner had spoken before a restart (their attempt is
+    /// counted): the relay replays them, and `stepTimeout` bounds the wait from the start, so a
+    /// joiner that is never replayed (a relay that injected them and kept nothing) ends the use
+    /// instead of holding it open until `deadline`.
     /// `onFirstPeerMessage` sees the connection's state once the joiner has spoken, before their
     /// message is looked at; it returns false when it could not record the attempt durably, and
     /// then the message is not looked at and the use ends (`docs/join-protocol.md`, one guess
@@ -74,6 +78,7 @@ public enum InviteAttendance {
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
         published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
         keepOpenOnTimeout: Bool = false, stepTimeout: Duration? = nil, announceWaiting: Bool = true,
+        joinerSpoke: Bool = false,
         onFirstPeerMessage: (RendezvousMachine) -> Bool = { _ in true },
         onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
         decide: (JoinRequest, [UInt8]) -> JoinDecision
@@ -86,7 +91,7 @@ public enum InviteAttendance {
         var outputs = published ? [] : session.start
         // A resumed connection does not deliver a peer message twice, so the invite can stay
         // pending only while no joiner message arrived.
-        var receivedAny = false
+        var receivedAny = joinerSpoke
         var unrecorded = false
         do {
             while true {

@@ -229,6 +229,8 @@ public final class InviteAttendantDriver {
         var deadline = ContinuousClock.now + .seconds(max(1, expiresAt - hooks.now()))
         if let until { deadline = min(deadline, until) }
         var refusal: AttendantRefusal?
+        var joinerSpoke = false
+        if case .attending(_, _, _, true) = attendant.state { joinerSpoke = true }
         let outcome: InviteAttendance.Outcome
         do {
             outcome = try InviteAttendance.attendOne(
@@ -237,6 +239,7 @@ public final class InviteAttendantDriver {
                 seed: secret.seedBytes, use: use, published: true, inviterName: inviterName,
                 deadline: deadline,
                 keepOpenOnTimeout: true, stepTimeout: stepTimeout, announceWaiting: announceWaiting,
+                joinerSpoke: joinerSpoke,
                 onFirstPeerMessage: { machine in
                     // The attempt counts before the joiner's message is looked at, and from now
                     // on a restart must hear the joiner again from the start. Nothing is looked

@@ -8,29 +8,29 @@ import TestSupport
 
 /// One mailbox-protocol frame as the adversarial relay sees it: which connection, which way,
 /// and the JSON text, with accessors for the fields the adversaries care about.
-struct RelayFrame: Sendable {
-    enum Direction: Sendable { case toRelay, toClient }
+public struct RelayFrame: Sendable {
+    public enum Direction: Sendable { case toRelay, toClient }
 
-    let link: Int
-    let direction: Direction
-    let text: String
+    public let link: Int
+    public let direction: Direction
+    public let text: String
 
     private var object: [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
     }
 
-    var type: String { object["type"] as? String ?? "" }
-    var phase: Rendezvous.Phase? { (object["phase"] as? String).map(Rendezvous.Phase.init) }
-    var body: [UInt8]? { (object["body"] as? String).flatMap(Hex.decode) }
-    var side: String? { object["side"] as? String }
-    var nameplate: String? { object["nameplate"] as? String }
+    public var type: String { object["type"] as? String ?? "" }
+    public var phase: Rendezvous.Phase? { (object["phase"] as? String).map(Rendezvous.Phase.init) }
+    public var body: [UInt8]? { (object["body"] as? String).flatMap(Hex.decode) }
+    public var side: String? { object["side"] as? String }
+    public var nameplate: String? { object["nameplate"] as? String }
 
     /// A mailbox message (`add` to the relay, `message` to a client): the ones a network may
     /// reorder or repeat without breaking the connection.
-    var isMailboxMessage: Bool { type == "add" || type == "message" }
+    public var isMailboxMessage: Bool { type == "add" || type == "message" }
 
     /// The same frame with `key` set to `value` (a string field).
-    func replacing(_ key: String, with value: String) -> String {
+    public func replacing(_ key: String, with value: String) -> String {
         var copy = object
         copy[key] = value
         let data = (try? JSONSerialization.data(withJSONObject: copy, options: [.sortedKeys])) ?? Data()
@@ -38,10 +38,10 @@ struct RelayFrame: Sendable {
     }
 
     /// The same frame with another body.
-    func replacingBody(_ body: [UInt8]) -> String { replacing("body", with: Hex.encode(body)) }
+    public func replacingBody(_ body: [UInt8]) -> String { replacing("body", with: Hex.encode(body)) }
 
     /// A relay-to-client mailbox message, as the relay would send it.
-    static func message(side: String, phase: Rendezvous.Phase, body: [UInt8]) -> String {
+    public static func message(side: String, phase: Rendezvous.Phase, body: [UInt8]) -> String {
         let object: [String: Any] = [
             "type": "message", "side": side, "phase": phase.value, "body": Hex.encode(body), "id": "adv",
             "server_rx": Date().timeIntervalSince1970,
@@ -52,7 +52,7 @@ struct RelayFrame: Sendable {
 }
 
 /// What the adversary does with a frame (on the frame's own connection).
-enum RelayEmission: Sendable {
+public enum RelayEmission: Sendable {
     /// Deliver `text` in `direction` after `delayMs`. `inOrder` frames never overtake earlier
     /// frames of the same direction; the others may (reordering).
     case deliver(RelayFrame.Direction, String, delayMs: Int, inOrder: Bool)
@@ -61,13 +61,13 @@ enum RelayEmission: Sendable {
 }
 
 /// The policy of an adversarial relay. Called for every frame, one call at a time.
-protocol RelayAdversary: AnyObject, Sendable {
+public protocol RelayAdversary: AnyObject, Sendable {
     func intercept(_ frame: RelayFrame, proxy: AdversarialRelay) -> [RelayEmission]
 }
 
 extension RelayAdversary {
     /// Forward unchanged, now.
-    func pass(_ frame: RelayFrame) -> [RelayEmission] {
+    public func pass(_ frame: RelayFrame) -> [RelayEmission] {
         [.deliver(frame.direction, frame.text, delayMs: 0, inOrder: true)]
     }
 }
@@ -76,9 +76,9 @@ extension RelayAdversary {
 /// frame either way goes through a ``RelayAdversary``, which can read, drop, delay, duplicate,
 /// reorder, substitute or inject frames and cut connections. Every frame is recorded, so a
 /// later run can replay an earlier one.
-final class AdversarialRelay: @unchecked Sendable {
-    let upstream: String
-    let adversary: any RelayAdversary
+public final class AdversarialRelay: @unchecked Sendable {
+    public let upstream: String
+    public let adversary: any RelayAdversary
     private let server: Server
     private let lock = NSLock()
     private let decide = NSLock()
@@ -105,7 +105,7 @@ final class AdversarialRelay: @unchecked Sendable {
         }
     }
 
-    init(upstream: String, adversary: any RelayAdversary) throws {
+    public init(upstream: String, adversary: any RelayAdversary) throws {
         self.upstream = upstream
         self.adversary = adversary
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
@@ -115,12 +115,12 @@ final class AdversarialRelay: @unchecked Sendable {
         try server.start()
     }
 
-    var url: String { "ws://127.0.0.1:\(server.port)/v1" }
+    public var url: String { "ws://127.0.0.1:\(server.port)/v1" }
 
     /// Every frame seen so far, in arrival order.
-    var frames: [RelayFrame] { lock.withLock { recorded } }
+    public var frames: [RelayFrame] { lock.withLock { recorded } }
 
-    func stop() {
+    public func stop() {
         let all = lock.withLock {
             isStopped = true
             return Array(links.values)
@@ -130,7 +130,7 @@ final class AdversarialRelay: @unchecked Sendable {
     }
 
     /// Sends `text` on connection `link` now (an injection).
-    func inject(link id: Int, _ direction: RelayFrame.Direction, _ text: String) {
+    public func inject(link id: Int, _ direction: RelayFrame.Direction, _ text: String) {
         guard let link = lock.withLock({ links[id] }) else { return }
         send(link, direction, text)
     }
@@ -252,8 +252,8 @@ final class AdversarialRelay: @unchecked Sendable {
 }
 
 /// `eleven-relay` on a free port with limits loose enough for hundreds of runs from loopback.
-enum AdversarialRelayFixture {
-    static func startRelay(in directory: URL) throws -> ChildProcess {
+public enum AdversarialRelayFixture {
+    public static func startRelay(in directory: URL) throws -> ChildProcess {
         let port = try TestSupport.freePort()
         return try ChildProcess(
             TestSupport.productPath("eleven-relay"),
