@@ -43,6 +43,15 @@ public struct ProcessSample: Sendable, CustomStringConvertible {
         return (user + system) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Bytes the process caused to be written to storage so far (`write_bytes` of /proc/PID/io:
+    /// its SQLite WAL and checkpoints, its logs; not sockets); 0 when unreadable.
+    public static func storageWrittenBytes(pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") })
+        else { return 0 }
+        return Double(line.split(separator: " ").last ?? "") ?? 0
+    }
+
     public var description: String {
         String(format: "RSS %.1f MB, %d fds, %d threads", Double(rssKB) / 1024, fds, threads)
     }

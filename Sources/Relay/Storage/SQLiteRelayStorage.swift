@@ -142,6 +142,13 @@ public final class SQLiteRelayStorage: RelayStorage {
                         side: Side(st.text(2)), phase: Phase(st.text(3)), body: st.text(4),
                         serverRX: RelayInstant(secondsSince1970: st.double(5)), messageID: id))
             }
+            // A mailbox was last touched no earlier than its newest message (`drain` writes no
+            // touch that only repeats a message's time).
+            for (key, mailbox) in snapshot.mailboxes {
+                if let newest = mailbox.messages.last?.serverRX, newest > mailbox.updated {
+                    snapshot.mailboxes[key]?.updated = newest
+                }
+            }
             return snapshot
         } catch {
             throw RelayStorageError(error.kind == .closed ? .closed : .read, error.detail)
@@ -161,7 +168,18 @@ public final class SQLiteRelayStorage: RelayStorage {
             guard let db = database else { throw RelayStorageError(.closed, "the store is closed") }
             do throws(SQLiteError) {
                 try db.writeTransaction { () throws(SQLiteError) in
-                    for op in writes { try Self.apply(op, to: db) }
+                    for (index, op) in writes.enumerated() {
+                        // A mailbox touched for the message just appended to it: the message's
+                        // own time says the same (`load` takes the newer of the two), and the
+                        // `mailboxes` page need not be written again for every message.
+                        if index > 0, case .touchMailbox(let key, let updated) = op,
+                            case .appendMessage(let appendedTo, let message) = writes[index - 1],
+                            appendedTo == key, message.serverRX == updated
+                        {
+                            continue
+                        }
+                        try Self.apply(op, to: db)
+                    }
                 }
             } catch {
                 throw RelayStorageError(error, .write)
