@@ -15,8 +15,14 @@ func promptForCode() throws -> String {
     } else {
         line = readLine(strippingNewline: true)
     }
-    let code = (line ?? "").trimmingCharacters(in: .whitespaces)
-    guard !code.isEmpty else { throw CLIError.usage("no code was entered", help: nil) }
+    return try requireCode(line)
+}
+
+/// The code as typed, trimmed. An empty code is a usage error (2) whether it came as an argument
+/// or at the prompt: nothing was tried, so nothing was rejected.
+func requireCode(_ text: String?) throws -> String {
+    let code = (text ?? "").trimmingCharacters(in: .whitespaces)
+    guard !code.isEmpty else { throw CLIError.usage("no code was given", help: nil) }
     return code
 }
 

@@ -99,6 +99,9 @@ let joinCommands: [CommandGroup.Entry] = [
                 link is malformed; 3: it is unknown, expired or used up; 6: you said no.
                 """)
     ) { arguments in
+        // The command line's own mistakes, before any flow starts: a usage error (2).
+        if let code = arguments.positional(0) { _ = try requireCode(code) }
+        _ = try checkedName(arguments.value("name"), field: "--name")
         try runJoin(arguments)
     },
 ]
@@ -519,11 +522,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
 // MARK: Helpers
 
 private func relayURL(_ arguments: ParsedArguments) throws -> String {
-    let relay = arguments.value("relay") ?? joinDefaultRelay
-    guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
-        throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
-    }
-    return relay
+    try checkedRelayURL(arguments.value("relay") ?? joinDefaultRelay)
 }
 
 /// `<space server>/invite#<Name>/<code>` (the server as saved: scheme, host and port, like a

@@ -185,10 +185,7 @@ struct WormholeSettings {
     let json: Bool
 
     init(_ arguments: ParsedArguments) throws {
-        relay = arguments.value("relay") ?? wormholeDefaultRelay
-        guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
-            throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
-        }
+        relay = try checkedRelayURL(arguments.value("relay") ?? wormholeDefaultRelay)
         appID = arguments.value("appid") ?? wormholeDefaultAppID
         guard !appID.isEmpty else { throw CLIError.usage("'--appid' must not be empty", help: nil) }
         timeout = try arguments.duration("timeout", max: 7 * 86_400) ?? 1800

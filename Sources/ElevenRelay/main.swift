@@ -274,9 +274,15 @@ runProgram(name: "eleven-relay", json: false) {
         server = try RelayServer(configuration: config, storage: storage)
         try server.start()
     } catch let error as RelayServerError {
-        throw CLIError(
-            code: error.code.rawValue, message: error.message,
-            status: error.code == .foreignDatabase ? .localState : .unavailable)
+        // A database file that cannot be opened is local state, as eleven-server reports it; a
+        // PostgreSQL server that cannot be reached is unavailable.
+        let status: ExitStatus =
+            switch error.code {
+            case .foreignDatabase: .localState
+            case .storage: storage == nil ? .localState : .unavailable
+            case .listen, .tls: .unavailable
+            }
+        throw CLIError(code: error.code.rawValue, message: error.message, status: status)
     }
     let hup = SignalWatcher(signal: SIGHUP) {
         if config.tls != nil { try? server.reloadCertificates() }
