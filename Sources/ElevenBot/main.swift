@@ -43,14 +43,6 @@ private func keyPath(_ arguments: ParsedArguments) throws -> String {
     return path
 }
 
-/// `text` as one shell word, so a printed command works when pasted.
-private func shellWord(_ text: String) -> String {
-    let plain = text.unicodeScalars.allSatisfy {
-        CharacterSet.alphanumerics.contains($0) || "/._-+:=@%,".unicodeScalars.contains($0)
-    }
-    return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
-}
-
 private func cliError(_ error: BotError) -> CLIError {
     let status: ExitStatus =
         switch error.kind {
@@ -150,8 +142,8 @@ let program = CommandGroup(
                 Terminal.out("Public keys: \(identity.publicKeys.text)")
                 // The next command as it must be typed: the key given on this command line has to
                 // be given to the next one too (the environment carries over by itself).
-                var next = "eleven-bot join CODE --state \(shellWord(directory))"
-                if arguments.wasGiven("key-file") { next += " --key-file \(shellWord(path))" }
+                var next = "eleven-bot join CODE --state \(shellQuoted(directory))"
+                if arguments.wasGiven("key-file") { next += " --key-file \(shellQuoted(path))" }
                 Terminal.out(
                     "Next: a member runs `eleven invite --short --yes`; then `\(next)` with the code it printed."
                 )

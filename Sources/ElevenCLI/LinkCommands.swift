@@ -56,7 +56,11 @@ let linkCommands: [CommandGroup.Entry] = [
                 status: .usage)
         }
         let card = try linkErrors { try link.inspect() }
-        let saved = try withSpaceErrors { try localState().spaces() }
+        // Showing uses nothing, here either: a device without state gets none made.
+        let state = localState()
+        let saved =
+            FileManager.default.fileExists(atPath: state.directory.path)
+            ? try withSpaceErrors { try state.spaces() } : SavedSpaces()
         let already = card.alreadySaved(in: saved)
         if json {
             Terminal.json(cardObject(card, saved: already != nil))
@@ -66,7 +70,7 @@ let linkCommands: [CommandGroup.Entry] = [
         if let already {
             Terminal.out("You are already in \(already.name) on this device.")
         } else {
-            Terminal.out("Nothing was used. To accept, run: eleven join LINK")
+            Terminal.out("Nothing was used. To accept, run: eleven join \(shellQuoted(text))")
         }
     },
     .init(

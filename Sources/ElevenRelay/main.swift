@@ -122,7 +122,8 @@ func repeated(_ parsed: ParsedArguments, _ name: String) -> [String] {
 }
 
 func address(_ text: String, option: String) throws(CLIError) -> SocketAddress {
-    guard let address = RelayServerConfiguration.parseAddress(text) else {
+    // `:4000` would bind every interface without saying so: the host is written out.
+    guard !text.hasPrefix(":"), let address = RelayServerConfiguration.parseAddress(text) else {
         throw .usage(
             "'--\(option)' must be a numeric HOST:PORT such as 127.0.0.1:4000 or [::1]:4000, not '\(text)'",
             help: spec.help)
