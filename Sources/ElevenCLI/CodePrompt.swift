@@ -2,16 +2,21 @@ import CLISupport
 import ClientCore
 import Foundation
 import JoinProtocol
+import WordCodes
 
 // The `eleven join` prompt: asks for the code so it never sits in the shell's history. On a
 // terminal it reads keys in raw mode (termios) and completes words on Tab (`CodeEntry`); when
 // standard input is not a terminal it reads one plain line.
 
-/// Reads the invite code from standard input.
-func promptForCode() throws -> String {
+/// Reads the invite code from standard input; on a terminal `prompt` asks for it and Tab
+/// completes its words from `candidates` (Eleven's word list unless told otherwise).
+func promptForCode(
+    _ prompt: String = codePrompt,
+    candidates: @escaping @Sendable (String) -> [String] = { Completion.candidates(for: $0) }
+) throws -> String {
     let line: String?
     if isatty(0) == 1 {
-        line = try readCodeFromTerminal()
+        line = try readCodeFromTerminal(prompt, entry: CodeEntry(candidates: candidates))
     } else {
         line = readLine(strippingNewline: true)
     }
@@ -28,7 +33,7 @@ func requireCode(_ text: String?) throws -> String {
 
 private let codePrompt = "Enter the invite code (Tab completes words): "
 
-private func readCodeFromTerminal() throws -> String? {
+private func readCodeFromTerminal(_ codePrompt: String, entry: CodeEntry) throws -> String? {
     var saved = termios()
     guard tcgetattr(0, &saved) == 0 else { return readLine(strippingNewline: true) }
     var raw = saved
@@ -45,7 +50,7 @@ private func readCodeFromTerminal() throws -> String? {
         _ = tcsetattr(0, TCSAFLUSH, &saved)
         writePrompt("\r\n")
     }
-    var entry = CodeEntry()
+    var entry = entry
     writePrompt(codePrompt)
     var pending: [UInt8] = []
     while true {

@@ -13,7 +13,7 @@ func completionCommands(completing commands: [CommandGroup.Entry]) -> [CommandGr
         discussion: """
             Load it with `source <(eleven completion bash)`, or save it in \
             /etc/bash_completion.d/eleven. Tab then completes commands and options, and the words \
-            of a code after `eleven join` and `eleven device link`. Typing the code at the prompt \
+            of a code after `eleven join`, `eleven device link` and `eleven receive`. Typing the code at the prompt \
             instead keeps it out of your shell history.
             """)
     let words = CommandSpec(
@@ -37,7 +37,9 @@ func completionCommands(completing commands: [CommandGroup.Entry]) -> [CommandGr
         .init(complete) { arguments in
             let candidates = CommandCompletion.candidates(words: arguments.positionals, commands: specs) {
                 spec, index, typed in
-                codeArguments.contains(spec.path) && index == 0 ? codeCompletions(typed) : []
+                guard index == 0 else { return [] }
+                if codeArguments.contains(spec.path) { return codeCompletions(typed) }
+                return spec.path == ["eleven", "receive"] ? lonelyWordDash(wormholeCompletions(typed)) : []
             }
             for candidate in candidates { Terminal.out(candidate) }
         },
@@ -48,8 +50,7 @@ func completionCommands(completing commands: [CommandGroup.Entry]) -> [CommandGr
 private let codeArguments: Set<[String]> = [["eleven", "join"], ["eleven", "device", "link"]]
 
 /// Completions of a partly typed code. A code whose number already follows its words is whole:
-/// nothing more is offered. A word completed alone gets its `-`, as at the `eleven join` prompt,
-/// so the next word can follow at once.
+/// nothing more is offered. A word completed alone gets its `-`, as at the `eleven join` prompt.
 func codeCompletions(_ partial: String) -> [String] {
     let segments = partial.split(omittingEmptySubsequences: false) { !$0.isLetter && !$0.isNumber }
     let finished = segments.dropLast()
@@ -58,8 +59,12 @@ func codeCompletions(_ partial: String) -> [String] {
     {
         return []
     }
-    let candidates = Completion.candidates(for: partial)
-    return candidates.count == 1 ? [candidates[0] + "-"] : candidates
+    return lonelyWordDash(Completion.candidates(for: partial))
+}
+
+/// A word completed alone gets its `-`, so the next word can follow at once.
+private func lonelyWordDash(_ candidates: [String]) -> [String] {
+    candidates.count == 1 ? [candidates[0] + "-"] : candidates
 }
 
 private let bashCompletionScript = """

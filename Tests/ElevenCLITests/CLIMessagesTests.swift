@@ -113,4 +113,34 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: abandoned))
         #expect(FileManager.default.fileExists(atPath: live))
     }
+
+    /// `eleven receive` without a code asks for it on the terminal, and Tab completes the words
+    /// of a Wormhole code, as `eleven join` does for its codes. A real terminal (`script`), relay
+    /// and sender.
+    @Test func receiveAsksForTheCodeWithCompletion() async throws {
+        try await TestSupport.offPool {
+            let relay = try ElevenRelayUnderTest()
+            defer { relay.stop() }
+            let home = try ElevenHome("sam")
+            let receiver = try ChildProcess(
+                "/usr/bin/script",
+                ["-qec", "'\(eleven)' receive --relay \(relay.url) --timeout 120s", "/dev/null"],
+                environment: ["ELEVEN_HOME": home.path], input: .open)
+            defer { receiver.stop() }
+            // Keys typed before the prompt would be flushed as the terminal goes raw: wait for it.
+            try receiver.waitFor("Enter the Wormhole code (Tab completes words): ", timeout: 60)
+            try receiver.send(Data("7-guitar\t".utf8))
+            try receiver.waitFor("7-guitarist-", timeout: 30)
+            try receiver.send(Data("reveng\t".utf8))
+            try receiver.waitFor("7-guitarist-revenge-", timeout: 30)
+            try receiver.send(Data([127, 13]))  // Backspace, Enter.
+            let sent = try TestSupport.run(
+                eleven, ["send", "--text", "hello", "--code", "7-guitarist-revenge", "--relay", relay.url],
+                environment: ["ELEVEN_HOME": home.path + "-sender"], timeout: 120)
+            #expect(sent.status == 0, "\(sent.stderr)")
+            let received = receiver.finish(timeout: 60)
+            #expect(received.status == 0, "\(received.stdout)")
+            #expect(received.stdout.contains("hello"), "\(received.stdout)")
+        }
+    }
 }

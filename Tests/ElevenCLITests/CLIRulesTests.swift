@@ -109,6 +109,7 @@ import Testing
         #expect(try offered(["join", "coral"]) == ["coral-"])
         #expect(try offered(["join", "coral-pia"]) == ["coral-piano-"])
         #expect(try offered(["device", "link", "coral-pia"]) == ["coral-piano-"])
+        #expect(try offered(["receive", "7-guitar"]) == ["7-guitarist-"])
         #expect(try offered(["join", "coral-piano-42", ""]).isEmpty)
         #expect(try offered(["join", "coral-piano-42-"]).isEmpty)
         #expect(try offered(["join", "--name", ""]).isEmpty)
