@@ -12,7 +12,8 @@ let messageCommands: [CommandGroup.Entry] = [
                 PositionalSpec("NAME", help: "the thread's name (encrypted; the server never sees it)")
             ])
     ) { arguments in
-        let name = try checkedName(arguments.positional(0) ?? "", field: "NAME") ?? ""
+        let name = arguments.positional(0) ?? ""
+        guard !name.isEmpty else { throw CLIError.usage("the thread needs a name", help: nil) }
         let session = try openSpace(arguments)
         let thread = try withSpaceErrors { try session.createThread(named: name) }
         if arguments.flag("json") {

@@ -44,6 +44,10 @@ import Testing
                 2, "--as with a control character",
                 try paul.run(["space", "create", "Club", "--server", server.url, "--as", "P\u{1B}aul"]),
                 says: "--as takes")
+            check(
+                2, "a joiner's --name with a control character",
+                try nobody.run(["join", "coral-piano-42", "--name", "S\u{7}am", "--relay", relay.url]),
+                says: "--name takes")
             check(2, "an empty code", try nobody.run(["join", "", "--relay", relay.url]), says: "no code")
             check(
                 2, "an empty code at the prompt",
