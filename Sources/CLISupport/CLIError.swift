@@ -138,7 +138,7 @@ private func report(_ error: CLIError, name: String, json: Bool) {
 
 /// The one line a usage error adds under its message: the command's usage line and where the
 /// rest is. The whole help would push the message itself off the screen.
-func usageHint(_ help: String) -> String {
+public func usageHint(_ help: String) -> String {
     let first = help.prefix { $0 != "\n" }
     // The command's words come first after "usage:"; `[options]`, `<command>` and the upper-case
     // argument names do not start with a lower-case letter.

@@ -54,3 +54,12 @@ default:
                 .utf8))
     exit(2)
 }
+
+/// A bench command's usage error: the program and command, the problem, and its usage line with
+/// where the rest is (as every program prints one), not the whole usage.
+func benchUsageError(_ problem: String, usage: String) -> String {
+    let command = usage.prefix { $0 != "\n" }.split(separator: " ").dropFirst().prefix {
+        $0.first?.isLowercase == true || $0.hasPrefix("--nodes")
+    }
+    return "\(command.joined(separator: " ")): \(problem)\n\(usageHint(usage))\n"
+}

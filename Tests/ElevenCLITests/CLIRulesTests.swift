@@ -76,13 +76,15 @@ import Testing
             ("eleven-server", ["--nope"], "`eleven-server --help`"),
             ("eleven-bot", ["status", "--nope"], "`eleven-bot status --help`"),
             ("eleven-bench", ["nosuch"], "`eleven-bench --help`"),
+            ("eleven-bench", ["pake", "--nope"], "`eleven-bench pake --help`"),
+            ("eleven-bench", ["disk", "--seconds", "soon"], "`eleven-bench disk --help`"),
         ]
         for (program, arguments, hint) in cases {
             let result = try TestSupport.run(TestSupport.productPath(program), arguments)
             #expect(result.status == 2, "\(program) \(arguments)")
             let lines = result.stderr.split(separator: "\n")
             #expect(lines.count == 2, "\(program) \(arguments): \(result.stderr)")
-            #expect(lines.first?.hasPrefix("\(program): ") == true, "\(result.stderr)")
+            #expect(lines.first?.hasPrefix(program) == true, "\(result.stderr)")
             #expect(lines.last?.contains(hint) == true, "\(result.stderr)")
         }
     }
