@@ -67,7 +67,7 @@ let package = Package(
             ]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
-        .target(name: "CLISupport"),
+        .target(name: "CLISupport", dependencies: ["WordCodes"]),
 
         // Thin executables.
         .executableTarget(

@@ -1,3 +1,5 @@
+import WordCodes
+
 /// A program made of sub-commands (`eleven join`, `eleven space create`, …): finds the command
 /// whose path matches the longest prefix of the arguments. A prefix that only leads to commands
 /// (`eleven space`) is a group: its `--help` lists them; an unknown word suggests the nearest.
@@ -99,32 +101,14 @@ public struct CommandGroup: Sendable {
     /// The names closest to `word`: within a small edit distance (a typo: a letter wrong, missing,
     /// extra, or two swapped), else those it begins (`rec` for `receive` and `recovery`).
     public static func nearest(to word: String, in names: Set<String>) -> [String] {
-        let typed = Array(word.lowercased())
+        let typed = word.lowercased()
         let limit = max(1, min(2, typed.count / 3))
-        let scored = names.map { ($0, editDistance(typed, Array($0))) }.filter { $0.1 <= limit }
+        let scored = names.map { ($0, EditDistance.damerauLevenshtein(typed, $0, limit: limit)) }
+            .filter { $0.1 <= limit }
         if let best = scored.map(\.1).min() {
             return scored.filter { $0.1 == best }.map(\.0).sorted()
         }
         guard typed.count >= 2 else { return [] }
-        return names.filter { $0.hasPrefix(String(typed)) }.sorted()
-    }
-
-    /// Optimal-string-alignment distance: insertions, deletions, substitutions and swaps of two
-    /// neighbouring letters each cost one.
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
-        var rows = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { rows[i][0] = i }
-        for j in 0...b.count { rows[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                    rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
-                }
-            }
-        }
-        return rows[a.count][b.count]
+        return names.filter { $0.hasPrefix(typed) }.sorted()
     }
 }
