@@ -216,54 +216,48 @@ func elevenBinary() throws -> String {
 
 /// Everything the demo started, so that however it ends (done, failed, Ctrl-C, SIGTERM, its
 /// output pipe closed) no program keeps running and its directory is removed.
-final class DemoCleanup: @unchecked Sendable {
+final class DemoCleanup: Sendable {
     static let shared = DemoCleanup()
-    private let lock = NSLock()
-    private var processes: [Process] = []
-    private var directory: URL?
-    private var aborting = false
+    private struct State {
+        var processes: [Process] = []
+        var directory: URL?
+        var aborting = false
+    }
+    private let state = Locked(State())
 
     /// Stops `process` when the demo is stopped (at once if it is being stopped already).
     func track(_ process: Process) {
-        lock.lock()
-        processes.append(process)
-        let late = aborting
-        lock.unlock()
+        let late = state.withLock {
+            $0.processes.append(process)
+            return $0.aborting
+        }
         if late { kill(process.processIdentifier, SIGKILL) }
     }
 
     /// Removes `directory` when the demo is stopped.
     func remove(_ directory: URL) {
-        lock.lock()
-        self.directory = directory
-        lock.unlock()
+        state.withLock { $0.directory = directory }
     }
 
     /// Parks the calling thread for good once the demo is being stopped: the script must not
     /// start programs or write files while the directory is being removed.
     func checkpoint() {
-        lock.lock()
-        let stopping = aborting
-        lock.unlock()
-        if stopping { while true { pause() } }
+        if state.withLock({ $0.aborting }) { while true { pause() } }
     }
 
     /// Stops every tracked program (SIGTERM, SIGKILL after a grace period), removes the directory
     /// and exits with status 6 (cancelled). Runs once; a second caller parks.
     func abort() -> Never {
-        lock.lock()
-        let second = aborting
-        aborting = true
-        let directory = self.directory
-        lock.unlock()
+        let (second, directory) = state.withLock { state in
+            defer { state.aborting = true }
+            return (state.aborting, state.directory)
+        }
         if second { while true { pause() } }
         // Until no program was started meanwhile (one that started as the stop began is
         // tracked late, and killed as it is).
         var stopped = 0
         while true {
-            lock.lock()
-            let running = Array(processes[stopped...])
-            lock.unlock()
+            let running = state.withLock { Array($0.processes[stopped...]) }
             if running.isEmpty { break }
             for process in running where process.isRunning { kill(process.processIdentifier, SIGTERM) }
             let deadline = Date().addingTimeInterval(5)
