@@ -143,4 +143,25 @@ import Testing
             #expect(received.stdout.contains("hello"), "\(received.stdout)")
         }
     }
+
+    /// `eleven device link` without a code asks for it as `eleven join` does, Tab completing its
+    /// words; the code typed is then used (here: the relay is not there, exit 4). An empty code
+    /// is a usage error, as for join.
+    @Test func deviceLinkAsksForTheCode() throws {
+        let home = try ElevenHome("phone")
+        let relay = "ws://127.0.0.1:\(try TestSupport.freePort())/v1"
+        let linker = try ChildProcess(
+            "/usr/bin/script",
+            ["-qec", "'\(eleven)' device link --relay \(relay) --timeout 30s", "/dev/null"],
+            environment: ["ELEVEN_HOME": home.path], input: .open)
+        defer { linker.stop() }
+        try linker.waitFor("Enter the invite code (Tab completes words): ", timeout: 60)
+        try linker.send(Data("coral-pia\t".utf8))
+        try linker.waitFor("coral-piano-", timeout: 30)
+        try linker.send(Data("42\r".utf8))
+        let ended = linker.finish(timeout: 60)
+        #expect(ended.status == 4, "\(ended.stdout)")
+        let empty = try home.run(["device", "link", "", "--relay", relay])
+        #expect(empty.status == 2 && empty.stderr.contains("no code was given"), "\(empty.stderr)")
+    }
 }
