@@ -122,17 +122,11 @@ import Testing
             let relay = try ElevenRelayUnderTest()
             defer { relay.stop() }
             let home = try ElevenHome("sam")
-            let receiver = try ChildProcess(
-                "/usr/bin/script",
-                ["-qec", "'\(eleven)' receive --relay \(relay.url) --timeout 120s", "/dev/null"],
-                environment: ["ELEVEN_HOME": home.path], input: .open)
+            let receiver = try Self.typeAtPrompt(
+                ["receive", "--relay", relay.url, "--timeout", "120s"], home: home,
+                prompt: "Enter the Wormhole code (Tab completes words): ",
+                keys: [("7-guitar\t", "7-guitarist-"), ("reveng\t", "7-guitarist-revenge-")])
             defer { receiver.stop() }
-            // Keys typed before the prompt would be flushed as the terminal goes raw: wait for it.
-            try receiver.waitFor("Enter the Wormhole code (Tab completes words): ", timeout: 60)
-            try receiver.send(Data("7-guitar\t".utf8))
-            try receiver.waitFor("7-guitarist-", timeout: 30)
-            try receiver.send(Data("reveng\t".utf8))
-            try receiver.waitFor("7-guitarist-revenge-", timeout: 30)
             try receiver.send(Data([127, 13]))  // Backspace, Enter.
             let sent = try TestSupport.run(
                 eleven, ["send", "--text", "hello", "--code", "7-guitarist-revenge", "--relay", relay.url],
@@ -150,18 +144,32 @@ import Testing
     @Test func deviceLinkAsksForTheCode() throws {
         let home = try ElevenHome("phone")
         let relay = "ws://127.0.0.1:\(try TestSupport.freePort())/v1"
-        let linker = try ChildProcess(
-            "/usr/bin/script",
-            ["-qec", "'\(eleven)' device link --relay \(relay) --timeout 30s", "/dev/null"],
-            environment: ["ELEVEN_HOME": home.path], input: .open)
+        let linker = try Self.typeAtPrompt(
+            ["device", "link", "--relay", relay, "--timeout", "30s"], home: home,
+            prompt: "Enter the invite code (Tab completes words): ", keys: [("coral-pia\t", "coral-piano-")])
         defer { linker.stop() }
-        try linker.waitFor("Enter the invite code (Tab completes words): ", timeout: 60)
-        try linker.send(Data("coral-pia\t".utf8))
-        try linker.waitFor("coral-piano-", timeout: 30)
         try linker.send(Data("42\r".utf8))
         let ended = linker.finish(timeout: 60)
         #expect(ended.status == 4, "\(ended.stdout)")
         let empty = try home.run(["device", "link", "", "--relay", relay])
         #expect(empty.status == 2 && empty.stderr.contains("no code was given"), "\(empty.stderr)")
+    }
+
+    /// `eleven ARGUMENTS` on a real terminal (`script`): waits for `prompt`, then types each of
+    /// `keys` and waits for what the line shows after it. Keys typed before the prompt would be
+    /// flushed as the terminal goes raw, hence the waits.
+    static func typeAtPrompt(
+        _ arguments: [String], home: ElevenHome, prompt: String, keys: [(typed: String, shows: String)]
+    ) throws -> ChildProcess {
+        let command = ([eleven] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let child = try ChildProcess(
+            "/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["ELEVEN_HOME": home.path],
+            input: .open)
+        try child.waitFor(prompt, timeout: 60)
+        for (typed, shows) in keys {
+            try child.send(Data(typed.utf8))
+            try child.waitFor(shows, timeout: 30)
+        }
+        return child
     }
 }
