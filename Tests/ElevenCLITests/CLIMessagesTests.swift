@@ -114,6 +114,18 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: live))
     }
 
+    /// A damaged home device key says what to do next.
+    @Test func aDamagedDeviceKeySaysWhatToDo() throws {
+        let home = try ElevenHome("paul")
+        #expect(try home.run(["whoami"]).status == 0)
+        FileManager.default.createFile(atPath: home.path + "/home-device.key", contents: Data("garbage".utf8))
+        let result = try home.run(["signin", "--server", "http://127.0.0.1:\(try TestSupport.freePort())"])
+        #expect(result.status == 5)
+        #expect(
+            result.stderr.contains("home-device.key is damaged. Move it and home.json away"),
+            "\(result.stderr)")
+    }
+
     /// `eleven receive` without a code asks for it on the terminal, and Tab completes the words
     /// of a Wormhole code, as `eleven join` does for its codes. A real terminal (`script`), relay
     /// and sender.
