@@ -11,6 +11,12 @@ func checkedRelayURL(_ text: String, field: String = "--relay") throws -> String
     try checkedURL(text, field: field, schemes: ["ws", "wss"], example: "ws://127.0.0.1:4000/v1")
 }
 
+/// `--relay` as written on the command line, checked before any flow starts (where the relay is
+/// otherwise chosen is the flows' business).
+func checkRelayOption(_ arguments: ParsedArguments) throws {
+    if arguments.wasGiven("relay"), let relay = arguments.value("relay") { _ = try checkedRelayURL(relay) }
+}
+
 /// A space server address: `http://` or `https://`, nothing after the host but an optional `/`.
 func checkedServerURL(_ text: String, field: String = "--server") throws -> String {
     try checkedURL(text, field: field, schemes: ["http", "https"], example: "http://127.0.0.1:8711")

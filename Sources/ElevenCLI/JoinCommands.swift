@@ -59,6 +59,7 @@ let joinCommands: [CommandGroup.Entry] = [
                 the invite waits in the relay and `eleven approve` attends it later.
                 """)
     ) { arguments in
+        try checkRelayOption(arguments)
         try runInvite(arguments)
     },
     .init(
@@ -72,6 +73,7 @@ let joinCommands: [CommandGroup.Entry] = [
                 CommonOptions.json,
             ])
     ) { arguments in
+        try checkRelayOption(arguments)
         try runApprove(arguments)
     },
     .init(
@@ -102,6 +104,7 @@ let joinCommands: [CommandGroup.Entry] = [
         // The command line's own mistakes, before any flow starts: a usage error (2).
         if let code = arguments.positional(0) { _ = try requireCode(code) }
         _ = try checkedName(arguments.value("name"), field: "--name")
+        try checkRelayOption(arguments)
         try runJoin(arguments)
     },
 ]
@@ -522,7 +525,11 @@ private func runJoin(_ arguments: ParsedArguments) throws {
 // MARK: Helpers
 
 private func relayURL(_ arguments: ParsedArguments) throws -> String {
-    try checkedRelayURL(arguments.value("relay") ?? joinDefaultRelay)
+    let relay = arguments.value("relay") ?? joinDefaultRelay
+    guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
+        throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
+    }
+    return relay
 }
 
 /// `<space server>/invite#<Name>/<code>` (the server as saved: scheme, host and port, like a
