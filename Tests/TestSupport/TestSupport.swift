@@ -70,12 +70,8 @@ public enum TestSupport {
         try ChildProcess.run(executable, arguments, stdin: stdin, environment: environment, timeout: timeout)
     }
 
-    /// The path of a product built next to the test bundle (e.g. `eleven`, `eleven-relay`), or in
-    /// `$ELEVEN_TEST_PRODUCTS` when set (to run today's tests against another build's programs).
+    /// The path of a product built next to the test bundle (e.g. `eleven`, `eleven-relay`).
     public static func productPath(_ name: String) -> String {
-        if let products = ProcessInfo.processInfo.environment["ELEVEN_TEST_PRODUCTS"], !products.isEmpty {
-            return URL(fileURLWithPath: products).appendingPathComponent(name).path
-        }
         let bundle = Bundle.main.bundleURL
         // swift test runs the xctest bundle from the build directory (.build/<triple>/debug).
         var dir = bundle
