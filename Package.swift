@@ -67,14 +67,14 @@ let package = Package(
             ]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
-        .target(name: "CLISupport"),
+        .target(name: "CLISupport", dependencies: ["WordCodes"]),
 
         // Thin executables.
         .executableTarget(
             name: "ElevenCLI",
             dependencies: [
                 "PAKE", "WordCodes", "SpaceModel", "Support", "JoinProtocol", "ClientCore", "CLISupport",
-                "CQRencode",
+                "CQRencode", "Net",
             ]),
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
         .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
@@ -84,7 +84,7 @@ let package = Package(
             name: "ElevenBench",
             dependencies: [
                 "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceModel", "Support", "SpaceServer",
-                "JoinProtocol", "ClientCore", "SidecarBot", "TestSupport", "LoadHarness",
+                "JoinProtocol", "ClientCore", "SidecarBot", "TestSupport", "LoadHarness", "CLISupport",
             ]),
 
         // Helpers shared by the test targets and the benchmarks: the one child-process type, free

@@ -45,6 +45,11 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
         CLIError(code: "help", message: "", status: .success, help: help)
     }
 
+    /// `--version`: the program's name and ``ElevenVersion/current``, shown as help is.
+    static func versionRequested(_ program: String) -> CLIError {
+        helpRequested("\(program) \(ElevenVersion.current)")
+    }
+
     var isHelp: Bool { code == "help" }
 }
 
@@ -53,7 +58,10 @@ public enum Terminal {
     /// Prints `text` and a newline. Whatever text from others it holds cannot act on the
     /// terminal: every control character but the newline is shown escaped (``SafeText``), so a
     /// caller need only keep others' newlines from starting lines of their own.
-    public static func out(_ text: String) {
+    /// Returns whether all of it was written (false: the output is closed, e.g. a pipe whose
+    /// reader is gone, with SIGPIPE ignored).
+    @discardableResult
+    public static func out(_ text: String) -> Bool {
         write(1, SafeText.lines(text) + "\n")
     }
 
@@ -62,7 +70,8 @@ public enum Terminal {
         write(2, SafeText.lines(text) + "\n")
     }
 
-    private static func write(_ fd: Int32, _ text: String) {
+    @discardableResult
+    private static func write(_ fd: Int32, _ text: String) -> Bool {
         var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
@@ -71,11 +80,12 @@ public enum Terminal {
             }
             if n <= 0 {
                 if n < 0 && errno == EINTR { continue }
-                return
+                return false
             }
             offset += n
         }
         bytes.removeAll()
+        return true
     }
 
     /// Whether standard input and output are a terminal (prompts, colours, progress).
@@ -116,13 +126,39 @@ public func runProgram(name: String, json: Bool, _ body: () throws -> Void) -> N
 }
 
 private func report(_ error: CLIError, name: String, json: Bool) {
+    // The last guard against echoing a password someone wrote into an address.
+    let message = withoutURLPasswords(error.message)
     if json {
-        Terminal.json(["error": error.code, "message": error.message])
+        Terminal.json(["error": error.code, "message": message])
     } else {
-        Terminal.err("\(name): \(error.message)")
-        if error.status == .usage, let help = error.help {
-            Terminal.err("")
-            Terminal.err(help)
+        Terminal.err("\(name): \(message)")
+        if error.status == .usage, let help = error.help { Terminal.err(usageHint(help)) }
+    }
+}
+
+/// The one line a usage error adds under its message: the command's usage line and where the
+/// rest is. The whole help would push the message itself off the screen.
+public func usageHint(_ help: String) -> String {
+    let first = help.prefix { $0 != "\n" }
+    // The command's words come first after "usage:"; `[options]`, `<command>` and the upper-case
+    // argument names do not start with a lower-case letter.
+    let command = first.split(separator: " ").dropFirst().prefix { $0.first?.isLowercase == true }
+    return "\(first)   (`\(command.joined(separator: " ")) --help` says more)"
+}
+
+/// `text` with the user information of every URL in it (`https://user:secret@host`) shown as `…@`.
+public func withoutURLPasswords(_ text: String) -> String {
+    guard text.contains("@"), text.contains("://") else { return text }
+    var out = ""
+    var rest = Substring(text)
+    while let scheme = rest.range(of: "://") {
+        out += rest[..<scheme.upperBound]
+        rest = rest[scheme.upperBound...]
+        let authority = rest.prefix { !"/?# '\"".contains($0) && !$0.isWhitespace }
+        if let at = authority.lastIndex(of: "@") {
+            out += "…"
+            rest = rest[at...]
         }
     }
+    return out + rest
 }

@@ -94,6 +94,7 @@ public struct CommandSpec: Sendable {
             lines.append(Self.row(left, help))
         }
         lines.append(Self.row("-h, --help", "show this help"))
+        if path.count == 1 { lines.append(Self.row("    --version", "print the version")) }
         return lines.joined(separator: "\n")
     }
 
@@ -115,6 +116,10 @@ public struct CommandSpec: Sendable {
         var onlyPositionals = false
         if arguments.contains(where: { $0 == "--help" || $0 == "-h" }) && !arguments.contains("--") {
             throw .helpRequested(help)
+        }
+        // A program that is one command (`eleven-relay`) takes `--version` as the groups do.
+        if path.count == 1 && arguments.contains("--version") && !arguments.contains("--") {
+            throw .versionRequested(path[0])
         }
         while index < arguments.count {
             let arg = arguments[index]
@@ -233,8 +238,8 @@ public struct ParsedArguments: Sendable {
         guard let raw = value(name) else { return nil }
         guard let seconds = Duration.parse(raw), seconds > 0, seconds <= max else {
             throw .usage(
-                "'--\(name)' must be a duration like 90s, 15m, 2h or 3d, at most "
-                    + "\(Int(max / 86_400)) days, not '\(raw)'", help: nil)
+                "'--\(name)' must be a duration like 90s, 15m, 2h or 3d, more than 0 and at most "
+                    + "\(Duration.describe(max)), not '\(raw)'", help: nil)
         }
         return seconds
     }
@@ -242,6 +247,15 @@ public struct ParsedArguments: Sendable {
 
 /// Parses the small duration syntax the commands accept.
 public enum Duration {
+    /// `seconds` in the largest unit that shows it whole: `3d`, `1h`, `90s`.
+    public static func describe(_ seconds: TimeInterval) -> String {
+        for (unit, size) in [("d", 86_400.0), ("h", 3600), ("m", 60)]
+        where seconds >= size && seconds.truncatingRemainder(dividingBy: size) == 0 {
+            return "\(Int(seconds / size))\(unit)"
+        }
+        return "\(Int(seconds))s"
+    }
+
     public static func parse(_ text: String) -> TimeInterval? {
         let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         guard let last = text.last else { return nil }

@@ -57,7 +57,7 @@ func runBotBench(_ arguments: [String]) -> Int32 {
             sizes = v.split(separator: ",").compactMap { Int($0) }.filter { (1...500).contains($0) }
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench bot: unknown option \(arguments[index])\n\n\(botUsage)\n".utf8))
+                Data(benchUsageError("unknown option '\(arguments[index])'", usage: botUsage).utf8))
             return 2
         }
         index += 2

@@ -42,7 +42,10 @@ func runCodesBench(_ arguments: [String]) -> Int32 {
             return 0
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench codes: unknown option '\(arguments[index])'\n".utf8))
+                Data(
+                    benchUsageError(
+                        "unknown option '\(arguments[index])'", usage: "usage: eleven-bench codes [options]"
+                    ).utf8))
             return 2
         }
         index += 1

@@ -68,7 +68,7 @@ func runDiskBench(_ arguments: [String]) -> Int32 {
     if arguments.count == 2, arguments[0] == "--seconds", let value = Double(arguments[1]), value > 0 {
         seconds = min(value, 600)
     } else if !arguments.isEmpty {
-        FileHandle.standardError.write(Data("eleven-bench disk: bad options\n\n\(diskUsage)\n".utf8))
+        FileHandle.standardError.write(Data(benchUsageError("bad options", usage: diskUsage).utf8))
         return 2
     }
     let directory = FileManager.default.temporaryDirectory

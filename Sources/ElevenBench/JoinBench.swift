@@ -34,7 +34,7 @@ func runJoinBench(_ arguments: [String]) -> Int32 {
         case ("--python", let v?): python = v
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench join: unknown option \(arguments[index])\n\n\(joinUsage)\n".utf8))
+                Data(benchUsageError("unknown option '\(arguments[index])'", usage: joinUsage).utf8))
             return 2
         }
         index += 2

@@ -84,7 +84,7 @@ func runNetBench(_ arguments: [String]) -> Int32 {
             i += 1
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench net: unknown option \(arg)\n\n\(netUsage)\n".utf8))
+                Data(benchUsageError("unknown option '\(arg)'", usage: netUsage).utf8))
             return 2
         }
         i += 1

@@ -185,7 +185,7 @@ func runPakeBench(_ arguments: [String]) -> Int32 {
             index += 1
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench pake: unknown option '\(arguments[index])'\n\n\(pakeUsage)\n".utf8))
+                Data(benchUsageError("unknown option '\(arguments[index])'", usage: pakeUsage).utf8))
             return 2
         }
         index += 1

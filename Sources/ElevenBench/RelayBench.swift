@@ -74,7 +74,7 @@ func runRelayBench(_ arguments: [String]) -> Int32 {
             i -= 1
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench relay: unknown option \(arguments[i])\n\n\(relayUsage)\n".utf8))
+                Data(benchUsageError("unknown option '\(arguments[i])'", usage: relayUsage).utf8))
             return 2
         }
         i += 2

@@ -66,7 +66,7 @@ func runRelayNodesBench(_ arguments: [String]) -> Int32 {
             i -= 1
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench relay --nodes: unknown option \(arguments[i])\n\n\(nodesUsage)\n".utf8))
+                Data(benchUsageError("unknown option '\(arguments[i])'", usage: nodesUsage).utf8))
             return 2
         }
         i += 2

@@ -34,7 +34,7 @@ func runSoakBench(_ arguments: [String]) -> Int32 {
         default:
             FileHandle.standardError.write(
                 Data(
-                    "eleven-bench soak: unknown option or bad value \(arguments[index])\n\n\(soakUsage)\n"
+                    benchUsageError("unknown option or bad value '\(arguments[index])'", usage: soakUsage)
                         .utf8))
             return 2
         }

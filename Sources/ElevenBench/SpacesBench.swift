@@ -34,7 +34,7 @@ func runSpacesBench(_ arguments: [String]) -> Int32 {
             index += 1
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench spaces: unknown option \(arguments[index])\n\n\(spacesUsage)\n".utf8))
+                Data(benchUsageError("unknown option '\(arguments[index])'", usage: spacesUsage).utf8))
             return 2
         }
         index += 1

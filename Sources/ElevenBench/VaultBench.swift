@@ -31,7 +31,7 @@ func runVaultBench(_ arguments: [String]) -> Int32 {
         case ("--spaces", let v?): spaceCount = min(max(v, 1), 5000)
         default:
             FileHandle.standardError.write(
-                Data("eleven-bench vault: unknown option \(arguments[index])\n\n\(vaultUsage)\n".utf8))
+                Data(benchUsageError("unknown option '\(arguments[index])'", usage: vaultUsage).utf8))
             return 2
         }
         index += 2

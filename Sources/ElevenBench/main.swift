@@ -1,3 +1,4 @@
+import CLISupport
 import Foundation
 
 // eleven-bench: benchmarks that print a ratio against a reference measured in the same run.
@@ -26,6 +27,10 @@ guard let command = arguments.first, command != "--help", command != "-h" else {
     print(usage)
     exit(arguments.isEmpty ? 2 : 0)
 }
+if command == "--version" {
+    print("eleven-bench \(ElevenVersion.current)")
+    exit(0)
+}
 let rest = Array(arguments.dropFirst())
 switch command {
 case "pake": exit(runPakeBench(rest))
@@ -39,6 +44,22 @@ case "bot": exit(runBotBench(rest))
 case "soak": exit(runSoakBench(rest))
 case "disk": exit(runDiskBench(rest))
 default:
-    FileHandle.standardError.write(Data("eleven-bench: unknown command '\(command)'\n\n\(usage)\n".utf8))
+    let names: Set = ["pake", "codes", "net", "spaces", "relay", "join", "vault", "bot", "soak", "disk"]
+    let nearest = CommandGroup.nearest(to: command, in: names)
+    let suggestion =
+        nearest.isEmpty ? "" : "; did you mean " + nearest.map { "'\($0)'" }.joined(separator: " or ") + "?"
+    FileHandle.standardError.write(
+        Data(
+            "eleven-bench: unknown command '\(command)'\(suggestion)\n(`eleven-bench --help` lists them)\n"
+                .utf8))
     exit(2)
+}
+
+/// A bench command's usage error: the program and command, the problem, and its usage line with
+/// where the rest is (as every program prints one), not the whole usage.
+func benchUsageError(_ problem: String, usage: String) -> String {
+    let command = usage.prefix { $0 != "\n" }.split(separator: " ").dropFirst().prefix {
+        $0.first?.isLowercase == true || $0.hasPrefix("--nodes")
+    }
+    return "\(command.joined(separator: " ")): \(problem)\n\(usageHint(usage))\n"
 }

@@ -27,9 +27,20 @@ private func stateDirectory(_ arguments: ParsedArguments) throws -> String {
     return state
 }
 
-private func keyPath(_ arguments: ParsedArguments) -> String? {
-    BotSealingKey.location(
-        explicit: arguments.value("key-file"), environment: ProcessInfo.processInfo.environment)
+/// Where the bot's key lives. Not saying is a usage error for every command alike; a key file
+/// that is named but cannot be read is local state (5), as `BotSealingKey.load` reports it.
+private func keyPath(_ arguments: ParsedArguments) throws -> String {
+    guard
+        let path = BotSealingKey.location(
+            explicit: arguments.value("key-file"), environment: ProcessInfo.processInfo.environment)
+    else {
+        throw CLIError(
+            code: "key_missing",
+            message: "Say where the bot's key lives: --key-file FILE, ELEVEN_BOT_KEY_FILE, or "
+                + "$CREDENTIALS_DIRECTORY/eleven-bot.key under systemd.",
+            status: .usage)
+    }
+    return path
 }
 
 private func cliError(_ error: BotError) -> CLIError {
@@ -52,8 +63,9 @@ private func withBotErrors<T>(_ body: () throws(BotError) -> T) throws -> T {
 
 private func openStore(_ arguments: ParsedArguments) throws -> BotStore {
     let directory = try stateDirectory(arguments)
+    let path = try keyPath(arguments)
     return try withBotErrors { () throws(BotError) in
-        try BotStore(directory: directory, key: try BotSealingKey.load(path: keyPath(arguments)))
+        try BotStore(directory: directory, key: try BotSealingKey.load(path: path))
     }
 }
 
@@ -83,8 +95,11 @@ private func lockState(_ directory: String) throws -> StateLock {
 
 private func relayURL(_ arguments: ParsedArguments) throws -> String {
     let relay = arguments.value("relay") ?? "ws://127.0.0.1:4000/v1"
-    guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
-        throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
+    // Parsed as the connection will parse it: a bad port is a usage error now, not a reconnect loop.
+    guard (try? NetURL(relay)).map({ $0.scheme == "ws" || $0.scheme == "wss" }) == true else {
+        throw CLIError.usage(
+            "'--relay' must be a ws:// or wss:// URL such as ws://127.0.0.1:4000/v1, not '\(relay)'",
+            help: nil)
     }
     return relay
 }
@@ -105,13 +120,7 @@ let program = CommandGroup(
                     """)
         ) { arguments in
             let directory = try stateDirectory(arguments)
-            guard let path = keyPath(arguments) else {
-                throw CLIError(
-                    code: "key_missing",
-                    message: "Say where the bot's key lives: --key-file FILE, ELEVEN_BOT_KEY_FILE, or "
-                        + "$CREDENTIALS_DIRECTORY/eleven-bot.key under systemd.",
-                    status: .usage)
-            }
+            let path = try keyPath(arguments)
             let (key, created) = try withBotErrors { () throws(BotError) in
                 try BotSealingKey.loadOrCreate(path: path)
             }
@@ -131,8 +140,12 @@ let program = CommandGroup(
                         ? "Created the key file \(path) (keep it safe; the state is useless without it)."
                         : "Key file: \(path)")
                 Terminal.out("Public keys: \(identity.publicKeys.text)")
+                // The next command as it must be typed: the key given on this command line has to
+                // be given to the next one too (the environment carries over by itself).
+                var next = "eleven-bot join CODE --state \(shellQuoted(directory))"
+                if arguments.wasGiven("key-file") { next += " --key-file \(shellQuoted(path))" }
                 Terminal.out(
-                    "Next: a member runs `eleven invite --short --yes`; then `eleven-bot join CODE --state \(directory)`."
+                    "Next: a member runs `eleven invite --short --yes`; then `\(next)` with the code it printed."
                 )
             }
         },

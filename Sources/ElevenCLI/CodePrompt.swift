@@ -2,27 +2,38 @@ import CLISupport
 import ClientCore
 import Foundation
 import JoinProtocol
+import WordCodes
 
 // The `eleven join` prompt: asks for the code so it never sits in the shell's history. On a
 // terminal it reads keys in raw mode (termios) and completes words on Tab (`CodeEntry`); when
 // standard input is not a terminal it reads one plain line.
 
-/// Reads the invite code from standard input.
-func promptForCode() throws -> String {
+/// Reads the invite code from standard input; on a terminal `prompt` asks for it and Tab
+/// completes its words from `candidates` (Eleven's word list unless told otherwise).
+func promptForCode(
+    _ prompt: String = codePrompt,
+    candidates: @escaping @Sendable (String) -> [String] = { Completion.candidates(for: $0) }
+) throws -> String {
     let line: String?
     if isatty(0) == 1 {
-        line = try readCodeFromTerminal()
+        line = try readCodeFromTerminal(prompt, entry: CodeEntry(candidates: candidates))
     } else {
         line = readLine(strippingNewline: true)
     }
-    let code = (line ?? "").trimmingCharacters(in: .whitespaces)
-    guard !code.isEmpty else { throw CLIError.usage("no code was entered", help: nil) }
+    return try requireCode(line)
+}
+
+/// The code as typed, trimmed. An empty code is a usage error (2) whether it came as an argument
+/// or at the prompt: nothing was tried, so nothing was rejected.
+func requireCode(_ text: String?) throws -> String {
+    let code = (text ?? "").trimmingCharacters(in: .whitespaces)
+    guard !code.isEmpty else { throw CLIError.usage("no code was given", help: nil) }
     return code
 }
 
 private let codePrompt = "Enter the invite code (Tab completes words): "
 
-private func readCodeFromTerminal() throws -> String? {
+private func readCodeFromTerminal(_ codePrompt: String, entry: CodeEntry) throws -> String? {
     var saved = termios()
     guard tcgetattr(0, &saved) == 0 else { return readLine(strippingNewline: true) }
     var raw = saved
@@ -39,7 +50,7 @@ private func readCodeFromTerminal() throws -> String? {
         _ = tcsetattr(0, TCSAFLUSH, &saved)
         writePrompt("\r\n")
     }
-    var entry = CodeEntry()
+    var entry = entry
     writePrompt(codePrompt)
     var pending: [UInt8] = []
     while true {

@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import Net
 import Support
 import WordCodes
 
@@ -24,7 +25,9 @@ let demoCommands: [CommandGroup.Entry] = [
                 nobody else is online, and Sam reads the history. Eve guesses a code: it fails, the
                 code is burned and the bot tells Paul. Without a bot, Paul's own device attends: Ann
                 joins his Book club after he says yes. Nothing leaves this machine; the state lives
-                in a temporary directory removed at the end.
+                in a temporary directory removed at the end. The programs are the ones installed next
+                to this eleven. Ctrl-C, SIGTERM or a closed output pipe stop every program the demo
+                started and remove its directory (exit status 6).
                 """)
     ) { arguments in
         try Demo(words: try arguments.int("words", in: Code.wordCountRange) ?? 2).run(
@@ -39,10 +42,18 @@ struct Demo {
     let words: Int
 
     func run(relay: String?) throws {
+        // Output goes to a person or a pipe; a closed pipe is a write error (EPIPE) that `say`
+        // turns into stopping, not a signal that would leave the programs running.
+        signal(SIGPIPE, SIG_IGN)
+        let watchers = [SIGINT, SIGTERM].map {
+            SignalWatcher(signal: $0) { DemoCleanup.shared.abort() }
+        }
+        defer { for watcher in watchers { watcher.cancel() } }
         say("Eleven demo: a short-code join, end to end, on this machine.")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "eleven-demo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        DemoCleanup.shared.remove(directory)
         defer { try? FileManager.default.removeItem(at: directory) }
         let relayProcess: ServiceChild?
         let relayURL: String
@@ -178,8 +189,8 @@ struct Person {
 
 /// The path of a program installed next to this `eleven`.
 func siblingBinary(_ name: String) throws -> String {
-    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        .deletingLastPathComponent().appendingPathComponent(name)
+    let binary = URL(fileURLWithPath: try elevenBinary()).deletingLastPathComponent()
+        .appendingPathComponent(name)
     guard FileManager.default.isExecutableFile(atPath: binary.path) else {
         throw CLIError(
             code: "program_missing",
@@ -190,8 +201,74 @@ func siblingBinary(_ name: String) throws -> String {
     return binary.path
 }
 
+/// This program's own file, as the kernel knows it: `argv[0]` is only what the shell was given
+/// (`eleven` found on PATH would be looked for in the current directory).
 func elevenBinary() throws -> String {
-    URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else {
+        throw CLIError(
+            code: "program_missing", message: "can't find this program's own file (/proc/self/exe)",
+            status: .localState)
+    }
+    return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// Everything the demo started, so that however it ends (done, failed, Ctrl-C, SIGTERM, its
+/// output pipe closed) no program keeps running and its directory is removed.
+final class DemoCleanup: Sendable {
+    static let shared = DemoCleanup()
+    private struct State {
+        var processes: [Process] = []
+        var directory: URL?
+        var aborting = false
+    }
+    private let state = Locked(State())
+
+    /// Stops `process` when the demo is stopped (at once if it is being stopped already).
+    func track(_ process: Process) {
+        let late = state.withLock {
+            $0.processes.append(process)
+            return $0.aborting
+        }
+        if late { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// Removes `directory` when the demo is stopped.
+    func remove(_ directory: URL) {
+        state.withLock { $0.directory = directory }
+    }
+
+    /// Parks the calling thread for good once the demo is being stopped: the script must not
+    /// start programs or write files while the directory is being removed.
+    func checkpoint() {
+        if state.withLock({ $0.aborting }) { while true { pause() } }
+    }
+
+    /// Stops every tracked program (SIGTERM, SIGKILL after a grace period), removes the directory
+    /// and exits with status 6 (cancelled). Runs once; a second caller parks.
+    func abort() -> Never {
+        let (second, directory) = state.withLock { state in
+            defer { state.aborting = true }
+            return (state.aborting, state.directory)
+        }
+        if second { while true { pause() } }
+        // Until no program was started meanwhile (one that started as the stop began is
+        // tracked late, and killed as it is).
+        var stopped = 0
+        while true {
+            let running = state.withLock { Array($0.processes[stopped...]) }
+            if running.isEmpty { break }
+            for process in running where process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            let deadline = Date().addingTimeInterval(5)
+            while running.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
+            for process in running where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            for process in running { process.waitUntilExit() }
+            stopped += running.count
+        }
+        if let directory { try? FileManager.default.removeItem(at: directory) }
+        exit(ExitStatus.refused.rawValue)
+    }
 }
 
 /// A child whose output lines are shown as they come, prefixed with a label; it can answer one
@@ -215,7 +292,9 @@ final class ShownProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
+        DemoCleanup.shared.checkpoint()
         try process.run()
+        DemoCleanup.shared.track(process)
         for pipe in [out, err] {
             finished.enter()
             Thread.detachNewThread { [self] in
@@ -284,8 +363,10 @@ final class ShownProcess: @unchecked Sendable {
     }
 }
 
+/// Shows a line of the demo. When nobody reads any more (the pipe was closed), the demo stops.
 func say(_ line: String) {
-    Terminal.out(line)
+    DemoCleanup.shared.checkpoint()
+    if !Terminal.out(line) { DemoCleanup.shared.abort() }
 }
 
 /// `eleven-relay` or `eleven-server` started from the same directory as this `eleven`, on a
@@ -304,7 +385,9 @@ struct ServiceChild {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
+        DemoCleanup.shared.checkpoint()
         try process.run()
+        DemoCleanup.shared.track(process)
         let ready = Handoff<String>()
         Thread.detachNewThread {
             var buffer = Data()

@@ -199,7 +199,10 @@ let deviceCommands: [CommandGroup.Entry] = [
                 linkRelayOption, CommonOptions.json,
             ],
             positionals: [
-                PositionalSpec("CODE", help: "the code the other device shows, e.g. coral-piano-42")
+                PositionalSpec(
+                    "CODE",
+                    help: "the code the other device shows, e.g. coral-piano-42; asked for when omitted",
+                    optional: true)
             ],
             discussion: "Exit status 3: the code did not match (it is burned now) or nobody is attending it.")
     ) { arguments in
@@ -350,9 +353,11 @@ private func runDeviceLink(_ arguments: ParsedArguments) throws {
             try homeErrors { try sync.signOut() }
         }
     }
+    // Asked for when not given (Tab completes its words), as `eleven join` does.
+    let typed = try arguments.positional(0).map { try requireCode($0) } ?? promptForCode()
     let parsed: ParsedCode
     do {
-        parsed = try CodeParser.parse(arguments.positional(0) ?? "")
+        parsed = try CodeParser.parse(typed)
     } catch {
         throw CLIError(code: error.code, message: error.message, status: .codeRejected)
     }

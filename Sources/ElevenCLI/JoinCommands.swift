@@ -59,6 +59,7 @@ let joinCommands: [CommandGroup.Entry] = [
                 the invite waits in the relay and `eleven approve` attends it later.
                 """)
     ) { arguments in
+        try checkRelayOption(arguments)
         try runInvite(arguments)
     },
     .init(
@@ -72,6 +73,7 @@ let joinCommands: [CommandGroup.Entry] = [
                 CommonOptions.json,
             ])
     ) { arguments in
+        try checkRelayOption(arguments)
         try runApprove(arguments)
     },
     .init(
@@ -99,6 +101,10 @@ let joinCommands: [CommandGroup.Entry] = [
                 link is malformed; 3: it is unknown, expired or used up; 6: you said no.
                 """)
     ) { arguments in
+        // The command line's own mistakes, before any flow starts: a usage error (2).
+        if let code = arguments.positional(0) { _ = try requireCode(code) }
+        _ = try checkedName(arguments.value("name"), field: "--name")
+        try checkRelayOption(arguments)
         try runJoin(arguments)
     },
 ]

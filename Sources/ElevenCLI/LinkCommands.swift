@@ -56,7 +56,11 @@ let linkCommands: [CommandGroup.Entry] = [
                 status: .usage)
         }
         let card = try linkErrors { try link.inspect() }
-        let saved = try withSpaceErrors { try localState().spaces() }
+        // Showing uses nothing, here either: a device without state gets none made.
+        let state = localState()
+        let saved =
+            FileManager.default.fileExists(atPath: state.directory.path)
+            ? try withSpaceErrors { try state.spaces() } : SavedSpaces()
         let already = card.alreadySaved(in: saved)
         if json {
             Terminal.json(cardObject(card, saved: already != nil))
@@ -66,7 +70,7 @@ let linkCommands: [CommandGroup.Entry] = [
         if let already {
             Terminal.out("You are already in \(already.name) on this device.")
         } else {
-            Terminal.out("Nothing was used. To accept, run: eleven join LINK")
+            Terminal.out("Nothing was used. To accept, run: eleven join \(shellQuoted(text))")
         }
     },
     .init(
@@ -108,7 +112,7 @@ func runLinkInvite(_ arguments: ParsedArguments) throws {
     for shortOnly in ["words", "detach"] where arguments.given.contains(shortOnly) {
         throw CLIError.usage("--\(shortOnly) is for short codes: add --short", help: nil)
     }
-    let setupName = try checkedName(arguments.value("setup"), option: "setup")
+    let setupName = try checkedName(arguments.value("setup"), field: "--setup")
     let chosen = [arguments.flag("dm"), arguments.flag("device"), setupName != nil].filter { $0 }.count
     guard chosen <= 1 else { throw CLIError.usage("choose one of --dm, --device and --setup", help: nil) }
     let shape: InviteShape =
@@ -127,7 +131,7 @@ func runLinkInvite(_ arguments: ParsedArguments) throws {
         throw CLIError.usage(
             "a space that does not exist yet has no name to seal: leave out --sealed", help: nil)
     }
-    let personName = try checkedName(arguments.value("name"), option: "name")
+    let personName = try checkedName(arguments.value("name"), field: "--name")
     if shape == .device, personName != nil {
         throw CLIError.usage("a device link carries your own name: leave out --name", help: nil)
     }
@@ -141,6 +145,7 @@ func runLinkInvite(_ arguments: ParsedArguments) throws {
             throw CLIError.usage(
                 "--setup needs --server URL (the server the new space will live on)", help: nil)
         }
+        _ = try checkedServerURL(server)
         link = try linkErrors {
             try InviteLink.mintSetup(
                 server: server, spaceName: setupName, creationToken: arguments.value("creation-token"),
@@ -206,7 +211,7 @@ func fullLengthLink(_ text: String) throws -> InviteLink? {
 /// the person says yes). A space already saved here is left as it is.
 func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
     let json = arguments.flag("json")
-    let givenName = try checkedName(arguments.value("name"), option: "name")
+    let givenName = try checkedName(arguments.value("name"), field: "--name")
     let state = localState()
     let saved = try withSpaceErrors { try state.spaces() }
     let card: InviteCard
@@ -335,19 +340,6 @@ private func dateText(_ seconds: Int64) -> String {
 }
 
 // MARK: Errors
-
-/// A name from the command line, checked as the space server and the link parser check names.
-private func checkedName(_ text: String?, option: String) throws -> String? {
-    guard let text else { return nil }
-    let limit = MemberRecord.maximumNameByteCount
-    guard !text.trimmingCharacters(in: .whitespaces).isEmpty, text.utf8.count <= limit,
-        !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-    else {
-        throw CLIError.usage(
-            "--\(option) takes 1 to \(limit) bytes of text without control characters", help: nil)
-    }
-    return text
-}
 
 /// Runs `body`, giving refused invites (unknown, expired, used up, void, not opening) their own
 /// codes with exit status 3; other failures map as for every space command.

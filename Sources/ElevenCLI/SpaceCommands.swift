@@ -37,16 +37,18 @@ let spaceCommands: [CommandGroup.Entry] = [
             ],
             positionals: [PositionalSpec("NAME", help: "the space's name, e.g. Family")])
     ) { arguments in
-        guard let server = arguments.value("server") else {
+        guard let given = arguments.value("server") else {
             throw CLIError.usage(
                 "missing --server URL (the space server, e.g. http://127.0.0.1:8711)", help: nil)
         }
-        let name = arguments.positional(0) ?? ""
+        let server = try checkedServerURL(given)
+        let name = try checkedName(arguments.positional(0) ?? "", field: "NAME") ?? ""
+        let ownerName = try checkedName(arguments.value("as"), field: "--as") ?? ""
         let state = localState()
         let saved = try withSpaceErrors {
             let (identity, _) = try state.identity(create: true)
             let saved = try SpaceSession.createSpace(
-                name: name, server: server, identity: identity, ownerName: arguments.value("as") ?? "")
+                name: name, server: server, identity: identity, ownerName: ownerName)
             // Re-read under the lock now: a parallel command may have saved a space meanwhile.
             try state.updateSpaces { $0.save(saved) }
             return saved
@@ -60,7 +62,9 @@ let spaceCommands: [CommandGroup.Entry] = [
             return
         }
         Terminal.out("Created space \"\(saved.shownName)\" on \(saved.server). You are its owner.")
-        Terminal.out("Add people with: eleven members add --key KEY --name NAME")
+        Terminal.out(
+            "Invite people with: eleven invite --short (a code to read out) or eleven invite --name NAME (a link)"
+        )
     },
     .init(
         CommandSpec(
@@ -79,6 +83,7 @@ let spaceCommands: [CommandGroup.Entry] = [
         else {
             throw CLIError.usage("--server, --space and --member are all needed", help: nil)
         }
+        _ = try checkedServerURL(server)
         guard let space = try? SpaceID(base64URL: spaceText),
             let member = try? MemberID(base64URL: memberText)
         else {

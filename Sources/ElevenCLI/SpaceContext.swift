@@ -29,8 +29,12 @@ func withSpaceErrors<T>(_ body: () throws -> T) throws -> T {
 }
 
 func cliError(_ error: SpaceClientError) -> CLIError {
-    if error.code == "invalid_url" {
+    switch error.code {
+    // What the command line named or gave was wrong, not the server: a usage error, as the
+    // README's table has it, whichever side noticed.
+    case "invalid_url", "unknown_thread", "message_too_large", "body_too_large", "invalid_field":
         return CLIError(code: error.code, message: error.message, status: .usage)
+    default: break
     }
     let status: ExitStatus =
         switch error.kind {
@@ -43,6 +47,20 @@ func cliError(_ error: SpaceClientError) -> CLIError {
 
 func cliError(_ error: LocalStateError) -> CLIError {
     CLIError(code: error.code.rawValue, message: error.message, status: .localState)
+}
+
+/// A name from the command line (`field`: `--name`, `NAME`), checked before any traffic as the
+/// space server and the link parser check names, so the error names what to change.
+func checkedName(_ text: String?, field: String) throws -> String? {
+    guard let text else { return nil }
+    let limit = MemberRecord.maximumNameByteCount
+    guard !text.trimmingCharacters(in: .whitespaces).isEmpty, text.utf8.count <= limit,
+        !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+    else {
+        throw CLIError.usage(
+            "\(field) takes 1 to \(limit) bytes of text without control characters", help: nil)
+    }
+    return text
 }
 
 /// The local state of this run (`$ELEVEN_HOME` or `~/.eleven`).

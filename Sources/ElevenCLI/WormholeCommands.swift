@@ -155,11 +155,8 @@ func runWormholeReceive(_ arguments: ParsedArguments) throws {
                 "give the code as an argument (eleven receive 7-guitarist-revenge): standard input is "
                     + "not a terminal to ask for it", help: wormholeReceiveSpec.help)
         }
-        writeStderr("Enter the Wormhole code: ")
-        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-            throw CLIError.usage("no code was entered", help: nil)
-        }
-        typed = line
+        typed = try promptForCode(
+            "Enter the Wormhole code (Tab completes words): ", candidates: wormholeCompletions)
     }
     let code = try wormholeCode(typed)
     var g = SystemRandomNumberGenerator()
@@ -185,10 +182,7 @@ struct WormholeSettings {
     let json: Bool
 
     init(_ arguments: ParsedArguments) throws {
-        relay = arguments.value("relay") ?? wormholeDefaultRelay
-        guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
-            throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
-        }
+        relay = try checkedRelayURL(arguments.value("relay") ?? wormholeDefaultRelay)
         appID = arguments.value("appid") ?? wormholeDefaultAppID
         guard !appID.isEmpty else { throw CLIError.usage("'--appid' must not be empty", help: nil) }
         timeout = try arguments.duration("timeout", max: 7 * 86_400) ?? 1800
@@ -267,6 +261,17 @@ func runWormhole(
             connection.disconnect()
             throw relayFailure(error)
         }
+    }
+}
+
+/// Completions of a partly typed Wormhole code (`7-guit`): the last word from the PGP word list
+/// (either half; the nameplate number is not completed), the text before it kept as typed.
+@Sendable func wormholeCompletions(_ partial: String) -> [String] {
+    let head = partial.lastIndex(of: "-").map { partial[...$0] } ?? ""
+    let typed = partial.dropFirst(head.count).lowercased()
+    guard !head.isEmpty, typed.allSatisfy(\.isLetter) else { return [] }
+    return (WormholeWordList.even + WormholeWordList.odd).filter { $0.hasPrefix(typed) }.sorted().map {
+        head + $0
     }
 }
 

@@ -122,7 +122,8 @@ func repeated(_ parsed: ParsedArguments, _ name: String) -> [String] {
 }
 
 func address(_ text: String, option: String) throws(CLIError) -> SocketAddress {
-    guard let address = RelayServerConfiguration.parseAddress(text) else {
+    // `:4000` would bind every interface without saying so: the host is written out.
+    guard !text.hasPrefix(":"), let address = RelayServerConfiguration.parseAddress(text) else {
         throw .usage(
             "'--\(option)' must be a numeric HOST:PORT such as 127.0.0.1:4000 or [::1]:4000, not '\(text)'",
             help: spec.help)
@@ -274,9 +275,15 @@ runProgram(name: "eleven-relay", json: false) {
         server = try RelayServer(configuration: config, storage: storage)
         try server.start()
     } catch let error as RelayServerError {
-        throw CLIError(
-            code: error.code.rawValue, message: error.message,
-            status: error.code == .foreignDatabase ? .localState : .unavailable)
+        // A database file that cannot be opened is local state, as eleven-server reports it; a
+        // PostgreSQL server that cannot be reached is unavailable.
+        let status: ExitStatus =
+            switch error.code {
+            case .foreignDatabase: .localState
+            case .storage: storage == nil ? .localState : .unavailable
+            case .listen, .tls: .unavailable
+            }
+        throw CLIError(code: error.code.rawValue, message: error.message, status: status)
     }
     let hup = SignalWatcher(signal: SIGHUP) {
         if config.tls != nil { try? server.reloadCertificates() }

@@ -61,10 +61,16 @@ func parseListen(_ text: String) throws(CLIError) -> SocketAddress {
         portText = String(text[text.index(after: colon)...])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
     }
+    // `:4100` would bind every interface without saying so: the host is written out or not given.
+    guard !host.isEmpty else {
+        throw .usage(
+            "'--listen' needs a host before ':': 127.0.0.1\(text) for this machine only, 0.0.0.0\(text) for "
+                + "every interface", help: spec.help)
+    }
     guard let port = UInt16(portText), let address = SocketAddress(numericHost: host, port: port) else {
         throw .usage(
             "'--listen' needs a numeric address and port like 127.0.0.1:8711 or [::1]:8711, not '\(text)'",
-            help: nil)
+            help: spec.help)
     }
     return address
 }
@@ -86,7 +92,16 @@ runProgram(name: "eleven-server", json: false) {
     configuration.listenAddresses = try parsed.all("listen").map { text throws(CLIError) in
         try parseListen(text)
     }
-    configuration.publicURL = parsed.value("public-url")
+    if let url = parsed.value("public-url") {
+        // Parsed as clients will parse it: links and the welcome page are built on it.
+        guard let parsedURL = try? NetURL(url), parsedURL.scheme == "http" || parsedURL.scheme == "https"
+        else {
+            throw CLIError.usage(
+                "'--public-url' must be an http:// or https:// URL such as https://eleven.example.org, not '\(url)'",
+                help: spec.help)
+        }
+        configuration.publicURL = url
+    }
     configuration.api.spaceCreationToken = parsed.value("creation-token")
     configuration.api.homeEnabled = parsed.flag("home")
     if configuration.api.homeEnabled { configuration.api.maximumBodyBytes = 8 << 20 }
@@ -112,7 +127,8 @@ runProgram(name: "eleven-server", json: false) {
         guard let data = FileManager.default.contents(atPath: file),
             (try? JSONSerialization.jsonObject(with: data)) != nil
         else {
-            throw CLIError.usage("'--\(option)' must name a readable JSON file, not '\(file)'", help: nil)
+            throw CLIError.usage(
+                "'--\(option)' must name a readable JSON file, not '\(file)'", help: spec.help)
         }
         configuration[keyPath: keyPath] = Array(data)
     }

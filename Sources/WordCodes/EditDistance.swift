@@ -1,9 +1,9 @@
 /// Damerau–Levenshtein distance in its "optimal string alignment" form (insertions, deletions,
 /// substitutions and transpositions of adjacent letters, each costing 1), the distance the
-/// wordlist and the typo rules are defined by.
-enum EditDistance {
+/// wordlist and the typo rules are defined by (and the one `eleven` suggests commands by).
+public enum EditDistance {
     /// The distance between `a` and `b`, or any value above `limit` once it must exceed it.
-    static func damerauLevenshtein(_ a: String, _ b: String, limit: Int = .max) -> Int {
+    public static func damerauLevenshtein(_ a: String, _ b: String, limit: Int = .max) -> Int {
         let s = Array(a.utf8)
         let t = Array(b.utf8)
         if abs(s.count - t.count) > limit { return limit + 1 }

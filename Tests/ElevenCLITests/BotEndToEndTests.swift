@@ -256,12 +256,12 @@ final class BotWorld: @unchecked Sendable {
             let directory = try TestSupport.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: directory) }
             let state = directory.appendingPathComponent("state").path
-            // No key anywhere.
+            // No key anywhere: a usage error, as for `init` (ExitStatusWalkTests covers each command).
             let noKey = try TestSupport.run(
                 bot, ["status", "--state", state],
                 environment: ["ELEVEN_BOT_KEY_FILE": "", "CREDENTIALS_DIRECTORY": ""])
-            #expect(noKey.status == 5)
-            #expect(noKey.stderr.contains("No key to unseal"))
+            #expect(noKey.status == 2)
+            #expect(noKey.stderr.contains("Say where the bot's key lives"))
             // A state sealed under one key does not open under another.
             let keyA = directory.appendingPathComponent("a.key").path
             let keyB = directory.appendingPathComponent("b.key").path

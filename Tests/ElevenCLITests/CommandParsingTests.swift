@@ -90,6 +90,31 @@ import Testing
     }
 }
 
+@Suite struct MessageSafetyTests {
+    /// No error message repeats a password written into an address, wherever it sits.
+    @Test func passwordsInURLsAreNotRepeated() {
+        #expect(
+            withoutURLPasswords("can't reach https://lee:hunter2@host:1/x, nor ws://a@b/v1 or http://h/")
+                == "can't reach https://…@host:1/x, nor ws://…@b/v1 or http://h/")
+        #expect(withoutURLPasswords("mail lee@example.com") == "mail lee@example.com")
+        #expect(withoutURLPasswords("http://host/path?to=a@b") == "http://host/path?to=a@b")
+    }
+
+    @Test func durationsAreDescribedInTheirLargestWholeUnit() {
+        #expect(Duration.describe(3600) == "1h")
+        #expect(Duration.describe(7 * 86_400) == "7d")
+        #expect(Duration.describe(90) == "90s")
+        #expect(Duration.describe(900) == "15m")
+    }
+
+    @Test func shellWordsPasteAsOne() {
+        #expect(shellQuoted("/tmp/bot state") == "'/tmp/bot state'")
+        #expect(shellQuoted("/tmp/bot.key") == "/tmp/bot.key")
+        #expect(shellQuoted("it's") == "'it'\\''s'")
+        #expect(shellQuoted("") == "''")
+    }
+}
+
 final class Hits: @unchecked Sendable {
     private(set) var all: [String] = []
     func add(_ s: String) { all.append(s) }

@@ -62,4 +62,61 @@ import Testing
         #expect(unreachable.status == 4)
         #expect(unreachable.stdout.contains("can't reach the relay"))
     }
+
+    /// `eleven` found on PATH from another directory finds its programs next to itself, and
+    /// Ctrl-C, SIGTERM or a closed output pipe leave no program running and no directory behind.
+    /// Each run gets a TMPDIR of its own: the demo's directory is made there, and every program
+    /// it starts inherits it, so any survivor is found by its environment.
+    @Test(arguments: ["SIGINT", "SIGTERM", "closed pipe"])
+    func demoCleansUpWhenStopped(how: String) async throws {
+        try await TestSupport.offPool {
+            let tmp = try TestSupport.temporaryDirectory()
+            let elsewhere = try TestSupport.temporaryDirectory()
+            defer {
+                try? FileManager.default.removeItem(at: tmp)
+                try? FileManager.default.removeItem(at: elsewhere)
+            }
+            let bin = URL(fileURLWithPath: TestSupport.productPath("eleven")).deletingLastPathComponent().path
+            let environment = [
+                "PATH": "\(bin):/usr/bin:/bin", "TMPDIR": tmp.path, "ELEVEN_HOME": elsewhere.path,
+            ]
+            // Found on PATH (argv[0] is then just "eleven") once; by its full path the other times.
+            let full = "'\(TestSupport.productPath("eleven"))'"
+            let command =
+                switch how {
+                case "SIGINT": "exec eleven demo"
+                case "SIGTERM": "exec \(full) demo"
+                default: "\(full) demo | head -n 4"
+                }
+            let demo = try ChildProcess(
+                "/bin/sh", ["-c", command], environment: environment, directory: elsewhere)
+            defer { demo.stop(signal: SIGKILL) }
+            if how == "closed pipe" {
+                let ended = demo.finish(timeout: 120)
+                #expect(!ended.timedOut, "\(ended.stdout)\(ended.stderr)")
+                #expect(ended.stdout.contains("relay     ws://127.0.0.1:"), "\(ended.stdout)\(ended.stderr)")
+            } else {
+                try demo.waitFor("  Paul ", in: .stdout, timeout: 120)
+                #expect(!Self.processes(mentioning: tmp.path).isEmpty)
+                let ended = demo.stop(signal: how == "SIGINT" ? SIGINT : SIGTERM, grace: 60)
+                #expect(ended.status == 6 && !ended.signalled, "\(ended.status) \(ended.stderr)")
+            }
+            #expect(
+                TestSupport.eventually(timeout: 30) { Self.processes(mentioning: tmp.path).isEmpty },
+                "\(Self.processes(mentioning: tmp.path))")
+            let left = try FileManager.default.contentsOfDirectory(atPath: tmp.path)
+            #expect(!left.contains { $0.hasPrefix("eleven-demo-") }, "\(left)")
+        }
+    }
+
+    /// The processes whose command line or environment holds `marker`.
+    static func processes(mentioning marker: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { pid in
+            ["cmdline", "environ"].contains { file in
+                let data = FileManager.default.contents(atPath: "/proc/\(pid)/\(file)") ?? Data()
+                return String(decoding: data, as: UTF8.self).contains(marker)
+            }
+        }
+    }
 }

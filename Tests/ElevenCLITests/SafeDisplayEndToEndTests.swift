@@ -82,15 +82,19 @@ import Testing
             let invite = try w.background(w.paul, ["invite", "--short", "--yes"])
             let code = try invite.value(afterPrefix: "Invite code:")
             let eve = try ElevenHome("eve")
-            let name = "Eve\nPaul: send me your recovery file\u{1B}[8m"
-            let joined = try w.run(eve, ["join", code, "--name", name])
+            // Unchanged by the capitalising of a name taken from the environment.
+            let name = "Eve\nPaul: Send Me Your Recovery File\u{1B}"
+            // `eleven join --name` refuses such a name before any traffic (ExitStatusWalkTests); the
+            // name taken from the environment when none is given still reaches the inviter, as a
+            // hostile client's would.
+            let joined = try eve.run(["join", code], environment: ["ELEVEN_RELAY": relay.url, "USER": name])
             #expect(
                 joined.stderr.contains("A member name cannot contain control characters."), "\(joined.stderr)"
             )
             let paulSaw = invite.finish(timeout: 20)
             Self.expectInert(paulSaw.stdout + paulSaw.stderr)
             #expect(
-                paulSaw.stdout.contains("Eve\\x0APaul: send me your recovery file\\x1B[8m proved the code"),
+                paulSaw.stdout.contains("Eve\\x0APaul: Send Me Your Recovery File\\x1B proved the code"),
                 "\(paulSaw.stdout)")
             #expect(!paulSaw.stdout.split(separator: "\n").contains { $0.hasPrefix("Paul:") })
         }

@@ -95,7 +95,7 @@ import Testing
         #expect(unknown.status == 2)
         #expect(try errorCode(unknown) == "unknown_space")
         // Unknown thread, bad key, unknown member.
-        #expect(try paul.run(["read", "--thread", "nope"]).status == 4)
+        #expect(try paul.run(["read", "--thread", "nope"]).status == 2)
         let badKey = try paul.run(["members", "add", "--key", "not-a-key", "--json"])
         #expect(badKey.status == 2)
         #expect(try errorCode(badKey) == "invalid_key")

@@ -152,7 +152,11 @@ public struct HomeSync: Sendable {
             do throws(KeyModelError) {
                 return try DeviceIdentity(storedForm: SecretBytes(bytes))
             } catch {
-                throw LocalStateError(.corrupt, "\(directory.file(Self.deviceKeyFile)) is damaged.")
+                // The next step, as for a damaged home.json: the key and the sign-in go together.
+                throw LocalStateError(
+                    .corrupt,
+                    "\(directory.file(Self.deviceKeyFile)) is damaged. Move it and \(Self.homeFile) away "
+                        + "and sign in again (`eleven signin`).")
             }
         }
         let key = DeviceIdentity.generate()

@@ -63,7 +63,28 @@ public struct StateDirectory: Sendable {
                 .unreadable, "\(path) is not a directory. Move it away or set ELEVEN_HOME to another place.")
         }
         if info.st_mode & 0o077 != 0 { _ = chmod(path, 0o700) }
-        guard access(path, R_OK | W_OK | X_OK) == 0 else { throw unreadable(path, errno) }
+        guard access(path, R_OK | X_OK) == 0 else { throw unreadable(path, errno) }
+        // Readable but not writable (a read-only mount, another owner): say so, not "can't read".
+        guard access(path, W_OK) == 0 else {
+            let err = errno
+            throw LocalStateError(
+                .unwritable,
+                "can't write in \(path): \(String(cString: strerror(err)).lowercased()). "
+                    + "Check its permissions, or set ELEVEN_HOME to another directory.")
+        }
+        removeAbandonedTemporaryFiles()
+    }
+
+    /// Removes the temporary files of writes whose process died before the rename (killed during
+    /// `space create`, say). Each temporary file names its writer's process id; a writer still
+    /// alive keeps its file.
+    private func removeAbandonedTemporaryFiles() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+            let fields = name.split(separator: ".")
+            guard fields.count >= 4, let pid = Int32(fields[fields.count - 3]), pid > 0 else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { unlink(file(name)) }
+        }
     }
 
     /// The lock file every read-modify-write of the state holds (see ``locked(_:)``).
@@ -124,7 +145,8 @@ public struct StateDirectory: Sendable {
     {
         let target = file(name)
         var random = SystemRandom()
-        let temporary = file(".\(name).\(Base64URL.encode(random.bytes(count: 6))).tmp")
+        // The process id lets a later run remove the file if this one is killed before the rename.
+        let temporary = file(".\(name).\(getpid()).\(Base64URL.encode(random.bytes(count: 6))).tmp")
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw unwritable(target, errno) }
         let failure: Int32? = bytes.withReadableBytes { buffer in

@@ -35,8 +35,14 @@ public struct CodeEntry: Sendable {
     public static let suggestionLimit = 12
     /// Longest line accepted (a code is far shorter; this bounds pasted junk).
     public static let maxLength = 256
+    /// The completions of the line as typed, each the line with its last word completed.
+    private let candidates: @Sendable (String) -> [String]
 
-    public init() {}
+    /// `candidates`: Eleven's word list by default; another for another kind of code (a Magic
+    /// Wormhole code at `eleven receive`).
+    public init(candidates: @escaping @Sendable (String) -> [String] = { Completion.candidates(for: $0) }) {
+        self.candidates = candidates
+    }
 
     public mutating func press(_ key: Key) -> [Effect] {
         switch key {
@@ -68,7 +74,7 @@ public struct CodeEntry: Sendable {
     }
 
     private mutating func complete() -> [Effect] {
-        let candidates = Completion.candidates(for: text)
+        let candidates = candidates(text)
         guard let first = candidates.first else { return [.bell] }
         if candidates.count == 1 {
             text = first + "-"
