@@ -67,8 +67,9 @@ let spec = CommandSpec(
             help: "how long a deleted 1- to 3-digit nameplate is not allocated again (0: at once, as the "
                 + "reference)", environment: "ELEVEN_RELAY_NAMEPLATE_REUSE_DELAY", default: "10m"),
         OptionSpec(
-            "max-message-bytes", value: "N", help: "largest client message",
-            environment: "ELEVEN_RELAY_MAX_MESSAGE_BYTES", default: "262144"),
+            "max-message-bytes", value: "N",
+            help: "largest client message (texts travel hex-encoded: about half of it is text)",
+            environment: "ELEVEN_RELAY_MAX_MESSAGE_BYTES", default: String(RelayLimits().maximumMessageBytes)),
         OptionSpec(
             "max-mailbox-messages", value: "N", help: "messages one mailbox may hold",
             environment: "ELEVEN_RELAY_MAX_MAILBOX_MESSAGES", default: "256"),
@@ -242,7 +243,10 @@ func configuration(_ parsed: ParsedArguments) throws(CLIError) -> RelayServerCon
         guard let ip = IPAddress(text) else {
             throw .usage("'--exempt-address' must be a numeric IP address, not '\(text)'", help: spec.help)
         }
-        relay.limits.exemptAddresses.insert(SourceAddress(ip.description))
+        // What the per-address limits count against: the host, or an IPv6 host's /64.
+        let family: ClientAddress.Family = ip.isIPv6 ? .ipv6 : .ipv4
+        relay.limits.exemptAddresses.insert(
+            ClientAddress(family: family, host: ip.description, port: 0).source)
     }
     config.relay = relay
     config.writeTimeout = .milliseconds(Int64(try duration(parsed, "write-timeout") * 1000))

@@ -13,6 +13,9 @@ public struct ServerLimits: Sendable {
     public var maxConnections = 16_384
     /// Open connections per source address (trusted proxies are exempt).
     public var maxConnectionsPerAddress = 256
+    /// Peers ``maxConnectionsPerAddress`` does not apply to (the operator's own load tests and
+    /// health checks); they still count toward ``maxConnections``.
+    public var perAddressExempt: [IPNetwork] = []
     /// Unsent output a connection may hold before it is dropped (a peer that does not read).
     public var maxOutputBytesPerConnection = 4 << 20
     /// Unsent output above which a connection's input is no longer read until the peer has read
@@ -259,7 +262,7 @@ final class ServerCore: @unchecked Sendable {
             totalConnections.subtract(1, ordering: .relaxed)
             return false
         }
-        if isTrustedProxy(address) { return true }
+        if skipsPerAddressLimit(address) { return true }
         let ok = perAddress.withLock { table -> Bool in
             let n = table[address, default: 0]
             if n >= limits.maxConnectionsPerAddress { return false }
@@ -272,11 +275,16 @@ final class ServerCore: @unchecked Sendable {
 
     func release(_ address: IPAddress) {
         totalConnections.subtract(1, ordering: .relaxed)
-        if isTrustedProxy(address) { return }
+        if skipsPerAddressLimit(address) { return }
         perAddress.withLock { table in
             let n = table[address, default: 1] - 1
             if n <= 0 { table[address] = nil } else { table[address] = n }
         }
+    }
+
+    /// Trusted proxies (many clients behind one address) and exempt peers.
+    func skipsPerAddressLimit(_ address: IPAddress) -> Bool {
+        isTrustedProxy(address) || configuration.limits.perAddressExempt.contains { $0.contains(address) }
     }
 
     func isTrustedProxy(_ address: IPAddress) -> Bool {

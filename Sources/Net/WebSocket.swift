@@ -29,6 +29,7 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     private struct Inbox {
         var onMessage: (@Sendable (WebSocket, WebSocketMessage) -> Void)?
         var onClose: (@Sendable (WebSocket, WebSocketCloseCode, String) -> Void)?
+        var onOversized: (@Sendable (WebSocket, Int) -> Void)?
         var queue: [WebSocketEvent] = []
         var continuation: AsyncStream<WebSocketEvent>.Continuation?
         var closeEvent: (WebSocketCloseCode, String)?
@@ -125,6 +126,19 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
             }
             if let already { handler(self, already.0, already.1) }
         }
+    }
+
+    /// With `WebSocketOptions.skipOversizedMessages`: calls `handler` on the loop thread with
+    /// the size of each message that was too large and dropped. Set it when the socket opens
+    /// (a server's `onOpen`, before any frame is read): one reported earlier is not kept.
+    public func onOversizedMessage(_ handler: @escaping @Sendable (WebSocket, Int) -> Void) {
+        inbox.withLock { $0.onOversized = handler }
+    }
+
+    /// From the connection, on the loop: an oversized message was dropped.
+    func reportOversized(_ size: Int) {
+        let handler = inbox.withLock { $0.onOversized }
+        handler?(self, size)
     }
 
     private func onLoop(_ body: @escaping @Sendable () -> Void) {

@@ -86,18 +86,21 @@ public final class RelayServer: Sendable {
         net.tls = c.tls
         net.loopCount = max(1, c.loopCount)
         let limits = c.relay.limits
-        // Net's cap sits above the relay's own limit, so a moderately oversized message gets
-        // the relay's explicit `message_too_large` error; only a huge one is cut off (1009).
-        let frameCap =
-            limits.maximumMessageBytes > (1 << 40) ? 64 << 20 : max(limits.maximumMessageBytes, 0) + 65_536
+        // Net holds no message over the relay's limit: it reads past it and reports it, and the
+        // relay answers with its `message_too_large` error, which stock clients show and stop
+        // on. A close (1009) would make them reconnect and send it again, forever.
+        let frameCap = limits.maximumMessageBytes > (1 << 40) ? 64 << 20 : max(limits.maximumMessageBytes, 1)
         net.limits.webSocket.maxFrameBytes = frameCap
         net.limits.webSocket.maxMessageBytes = frameCap
+        net.limits.webSocket.skipOversizedMessages = true
         net.limits.webSocket.pingInterval = c.pingInterval
         net.limits.webSocket.pingTimeout = c.pingTimeout
         // Above the relay's connection limit, so the relay can answer the extra ones with an
         // explicit `error` before closing them.
         net.limits.maxConnections = min(limits.maximumConnections, 1 << 20) + 1024
         net.limits.maxConnectionsPerAddress = max(1, c.maximumConnectionsPerAddress)
+        // `--exempt-address` skips every per-address limit, this one at accept included.
+        net.limits.perAddressExempt = limits.exemptAddresses.compactMap { IPNetwork($0.rawValue) }
         // A reconnecting client gets its whole mailbox replayed at once.
         let replay = min(max(limits.maximumMailboxBytes, 0), 256 << 20)
         net.limits.maxOutputBytesPerConnection = max(4 << 20, 2 * replay + 2 * frameCap)
@@ -128,6 +131,10 @@ public final class RelayServer: Sendable {
             // Opened before the message handler is set: frames already queued are then
             // delivered in order after the welcome.
             relay.connectionOpened(id: id, remote: Self.clientAddress(of: socket))
+            socket.onOversizedMessage { _, size in
+                table.stamp(id)
+                relay.receivedOversized(size: size, from: id)
+            }
             socket.onMessage { _, message in
                 table.stamp(id)
                 switch message {
