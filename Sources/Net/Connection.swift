@@ -92,6 +92,8 @@ class Connection: LoopHandler, @unchecked Sendable {
     func inputEnded(buffered: UnsafeRawBufferPointer) {}
     /// The socket is gone; called once.
     func didClose(error: NetError?) {}
+    /// Everything queued has been written.
+    func outputDrained() {}
     /// The peer broke the WebSocket protocol (the connection is being failed).
     func webSocketViolation() {}
     /// The deadline passed.
@@ -403,6 +405,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         outboundOffset = 0
         updateInterest()
         if closeWhenFlushed { shutWrite() }
+        if !isClosed { outputDrained() }
     }
 
     /// Bytes queued and not yet accepted by the kernel.

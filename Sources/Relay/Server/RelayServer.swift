@@ -19,6 +19,8 @@ public final class RelayServer: Sendable {
     private let sqlite: SQLiteRelayStorage?
     private let server: Server
     private let metricsServer: Server?
+    /// The transit relay beside the mailbox (`--transit-listen`), if any.
+    public let transit: TransitServer?
     private let metricsRouter = HTTPRouter()
     private let table: ConnectionTable
     private let log: RelayLog
@@ -64,6 +66,9 @@ public final class RelayServer: Sendable {
         self.relay = relay
 
         server = Server(configuration: Self.netConfiguration(configuration), router: Self.mainRouter())
+        transit =
+            configuration.transitListenAddresses.isEmpty
+            ? nil : TransitServer(listen: configuration.transitListenAddresses, config: configuration.transit)
         if let metricsAddress = configuration.metricsAddress {
             var metricsConfig = ServerConfiguration(listenAddresses: [metricsAddress])
             metricsConfig.loopCount = 1
@@ -185,12 +190,22 @@ public final class RelayServer: Sendable {
                 throw RelayServerError(.listen, "cannot listen for metrics: \(error.message)")
             }
         }
+        if let transit {
+            do throws(NetError) {
+                try transit.start()
+            } catch {
+                metricsServer?.shutdown(timeout: .seconds(1))
+                server.shutdown(timeout: .seconds(1))
+                throw RelayServerError(.listen, "cannot listen for transit: \(error.message)")
+            }
+        }
         startTimers()
         log.log(
             .info, "started",
             [
                 ("listen", .string(webSocketURLs.joined(separator: " "))),
                 ("metrics", .string(metricsURL ?? "")),
+                ("transit", .string(transitURLs.joined(separator: " "))),
                 ("database", .string(configuration.databasePath)),
                 ("nameplates", .int(relay.gauges.nameplates)),
                 ("mailboxes", .int(relay.gauges.mailboxes)),
@@ -202,6 +217,10 @@ public final class RelayServer: Sendable {
         let scheme = configuration.tls == nil ? "ws" : "wss"
         return server.localAddresses.map { "\(scheme)://\($0)/v1" }
     }
+
+    /// `tcp:HOST:PORT` (what clients take as `--transit-helper`) for every transit address;
+    /// WebSocket clients use `ws://HOST:PORT/` on the same ports.
+    public var transitURLs: [String] { transit?.localAddresses.map { "tcp:\($0)" } ?? [] }
 
     /// `http://HOST:PORT` of the metrics listener, once started.
     public var metricsURL: String? {
@@ -241,6 +260,7 @@ public final class RelayServer: Sendable {
             loop.stop()
         }
         server.shutdown(timeout: timeout)
+        transit?.shutdown()
         relay.shutdown()
         metricsServer?.shutdown(timeout: .seconds(1))
         logStatistics(event: "stopped")
@@ -352,6 +372,7 @@ public final class RelayServer: Sendable {
             out += "# HELP eleven_relay_\(name) \(help)\n# TYPE eleven_relay_\(name) gauge\n"
             out += "eleven_relay_\(name) \(Int(value))\n"
         }
+        out += transit?.renderMetrics() ?? ""
         return out
     }
 
