@@ -13,7 +13,7 @@ import Testing
         let fd: Int32
 
         init(port: UInt16, address: String) throws {
-            fd = try connectLoopback(port: port, receiveBuffer: 4096)
+            fd = try TestSupport.connectLoopback(port: port, receiveBuffer: 4096)
             var sendTimeout = timeval(tv_sec: 0, tv_usec: 200_000)
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
             write(

@@ -128,7 +128,7 @@ import Testing
     final class TCPClient {
         let fd: Int32
 
-        init(port: UInt16) throws { fd = try connectLoopback(port: port, receiveTimeout: 30) }
+        init(port: UInt16) throws { fd = try TestSupport.connectLoopback(port: port, receiveTimeout: 30) }
 
         deinit { close(fd) }
 
