@@ -56,8 +56,14 @@ public final class RendezvousConnection {
     /// `permission-required` hashcash) has taken more than a moment: the bits asked for and
     /// the seconds spent. By default a line on standard error.
     public var onPermissionWork: ((_ bits: Int, _ seconds: Double) -> Void)? = { bits, seconds in
-        FileHandle.standardError.write(
-            Data("Solving the relay's proof of work (\(bits) bits): \(Int(seconds)) s so far…\n".utf8))
+        // One line after the first second, then one every ten: it may take a while.
+        let whole = Int(seconds)
+        guard whole <= 1 || whole % 10 == 0 else { return }
+        let line =
+            whole <= 1
+            ? "Solving the relay's proof of work (\(bits) bits, about \(1 << bits) tries)…"
+            : "Still solving the relay's proof of work: \(whole) s so far…"
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
     /// How long solving one proof of work may take before the connection gives up.
     public var permissionWorkLimit: Duration = .seconds(300)
