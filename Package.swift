@@ -53,7 +53,9 @@ let package = Package(
         .target(name: "JoinProtocol", dependencies: ["PAKE", "WordCodes", "CSodium"]),
         .target(
             name: "ClientCore",
-            dependencies: ["SpaceModel", "JoinProtocol", "PAKE", "Net", "Support", "CSodium", "CFIDO2"]),
+            dependencies: [
+                "SpaceModel", "JoinProtocol", "PAKE", "Net", "Support", "CSodium", "CFIDO2", "COpenSSL",
+            ]),
         .target(
             name: "SpaceServer",
             dependencies: ["SpaceModel", "Net", "Support", "SQLite", "PAKE", "CSodium"],

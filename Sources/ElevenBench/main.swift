@@ -13,6 +13,7 @@ let usage = """
       net      WebSocket echo round trips and idle-connection memory, against Python websockets
       spaces   messages appended and read per second through eleven-server, server memory
       relay    mailbox pairs/s, latency and idle-connection memory, against the reference mailbox server
+      transit  bytes/s through the transit relay (--transit-listen), against the reference transit relay
       join     short-code join latency end to end, against `wormhole receive` through the same relay
       vault    device link to every space readable; vault push/pull with 1,000 saved spaces
       bot      bot-attended joins/s with 20 concurrent joiners (1, 10, 100 threads), p50/p99, bot memory
@@ -38,6 +39,7 @@ case "codes": exit(runCodesBench(rest))
 case "net": exit(runNetBench(rest))
 case "spaces": exit(runSpacesBench(rest))
 case "relay": exit(runRelayBench(rest))
+case "transit": exit(runTransitBench(rest))
 case "join": exit(runJoinBench(rest))
 case "vault": exit(runVaultBench(rest))
 case "bot": exit(runBotBench(rest))

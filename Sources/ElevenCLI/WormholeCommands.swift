@@ -11,8 +11,6 @@ import PAKE
 let wormholeDefaultRelay = "ws://relay.magic-wormhole.io:4000/v1"
 /// The AppID of the stock file/text transfer clients.
 let wormholeDefaultAppID = "lothar.com/wormhole/text-or-file-xfer"
-/// The largest application message we send: its hex must fit a 1 MiB WebSocket message.
-let wormholeMaxMessageBytes = 400_000
 
 let wormholeCommonOptions: [OptionSpec] = [
     OptionSpec("verify", help: "show the verifier and ask before going on"),
@@ -113,11 +111,14 @@ func runWormholeSend(_ arguments: ParsedArguments) throws {
         }
         text = decoded
     }
-    guard WormholeMessage.offer(text: text).count <= wormholeMaxMessageBytes else {
+    // The relay's limit, checked before any traffic: a text it would refuse never leaves.
+    guard WormholeMessage.offer(text: text).count <= WormholeMessage.maximumPlaintextBytes else {
         throw CLIError(
             code: "text_too_long",
             message:
-                "the text is too long for a Wormhole message (at most about \(wormholeMaxMessageBytes / 1000) KB)",
+                "the text is \(text.utf8.count) bytes; a Wormhole text may be at most "
+                + "\(WormholeMessage.maximumTextBytes) bytes (texts travel hex-encoded, at twice "
+                + "their size, and the relay takes messages of a bounded size)",
             status: .usage)
     }
     var g = SystemRandomNumberGenerator()

@@ -67,8 +67,9 @@ let spec = CommandSpec(
             help: "how long a deleted 1- to 3-digit nameplate is not allocated again (0: at once, as the "
                 + "reference)", environment: "ELEVEN_RELAY_NAMEPLATE_REUSE_DELAY", default: "10m"),
         OptionSpec(
-            "max-message-bytes", value: "N", help: "largest client message",
-            environment: "ELEVEN_RELAY_MAX_MESSAGE_BYTES", default: "262144"),
+            "max-message-bytes", value: "N",
+            help: "largest client message (texts travel hex-encoded: about half of it is text)",
+            environment: "ELEVEN_RELAY_MAX_MESSAGE_BYTES", default: String(RelayLimits().maximumMessageBytes)),
         OptionSpec(
             "max-mailbox-messages", value: "N", help: "messages one mailbox may hold",
             environment: "ELEVEN_RELAY_MAX_MAILBOX_MESSAGES", default: "256"),
@@ -103,6 +104,28 @@ let spec = CommandSpec(
             environment: "ELEVEN_RELAY_WRITE_TIMEOUT", default: "20s"),
         OptionSpec(
             "no-limits", help: "lift every abuse limit (benchmarks against the reference, which has none)"),
+        OptionSpec(
+            "transit-listen", value: "HOST:PORT",
+            help: "also run a transit relay for file transfers here: raw TCP (clients' --transit-helper "
+                + "tcp:HOST:PORT) and WebSocket (ws://HOST:PORT/) on one port (repeatable; off by default)",
+            environment: "ELEVEN_RELAY_TRANSIT_LISTEN", repeatable: true),
+        OptionSpec(
+            "transit-max-connections-per-address", value: "N",
+            help: "open transit connections from one address",
+            environment: "ELEVEN_RELAY_TRANSIT_MAX_CONNECTIONS_PER_ADDRESS", default: "32"),
+        OptionSpec(
+            "transit-bandwidth", value: "BYTES_PER_SECOND",
+            help:
+                "bytes per second one address may send through the transit relay (bursts of 4 seconds' worth)",
+            environment: "ELEVEN_RELAY_TRANSIT_BANDWIDTH", default: "16777216"),
+        OptionSpec(
+            "transit-handshake-timeout", value: "DURATION",
+            help: "close a transit connection that has not sent its whole handshake line by then",
+            environment: "ELEVEN_RELAY_TRANSIT_HANDSHAKE_TIMEOUT", default: "30s"),
+        OptionSpec(
+            "transit-idle-timeout", value: "DURATION",
+            help: "close a transit pair that moves nothing this long",
+            environment: "ELEVEN_RELAY_TRANSIT_IDLE_TIMEOUT", default: "10m"),
     ],
     discussion: """
         Serves the WebSocket at /v1 (GET / answers "Wormhole Relay"). Prints one line
@@ -243,8 +266,28 @@ func configuration(_ parsed: ParsedArguments) throws(CLIError) -> RelayServerCon
         guard let ip = IPAddress(text) else {
             throw .usage("'--exempt-address' must be a numeric IP address, not '\(text)'", help: spec.help)
         }
-        relay.limits.exemptAddresses.insert(SourceAddress(ip.description))
+        // What the per-address limits count against: the host, or an IPv6 host's /64.
+        let family: ClientAddress.Family = ip.isIPv6 ? .ipv6 : .ipv4
+        relay.limits.exemptAddresses.insert(
+            ClientAddress(family: family, host: ip.description, port: 0).source)
     }
+    for text in repeated(parsed, "transit-listen") {
+        guard let address = RelayServerConfiguration.parseAddress(text) else {
+            throw .usage(
+                "'--transit-listen' must be HOST:PORT with a numeric host, not '\(text)'", help: spec.help)
+        }
+        config.transitListenAddresses.append(address)
+    }
+    if parsed.flag("no-limits") {
+        config.transit = .unlimited
+    } else {
+        config.transit.maximumConnectionsPerAddress = try count(parsed, "transit-max-connections-per-address")
+        let bandwidth = Double(try count(parsed, "transit-bandwidth"))
+        config.transit.bandwidthPerAddress = RateLimit(burst: 4 * bandwidth, perSecond: bandwidth)
+    }
+    config.transit.idleTimeout = try duration(parsed, "transit-idle-timeout")
+    config.transit.handshakeTimeout = try duration(parsed, "transit-handshake-timeout")
+    config.transit.exemptAddresses = relay.limits.exemptAddresses
     config.relay = relay
     config.writeTimeout = .milliseconds(Int64(try duration(parsed, "write-timeout") * 1000))
     return config
@@ -295,6 +338,7 @@ runProgram(name: "eleven-relay", json: false) {
     let term = SignalWatcher(signal: SIGTERM, handler: stop)
     let interrupt = SignalWatcher(signal: SIGINT, handler: stop)
     for url in server.webSocketURLs { Terminal.out("eleven-relay listening on \(url)") }
+    for url in server.transitURLs { Terminal.out("eleven-relay transit listening on \(url)") }
     if let metrics = server.metricsURL { Terminal.out("eleven-relay metrics on \(metrics)/metrics") }
     withExtendedLifetime((hup, term, interrupt)) {
         while true { pause() }

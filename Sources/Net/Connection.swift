@@ -5,8 +5,14 @@ import Foundation
 public struct WebSocketOptions: Sendable {
     /// Largest single frame payload accepted; larger closes with 1009.
     public var maxFrameBytes = 1 << 20
-    /// Largest reassembled message accepted; larger closes with 1009.
+    /// Largest reassembled message accepted; larger closes with 1009 (unless skipped).
     public var maxMessageBytes = 1 << 20
+    /// Read past a data message larger than ``maxMessageBytes`` (its bytes dropped as they
+    /// arrive, never held) and report it to ``WebSocket/onOversizedMessage(_:)``, instead of
+    /// failing the connection with 1009: a server can then answer in its own protocol, which
+    /// clients show, where they would reconnect and resend after a close. Frames larger than
+    /// ``maxFrameBytes`` but within ``maxMessageBytes`` still close with 1009.
+    public var skipOversizedMessages = false
     /// Send a ping after this long without hearing from the peer.
     public var pingInterval: Duration = .seconds(30)
     /// Drop the connection if nothing arrives this long after a ping.
@@ -25,7 +31,9 @@ final class WebSocketState {
     var reported = false
 
     init(role: WebSocketSession.Role, socket: WebSocket, options: WebSocketOptions) {
-        session = WebSocketSession(role: role, maxMessageBytes: options.maxMessageBytes)
+        session = WebSocketSession(
+            role: role, maxMessageBytes: options.maxMessageBytes,
+            skipsOversizedMessages: options.skipOversizedMessages)
         self.socket = socket
         self.options = options
     }
@@ -84,6 +92,8 @@ class Connection: LoopHandler, @unchecked Sendable {
     func inputEnded(buffered: UnsafeRawBufferPointer) {}
     /// The socket is gone; called once.
     func didClose(error: NetError?) {}
+    /// Everything queued has been written.
+    func outputDrained() {}
     /// The peer broke the WebSocket protocol (the connection is being failed).
     func webSocketViolation() {}
     /// The deadline passed.
@@ -395,6 +405,7 @@ class Connection: LoopHandler, @unchecked Sendable {
         outboundOffset = 0
         updateInterest()
         if closeWhenFlushed { shutWrite() }
+        if !isClosed { outputDrained() }
     }
 
     /// Bytes queued and not yet accepted by the kernel.
@@ -455,7 +466,15 @@ class Connection: LoopHandler, @unchecked Sendable {
 
     private func processWebSocket(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard let ws = webSocket else { return 0 }
+        if ws.session.isSkippingPayload { return skipOversized(bytes.count, ws) }
         do throws(WebSocketProtocolError) {
+            if ws.options.skipOversizedMessages,
+                let header = try WebSocketFrameCodec.parseHeader(
+                    bytes, expectMasked: ws.session.expectsMaskedFrames),
+                try ws.session.startSkipping(header)
+            {
+                return header.headerBytes + skipOversized(bytes.count - header.headerBytes, ws)
+            }
             guard
                 let (frame, used) = try WebSocketFrameCodec.parse(
                     bytes, expectMasked: ws.session.expectsMaskedFrames, maxPayload: ws.options.maxFrameBytes)
@@ -469,6 +488,13 @@ class Connection: LoopHandler, @unchecked Sendable {
             failWebSocket(error.closeCode, error.message)
             return bytes.count
         }
+    }
+
+    /// Drops payload bytes of an oversized message; reports the message once it is over.
+    private func skipOversized(_ available: Int, _ ws: WebSocketState) -> Int {
+        let (used, finished) = ws.session.skip(available)
+        if let finished { ws.socket.reportOversized(Int(clamping: finished)) }
+        return used
     }
 
     private func perform(_ action: WebSocketSession.Action, _ ws: WebSocketState) {

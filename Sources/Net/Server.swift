@@ -13,6 +13,9 @@ public struct ServerLimits: Sendable {
     public var maxConnections = 16_384
     /// Open connections per source address (trusted proxies are exempt).
     public var maxConnectionsPerAddress = 256
+    /// Peers ``maxConnectionsPerAddress`` does not apply to (the operator's own load tests and
+    /// health checks); they still count toward ``maxConnections``.
+    public var perAddressExempt: [IPNetwork] = []
     /// Unsent output a connection may hold before it is dropped (a peer that does not read).
     public var maxOutputBytesPerConnection = 4 << 20
     /// Unsent output above which a connection's input is no longer read until the peer has read
@@ -117,6 +120,15 @@ public final class Server: Sendable {
         core.webSocketRoutes.withLock { $0[path] = WebSocketRoute(accept: accept, onOpen: onOpen) }
     }
 
+    /// Takes connections whose first byte cannot start an HTTP request (one of ours starts
+    /// with `G`, for `GET`) as raw byte streams: a protocol of its own on the same port as the
+    /// WebSockets (the transit relay's `please relay …`). `onOpen` runs on the connection's
+    /// loop before its first bytes are delivered: set the stream's handlers there. The
+    /// connection limits apply; the deadlines are the application's.
+    public func rawStreams(onOpen: @escaping @Sendable (StreamSocket) -> Void) {
+        core.streamRoute.withLock { $0 = onOpen }
+    }
+
     /// Binds and starts accepting.
     public func start() throws(NetError) { try core.start() }
 
@@ -178,6 +190,7 @@ final class ServerCore: @unchecked Sendable {
     let configuration: ServerConfiguration
     let router: HTTPRouter
     let webSocketRoutes = Locked<[String: WebSocketRoute]>([:])
+    let streamRoute = Locked<(@Sendable (StreamSocket) -> Void)?>(nil)
     let boundAddresses = Locked<[SocketAddress]>([])
     let totalConnections = Atomic<Int>(0)
     let perAddress = Locked<[IPAddress: Int]>([:])
@@ -259,7 +272,7 @@ final class ServerCore: @unchecked Sendable {
             totalConnections.subtract(1, ordering: .relaxed)
             return false
         }
-        if isTrustedProxy(address) { return true }
+        if skipsPerAddressLimit(address) { return true }
         let ok = perAddress.withLock { table -> Bool in
             let n = table[address, default: 0]
             if n >= limits.maxConnectionsPerAddress { return false }
@@ -272,11 +285,16 @@ final class ServerCore: @unchecked Sendable {
 
     func release(_ address: IPAddress) {
         totalConnections.subtract(1, ordering: .relaxed)
-        if isTrustedProxy(address) { return }
+        if skipsPerAddressLimit(address) { return }
         perAddress.withLock { table in
             let n = table[address, default: 1] - 1
             if n <= 0 { table[address] = nil } else { table[address] = n }
         }
+    }
+
+    /// Trusted proxies (many clients behind one address) and exempt peers.
+    func skipsPerAddressLimit(_ address: IPAddress) -> Bool {
+        isTrustedProxy(address) || configuration.limits.perAddressExempt.contains { $0.contains(address) }
     }
 
     func isTrustedProxy(_ address: IPAddress) -> Bool {
@@ -407,6 +425,10 @@ final class ServerConnection: Connection, @unchecked Sendable {
     private var requestStarted: UInt64?
     private var continueSent = false
     private var closeAfterResponse = false
+    /// Set when the connection turned out to be a raw stream (``Server/rawStreams(onOpen:)``).
+    private var stream: StreamSocket?
+    /// Whether any byte has been looked at (only the first decides HTTP or raw).
+    private var sawInput = false
 
     init(fd: Int32, shard: ServerShard, core: ServerCore, peer: SocketAddress, tls: TLSStream?) {
         self.shard = shard
@@ -421,6 +443,7 @@ final class ServerConnection: Connection, @unchecked Sendable {
     }
 
     override func didClose(error: NetError?) {
+        stream?.closed()
         shard.connections[ObjectIdentifier(self)] = nil
         core.release(peer.ip)
         let counters = core.counters
@@ -458,7 +481,27 @@ final class ServerConnection: Connection, @unchecked Sendable {
         }
     }
 
+    override func outputDrained() {
+        stream?.drained()
+        webSocket?.socket.drained()
+    }
+
     override func processBytes(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if let stream {
+            stream.deliver(bytes)
+            return bytes.count
+        }
+        if !sawInput, let first = bytes.first {
+            sawInput = true
+            if first != UInt8(ascii: "G"), let onOpen = core.streamRoute.withLock({ $0 }) {
+                let socket = StreamSocket(connection: self)
+                stream = socket
+                deadline = .max
+                onOpen(socket)
+                socket.deliver(bytes)
+                return bytes.count
+            }
+        }
         if busy { return 0 }
         let limits = core.configuration.limits
         do throws(HTTPParseError) {

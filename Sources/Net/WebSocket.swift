@@ -29,6 +29,8 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
     private struct Inbox {
         var onMessage: (@Sendable (WebSocket, WebSocketMessage) -> Void)?
         var onClose: (@Sendable (WebSocket, WebSocketCloseCode, String) -> Void)?
+        var onOversized: (@Sendable (WebSocket, Int) -> Void)?
+        var onDrained: (@Sendable (WebSocket) -> Void)?
         var queue: [WebSocketEvent] = []
         var continuation: AsyncStream<WebSocketEvent>.Continuation?
         var closeEvent: (WebSocketCloseCode, String)?
@@ -125,6 +127,37 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
             }
             if let already { handler(self, already.0, already.1) }
         }
+    }
+
+    /// With `WebSocketOptions.skipOversizedMessages`: calls `handler` on the loop thread with
+    /// the size of each message that was too large and dropped. Set it when the socket opens
+    /// (a server's `onOpen`, before any frame is read): one reported earlier is not kept.
+    public func onOversizedMessage(_ handler: @escaping @Sendable (WebSocket, Int) -> Void) {
+        inbox.withLock { $0.onOversized = handler }
+    }
+
+    /// Bytes queued and not yet taken by the kernel (on the loop thread).
+    public var pendingOutputBytes: Int { connection?.pendingOutputCount ?? 0 }
+
+    /// Stops reading frames until ``resumeReading()`` (a relay slowing a sender down).
+    public func pauseReading() { onLoop { [self] in connection?.pauseReading() } }
+    public func resumeReading() { onLoop { [self] in connection?.resumeReading() } }
+
+    /// Calls `handler` on the loop thread whenever everything queued has been written.
+    public func onDrained(_ handler: @escaping @Sendable (WebSocket) -> Void) {
+        inbox.withLock { $0.onDrained = handler }
+    }
+
+    /// From the connection, on the loop: the output queue is empty.
+    func drained() {
+        let handler = inbox.withLock { $0.onDrained }
+        handler?(self)
+    }
+
+    /// From the connection, on the loop: an oversized message was dropped.
+    func reportOversized(_ size: Int) {
+        let handler = inbox.withLock { $0.onOversized }
+        handler?(self, size)
     }
 
     private func onLoop(_ body: @escaping @Sendable () -> Void) {

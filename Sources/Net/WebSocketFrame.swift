@@ -70,12 +70,36 @@ public struct WebSocketProtocolError: Error, Sendable, Equatable, CustomStringCo
 
 /// Parses and writes frames. Stateless; no I/O.
 public enum WebSocketFrameCodec {
-    /// Parses one frame from the start of `bytes`. `expectMasked`: true on the server (client
-    /// frames must be masked), false on the client (server frames must not be). Returns nil when
-    /// more bytes are needed.
-    public static func parse(
-        _ bytes: UnsafeRawBufferPointer, expectMasked: Bool, maxPayload: Int
-    ) throws(WebSocketProtocolError) -> (frame: WebSocketFrame, consumed: Int)? {
+    /// The fixed part of a frame: everything before the payload.
+    public struct Header: Sendable, Equatable {
+        public var fin: Bool
+        public var rsv: UInt8
+        public var opcode: WebSocketOpcode
+        /// The payload length the header announces.
+        public var payloadLength: UInt64
+        /// Bytes of header, the mask key included.
+        public var headerBytes: Int
+        /// The mask key, big-endian (0 when unmasked).
+        public var maskKey: UInt32
+
+        public init(
+            fin: Bool, rsv: UInt8, opcode: WebSocketOpcode, payloadLength: UInt64, headerBytes: Int,
+            maskKey: UInt32
+        ) {
+            self.fin = fin
+            self.rsv = rsv
+            self.opcode = opcode
+            self.payloadLength = payloadLength
+            self.headerBytes = headerBytes
+            self.maskKey = maskKey
+        }
+    }
+
+    /// Parses the header at the start of `bytes` and checks it against the protocol (masking,
+    /// control frame rules); nil when more bytes are needed. The payload length is not limited.
+    public static func parseHeader(
+        _ bytes: UnsafeRawBufferPointer, expectMasked: Bool
+    ) throws(WebSocketProtocolError) -> Header? {
         guard bytes.count >= 2 else { return nil }
         let b0 = bytes[0]
         let b1 = bytes[1]
@@ -113,18 +137,33 @@ public enum WebSocketFrameCodec {
             }
             offset = 10
         }
-        if length > UInt64(maxPayload) {
-            throw WebSocketProtocolError(.messageTooBig, "Frame larger than \(maxPayload) bytes")
-        }
-        let n = Int(length)
-        var mask: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
+        var maskKey: UInt32 = 0
         if masked {
             guard bytes.count >= offset + 4 else { return nil }
-            mask = (bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3])
+            maskKey =
+                UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
+                | UInt32(bytes[offset + 3])
             offset += 4
         }
+        return Header(
+            fin: fin, rsv: rsv, opcode: opcode, payloadLength: length, headerBytes: offset, maskKey: maskKey)
+    }
+
+    /// Parses one frame from the start of `bytes`. `expectMasked`: true on the server (client
+    /// frames must be masked), false on the client (server frames must not be). Returns nil when
+    /// more bytes are needed.
+    public static func parse(
+        _ bytes: UnsafeRawBufferPointer, expectMasked: Bool, maxPayload: Int
+    ) throws(WebSocketProtocolError) -> (frame: WebSocketFrame, consumed: Int)? {
+        guard let header = try parseHeader(bytes, expectMasked: expectMasked) else { return nil }
+        if header.payloadLength > UInt64(maxPayload) {
+            throw WebSocketProtocolError(.messageTooBig, "Frame larger than \(maxPayload) bytes")
+        }
+        let masked = expectMasked
+        let offset = header.headerBytes
+        let maskKey = header.maskKey
+        let n = Int(header.payloadLength)
         guard bytes.count - offset >= n else { return nil }
-        let maskKey = UInt32(mask.0) << 24 | UInt32(mask.1) << 16 | UInt32(mask.2) << 8 | UInt32(mask.3)
         let payload = [UInt8](unsafeUninitializedCapacity: n) { buffer, initialized in
             if n > 0 {
                 let source = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
@@ -137,7 +176,10 @@ public enum WebSocketFrameCodec {
             }
             initialized = n
         }
-        return (WebSocketFrame(fin: fin, rsv: rsv, opcode: opcode, payload: payload), offset + n)
+        return (
+            WebSocketFrame(fin: header.fin, rsv: header.rsv, opcode: header.opcode, payload: payload),
+            offset + n
+        )
     }
 
     /// Convenience for arrays.

@@ -33,14 +33,77 @@ public struct WebSocketSession: Sendable {
 
     public let role: Role
     public let maxMessageBytes: Int
+    /// Whether a data message over ``maxMessageBytes`` is read past (see ``startSkipping(_:)``)
+    /// instead of failing the connection with 1009.
+    public let skipsOversizedMessages: Bool
     public private(set) var state: State = .open
     private var fragmentOpcode: WebSocketOpcode?
     private var fragments: [UInt8] = []
     private var validator = UTF8Validator()
+    /// The oversized message being dropped: payload bytes of the current frame still to come,
+    /// the message's size so far, and whether the current frame ends it.
+    private var oversized: (frameLeft: UInt64, size: UInt64, last: Bool)?
 
-    public init(role: Role, maxMessageBytes: Int) {
+    public init(role: Role, maxMessageBytes: Int, skipsOversizedMessages: Bool = false) {
         self.role = role
         self.maxMessageBytes = maxMessageBytes
+        self.skipsOversizedMessages = skipsOversizedMessages
+    }
+
+    // MARK: Oversized messages
+
+    /// Whether payload bytes of an oversized message are being dropped (feed them to
+    /// ``skip(_:)`` instead of parsing frames).
+    public var isSkippingPayload: Bool { (oversized?.frameLeft ?? 0) > 0 }
+
+    /// Looks at a frame header before its payload is read: true when the frame belongs to an
+    /// oversized message, whose payload the caller then drops with ``skip(_:)`` without ever
+    /// holding it. Nothing of such a message is delivered; its end is reported by `skip`. Control
+    /// frames between its fragments are handled as usual.
+    public mutating func startSkipping(_ header: WebSocketFrameCodec.Header) throws(WebSocketProtocolError)
+        -> Bool
+    {
+        guard skipsOversizedMessages, state == .open, !header.opcode.isControl else { return false }
+        let length = header.payloadLength
+        if var current = oversized {
+            guard header.opcode == .continuation else {
+                throw WebSocketProtocolError(
+                    .protocolError, "New data frame while a fragmented message is open")
+            }
+            current.frameLeft = length
+            current.size = current.size &+ length
+            current.last = header.fin
+            oversized = current
+            return true
+        }
+        let limit = UInt64(max(0, maxMessageBytes))
+        if header.opcode == .continuation {
+            guard fragmentOpcode != nil else { return false }
+            let size = UInt64(fragments.count) + length
+            guard size > limit else { return false }
+            fragments = []
+            fragmentOpcode = nil
+            validator = UTF8Validator()
+            oversized = (length, size, header.fin)
+            return true
+        }
+        guard fragmentOpcode == nil, length > limit else { return false }
+        oversized = (length, length, header.fin)
+        return true
+    }
+
+    /// Drops up to `available` payload bytes of the oversized message. Returns how many it
+    /// took and, once the message's last frame is over, the message's whole size.
+    public mutating func skip(_ available: Int) -> (used: Int, finishedSize: UInt64?) {
+        guard var current = oversized else { return (0, nil) }
+        let used = Int(min(current.frameLeft, UInt64(max(0, available))))
+        current.frameLeft -= UInt64(used)
+        guard current.frameLeft == 0, current.last else {
+            oversized = current
+            return (used, nil)
+        }
+        oversized = nil
+        return (used, current.size)
     }
 
     /// Whether received frames must be masked.

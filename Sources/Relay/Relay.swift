@@ -19,6 +19,9 @@
 ///   reply that depends on it" while keeping each connection's frames in order; a frame waits
 ///   only for the writes it reveals, so one slow commit does not stall unrelated clients.
 ///   ``MetricsExposition`` renders the counters for `/metrics`.
+/// - `Transit/`: the transit relay beside the mailbox (`--transit-listen`): ``TransitRules``,
+///   the reference transit relay's handshake, pairing and limits as a pure state machine, and
+///   ``TransitServer``, the glue that forwards joined connections' bytes blind.
 ///
 /// ## The seam for the WebSocket glue
 ///

@@ -1,3 +1,5 @@
+import Support
+
 /// Everything an operator can tune, with defaults that are safe on the public internet. The
 /// `eleven-relay` executable maps its flags and environment onto these fields.
 public struct RelayConfig: Sendable, Equatable {
@@ -119,7 +121,8 @@ public struct RateLimit: Sendable, Equatable {
 /// Abuse limits. Every rejection is an explicit `error` (or a welcome `error` and a close for
 /// connections) and is counted in ``RelayMetrics``.
 public struct RelayLimits: Sendable, Equatable {
-    /// Largest accepted client message (one WebSocket payload, UTF-8 bytes).
+    /// Largest accepted client message (one WebSocket payload, UTF-8 bytes). A larger one is
+    /// read past, never held, and answered with a `message_too_large` error.
     public var maximumMessageBytes: Int
     /// Longest `appid`, `side`, `phase`, `mailbox`, `mood` value.
     public var maximumFieldBytes: Int
@@ -143,7 +146,7 @@ public struct RelayLimits: Sendable, Equatable {
     public var exemptAddresses: Set<SourceAddress>
 
     public init(
-        maximumMessageBytes: Int = 256 * 1024, maximumFieldBytes: Int = 1024,
+        maximumMessageBytes: Int = WormholeLimits.maximumMessageBytes, maximumFieldBytes: Int = 1024,
         maximumMailboxMessages: Int = 256, maximumMailboxBytes: Int = 4 * 1024 * 1024,
         maximumStoredBytes: Int = 1024 * 1024 * 1024,
         maximumNameplatesPerAddress: Int = 100, maximumConnections: Int = 50_000,

@@ -23,6 +23,40 @@ struct LimitsTests {
         #expect(h.send(1, ["type": "add", "phase": "0", "body": "00"]).last?.stored != nil)
     }
 
+    /// An address that keeps sending oversized messages is counted toward its connection
+    /// allowance: three of them (ten tokens each) spend a burst of 30, and its next connection
+    /// is refused at the welcome; the same messages from an exempt address cost nothing, and
+    /// one dropped unread by the glue (`.oversized`) counts as one arriving whole.
+    @Test("repeat senders of oversized messages lose their connection allowance")
+    func oversizedMessagesCostConnections() {
+        var h = CoreHarness(
+            config: config {
+                $0.maximumMessageBytes = 100
+                $0.connectionRate = RateLimit(burst: 30, perSecond: 0.01)
+                $0.exemptAddresses = ["198.51.100.9"]
+            })
+        let big = String(repeating: "x", count: 200)
+        for c in UInt64(1)...2 {
+            h.bound(c, side: "s\(c)", host: "198.51.100.1")
+            #expect(h.send(c, big).first?.errorCode == .messageTooLarge)
+        }
+        let dropped = h.handle(.oversized(5_000_000, from: ConnectionID(2)))
+        #expect(CoreHarness.messages(dropped, to: 2).first?.errorCode == .messageTooLarge)
+        #expect(h.core.metrics.errors[.messageTooLarge] == 3)
+        let refused = h.connect(3, host: "198.51.100.1")
+        #expect(refused == [.welcome(Welcome(error: RelayError.connectionRateLimited.message))])
+        #expect(h.closes(3))
+        // Still refused a while later: the penalty is a debt, not just an empty bucket.
+        h.now += 60
+        #expect(h.connect(4, host: "198.51.100.1").count == 1 && h.closes(4))
+        for c in UInt64(10)...15 {
+            h.bound(c, side: "e\(c)", host: "198.51.100.9")
+            #expect(h.send(c, big).first?.errorCode == .messageTooLarge)
+        }
+        #expect(!h.connect(20, host: "198.51.100.9").isEmpty && !h.closes(20))
+        #expect(h.connect(21, host: "198.51.100.2").count == 1 && !h.closes(21))
+    }
+
     @Test("a mailbox holds a bounded number of messages and bytes")
     func mailboxQuota() {
         var h = CoreHarness(

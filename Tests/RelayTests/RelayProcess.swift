@@ -44,6 +44,16 @@ final class RelayProcess {
 
     @discardableResult
     func stop(signal: Int32 = SIGTERM) -> ProcessResult { server.stop(signal: signal) }
+
+    /// One unlabelled sample from `/metrics` (`eleven_relay_…`), or one with `labels` such as
+    /// `reason="message_too_large"`; -1 when absent or without a metrics listener.
+    func metric(_ name: String, labels: String = "") -> Int {
+        guard let base = metricsURL, let text = try? HTTPClient.send(.get, url: base + "/metrics").bodyText
+        else { return -1 }
+        let key = labels.isEmpty ? name + " " : name + "{" + labels + "} "
+        let line = text.split(separator: "\n").first { $0.hasPrefix(key) }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+    }
 }
 
 /// A mailbox-protocol client speaking raw JSON over Net's WebSocket client.

@@ -120,6 +120,34 @@ extension TestSupport {
             ], port: port)
     }
 
+    /// A blocking TCP socket connected to 127.0.0.1:`port`, reads timing out after `receiveTimeout`
+    /// seconds (generous: answers that must come may be slow on a loaded machine). A
+    /// `receiveBuffer` is set before connecting, where it limits the TCP window.
+    public static func connectLoopback(port: UInt16, receiveTimeout: Int = 10, receiveBuffer: Int32? = nil)
+        throws -> Int32
+    {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else {
+            close(fd)
+            throw TestSupportError.system("connect", errno)
+        }
+        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+
     /// A fresh temporary directory, removed by the caller.
     public static func temporaryDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(

@@ -1,6 +1,7 @@
 import Foundation
 import JoinProtocol
 import Net
+import Support
 
 /// Why talking to the relay failed, as a person should hear it.
 public enum RelayConnectionError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -51,6 +52,21 @@ public final class RendezvousConnection {
     public var onReconnect: ((Double) -> Void)?
     /// Why the last connection was lost (the socket's error), for diagnostics; nil before any loss.
     public private(set) var lostBecause: String?
+    /// Called about once a second, once solving a relay's proof of work (its welcome's
+    /// `permission-required` hashcash) has taken more than a moment: the bits asked for and
+    /// the seconds spent. By default a line on standard error.
+    public var onPermissionWork: ((_ bits: Int, _ seconds: Double) -> Void)? = { bits, seconds in
+        // One line after the first second, then one every ten: it may take a while.
+        let whole = Int(seconds)
+        guard whole <= 1 || whole % 10 == 0 else { return }
+        let line =
+            whole <= 1
+            ? "Solving the relay's proof of work (\(bits) bits, about \(1 << bits) tries)…"
+            : "Still solving the relay's proof of work: \(whole) s so far…"
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+    /// How long solving one proof of work may take before the connection gives up.
+    public var permissionWorkLimit: Duration = .seconds(300)
 
     public init(url: String, machine: RendezvousMachine, connectTimeout: Duration = .seconds(10)) {
         self.url = url
@@ -66,9 +82,14 @@ public final class RendezvousConnection {
         var delay = backoff.first
         for attempt in 1...Self.firstConnectAttempts {
             do {
-                socket = try WebSocketClient.connect(url: url, timeout: connectTimeout)
-                break
+                let fresh = try WebSocketClient.connect(
+                    url: url, options: Self.options, timeout: connectTimeout)
+                if try begin(fresh, timeout: connectTimeout) { return }
+                throw NetError(.connectionClosed, lostBecause ?? "the relay closed the connection")
+            } catch let error as RelayConnectionError {
+                throw error
             } catch {
+                let error = error as? NetError ?? NetError(.connectFailed, "\(error)")
                 guard attempt < Self.firstConnectAttempts, error.code != .invalidURL else {
                     throw .unreachable(url: url, reason: Self.reason(error))
                 }
@@ -76,19 +97,93 @@ public final class RendezvousConnection {
                 delay *= backoff.factor
             }
         }
+    }
+
+    /// Starts a fresh connection: the welcome comes first, and when it asks for a hashcash
+    /// stamp (`permission-required`) the stamp goes before anything else, since the relay
+    /// refuses `bind` without one and each stamp serves once. Then the machine binds and
+    /// resumes, and sees the welcome (its motd, or the error that ends the rendezvous). False
+    /// when the connection was lost before the welcome.
+    private func begin(_ fresh: WebSocket, timeout: Duration) throws(RelayConnectionError) -> Bool {
+        let first: WebSocketMessage
+        do {
+            first = try fresh.receive(timeout: timeout)
+        } catch {
+            lostBecause = error.message
+            fresh.close()
+            return false
+        }
+        let (text, decoded): (String, ServerMessage)
+        do throws(RelayConnectionError) {
+            (text, decoded) = try Self.decode(first)
+        } catch {
+            fresh.close()
+            throw error
+        }
+        socket = fresh
+        if case .welcome(_, nil) = decoded,
+            let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let welcome = object["welcome"] as? [String: Any],
+            let request = HashcashRequest(welcome: welcome)
+        {
+            fresh.send(text: HashcashRequest.submission(stamp: try solve(request)))
+        }
         try perform(machine.connected())
+        try perform(machine.received(decoded))
+        return true
+    }
+
+    /// Finds a stamp for `request`: bounded in bits and in time, progress reported after a
+    /// moment.
+    private func solve(_ request: HashcashRequest) throws(RelayConnectionError) -> String {
+        guard request.bits <= HashcashStamp.maximumBits else {
+            throw .rendezvous(
+                .unwelcome(
+                    "it asks for a proof of work of \(request.bits) bits; eleven does at most "
+                        + "\(HashcashStamp.maximumBits)"))
+        }
+        var generator = SystemRandomNumberGenerator()
+        let rand = String((0..<16).map { _ in "0123456789abcdef".randomElement(using: &generator)! })
+        let start = ContinuousClock.now
+        var reported = start
+        let limit = permissionWorkLimit
+        let report = onPermissionWork
+        let stamp = HashcashStamp.mint(request, date: Date(), rand: rand) { _ in
+            let now = ContinuousClock.now
+            if now - reported >= .seconds(1) {
+                reported = now
+                report?(request.bits, Self.seconds(now - start))
+            }
+            return now - start < limit
+        }
+        guard let stamp else {
+            throw .timedOut("the relay's proof of work (\(request.bits) bits) took longer than \(limit)")
+        }
+        return stamp
     }
 
     /// Checks that the relay at `url` accepts a WebSocket connection (then closes it): tells a
     /// relay that is down from a peer that does not answer.
     public static func probe(url: String, timeout: Duration = .seconds(5)) throws(RelayConnectionError) {
         do {
-            let socket = try WebSocketClient.connect(url: url, timeout: timeout)
+            let socket = try WebSocketClient.connect(url: url, options: options, timeout: timeout)
             socket.close()
         } catch {
             throw .unreachable(url: url, reason: reason(error))
         }
     }
+
+    /// Accepts the relay's `message` carrying the largest body the relay takes from a client.
+    static let options: WebSocketOptions = {
+        var options = WebSocketOptions()
+        options.maxFrameBytes = WormholeLimits.maximumRelayMessageBytes
+        options.maxMessageBytes = WormholeLimits.maximumRelayMessageBytes
+        return options
+    }()
+
+    static let tooLargeReason =
+        "a message was too large for the relay connection (WebSocket close 1009); "
+        + "eleven sends at most \(WormholeLimits.maximumMessageBytes) bytes per message"
 
     /// How many times the first connection is tried (about 2 s of back-off in all).
     static let firstConnectAttempts = 5
@@ -160,11 +255,11 @@ public final class RendezvousConnection {
                 onReconnect?(delay)
                 Thread.sleep(forTimeInterval: min(delay, Self.seconds(remaining)))
                 delay = min(delay * backoff.factor, backoff.cap)
-                if let fresh = try? WebSocketClient.connect(url: url, timeout: min(connectTimeout, remaining))
+                if let fresh = try? WebSocketClient.connect(
+                    url: url, options: Self.options, timeout: min(connectTimeout, remaining)),
+                    try begin(fresh, timeout: min(connectTimeout, remaining))
                 {
-                    self.socket = fresh
                     delay = backoff.first
-                    try perform(machine.connected())
                 }
                 continue
             }
@@ -175,23 +270,35 @@ public final class RendezvousConnection {
                 continue
             } catch {
                 lostBecause = error.message
+                if socket.closeStatus?.code == .messageTooBig {
+                    // A message too large for the relay (or the relay's for us) would be too
+                    // large again after a reconnect: resending it would loop forever.
+                    socket.close()
+                    self.socket = nil
+                    throw .rendezvous(.server(Self.tooLargeReason))
+                }
                 socket.close()
                 self.socket = nil
                 machine.disconnected()
                 continue
             }
-            let text: String
-            switch message {
-            case .text(let t): text = t
-            case .binary(let b): text = String(decoding: b, as: UTF8.self)
-            }
-            let decoded: ServerMessage
-            do {
-                decoded = try ServerMessage(json: text)
-            } catch {
-                throw .rendezvous(error)
-            }
-            try perform(machine.received(decoded))
+            try perform(machine.received(try Self.decode(message).1))
+        }
+    }
+
+    /// A relay frame as text and as the message it carries.
+    private static func decode(_ message: WebSocketMessage) throws(RelayConnectionError) -> (
+        String, ServerMessage
+    ) {
+        let text: String
+        switch message {
+        case .text(let t): text = t
+        case .binary(let b): text = String(decoding: b, as: UTF8.self)
+        }
+        do {
+            return (text, try ServerMessage(json: text))
+        } catch {
+            throw .rendezvous(error)
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import JoinProtocol
 import PAKE
 import SpaceModel
+import Support
 
 /// Magic Wormhole's phase encryption (`wormhole-protocol.md` §12.5): NaCl SecretBox
 /// (XSalsa20-Poly1305) under the phase key, a random 24-byte nonce per message, and the body
@@ -90,6 +91,13 @@ public enum WormholeMessage {
     }
 
     public static func offer(text: String) -> [UInt8] { encode(["offer": ["message": text]]) }
+    /// The longest application message whose sealed, hex-encoded `add` fits the relay's
+    /// message limit (``WormholeLimits``): what `eleven send` checks a text's offer against,
+    /// before any traffic, so the relay never has to refuse it.
+    public static let maximumPlaintextBytes =
+        WormholeLimits.maximumBodyBytes - WormholeSecretBox.nonceByteCount - WormholeSecretBox.tagByteCount
+    /// The longest text (UTF-8 bytes, before JSON escaping) a Wormhole text transfer carries.
+    public static let maximumTextBytes = maximumPlaintextBytes - offer(text: "").count
     public static let textAcknowledgement: [UInt8] = encode(["answer": ["message_ack": "ok"]])
     public static func error(_ text: String) -> [UInt8] { encode(["error": text]) }
 

@@ -103,6 +103,7 @@ public struct RelayCore: Sendable {
         switch event {
         case .connectionOpened(let id, let address): openConnection(id, address: address, now: now)
         case .received(let payload, let id): receive(payload, from: id, now: now)
+        case .oversized(_, let id): receiveOversized(from: id, now: now)
         case .connectionClosed(let id): closeConnection(id, now: now)
         case .tick: expire(now: now)
         case .replicated(let ops): replicate(ops)
@@ -162,7 +163,7 @@ public struct RelayCore: Sendable {
         }
         metrics.framesReceived += 1
         guard payload.count <= config.limits.maximumMessageBytes else {
-            fail(id, .messageTooLarge(limit: config.limits.maximumMessageBytes), orig: .null)
+            refuseOversized(id, connection, now: now)
             return
         }
         let message: ClientMessage
@@ -177,6 +178,30 @@ public struct RelayCore: Sendable {
         send(.ack(id: message.id), to: id)
         dispatch(message, from: id, now: now)
     }
+
+    /// A message the glue dropped unread for its size.
+    mutating func receiveOversized(from id: ConnectionID, now: RelayInstant) {
+        guard let connection = connections[id], !connection.closing else { return }
+        metrics.framesReceived += 1
+        refuseOversized(id, connection, now: now)
+    }
+
+    /// Answers an oversized message with an `error` (stock clients show it and stop, where a
+    /// close makes them reconnect and send it again), and charges its address: each one costs
+    /// ``oversizeConnectionCost`` connection tokens, so an address that keeps sending them is
+    /// soon refused new connections (`connection_rate_limited`) for a while.
+    private mutating func refuseOversized(
+        _ id: ConnectionID, _ connection: ConnectionState, now: RelayInstant
+    ) {
+        let source = connection.address?.source ?? SourceAddress("unknown")
+        if !config.limits.exemptAddresses.contains(source) {
+            connectionLimiter.charge(source, cost: Self.oversizeConnectionCost, now: now)
+        }
+        fail(id, .messageTooLarge(limit: config.limits.maximumMessageBytes), orig: .null)
+    }
+
+    /// Connection tokens an oversized message costs its address (a new connection costs 1).
+    static let oversizeConnectionCost = 10.0
 
     private mutating func dispatch(_ message: ClientMessage, from id: ConnectionID, now: RelayInstant) {
         let orig = JSONValue.object(message.object)

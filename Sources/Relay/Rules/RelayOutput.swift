@@ -48,6 +48,9 @@ public enum RelayEvent: Sendable, Equatable {
     case connectionOpened(ConnectionID, address: ClientAddress?)
     /// One text (or binary) frame's payload from a connection.
     case received([UInt8], from: ConnectionID)
+    /// A message over the size limit arrived from a connection; the glue dropped it unread
+    /// (its size in bytes).
+    case oversized(Int, from: ConnectionID)
     /// The connection is gone (closed by either end).
     case connectionClosed(ConnectionID)
     /// Time passed: expire idle mailboxes and forget stale limiter state.

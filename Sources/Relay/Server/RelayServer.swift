@@ -19,6 +19,8 @@ public final class RelayServer: Sendable {
     private let sqlite: SQLiteRelayStorage?
     private let server: Server
     private let metricsServer: Server?
+    /// The transit relay beside the mailbox (`--transit-listen`), if any.
+    public let transit: TransitServer?
     private let metricsRouter = HTTPRouter()
     private let table: ConnectionTable
     private let log: RelayLog
@@ -64,6 +66,9 @@ public final class RelayServer: Sendable {
         self.relay = relay
 
         server = Server(configuration: Self.netConfiguration(configuration), router: Self.mainRouter())
+        transit =
+            configuration.transitListenAddresses.isEmpty
+            ? nil : TransitServer(listen: configuration.transitListenAddresses, config: configuration.transit)
         if let metricsAddress = configuration.metricsAddress {
             var metricsConfig = ServerConfiguration(listenAddresses: [metricsAddress])
             metricsConfig.loopCount = 1
@@ -86,18 +91,21 @@ public final class RelayServer: Sendable {
         net.tls = c.tls
         net.loopCount = max(1, c.loopCount)
         let limits = c.relay.limits
-        // Net's cap sits above the relay's own limit, so a moderately oversized message gets
-        // the relay's explicit `message_too_large` error; only a huge one is cut off (1009).
-        let frameCap =
-            limits.maximumMessageBytes > (1 << 40) ? 64 << 20 : max(limits.maximumMessageBytes, 0) + 65_536
+        // Net holds no message over the relay's limit: it reads past it and reports it, and the
+        // relay answers with its `message_too_large` error, which stock clients show and stop
+        // on. A close (1009) would make them reconnect and send it again, forever.
+        let frameCap = limits.maximumMessageBytes > (1 << 40) ? 64 << 20 : max(limits.maximumMessageBytes, 1)
         net.limits.webSocket.maxFrameBytes = frameCap
         net.limits.webSocket.maxMessageBytes = frameCap
+        net.limits.webSocket.skipOversizedMessages = true
         net.limits.webSocket.pingInterval = c.pingInterval
         net.limits.webSocket.pingTimeout = c.pingTimeout
         // Above the relay's connection limit, so the relay can answer the extra ones with an
         // explicit `error` before closing them.
         net.limits.maxConnections = min(limits.maximumConnections, 1 << 20) + 1024
         net.limits.maxConnectionsPerAddress = max(1, c.maximumConnectionsPerAddress)
+        // `--exempt-address` skips every per-address limit, this one at accept included.
+        net.limits.perAddressExempt = limits.exemptAddresses.compactMap { IPNetwork($0.rawValue) }
         // A reconnecting client gets its whole mailbox replayed at once.
         let replay = min(max(limits.maximumMailboxBytes, 0), 256 << 20)
         net.limits.maxOutputBytesPerConnection = max(4 << 20, 2 * replay + 2 * frameCap)
@@ -128,6 +136,10 @@ public final class RelayServer: Sendable {
             // Opened before the message handler is set: frames already queued are then
             // delivered in order after the welcome.
             relay.connectionOpened(id: id, remote: Self.clientAddress(of: socket))
+            socket.onOversizedMessage { _, size in
+                table.stamp(id)
+                relay.receivedOversized(size: size, from: id)
+            }
             socket.onMessage { _, message in
                 table.stamp(id)
                 switch message {
@@ -178,12 +190,22 @@ public final class RelayServer: Sendable {
                 throw RelayServerError(.listen, "cannot listen for metrics: \(error.message)")
             }
         }
+        if let transit {
+            do throws(NetError) {
+                try transit.start()
+            } catch {
+                metricsServer?.shutdown(timeout: .seconds(1))
+                server.shutdown(timeout: .seconds(1))
+                throw RelayServerError(.listen, "cannot listen for transit: \(error.message)")
+            }
+        }
         startTimers()
         log.log(
             .info, "started",
             [
                 ("listen", .string(webSocketURLs.joined(separator: " "))),
                 ("metrics", .string(metricsURL ?? "")),
+                ("transit", .string(transitURLs.joined(separator: " "))),
                 ("database", .string(configuration.databasePath)),
                 ("nameplates", .int(relay.gauges.nameplates)),
                 ("mailboxes", .int(relay.gauges.mailboxes)),
@@ -195,6 +217,10 @@ public final class RelayServer: Sendable {
         let scheme = configuration.tls == nil ? "ws" : "wss"
         return server.localAddresses.map { "\(scheme)://\($0)/v1" }
     }
+
+    /// `tcp:HOST:PORT` (what clients take as `--transit-helper`) for every transit address;
+    /// WebSocket clients use `ws://HOST:PORT/` on the same ports.
+    public var transitURLs: [String] { transit?.localAddresses.map { "tcp:\($0)" } ?? [] }
 
     /// `http://HOST:PORT` of the metrics listener, once started.
     public var metricsURL: String? {
@@ -234,6 +260,7 @@ public final class RelayServer: Sendable {
             loop.stop()
         }
         server.shutdown(timeout: timeout)
+        transit?.shutdown()
         relay.shutdown()
         metricsServer?.shutdown(timeout: .seconds(1))
         logStatistics(event: "stopped")
@@ -345,6 +372,7 @@ public final class RelayServer: Sendable {
             out += "# HELP eleven_relay_\(name) \(help)\n# TYPE eleven_relay_\(name) gauge\n"
             out += "eleven_relay_\(name) \(Int(value))\n"
         }
+        out += transit?.renderMetrics() ?? ""
         return out
     }
 

@@ -28,6 +28,9 @@ public struct RelayServerConfiguration: Sendable {
     public var statisticsLogInterval: Duration
     /// Event loop threads (default: one per core).
     public var loopCount: Int
+    /// Transit relay addresses (raw TCP and WebSocket on each); empty: no transit relay.
+    public var transitListenAddresses: [SocketAddress] = []
+    public var transit = TransitRules.Config()
 
     public init(
         listenAddresses: [SocketAddress], databasePath: String, relay: RelayConfig = RelayConfig()

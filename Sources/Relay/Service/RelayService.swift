@@ -124,6 +124,11 @@ public final class RelayService: RelayChangeFollower {
         process(.received(bytes, from: id))
     }
 
+    /// A message over the size limit arrived and was dropped unread (`size` bytes).
+    public func receivedOversized(size: Int, from id: ConnectionID) {
+        process(.oversized(size, from: id))
+    }
+
     /// The connection is gone.
     public func connectionClosed(id: ConnectionID) {
         process(.connectionClosed(id))
@@ -174,7 +179,7 @@ public final class RelayService: RelayChangeFollower {
         case .connectionOpened(let id, _):
             s.ready.append(.send(.welcome(Welcome(error: RelayError.storageUnavailable.message)), to: id))
             s.ready.append(.close(id))
-        case .received(_, let id):
+        case .received(_, let id), .oversized(_, let id):
             s.ready.append(.send(.error(.storageUnavailable, orig: .null), to: id))
             s.ready.append(.close(id))
         case .connectionClosed, .tick, .replicated, .nameplateGranted:
