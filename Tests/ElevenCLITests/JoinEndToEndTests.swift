@@ -274,6 +274,10 @@ enum JoinScenariosCLI {
         try await withWorld(relay) { try JoinScenariosCLI.codeFromStandardInput($0) }
     }
 
+    @Test(arguments: relays) func signalledInviterTellsTheJoiner(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.signalledInviterTellsTheJoiner($0) }
+    }
+
     @Test(arguments: relays) func killedJoinerResumes(relay: RelayKind) async throws {
         try await withWorld(relay) { try JoinScenariosCLI.killedJoinerResumes($0) }
     }

@@ -23,6 +23,26 @@ extension JoinScenariosCLI {
         #expect(empty.status == 2)
     }
 
+    /// SIGTERM (or Ctrl-C) to Paul's `eleven invite --short` while it asks "Let Sam join
+    /// Family?": Sam hears at once that Paul stopped attending (before: Sam waited its whole
+    /// --timeout), and Paul exits 1, `interrupted`.
+    static func signalledInviterTellsTheJoiner(_ w: World) throws {
+        let invite = try ChildProcess(
+            eleven, ["invite", "--short"], environment: w.env(w.paul), input: .open)
+        let code = try invite.value(afterPrefix: "Invite code:")
+        let sam = try ElevenHome("sam")
+        let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
+        _ = try joining.value(afterPrefix: "Waiting for Paul")
+        try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
+        kill(invite.pid, SIGTERM)
+        let paulSaw = invite.finish(timeout: 60)
+        #expect(paulSaw.status == 1 && paulSaw.stderr.contains("Interrupted."), "\(paulSaw.stderr)")
+        let samSaw = joining.finish(timeout: 120)
+        #expect(!samSaw.timedOut && samSaw.status == 3, "\(samSaw.stdout) \(samSaw.stderr)")
+        #expect(samSaw.stderr.contains("Paul stopped attending this invite."), "\(samSaw.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
+    }
+
     /// Sam is killed while waiting for Paul's answer; `eleven join --resume` finishes the join.
     static func killedJoinerResumes(_ w: World) throws {
         let detached = try w.run(w.paul, ["invite", "--short", "--detach"])
