@@ -219,6 +219,11 @@ private func printInviter(_ event: InviterEvent, json: Bool) {
         report(
             json, ["event": "expired", "code": "invite_expired"],
             "An invite for \(SafeText.line(spaceName)) expired.")
+    case .attending(let codes):
+        report(
+            json, nil,
+            "Waiting for someone to use \(codes.joined(separator: ", ")) (Ctrl-C stops; the invites stay pending)."
+        )
     case .unused(let code):
         report(
             json, ["event": "waiting", "code": code ?? ""], "Nobody has used \(code ?? "the invite") yet.")

@@ -135,6 +135,8 @@ enum JoinScenariosCLI {
         // Nobody yet: approve waits, then keeps the invite.
         let idle = try w.run(w.paul, ["approve", "--yes", "--timeout", "1s"])
         #expect(idle.status == 0 && idle.stdout.contains("Nobody has used \(code) yet."), "\(idle.stderr)")
+        // The wait says what it waits for.
+        #expect(idle.stdout.hasPrefix("Waiting for someone to use \(code) (Ctrl-C stops"), "\(idle.stdout)")
 
         for (index, name) in ["Sam", "Ann"].enumerated() {
             let home = try ElevenHome(name.lowercased())

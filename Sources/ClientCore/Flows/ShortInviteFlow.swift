@@ -26,6 +26,8 @@ public enum InviterEvent: Equatable, Sendable {
     case burned
     /// An attended pending invite expired (`eleven approve`).
     case expired(spaceName: String)
+    /// `eleven approve` attends these codes now, until each is used or its time runs out.
+    case attending(codes: [String])
     /// `eleven approve`: nobody used `code` in the time given.
     case unused(code: String?)
     /// `eleven approve`: nothing is pending.
@@ -142,6 +144,7 @@ public enum ShortInviteFlow {
             events(.nonePending)
             return false
         }
+        events(.attending(codes: invites.compactMap(\.invite.code)))
         // One question at a time, and one line at a time.
         let asking = Locked(())
         let serialAsk: InviterAsk? = ask.map { ask in
