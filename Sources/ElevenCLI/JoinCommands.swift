@@ -10,11 +10,13 @@ import WordCodes
 // (docs/join-protocol.md). The inviter's own device attends: it proves the code with SPAKE2,
 // asks its person, registers the joiner on the space server and sends the grant.
 
-/// The join relay used when neither `--relay` nor `ELEVEN_RELAY` names one.
-let joinDefaultRelay = "ws://127.0.0.1:4000/v1"
+/// The join relay used when nothing names one (``RelayChoice``).
+let joinDefaultRelay = RelayChoice.publicDefault
 
 private let relayOption = OptionSpec(
-    "relay", value: "URL", help: "the join relay (default \(joinDefaultRelay), a local eleven-relay)",
+    "relay", value: "URL",
+    help:
+        "the join relay (else \"relay\" in $ELEVEN_HOME/config.json, the space server's, or \(joinDefaultRelay))",
     environment: "ELEVEN_RELAY")
 
 let joinCommands: [CommandGroup.Entry] = [
@@ -115,8 +117,8 @@ private func runInvite(_ arguments: ParsedArguments) throws {
         ?? InviteAttendant.Policy.defaultMaxFailures
     let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
-    let relay = try relayURL(arguments)
     let session = try openSpace(arguments)
+    let relay = try relayURL(arguments, server: session.saved.server)
     let readmit = try readmitTarget(arguments, session: session)
     // A space with a bot: the invite goes to the bot (BotCommands.swift); a re-admission is
     // attended here, by the member who vouches for the new identity, and so is an invite the bot
@@ -315,7 +317,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     } else {
         let typed = try arguments.positional(0) ?? promptForCode()
         if let link = try fullLengthLink(typed) { return try runLinkJoin(arguments, link: link) }
-        let relay = try relayURL(arguments)
+        let relay = try relayURL(arguments, server: linkServer(typed))
         let parsed: ParsedCode
         do {
             parsed = try CodeParser.parse(typed)
@@ -390,12 +392,28 @@ private func printJoiner(_ event: ShortJoinEvent, json: Bool) {
 
 // MARK: Helpers
 
-private func relayURL(_ arguments: ParsedArguments) throws -> String {
-    let relay = arguments.value("relay") ?? joinDefaultRelay
-    guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
-        throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
+/// The relay a short code uses (``RelayChoice``); `server`: the space server that applies (the
+/// inviter's, or the one a word link names), asked only when nothing closer chose.
+private func relayURL(_ arguments: ParsedArguments, server: String?) throws -> String {
+    do {
+        return try RelayChoice.resolve(
+            option: arguments.wasGiven("relay") ? arguments.value("relay") : nil,
+            environment: ProcessInfo.processInfo.environment, state: localState().directory,
+            advertised: { server.map { ($0, SpaceClient.advertisedRelay(of: $0)) } }
+        ).url
+    } catch {
+        throw CLIError.usage(error.description, help: nil)
     }
-    return relay
+}
+
+/// The space server a word link (`https://host/invite#Paul/coral-piano-42`) names; nil for a
+/// bare code.
+private func linkServer(_ text: String) -> String? {
+    guard let url = URL(string: text.trimmingCharacters(in: .whitespaces)),
+        let scheme = url.scheme?.lowercased(),
+        scheme == "http" || scheme == "https", let host = url.host
+    else { return nil }
+    return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
 }
 
 private func joinErrors<T>(_ body: () throws(JoinRunError) -> T) throws -> T {

@@ -169,6 +169,19 @@ enum JoinScenariosCLI {
         #expect(garbage.status == 3)
         let badRelay = try w.run(sam, ["join", "coral-piano-42", "--relay", "http://x", "--json"])
         #expect(badRelay.status == 2)
+        // A bad ELEVEN_RELAY is named as the variable (before: blamed on '--relay').
+        let badVariable = try sam.run(["join", "coral-piano-42"], environment: ["ELEVEN_RELAY": "garbage"])
+        #expect(badVariable.status == 2, "\(badVariable.stderr)")
+        #expect(
+            badVariable.stderr.contains("ELEVEN_RELAY must be a ws:// or wss:// URL, not 'garbage'"),
+            "\(badVariable.stderr)")
+        // `relay` in the state directory's config.json names the relay when nothing closer does.
+        try FileManager.default.createDirectory(atPath: sam.path, withIntermediateDirectories: true)
+        try Data(#"{"relay": "ws://127.0.0.1:1/v1"}"#.utf8).write(
+            to: URL(fileURLWithPath: sam.path + "/config.json"))
+        let configured = try sam.run(["join", "coral-piano-42", "--json"], environment: ["ELEVEN_RELAY": ""])
+        #expect(configured.status == 4 && configured.stdout.contains("127.0.0.1:1"), "\(configured.stdout)")
+        try FileManager.default.removeItem(atPath: sam.path + "/config.json")
         let noTerminal = try w.run(sam, ["join", "--json"])
         #expect(noTerminal.status == 2)
         let notShort = try w.run(w.paul, ["invite", "--detach", "--json"])  // --detach is for codes

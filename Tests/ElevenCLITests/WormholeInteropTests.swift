@@ -316,11 +316,8 @@ enum WormholeScenarios {
     @Test func receiverSaysWhatItWaitsFor() throws {
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try TestSupport.freePort()
-        let relay = try ChildProcess(
-            TestSupport.productPath("eleven-relay"),
-            ["--listen", "127.0.0.1:\(port)", "--db", directory.appendingPathComponent("relay.sqlite").path],
-            port: port)
+        let relay = try startElevenRelay(in: directory)
+        let port = relay.port
         defer { relay.stop() }
         let receiving = try ChildProcess(
             eleven,
