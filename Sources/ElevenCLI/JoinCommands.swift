@@ -214,9 +214,8 @@ private func printInviter(_ event: InviterEvent, json: Bool) {
             json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
             "Someone tried a wrong code for your invite; after \(left) more it stops working.")
     case .burned:
-        report(
-            json, ["event": "burned", "code": "invite_burned"],
-            "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
+        // For people the command's error says it (one message for one burn).
+        if json { Terminal.json(["event": "burned", "code": "invite_burned"]) }
     case .expired(let spaceName):
         report(
             json, ["event": "expired", "code": "invite_expired"],
@@ -293,7 +292,8 @@ func printQR(_ link: String) {
 
 private func burnedError() -> CLIError {
     CLIError(
-        code: "invite_burned", message: "The invite was burned by a wrong code; make a new one.",
+        code: "invite_burned",
+        message: "Someone tried a wrong code for your invite; it no longer works. Make a new one.",
         status: .codeRejected)
 }
 
@@ -437,9 +437,15 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
     case .failed(.inviteEnded(let end)):
         return CLIError(code: end.code, message: end.message, status: .codeRejected)
     case .refused(let reason, let message):
-        return CLIError(
-            code: "refused_\(reason)", message: message,
-            status: reason == "declined" || reason == "unavailable" ? .refused : .codeRejected)
+        // `unavailable`: the attendant could not reach its space server, a server down (4), not
+        // a person's no (6).
+        let status: ExitStatus =
+            switch reason {
+            case "declined": .refused
+            case "unavailable": .unavailable
+            default: .codeRejected
+            }
+        return CLIError(code: "refused_\(reason)", message: message, status: status)
     case .relay(.unreachable):
         return CLIError(
             code: "relay_unreachable",

@@ -104,7 +104,10 @@ enum JoinScenariosCLI {
         #expect(try errorCode(guessed) == "code_mismatch")
         let paulSaw = invite.finish(timeout: 20)
         #expect(paulSaw.status == 3)
-        #expect(paulSaw.stdout.contains("Someone tried a wrong code for your invite"))
+        // One message for one burn (before: a line on standard output and the error).
+        let said = paulSaw.stdout + paulSaw.stderr
+        #expect(said.components(separatedBy: "wrong code").count == 2, "\(said)")
+        #expect(paulSaw.stderr.contains("Someone tried a wrong code for your invite; it no longer works."))
         // Nothing half-joined: Eve has no space, and Paul's member list has only Paul.
         #expect(!FileManager.default.fileExists(atPath: eve.path + "/spaces.json"))
         let members = try w.paul.json(["members", "--json"])
@@ -291,6 +294,10 @@ enum JoinScenariosCLI {
 
     @Test(arguments: relays) func signalledInviterTellsTheJoiner(relay: RelayKind) async throws {
         try await withWorld(relay) { try JoinScenariosCLI.signalledInviterTellsTheJoiner($0) }
+    }
+
+    @Test(arguments: relays) func serverDownMidApprovalIsUnavailable(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.serverDownMidApprovalIsUnavailable($0) }
     }
 
     @Test(arguments: relays) func killedJoinerResumes(relay: RelayKind) async throws {

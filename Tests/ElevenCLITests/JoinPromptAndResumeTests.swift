@@ -43,6 +43,24 @@ extension JoinScenariosCLI {
         #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
     }
 
+    /// The space server goes down while Paul is asked: his yes cannot add Sam. Both sides exit 4,
+    /// a server unavailable (before: Sam exited 6, as if Paul had said no).
+    static func serverDownMidApprovalIsUnavailable(_ w: World) throws {
+        let invite = try ChildProcess(
+            eleven, ["invite", "--short"], environment: w.env(w.paul), input: .open)
+        let code = try invite.value(afterPrefix: "Invite code:")
+        let sam = try ElevenHome("sam")
+        let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
+        try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
+        w.server.stop()
+        try invite.send(line: "y")
+        let paulSaw = invite.finish(timeout: 120)
+        #expect(paulSaw.status == 4, "\(paulSaw.stdout) \(paulSaw.stderr)")
+        let samSaw = joining.finish(timeout: 120)
+        #expect(samSaw.status == 4, "\(samSaw.stdout) \(samSaw.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
+    }
+
     /// Sam is killed while waiting for Paul's answer; `eleven join --resume` finishes the join.
     static func killedJoinerResumes(_ w: World) throws {
         let detached = try w.run(w.paul, ["invite", "--short", "--detach"])
