@@ -126,3 +126,20 @@ extension JoinScenariosCLI {
         #expect(result.stdout == "coral-piano\napprove\n")
     }
 }
+
+/// The code prompt on a real terminal (a pseudo-terminal from util-linux `script`, part of every
+/// Debian system): Ctrl-C there is an interruption, exit status 1 `interrupted` (before: 6, as if
+/// someone had refused).
+@Suite struct CodePromptTerminalTests {
+    @Test func ctrlCAtTheCodePromptIsAnInterruption() throws {
+        let home = try ElevenHome("sam")
+        let prompt = try ChildProcess(
+            "/usr/bin/script", ["-qec", "\(eleven) join", "/dev/null"],
+            environment: ["ELEVEN_HOME": home.path, "ELEVEN_SPACE": ""], input: .open)
+        try prompt.waitFor("Enter the invite code", timeout: 60)
+        try prompt.send(Data([3]))
+        let ended = prompt.finish(timeout: 60)
+        #expect(!ended.timedOut && ended.status == 1, "\(ended.stdout) \(ended.stderr)")
+        #expect((ended.stdout + ended.stderr).contains("Interrupted."))
+    }
+}
