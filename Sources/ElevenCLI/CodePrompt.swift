@@ -89,7 +89,7 @@ private func readCodeFromTerminal(_ codePrompt: String, entry: CodeEntry) throws
             case .suggestions(let words): writePrompt("\r\n" + words.joined(separator: "  ") + "\r\n")
             case .bell: writePrompt("\u{07}")
             case .submit(let text): return text
-            case .cancelled: throw CLIError(code: "cancelled", message: "cancelled", status: .refused)
+            case .cancelled: throw interruptedError()
             }
         }
     }

@@ -432,7 +432,7 @@ private func linkCLIError(_ error: Error, attendant: Bool) -> Error {
         return CLIError(
             code: "relay_unreachable", message: "\(error.description). Check --relay or ELEVEN_RELAY.",
             status: .unavailable)
-    case .failed, .relay:
+    case .failed, .relay, .interrupted:
         return CLIError(code: error.code, message: error.description, status: .failure)
     }
 }

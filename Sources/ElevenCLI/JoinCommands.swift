@@ -10,11 +10,13 @@ import WordCodes
 // (docs/join-protocol.md). The inviter's own device attends: it proves the code with SPAKE2,
 // asks its person, registers the joiner on the space server and sends the grant.
 
-/// The join relay used when neither `--relay` nor `ELEVEN_RELAY` names one.
-let joinDefaultRelay = "ws://127.0.0.1:4000/v1"
+/// The join relay used when nothing names one (``RelayChoice``).
+let joinDefaultRelay = RelayChoice.publicDefault
 
 private let relayOption = OptionSpec(
-    "relay", value: "URL", help: "the join relay (default \(joinDefaultRelay), a local eleven-relay)",
+    "relay", value: "URL",
+    help:
+        "the join relay (else \"relay\" in $ELEVEN_HOME/config.json, the space server's, or \(joinDefaultRelay))",
     environment: "ELEVEN_RELAY")
 
 let joinCommands: [CommandGroup.Entry] = [
@@ -121,8 +123,8 @@ private func runInvite(_ arguments: ParsedArguments) throws {
         ?? InviteAttendant.Policy.defaultMaxFailures
     let wordCount = try arguments.int("words", in: Code.wordCountRange) ?? 2
     let lifetime = try arguments.duration("expires", max: 30 * 86_400) ?? 3600
-    let relay = try relayURL(arguments)
     let session = try openSpace(arguments)
+    let relay = try relayURL(arguments, server: session.saved.server)
     let readmit = try readmitTarget(arguments, session: session)
     // A space with a bot: the invite goes to the bot (BotCommands.swift); a re-admission is
     // attended here, by the member who vouches for the new identity, and so is an invite the bot
@@ -133,55 +135,20 @@ private func runInvite(_ arguments: ParsedArguments) throws {
     {
         return
     }
-
-    let words = Code.generate(nameplate: Nameplate(1)!, wordCount: wordCount).secretWords
-    var random = SystemRandom()
-    let now = Int64(Date().timeIntervalSince1970)
-    let pending = PendingInvite(
-        id: Base64URL.encode(random.bytes(count: 9)), space: session.saved.space,
-        spaceName: session.saved.name,
-        relay: relay, secret: InviteSecret(words: words, seed: SecretBytes(randomCount: 32, using: &random)),
-        createdAt: now,
-        attendant: InviteAttendant(
-            policy: .init(uses: uses, maxFailures: maxFailures, expiresAt: now + Int64(lifetime))))
-    let detach = arguments.flag("detach")
-    let person = PersonAttendant(session: session, yes: arguments.flag("yes"), json: json, readmit: readmit)
-    // The name slot carries the inviter's name ("Paul invited you"), else the space's.
-    let linkName = person.inviterName ?? session.saved.name
-    let store = PendingInviteStore(directory: localState().directory)
-    let driver = person.driver(
-        for: pending,
-        // A detached invite is saved for `eleven approve` once it has a nameplate; an attended
-        // one lives as long as this process.
-        save: { attendant in
-            guard detach, attendant.nameplate != nil else { return }
-            var invite = pending
-            invite.attendant = attendant
-            try withSpaceErrors { try store.put(invite) }
-        })
-    driver.onAllocated = { nameplate in
-        let code = "\(words)-\(nameplate.value)"
-        let link = inviteLink(server: session.saved.server, name: linkName, code: code)
-        if json {
-            var event: [String: Any] = [
-                "event": "code", "code": code, "link": link, "expiresAt": pending.expiresAt,
-            ]
-            if detach { event["pending"] = true }
-            Terminal.json(event)
-        } else {
-            Terminal.out("Invite code: \(code)")
-            Terminal.out("Link: \(link)")
-            printQR(link)
-            Terminal.out(
-                detach
-                    ? "The invite is pending; run `eleven approve` to let people in."
-                    : "Waiting for someone to join \(session.saved.shownName) with it…")
-        }
+    let options = ShortInviteOptions(
+        relay: relay, uses: uses, maxFailures: maxFailures, lifetime: Int64(lifetime), wordCount: wordCount,
+        detach: arguments.flag("detach"), readmit: readmit)
+    let interruption = Interruption.onSignals()
+    let (ending, attendant) = try attending {
+        try ShortInviteFlow.attend(
+            session: session, options: options, store: PendingInviteStore(directory: localState().directory),
+            ask: arguments.flag("yes") ? nil : askAtTerminal(interruption), interruption: interruption,
+            events: { printInviter($0, json: json) })
     }
-    let ending = try person.run(driver, untilAttending: detach)
     switch ending {
     case .burned?: throw burnedError()
-    case .expired?: throw expiredError(driver.attendant)
+    case .expired?: throw expiredError(attendant)
+    case .cancelled? where interruption.isInterrupted: throw interruptedError()
     case .usedUp?, .cancelled?, nil: return
     }
 }
@@ -197,174 +164,115 @@ private func runApprove(_ arguments: ParsedArguments) throws {
     let saved = try withSpaceErrors { try state.spaces() }
     let wanted: SpaceID? =
         arguments.value("space") != nil ? try chooseSpace(arguments.value("space"), in: saved).space : nil
-    let mine = pending.filter { wanted == nil || $0.space == wanted }
-    guard !mine.isEmpty else {
-        report(json, ["event": "none"], "No pending invites.")
-        return
+    let mine = try pending.filter { wanted == nil || $0.space == wanted }.compactMap {
+        invite -> (invite: PendingInvite, session: SpaceSession)? in
+        guard let space = saved.spaces.first(where: { $0.space == invite.space }) else { return nil }
+        return (
+            invite,
+            try withSpaceErrors { try SpaceSession(saved: space, identity: state.identity(for: space)) }
+        )
     }
-    var burned = false
-    for invite in mine {
-        guard let space = saved.spaces.first(where: { $0.space == invite.space }) else { continue }
-        let session = try withSpaceErrors {
-            try SpaceSession(saved: space, identity: state.identity(for: space))
-        }
-        let person = PersonAttendant(session: session, yes: arguments.flag("yes"), json: json)
-        person.expiredNotice = "An invite for \(invite.spaceName) expired."
-        // Saved after every step, so a process killed at any point resumes where it was.
-        let driver = person.driver(
-            for: invite,
-            save: { attendant in
-                var changed = invite
-                changed.attendant = attendant
-                try withSpaceErrors { try store.put(changed) }
-            })
-        switch try person.run(driver, until: ContinuousClock.now + .seconds(wait)) {
-        case nil:
-            report(
-                json, ["event": "waiting", "code": invite.code ?? ""],
-                "Nobody has used \(invite.code ?? "the invite") yet.")
-        case .burned?: burned = true
-        case .expired?, .usedUp?, .cancelled?: break
-        }
+    let interruption = Interruption.onSignals()
+    let burned = try attending {
+        try ShortInviteFlow.approve(
+            mine, store: store, until: ContinuousClock.now + .seconds(wait),
+            ask: arguments.flag("yes") ? nil : askAtTerminal(interruption), interruption: interruption,
+            events: { printInviter($0, json: json) })
     }
     if burned { throw burnedError() }
+    if interruption.isInterrupted { throw interruptedError() }
 }
 
-// MARK: The attendant's person
-
-/// The inviter's own device as the attendant (``InviteAttendantDriver``'s hooks): asks its
-/// person (or, with --yes, does not ask), admits the joiner on the space server, and reports.
-private final class PersonAttendant {
-    let session: SpaceSession
-    let yes: Bool
-    let json: Bool
-    let readmit: MemberID?
-    let inviterName: String?
-    /// Printed when the invite expires while attended (`eleven approve`); nil: the caller says it.
-    var expiredNotice: String?
-    /// The joiner added on the space server in the current use, until the joiner heard so.
-    private var admitted: MemberRecord?
-    private var admitFailure: Error?
-    /// The joiner of the current use turned out to be a member already.
-    private var alreadyMember = false
-
-    init(session: SpaceSession, yes: Bool, json: Bool, readmit: MemberID? = nil) {
-        self.session = session
-        self.yes = yes
-        self.json = json
-        self.readmit = readmit
-        inviterName = (try? session.roster().members[session.saved.member]?.name).flatMap {
-            $0.isEmpty ? nil : $0
+/// Prints what the inviter's device says.
+private func printInviter(_ event: InviterEvent, json: Bool) {
+    func nameOf(_ name: String) -> String { name.isEmpty ? "Someone" : SafeText.line(name) }
+    switch event {
+    case .code(let code, let link, let expiresAt, let pending, let space):
+        if json {
+            var object: [String: Any] = ["event": "code", "code": code, "link": link, "expiresAt": expiresAt]
+            if pending { object["pending"] = true }
+            Terminal.json(object)
+        } else {
+            Terminal.out("Invite code: \(code)")
+            Terminal.out("Link: \(link)")
+            printQR(link)
+            Terminal.out(
+                pending
+                    ? "The invite is pending; run `eleven approve` to let people in."
+                    : "Waiting for someone to join \(SafeText.line(space)) with it…")
         }
+    case .codeProven(let name, let check):
+        report(
+            json, ["event": "code_proven", "name": name, "verification": check],
+            "\(nameOf(name)) proved the code (verification words: \(check)).")
+    case .joined(let name, let space):
+        report(json, ["event": "joined", "name": name], "\(nameOf(name)) joined \(SafeText.line(space)).")
+    case .declined(let name):
+        report(json, ["event": "declined", "name": name], "\(nameOf(name)) was not let in.")
+    case .alreadyMember(let name, let space):
+        report(
+            json, ["event": "already_member", "name": name],
+            "\(nameOf(name)) is already in \(SafeText.line(space)); nothing changed.")
+    case .joinerLeft(let name):
+        report(json, ["event": "joiner_left", "name": name], "\(nameOf(name)) stopped waiting.")
+    case .failedAttempt(let left):
+        report(
+            json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
+            "Someone tried a wrong code for your invite; after \(left) more it stops working.")
+    case .burned:
+        // For people the command's error says it (one message for one burn).
+        if json { Terminal.json(["event": "burned", "code": "invite_burned"]) }
+    case .expired(let spaceName):
+        report(
+            json, ["event": "expired", "code": "invite_expired"],
+            "An invite for \(SafeText.line(spaceName)) expired.")
+    case .attending(let codes):
+        report(
+            json, nil,
+            "Waiting for someone to use \(codes.joined(separator: ", ")) (Ctrl-C stops; the invites stay pending)."
+        )
+    case .unused(let code):
+        report(
+            json, ["event": "waiting", "code": code ?? ""], "Nobody has used \(code ?? "the invite") yet.")
+    case .nonePending:
+        report(json, ["event": "none"], "No pending invites.")
     }
+}
 
-    func driver(for invite: PendingInvite, save: @escaping (InviteAttendant) throws -> Void)
-        -> InviteAttendantDriver
-    {
-        let session = self.session
-        var hooks = InviteAttendantHooks(
-            save: save,
-            check: { [unowned self] request, _, _ in
-                guard yes || askYesNo("Let \(nameOf(request)) join \(session.saved.shownName)? [y/N] ") else {
-                    return AttendantRefusal(.declined, reason: "declined", "The inviter declined.")
-                }
-                return nil
-            },
-            admit: { [unowned self] request, nameplate in admit(request, nameplate: nameplate, invite: invite)
-            },
-            report: { [unowned self] report, request in try tell(report, request) },
-            now: { Int64(Date().timeIntervalSince1970) })
-        hooks.codeProven = { [json] request, sas in
-            let check = VerificationWords.words(for: sas).joined(separator: " ")
-            report(
-                json, ["event": "code_proven", "name": request.displayName, "verification": check],
-                "\(nameOf(request)) proved the code (verification words: \(check)).")
-        }
-        let driver = InviteAttendantDriver(
-            attendant: invite.attendant, relayURL: invite.relay, secret: invite.secret, hooks: hooks)
-        driver.inviterName = inviterName
-        return driver
-    }
-
-    /// Runs the driver; on any failure, nothing is left half-joined: a member added whose grant
-    /// never reached them is removed.
-    func run(
-        _ driver: InviteAttendantDriver, until: ContinuousClock.Instant? = nil, untilAttending: Bool = false
-    )
-        throws -> InviteAttendant.Ending?
-    {
-        do {
-            return try driver.run(until: until, untilAttending: untilAttending)
-        } catch {
-            if let admitted { try? session.removeMember(admitted.id) }
-            throw joinCLIError(error, codeAccepted: true)
-        }
-    }
-
-    private func admit(_ request: JoinRequest, nameplate: Rendezvous.Nameplate, invite: PendingInvite)
-        -> AttendantAdmission
-    {
-        let now = Int64(Date().timeIntervalSince1970)
-        let signed = session.identity.signInvite(
-            space: session.saved.space, inviter: session.saved.member,
-            nameplate: nameplate.value, createdAt: now,
-            expiresAt: invite.expiresAt, uses: 1)
-        do {
-            let (grant, record) = try session.admit(request: request, invite: signed, readmit: readmit)
-            admitted = record
-            return .granted(grant.encoded())
-        } catch  where error.code == alreadyMemberReason {
-            // Their device is in the space already: nothing to add, and their use is not spent.
-            alreadyMember = true
-            return .failed(alreadyMemberRefusal(session.saved.name), mayBeMember: false)
-        } catch {
-            admitFailure = error
-            return .failed(
-                AttendantRefusal(
-                    .turnedAway, reason: "unavailable",
-                    "The inviter's device could not add you to the space: \(error)"),
-                mayBeMember: false)
-        }
-    }
-
-    private func tell(_ event: InviteAttendant.Report, _ request: JoinRequest?) throws {
-        let name = request.map(nameOf) ?? "Someone"
-        switch event {
-        case .joined:
-            admitted = nil
-            report(
-                json, ["event": "joined", "name": request?.displayName ?? ""],
-                "\(name) joined \(session.saved.shownName).")
-        case .declined:
-            report(
-                json, ["event": "declined", "name": request?.displayName ?? ""], "\(name) was not let in.")
-        case .turnedAway where alreadyMember:
-            alreadyMember = false
-            report(
-                json, ["event": "already_member", "name": request?.displayName ?? ""],
-                "\(name) is already in \(session.saved.shownName); nothing changed.")
-        case .turnedAway:
-            if let failure = admitFailure {
-                admitFailure = nil
-                throw (failure as? SpaceClientError).map { cliError($0) } ?? failure
+/// "Let Sam join Family? [y/N]" on standard error, answered on standard input. The wait looks at
+/// `interruption` and at whether the joiner still waits, so neither side is left waiting.
+private func askAtTerminal(_ interruption: Interruption) -> InviterAsk {
+    { name, space, joinerWaiting in
+        let shown = name.isEmpty ? "Someone" : SafeText.line(name)
+        writePrompt("Let \(shown) join \(SafeText.line(space))? [y/N] ")
+        var polls = 0
+        while true {
+            if interruption.isInterrupted {
+                writePrompt("\n")
+                return .stopped
             }
-        case .wrongCode(_, let left) where left > 0:
-            report(
-                json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
-                "Someone tried a wrong code for your invite; after \(left) more it stops working.")
-        case .wrongCode:
-            break  // the ending says it
-        case .ended(.burned):
-            report(
-                json, ["event": "burned", "code": "invite_burned"],
-                "Someone tried a wrong code for your invite; it no longer works. Make a new one.")
-        case .ended(.expired):
-            if let expiredNotice {
-                report(json, ["event": "expired", "code": "invite_expired"], expiredNotice)
+            var reader = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&reader, 1, 250)
+            if ready > 0 { break }
+            polls += 1
+            // About once a second: the relay is asked whether the joiner left.
+            if polls % 4 == 0, !joinerWaiting() {
+                writePrompt("\n")
+                return .no
             }
-        case .ended(.usedUp), .ended(.cancelled):
-            break
         }
+        let answer = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces)
+            .lowercased()
+        return answer == "y" || answer == "yes" ? .yes : .no
+    }
+}
+
+/// Runs an attending flow, mapping its errors to CLIErrors (the code had been proven by then).
+private func attending<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try withSpaceErrors(body)
+    } catch ShortInviteError.attending(let error) {
+        throw joinCLIError(error, codeAccepted: true)
     }
 }
 
@@ -377,28 +285,21 @@ private func expiredError(_ attendant: InviteAttendant) -> CLIError {
         status: .timedOut)
 }
 
+/// Ctrl-C or SIGTERM stopped a wait (exit status 1, code `interrupted`); the other side was told.
+func interruptedError() -> CLIError {
+    CLIError(code: "interrupted", message: "Interrupted.", status: .failure)
+}
+
 /// The invite link as a QR code, when a person is looking at a terminal.
 func printQR(_ link: String) {
     guard Terminal.isInteractive, let lines = TerminalQR.render(link) else { return }
     for line in lines { Terminal.out(line) }
 }
 
-private func nameOf(_ request: JoinRequest) -> String {
-    request.displayName.isEmpty ? "Someone" : SafeText.line(request.displayName)
-}
-
-/// The refusal an attendant sends a joiner whose device is a member already (the use is not
-/// spent): the joiner's `eleven join` says so and changes nothing, as for a link.
-let alreadyMemberReason = "already_member"
-
-func alreadyMemberRefusal(_ spaceName: String) -> AttendantRefusal {
-    AttendantRefusal(
-        .turnedAway, reason: alreadyMemberReason, "You are already in \(spaceName); nothing changed.")
-}
-
 private func burnedError() -> CLIError {
     CLIError(
-        code: "invite_burned", message: "The invite was burned by a wrong code; make a new one.",
+        code: "invite_burned",
+        message: "Someone tried a wrong code for your invite; it no longer works. Make a new one.",
         status: .codeRejected)
 }
 
@@ -408,24 +309,21 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     let json = arguments.flag("json")
     let wait = try arguments.duration("timeout", max: 7 * 86_400) ?? 300
     let state = localState()
-    let joins = PendingJoinStore(directory: state.directory)
     let resuming = arguments.flag("resume")
-    let now = Int64(Date().timeIntervalSince1970)
     let pending: PendingJoin
     if resuming {
         guard arguments.positional(0) == nil else {
             throw CLIError.usage("give either a code or --resume, not both", help: nil)
         }
-        guard let last = try withSpaceErrors({ try joins.load() }).last else {
+        guard let last = try withSpaceErrors({ try ShortJoinFlow.interrupted(state: state) }) else {
             throw CLIError(
                 code: "no_pending_join", message: "There is no interrupted join to resume.", status: .failure)
         }
         pending = last
-        report(json, ["event": "resuming"], "Resuming the join…")
     } else {
         let typed = try arguments.positional(0) ?? promptForCode()
         if let link = try fullLengthLink(typed) { return try runLinkJoin(arguments, link: link) }
-        let relay = try relayURL(arguments)
+        let relay = try relayURL(arguments, server: linkServer(typed))
         let parsed: ParsedCode
         do {
             parsed = try CodeParser.parse(typed)
@@ -437,112 +335,91 @@ private func runJoin(_ arguments: ParsedArguments) throws {
                 Terminal.out(correction.message)
             }
         }
-        let (identity, _) = try withSpaceErrors { try state.identity(create: true) }
         let name =
             arguments.value("name") ?? ProcessInfo.processInfo.environment["USER"].map { $0.capitalized }
             ?? ""
-        let request = JoinRequest(
-            displayName: String(name.prefix(64)),
-            deviceLabel: String(ProcessInfo.processInfo.hostName.prefix(64)),
-            publicKeys: identity.publicKeys.text)
-        var random = SystemRandom()
-        pending = PendingJoin(
-            relay: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
-            words: parsed.code.secretWords, request: request, createdAt: now, deadline: now + Int64(wait),
-            using: &random)
+        pending = try withSpaceErrors {
+            try ShortJoinFlow.begin(
+                code: parsed.code, relay: relay, name: name, deviceLabel: ProcessInfo.processInfo.hostName,
+                wait: Int64(wait), state: state)
+        }
     }
-    let (identity, _) = try withSpaceErrors { try state.identity(create: true) }
-    let label = ProcessInfo.processInfo.hostName
     // The verification words are always shown; `--verify` stays accepted and changes nothing.
     _ = arguments.flag("verify")
-    let accepted = Flag()
-    let grantBytes: [UInt8]
+    let interruption = Interruption.onSignals()
+    let result: ShortJoinResult
     do {
-        grantBytes = try JoinRunner.join(
-            pending, timeout: .seconds(max(1, pending.deadline - now)),
-            // An attendant leaves its first message before anyone joins: without it, nobody
-            // attends the code.
-            firstAnswer: resuming ? nil : .seconds(min(wait, 15)),
-            progress: { progress in
-                switch progress {
-                case .connecting:
-                    report(json, nil, "Connecting…")
-                case .codeAccepted(let sas):
-                    accepted.set()
-                    let check = VerificationWords.words(for: sas).joined(separator: " ")
-                    report(
-                        json, ["event": "code_accepted", "verification": check],
-                        "Code accepted. Verification words: \(check) (the inviter should see the same).")
-                case .waitingForApproval(let inviter):
-                    report(
-                        json, ["event": "waiting"],
-                        "Waiting for \(inviter.map(SafeText.line) ?? "the inviter") to let you in…")
-                case .reconnecting:
-                    report(json, nil, "Reconnecting…")
-                }
-            },
-            // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
-            save: { try? joins.put($0) })
-    } catch JoinRunError.refused(alreadyMemberReason, let message) {
-        // As with a link: a space this device is in already is left as it is.
-        try? joins.remove(pending.id)
-        report(json, ["event": "already_joined", "message": message], SafeText.line(message))
-        return
-    } catch {
-        try? joins.remove(pending.id)
-        throw joinCLIError(error, codeAccepted: accepted.isSet)
-    }
-    try? joins.remove(pending.id)
-    let result: (saved: SavedSpace, verified: JoinGrant.Verified)
-    let grant: JoinGrant
-    do {
-        grant = try JoinGrant(decoding: grantBytes)
-        result = try grant.accept(
-            identity: identity, state: state, deviceLabel: label, now: Int64(Date().timeIntervalSince1970),
-            nameplate: pending.nameplate.value)
+        result = try withSpaceErrors {
+            try ShortJoinFlow.run(pending, resuming: resuming, state: state, interruption: interruption) {
+                printJoiner($0, json: json)
+            }
+        }
+    } catch let error as ShortJoinError {
+        throw joinCLIError(error.run, codeAccepted: error.codeAccepted)
     } catch let error as JoinGrantError {
         throw CLIError(code: error.code, message: error.message, status: .failure)
-    } catch let error as SpaceClientError {
-        throw cliError(error)
-    } catch let error as LocalStateError {
-        throw cliError(error)
     }
-    vaultChanged()
-    let threads = grant.historyHint.threads
-    let messages = grant.historyHint.messages
-    if json {
-        Terminal.json([
-            "event": "joined", "space": result.saved.space.base64URL, "name": result.saved.name,
-            "member": result.saved.member.base64URL, "threads": threads, "messages": messages,
-        ])
-    } else {
-        Terminal.out(
-            "Joined \(result.saved.shownName): \(threads) thread\(threads == 1 ? "" : "s"), "
-                + "\(messages) message\(messages == 1 ? "" : "s"). Run `eleven read` to read them.")
+    switch result {
+    case .alreadyJoined(let message):
+        report(json, ["event": "already_joined", "message": message], SafeText.line(message))
+    case .joined(let saved, let threads, let messages):
+        vaultChanged()
+        if json {
+            Terminal.json([
+                "event": "joined", "space": saved.space.base64URL, "name": saved.name,
+                "member": saved.member.base64URL, "threads": threads, "messages": messages,
+            ])
+        } else {
+            Terminal.out(
+                "Joined \(saved.shownName): \(threads) thread\(threads == 1 ? "" : "s"), "
+                    + "\(messages) message\(messages == 1 ? "" : "s"). Run `eleven read` to read them.")
+        }
+    }
+}
+
+private func printJoiner(_ event: ShortJoinEvent, json: Bool) {
+    switch event {
+    case .resuming:
+        report(json, ["event": "resuming"], "Resuming the join…")
+    case .connecting:
+        report(json, nil, "Connecting…")
+    case .reconnecting:
+        report(json, nil, "Reconnecting…")
+    case .codeAccepted(let check):
+        report(
+            json, ["event": "code_accepted", "verification": check],
+            "Code accepted. Verification words: \(check) (the inviter should see the same).")
+    case .waitingForApproval(let inviter):
+        report(
+            json, ["event": "waiting"],
+            "Waiting for \(inviter.map(SafeText.line) ?? "the inviter") to let you in…")
     }
 }
 
 // MARK: Helpers
 
-private func relayURL(_ arguments: ParsedArguments) throws -> String {
-    let relay = arguments.value("relay") ?? joinDefaultRelay
-    guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
-        throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
+/// The relay a short code uses (``RelayChoice``); `server`: the space server that applies (the
+/// inviter's, or the one a word link names), asked only when nothing closer chose.
+private func relayURL(_ arguments: ParsedArguments, server: String?) throws -> String {
+    do {
+        return try RelayChoice.resolve(
+            option: arguments.wasGiven("relay") ? arguments.value("relay") : nil,
+            environment: ProcessInfo.processInfo.environment, state: localState().directory,
+            advertised: { server.map { ($0, SpaceClient.advertisedRelay(of: $0)) } }
+        ).url
+    } catch {
+        throw CLIError.usage(error.description, help: nil)
     }
-    return relay
 }
 
-/// `<space server>/invite#<Name>/<code>` (the server as saved: scheme, host and port, like a
-/// full-length link), the name percent-encoded so `/` stays ours.
-func inviteLink(server: String, name space: String, code: String) -> String {
-    var base = "https://elevenmessenger.com"
-    if let url = URL(string: server), let scheme = url.scheme, let host = url.host {
-        base = "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
-    }
-    var allowed = CharacterSet.alphanumerics
-    allowed.insert(charactersIn: "-._~")
-    let name = space.addingPercentEncoding(withAllowedCharacters: allowed) ?? "space"
-    return "\(base)/invite#\(name)/\(code)"
+/// The space server a word link (`https://host/invite#Paul/coral-piano-42`) names; nil for a
+/// bare code.
+private func linkServer(_ text: String) -> String? {
+    guard let url = URL(string: text.trimmingCharacters(in: .whitespaces)),
+        let scheme = url.scheme?.lowercased(),
+        scheme == "http" || scheme == "https", let host = url.host
+    else { return nil }
+    return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
 }
 
 private func joinErrors<T>(_ body: () throws(JoinRunError) -> T) throws -> T {
@@ -566,9 +443,15 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
     case .failed(.inviteEnded(let end)):
         return CLIError(code: end.code, message: end.message, status: .codeRejected)
     case .refused(let reason, let message):
-        return CLIError(
-            code: "refused_\(reason)", message: message,
-            status: reason == "declined" || reason == "unavailable" ? .refused : .codeRejected)
+        // `unavailable`: the attendant could not reach its space server, a server down (4), not
+        // a person's no (6).
+        let status: ExitStatus =
+            switch reason {
+            case "declined": .refused
+            case "unavailable": .unavailable
+            default: .codeRejected
+            }
+        return CLIError(code: "refused_\(reason)", message: message, status: status)
     case .relay(.unreachable):
         return CLIError(
             code: "relay_unreachable",
@@ -592,6 +475,8 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
             status: .codeRejected)
     case .relay:
         return CLIError(code: error.code, message: error.description, status: .unavailable)
+    case .interrupted:
+        return interruptedError()
     }
 }
 
@@ -614,20 +499,4 @@ func askYesNo(_ question: String) -> Bool {
     writePrompt(question)
     let answer = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces).lowercased()
     return answer == "y" || answer == "yes"
-}
-
-/// A flag set from a callback.
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() {
-        lock.lock()
-        value = true
-        lock.unlock()
-    }
-    var isSet: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
 }

@@ -1,6 +1,7 @@
 import CLISupport
 import ClientCore
 import Foundation
+import SpaceModel
 
 /// `eleven thread create`, `eleven threads`, `eleven send`, `eleven read`.
 let messageCommands: [CommandGroup.Entry] = [
@@ -63,9 +64,18 @@ let messageCommands: [CommandGroup.Entry] = [
             var (roster, keys, thread) = try session.open(thread: arguments.value("thread"))
             var cursor: Int64 = 0
             var first = true
+            var reconnect = FollowReconnect()
             repeat {
                 let wait = first ? 0 : 25
-                var page = try session.read(thread.id, since: cursor, wait: wait, roster: roster, keys: keys)
+                var page: (messages: [ReadMessage], next: Int64, rejected: Int)
+                do {
+                    page = try session.read(thread.id, since: cursor, wait: wait, roster: roster, keys: keys)
+                    reconnect.succeeded()
+                } catch let error as SpaceClientError where !first && FollowReconnect.isPassing(error) {
+                    // Following: a server that restarts or drops the long poll is waited for.
+                    reconnect.failed(error)
+                    continue
+                }
                 if page.rejected > 0 {
                     // Someone may have joined since the member list was read: refresh, read again.
                     roster = try session.roster()
@@ -99,6 +109,32 @@ let messageCommands: [CommandGroup.Entry] = [
         }
     },
 ]
+
+/// `eleven read -f` across a server that restarts or a network that drops: says so once, waits
+/// with back-off (0.5 s growing to 10 s), tries again, and says when it is back.
+struct FollowReconnect {
+    private var delay: Double?
+
+    /// Failures worth waiting out: the server unreachable, or an answer cut off.
+    static func isPassing(_ error: SpaceClientError) -> Bool {
+        error.kind == .unreachable || error.kind == .invalidResponse || (error.status ?? 0) >= 500
+    }
+
+    mutating func failed(_ error: SpaceClientError) {
+        if delay == nil {
+            Terminal.err("Lost the connection to the server (\(error.message)); reconnecting…")
+        }
+        let wait = delay ?? 0.5
+        Thread.sleep(forTimeInterval: wait)
+        delay = min(wait * 2, 10)
+    }
+
+    mutating func succeeded() {
+        guard delay != nil else { return }
+        delay = nil
+        Terminal.err("Reconnected.")
+    }
+}
 
 /// The options of `eleven send TEXT` (a message to a space thread).
 let spaceSendOptions: [OptionSpec] = [CommonOptions.space, CommonOptions.thread]

@@ -218,6 +218,8 @@ func runWormhole(
     } catch {
         throw relayFailure(error)
     }
+    // The receiver waits for a sender it cannot see: say so, as `wormhole receive` does.
+    if transfer.role == .receiver && !settings.json { Terminal.err("Waiting for the sender…") }
     var random = SystemRandom()
     var verifier: String?
     var actions = transfer.start(using: &random)

@@ -41,6 +41,10 @@ let spec = CommandSpec(
             "assetlinks", value: "FILE",
             help: "serve this JSON file at /.well-known/assetlinks.json (default: 404)",
             environment: "ELEVEN_SERVER_ASSETLINKS"),
+        OptionSpec(
+            "relay", value: "URL",
+            help: "the join relay to advertise (GET /api/relay): members' short codes and word links use it",
+            environment: "ELEVEN_SERVER_RELAY"),
         OptionSpec("home", help: "also serve the home API: saved-spaces vaults and device linking"),
         OptionSpec("quiet", help: "do not log requests"),
     ],
@@ -103,6 +107,12 @@ runProgram(name: "eleven-server", json: false) {
         configuration.publicURL = url
     }
     configuration.api.spaceCreationToken = parsed.value("creation-token")
+    if let relay = parsed.value("relay") {
+        guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
+            throw CLIError.usage("'--relay' must be a ws:// or wss:// URL, not '\(relay)'", help: nil)
+        }
+        configuration.api.relayURL = relay
+    }
     configuration.api.homeEnabled = parsed.flag("home")
     if configuration.api.homeEnabled { configuration.api.maximumBodyBytes = 8 << 20 }
     switch (parsed.value("tls-cert"), parsed.value("tls-key")) {

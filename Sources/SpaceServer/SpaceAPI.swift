@@ -30,6 +30,9 @@ public struct SpaceServerConfiguration: Sendable {
     /// Lifetime of a sign-in challenge, and how many may be outstanding per space.
     public var challengeLifetime: Int64 = 300
     public var maximumOpenChallenges = 1000
+    /// The join relay this server advertises (`GET /api/relay`): its members' short codes use
+    /// it, and a joiner who opens a word link naming this server learns it. Nil: none (404).
+    public var relayURL: String?
     /// When set, creating a space needs `Authorization: Bearer <this>`; when nil anyone may.
     public var spaceCreationToken: String?
     /// Serve the home API (`/api/home/...`: accounts, vaults, key anchors).

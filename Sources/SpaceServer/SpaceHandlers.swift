@@ -80,6 +80,14 @@ extension SpaceService {
         try groupInfo(try publicSpace(request))
     }
 
+    /// The join relay the operator configured, for clients that make or follow short codes.
+    func advertisedRelay() throws -> APIResponse {
+        guard let relay = configuration.relayURL else {
+            throw APIError.notFound("no_relay", "This server advertises no relay.")
+        }
+        return .json(RelayInfo(relay: relay))
+    }
+
     func serverAvatar(_ request: APIRequest) throws -> APIResponse {
         try avatarResponse(try publicSpace(request))
     }

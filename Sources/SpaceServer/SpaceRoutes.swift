@@ -15,6 +15,9 @@ extension SpaceService {
         case 1 where rest[0] == "server-avatar":
             try allow(method, ["GET"])
             return try serverAvatar(request)
+        case 1 where rest[0] == "relay":
+            try allow(method, ["GET"])
+            return try advertisedRelay()
         case 1 where rest[0] == "spaces":
             try allow(method, ["POST"])
             return try createSpace(request)

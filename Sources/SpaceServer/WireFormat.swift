@@ -60,6 +60,10 @@ struct GroupInfo: Encodable {
     let avatar: String?
 }
 
+struct RelayInfo: Encodable {
+    let relay: String
+}
+
 struct TokenInfo: Encodable {
     let id: String
     let member: MemberID

@@ -104,7 +104,10 @@ enum JoinScenariosCLI {
         #expect(try errorCode(guessed) == "code_mismatch")
         let paulSaw = invite.finish(timeout: 20)
         #expect(paulSaw.status == 3)
-        #expect(paulSaw.stdout.contains("Someone tried a wrong code for your invite"))
+        // One message for one burn (before: a line on standard output and the error).
+        let said = paulSaw.stdout + paulSaw.stderr
+        #expect(said.components(separatedBy: "wrong code").count == 2, "\(said)")
+        #expect(paulSaw.stderr.contains("Someone tried a wrong code for your invite; it no longer works."))
         // Nothing half-joined: Eve has no space, and Paul's member list has only Paul.
         #expect(!FileManager.default.fileExists(atPath: eve.path + "/spaces.json"))
         let members = try w.paul.json(["members", "--json"])
@@ -135,6 +138,8 @@ enum JoinScenariosCLI {
         // Nobody yet: approve waits, then keeps the invite.
         let idle = try w.run(w.paul, ["approve", "--yes", "--timeout", "1s"])
         #expect(idle.status == 0 && idle.stdout.contains("Nobody has used \(code) yet."), "\(idle.stderr)")
+        // The wait says what it waits for.
+        #expect(idle.stdout.hasPrefix("Waiting for someone to use \(code) (Ctrl-C stops"), "\(idle.stdout)")
 
         for (index, name) in ["Sam", "Ann"].enumerated() {
             let home = try ElevenHome(name.lowercased())
@@ -167,6 +172,19 @@ enum JoinScenariosCLI {
         #expect(garbage.status == 3)
         let badRelay = try w.run(sam, ["join", "coral-piano-42", "--relay", "http://x", "--json"])
         #expect(badRelay.status == 2)
+        // A bad ELEVEN_RELAY is named as the variable (before: blamed on '--relay').
+        let badVariable = try sam.run(["join", "coral-piano-42"], environment: ["ELEVEN_RELAY": "garbage"])
+        #expect(badVariable.status == 2, "\(badVariable.stderr)")
+        #expect(
+            badVariable.stderr.contains("ELEVEN_RELAY must be a ws:// or wss:// URL, not 'garbage'"),
+            "\(badVariable.stderr)")
+        // `relay` in the state directory's config.json names the relay when nothing closer does.
+        try FileManager.default.createDirectory(atPath: sam.path, withIntermediateDirectories: true)
+        try Data(#"{"relay": "ws://127.0.0.1:1/v1"}"#.utf8).write(
+            to: URL(fileURLWithPath: sam.path + "/config.json"))
+        let configured = try sam.run(["join", "coral-piano-42", "--json"], environment: ["ELEVEN_RELAY": ""])
+        #expect(configured.status == 4 && configured.stdout.contains("127.0.0.1:1"), "\(configured.stdout)")
+        try FileManager.default.removeItem(atPath: sam.path + "/config.json")
         let noTerminal = try w.run(sam, ["join", "--json"])
         #expect(noTerminal.status == 2)
         let notShort = try w.run(w.paul, ["invite", "--detach", "--json"])  // --detach is for codes
@@ -272,6 +290,14 @@ enum JoinScenariosCLI {
 
     @Test(arguments: relays) func codeFromStandardInput(relay: RelayKind) async throws {
         try await withWorld(relay) { try JoinScenariosCLI.codeFromStandardInput($0) }
+    }
+
+    @Test(arguments: relays) func signalledInviterTellsTheJoiner(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.signalledInviterTellsTheJoiner($0) }
+    }
+
+    @Test(arguments: relays) func serverDownMidApprovalIsUnavailable(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.serverDownMidApprovalIsUnavailable($0) }
     }
 
     @Test(arguments: relays) func killedJoinerResumes(relay: RelayKind) async throws {

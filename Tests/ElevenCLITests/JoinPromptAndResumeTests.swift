@@ -23,6 +23,44 @@ extension JoinScenariosCLI {
         #expect(empty.status == 2)
     }
 
+    /// SIGTERM (or Ctrl-C) to Paul's `eleven invite --short` while it asks "Let Sam join
+    /// Family?": Sam hears at once that Paul stopped attending (before: Sam waited its whole
+    /// --timeout), and Paul exits 1, `interrupted`.
+    static func signalledInviterTellsTheJoiner(_ w: World) throws {
+        let invite = try ChildProcess(
+            eleven, ["invite", "--short"], environment: w.env(w.paul), input: .open)
+        let code = try invite.value(afterPrefix: "Invite code:")
+        let sam = try ElevenHome("sam")
+        let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
+        _ = try joining.value(afterPrefix: "Waiting for Paul")
+        try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
+        kill(invite.pid, SIGTERM)
+        let paulSaw = invite.finish(timeout: 60)
+        #expect(paulSaw.status == 1 && paulSaw.stderr.contains("Interrupted."), "\(paulSaw.stderr)")
+        let samSaw = joining.finish(timeout: 120)
+        #expect(!samSaw.timedOut && samSaw.status == 3, "\(samSaw.stdout) \(samSaw.stderr)")
+        #expect(samSaw.stderr.contains("Paul stopped attending this invite."), "\(samSaw.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
+    }
+
+    /// The space server goes down while Paul is asked: his yes cannot add Sam. Both sides exit 4,
+    /// a server unavailable (before: Sam exited 6, as if Paul had said no).
+    static func serverDownMidApprovalIsUnavailable(_ w: World) throws {
+        let invite = try ChildProcess(
+            eleven, ["invite", "--short"], environment: w.env(w.paul), input: .open)
+        let code = try invite.value(afterPrefix: "Invite code:")
+        let sam = try ElevenHome("sam")
+        let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
+        try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
+        w.server.stop()
+        try invite.send(line: "y")
+        let paulSaw = invite.finish(timeout: 120)
+        #expect(paulSaw.status == 4, "\(paulSaw.stdout) \(paulSaw.stderr)")
+        let samSaw = joining.finish(timeout: 120)
+        #expect(samSaw.status == 4, "\(samSaw.stdout) \(samSaw.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
+    }
+
     /// Sam is killed while waiting for Paul's answer; `eleven join --resume` finishes the join.
     static func killedJoinerResumes(_ w: World) throws {
         let detached = try w.run(w.paul, ["invite", "--short", "--detach"])
@@ -87,5 +125,22 @@ extension JoinScenariosCLI {
         #expect(result.status == 0, "\(result.stderr)")
         // A word completed alone gets its dash, as at the `eleven join` prompt.
         #expect(result.stdout == "coral-piano-\napprove\n")
+    }
+}
+
+/// The code prompt on a real terminal (a pseudo-terminal from util-linux `script`, part of every
+/// Debian system): Ctrl-C there is an interruption, exit status 1 `interrupted` (before: 6, as if
+/// someone had refused).
+@Suite struct CodePromptTerminalTests {
+    @Test func ctrlCAtTheCodePromptIsAnInterruption() throws {
+        let home = try ElevenHome("sam")
+        let prompt = try ChildProcess(
+            "/usr/bin/script", ["-qec", "\(eleven) join", "/dev/null"],
+            environment: ["ELEVEN_HOME": home.path, "ELEVEN_SPACE": ""], input: .open)
+        try prompt.waitFor("Enter the invite code", timeout: 60)
+        try prompt.send(Data([3]))
+        let ended = prompt.finish(timeout: 60)
+        #expect(!ended.timedOut && ended.status == 1, "\(ended.stdout) \(ended.stderr)")
+        #expect((ended.stdout + ended.stderr).contains("Interrupted."))
     }
 }

@@ -312,6 +312,20 @@ enum WormholeScenarios {
         #expect(receive.stdout.contains(#""error":"relay_unreachable""#))
     }
 
+    /// A receiver whose sender has not come yet says what it waits for (before: nothing).
+    @Test func receiverSaysWhatItWaitsFor() throws {
+        let directory = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let relay = try startElevenRelay(in: directory)
+        let port = relay.port
+        defer { relay.stop() }
+        let receiving = try ChildProcess(
+            eleven,
+            ["receive", "7-guitarist-revenge", "--relay", "ws://127.0.0.1:\(port)/v1", "--timeout", "120s"])
+        try receiving.waitFor("Waiting for the sender…", in: .stderr, timeout: 60)
+        #expect(receiving.stop().stdout.isEmpty)
+    }
+
     @Test func usageErrors() throws {
         // No code and standard input is not a terminal: say how to give it, don't hang.
         let noCode = try TestSupport.run(eleven, ["receive"], stdin: Data(), timeout: 30)

@@ -12,6 +12,10 @@ public enum InviteAttendance {
         case refused(JoinRequest)
         /// A wrong code or a protocol violation: the invite is burned.
         case burned(JoinFailure)
+        /// The use ended unanswered: the joiner said it left, or the attendant was interrupted
+        /// after a joiner spoke (the joiner was told). A joiner who had not proven the code keeps
+        /// its failure.
+        case stopped
     }
 
     /// Connects, allocates a nameplate and returns the connection (mailbox open).
@@ -73,7 +77,11 @@ public enum InviteAttendance {
     /// `onFirstPeerMessage` sees the connection's state once the joiner has spoken, before their
     /// message is looked at; it returns false when it could not record the attempt durably, and
     /// then the message is not looked at and the use ends (`docs/join-protocol.md`, one guess
-    /// per code).
+    /// per code). `decide` gets a probe that says whether the joiner still waits (false once it
+    /// said it left), for a person who answers slowly. `interruption`: once set, a joiner who
+    /// spoke is told the inviter stopped attending (a refusal through the channel once confirmed,
+    /// the `ended` notice before) and `.stopped` is returned; with no joiner yet, `.interrupted`
+    /// is thrown and the connection dropped as on a timeout (the invite stays resumable).
     public static func attendOne(
         on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
         published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
@@ -81,7 +89,8 @@ public enum InviteAttendance {
         joinerSpoke: Bool = false,
         onFirstPeerMessage: (RendezvousMachine) -> Bool = { _ in true },
         onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
-        decide: (JoinRequest, [UInt8]) -> JoinDecision
+        interruption: Interruption? = nil,
+        decide: (JoinRequest, [UInt8], _ joinerWaiting: () -> Bool) -> JoinDecision
     ) throws(JoinRunError) -> Outcome {
         var random = SystemRandom()
         var derived = DerivedRandom(seed: seed, use: use)
@@ -93,7 +102,7 @@ public enum InviteAttendance {
         // pending only while no joiner message arrived.
         var receivedAny = joinerSpoke
         var unrecorded = false
-        do {
+        do throws(RelayConnectionError) {
             while true {
                 for output in outputs {
                     switch output {
@@ -112,7 +121,17 @@ public enum InviteAttendance {
                         onCodeProven(request, sas)
                         let answer: [AttendantSession.Output]
                         let approved: Bool
-                        switch decide(request, sas) {
+                        var left = false
+                        let joinerWaiting = {
+                            if !left { left = Self.joinerLeft(connection) }
+                            return !left
+                        }
+                        let decision = decide(request, sas, joinerWaiting)
+                        if left {
+                            connection.close(mood: .lonely, timeout: .seconds(1))
+                            return .stopped
+                        }
+                        switch decision {
                         case .approve(let grant):
                             answer = session.approve(grant: grant, using: &random)
                             approved = true
@@ -130,10 +149,32 @@ public enum InviteAttendance {
                 }
                 var limit = deadline
                 if receivedAny, let stepTimeout { limit = min(deadline, .now + stepTimeout) }
-                guard case .received(let phase, let body) = try connection.next(timeout: limit - .now)
-                else {
+                guard let event = try connection.next(until: limit, unless: interruption) else {
+                    guard receivedAny else { throw RelayConnectionError.timedOut("interrupted") }
+                    // A joiner is in the mailbox: tell them before going.
+                    let refusal = session.refuse(
+                        reason: InviteEnd.left.rawValue,
+                        message: "\(inviterName ?? "The inviter") stopped attending this invite.",
+                        using: &random)
+                    if refusal.isEmpty {
+                        try connection.send(phase: .ended, body: InviteEnd.left.notice)
+                    }
+                    for case .send(let phase, let body) in refusal {
+                        try connection.send(phase: phase, body: body)
+                    }
+                    try? connection.waitUntilEchoed(timeout: .seconds(2))
+                    connection.close(mood: .lonely, timeout: .seconds(1))
+                    return .stopped
+                }
+                guard case .received(let phase, let body) = event else {
                     outputs = []
                     continue
+                }
+                // The joiner's notice that it stopped waiting: read here, before the session,
+                // which would take an unknown phase for a protocol violation.
+                if phase == .left {
+                    connection.close(mood: .lonely, timeout: .seconds(1))
+                    return .stopped
                 }
                 if !receivedAny {
                     receivedAny = true
@@ -145,6 +186,10 @@ public enum InviteAttendance {
                 outputs = session.handle(phase: phase, body: body, using: &random)
             }
         } catch {
+            if interruption?.isInterrupted == true, case .timedOut = error, !receivedAny {
+                connection.disconnect()
+                throw .interrupted
+            }
             guard keepOpenOnTimeout, case .timedOut = error else {
                 connection.close(mood: .lonely, timeout: .seconds(1))
                 throw .relay(error)
@@ -162,6 +207,34 @@ public enum InviteAttendance {
         precondition(unrecorded)
         connection.close(mood: .errory, timeout: .seconds(1))
         throw .failed(.protocolError("the attendant could not record the attempt"))
+    }
+
+    /// Whether the joiner said it left (phase `left`) in the messages the relay has for us now.
+    /// Nothing else may come from a joiner while its request is decided; anything else is dropped.
+    static func joinerLeft(_ connection: RendezvousConnection) -> Bool {
+        while let event = try? connection.next(timeout: .milliseconds(20)) {
+            if case .received(.left, _) = event { return true }
+        }
+        return false
+    }
+
+    /// ``attendOne(on:words:binding:seed:use:published:inviterName:deadline:keepOpenOnTimeout:stepTimeout:announceWaiting:onFirstPeerMessage:onCodeProven:interruption:decide:)``
+    /// for a `decide` that answers at once (it needs no probe of the joiner).
+    public static func attendOne(
+        on connection: RendezvousConnection, words: String, binding: JoinBinding, seed: SecretBytes, use: Int,
+        published: Bool, inviterName: String?, deadline: ContinuousClock.Instant,
+        keepOpenOnTimeout: Bool = false, stepTimeout: Duration? = nil, announceWaiting: Bool = true,
+        onFirstPeerMessage: (RendezvousMachine) -> Bool = { _ in true },
+        onCodeProven: (JoinRequest, [UInt8]) -> Void = { _, _ in },
+        decide: (JoinRequest, [UInt8]) -> JoinDecision
+    ) throws(JoinRunError) -> Outcome {
+        try attendOne(
+            on: connection, words: words, binding: binding, seed: seed, use: use, published: published,
+            inviterName: inviterName, deadline: deadline, keepOpenOnTimeout: keepOpenOnTimeout,
+            stepTimeout: stepTimeout, announceWaiting: announceWaiting,
+            onFirstPeerMessage: onFirstPeerMessage,
+            onCodeProven: onCodeProven, interruption: nil, decide: { request, sas, _ in decide(request, sas) }
+        )
     }
 
     /// A connection for a further use of the same invite: claims the same nameplate again (the

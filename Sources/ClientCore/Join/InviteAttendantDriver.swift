@@ -55,6 +55,9 @@ public struct InviteAttendantHooks {
     /// What the inviter hears, with the current use's joiner when there is one. A throw stops the
     /// driver (the machine is saved already).
     public var report: (_ report: InviteAttendant.Report, _ request: JoinRequest?) throws -> Void
+    /// Asks a person instead of ``check`` when set: `joinerWaiting` says whether the joiner still
+    /// waits, so a slow answer notices one who left (false from then on).
+    public var ask: ((_ request: JoinRequest, _ joinerWaiting: () -> Bool) -> AttendantRefusal?)?
     /// A joiner proved the code (before any decision).
     public var codeProven: (_ request: JoinRequest, _ verifier: [UInt8]) -> Void = { _, _ in }
     /// A line for the attendant's own log (abandoned uses).
@@ -90,6 +93,9 @@ public final class InviteAttendantDriver {
     public var announceWaiting = true
     /// The longest wait for a joiner's next message once they started.
     public var stepTimeout: Duration?
+    /// Once set, the driver stops at the next wait: a joiner who spoke is told the inviter left
+    /// and their use ends; ``run(until:untilAttending:shouldStop:)`` returns nil.
+    public var interruption: Interruption?
     /// A nameplate was allocated and saved: the code can be shown now.
     public var onAllocated: (Rendezvous.Nameplate) throws -> Void = { _ in }
     private var hooks: InviteAttendantHooks
@@ -129,7 +135,7 @@ public final class InviteAttendantDriver {
                 }
             }
             guard let step else { return attendant.ending }
-            if shouldStop() { return nil }
+            if shouldStop() || interruption?.isInterrupted == true { return nil }
             if untilAttending, case .attend = step { return nil }
             guard let event = try perform(step: step, until: until) else { return nil }
             actions = attendant.handle(event, now: hooks.now())
@@ -139,11 +145,36 @@ public final class InviteAttendantDriver {
         }
     }
 
-    /// Ends the invite now (the mailbox closed, the inviter told).
-    public func cancel() throws {
+    /// Ends the invite now (the mailbox closed, the inviter told). `notice`: left on the
+    /// nameplate for joiners who come later (an inviter who stopped attending).
+    public func cancel(notice: InviteEnd? = nil) throws {
+        let nameplate = attendant.nameplate
         let actions = attendant.handle(.cancel, now: hooks.now())
         try hooks.save(attendant)
-        for action in actions { try perform(action) }
+        for action in actions {
+            if case .closeMailbox(let machine) = action {
+                closeMailbox(machine, notice: notice)
+            } else {
+                try perform(action)
+            }
+        }
+        if let nameplate, let notice {
+            try perform(.leaveNotice(nameplate: nameplate, notice))
+        }
+    }
+
+    /// Closes a use's mailbox (mood lonely); `notice` first, for a joiner who is in it already.
+    private func closeMailbox(_ machine: RendezvousMachine, notice: InviteEnd?) {
+        live?.disconnect()
+        live = nil
+        guard let connection = try? InviteAttendance.resume(relayURL: relayURL, machine: machine) else {
+            return
+        }
+        if let notice {
+            try? connection.send(phase: .ended, body: notice.notice)
+            try? connection.waitUntilEchoed(timeout: .seconds(2))
+        }
+        connection.close(mood: .lonely, timeout: .seconds(2))
     }
 
     // MARK: Actions
@@ -151,11 +182,7 @@ public final class InviteAttendantDriver {
     private func perform(_ action: InviteAttendant.Action) throws {
         switch action {
         case .closeMailbox(let machine):
-            live?.disconnect()
-            live = nil
-            if let connection = try? InviteAttendance.resume(relayURL: relayURL, machine: machine) {
-                connection.close(mood: .lonely, timeout: .seconds(2))
-            }
+            closeMailbox(machine, notice: nil)
         case .leaveNotice(let nameplate, let notice):
             // Best effort: a relay that cannot be reached leaves late joiners to time out.
             try? InviteAttendance.leaveEndNotice(
@@ -258,9 +285,11 @@ public final class InviteAttendantDriver {
                     _ = self.attendant.handle(.codeProven, now: self.hooks.now())
                     self.hooks.codeProven(request, verifier)
                 },
-                decide: { request, verifier in
+                interruption: interruption,
+                decide: { request, verifier, joinerWaiting in
                     let decision = self.decide(
-                        request, verifier, nameplate: nameplate, use: use, admittingKeys: admittingKeys)
+                        request, verifier, nameplate: nameplate, use: use, admittingKeys: admittingKeys,
+                        joinerWaiting: joinerWaiting)
                     if case .refuse = decision.answer { refusal = decision.refusal }
                     return decision.answer
                 })
@@ -285,6 +314,9 @@ public final class InviteAttendantDriver {
             case .failed(let failure):
                 hooks.log("abandoned", "a joiner stopped answering (\(failure.code))")
                 return .useEnded(.abandoned)
+            case .interrupted:
+                // Nobody had spoken: the invite stays as saved, resumable.
+                return nil
             default:
                 throw error
             }
@@ -294,6 +326,9 @@ public final class InviteAttendantDriver {
             return .useEnded(.admitted)
         case .burned(let failure):
             return .useEnded(.wrongCode(failure))
+        case .stopped:
+            hooks.log("abandoned", "the joiner left, or attending was interrupted")
+            return .useEnded(.abandoned)
         case .refused:
             switch refusal?.kind {
             case .declined: return .useEnded(.declined)
@@ -318,7 +353,7 @@ public final class InviteAttendantDriver {
     /// then the admission.
     private func decide(
         _ request: JoinRequest, _ verifier: [UInt8], nameplate: Rendezvous.Nameplate, use: Int,
-        admittingKeys: String?
+        admittingKeys: String?, joinerWaiting: () -> Bool
     ) -> Decision {
         // Restarted while this use's joiner was being added: the same joiner (same keys,
         // replayed by the relay) is answered again; anyone else ends the use.
@@ -326,7 +361,8 @@ public final class InviteAttendantDriver {
             guard admittingKeys == request.publicKeys else { return .refuse(.interrupted) }
             return admit(request, nameplate, giveBack: false)
         }
-        if let refusal = hooks.check(request, verifier, use) { return .refuse(refusal) }
+        let refusal = hooks.ask.map { $0(request, joinerWaiting) } ?? hooks.check(request, verifier, use)
+        if let refusal { return .refuse(refusal) }
         _ = attendant.handle(.admitting(joinerKeys: request.publicKeys), now: hooks.now())
         do {
             try hooks.save(attendant)

@@ -6,12 +6,15 @@ public enum JoinRunError: Error, Equatable, Sendable, CustomStringConvertible {
     case relay(RelayConnectionError)
     case failed(JoinFailure)
     case refused(reason: String, message: String)
+    /// The person stopped the wait (``Interruption``); the other side was told.
+    case interrupted
 
     public var code: String {
         switch self {
         case .relay(let e): e.code
         case .failed(let f): f.code
         case .refused(let reason, _): "refused_\(reason)"
+        case .interrupted: "interrupted"
         }
     }
 
@@ -20,6 +23,7 @@ public enum JoinRunError: Error, Equatable, Sendable, CustomStringConvertible {
         case .relay(let e): e.description
         case .failed(let f): f.description
         case .refused(_, let message): message
+        case .interrupted: "Interrupted."
         }
     }
 }
@@ -75,10 +79,12 @@ public enum JoinRunner {
     /// process. `save` is called with the state after every step (store it sealed); a process
     /// killed at any point calls this again with the last saved state and carries on: the same
     /// key-agreement randomness, the peer messages already seen fed again, nothing sent twice.
+    /// `interruption`: once set, the joiner tells the attendant it left (phase `left`), closes
+    /// the mailbox and throws `.interrupted`.
     public static func join(
         _ pending: PendingJoin, timeout: Duration, firstAnswer: Duration? = nil,
         step: ((JoinStep) -> Void)? = nil, progress: @escaping (JoinProgress) -> Void,
-        save: (PendingJoin) -> Void
+        save: (PendingJoin) -> Void, interruption: Interruption? = nil
     ) throws(JoinRunError) -> [UInt8] {
         var state = pending
         var random = SystemRandom()
@@ -127,7 +133,13 @@ public enum JoinRunner {
                 state.machine = connection.machine
                 save(state)
                 let limit = answered ? deadline : min(deadline, firstDeadline)
-                guard case .received(let phase, let body) = try connection.next(timeout: limit - .now) else {
+                guard let event = try connection.next(until: limit, unless: interruption) else {
+                    try? connection.send(phase: .left, body: [])
+                    try? connection.waitUntilEchoed(timeout: .seconds(2))
+                    connection.close(mood: .lonely, timeout: .seconds(2))
+                    throw JoinRunError.interrupted
+                }
+                guard case .received(let phase, let body) = event else {
                     outputs = []
                     continue
                 }

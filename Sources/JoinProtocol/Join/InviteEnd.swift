@@ -10,6 +10,8 @@ public enum InviteEnd: String, Sendable, Equatable, Codable, CaseIterable {
     case usedUp = "used_up"
     /// Wrong codes used up the invite's failed attempts.
     case burned
+    /// The inviter stopped attending it (Ctrl-C, SIGTERM): nobody answers the code now.
+    case left
     /// A reason this client does not know (a newer attendant).
     case ended
 
@@ -35,6 +37,7 @@ public enum InviteEnd: String, Sendable, Equatable, Codable, CaseIterable {
         case .expired: "invite_expired"
         case .usedUp: "invite_used_up"
         case .burned: "invite_burned"
+        case .left: "inviter_left"
         case .ended: "invite_ended"
         }
     }
@@ -45,6 +48,7 @@ public enum InviteEnd: String, Sendable, Equatable, Codable, CaseIterable {
         case .expired: "That invite has expired. Ask for a new one."
         case .usedUp: "That invite has been used as many times as it allows. Ask for a new one."
         case .burned: "That invite no longer works: someone tried a wrong code for it. Ask for a new one."
+        case .left: "The inviter stopped attending this invite. Ask them for a new one."
         case .ended: "That invite no longer works. Ask for a new one."
         }
     }
@@ -54,4 +58,10 @@ extension Rendezvous.Phase {
     /// The attendant's notice that the invite ended (an ``InviteEnd``), left where the
     /// key-agreement message would be.
     public static let ended = Rendezvous.Phase("ended")
+
+    /// The joiner's notice that it stopped waiting (Ctrl-C, SIGTERM), so the attendant stops
+    /// attending that joiner at once instead of at its time limit. Not authenticated: forging it
+    /// only ends one use early, which a relay can do anyway; a joiner who leaves before proving
+    /// the code keeps its failure counted (`InviteAttendant`).
+    public static let left = Rendezvous.Phase("left")
 }

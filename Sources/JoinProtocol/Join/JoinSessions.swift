@@ -124,7 +124,10 @@ public struct JoinerSession: ~Copyable {
         phase: Rendezvous.Phase, body: [UInt8], using random: inout some RandomByteSource
     ) -> [Output] {
         guard !isFinished else { return [] }
-        if phase == .ended && !pakeReceived {
+        // Before the confirmation the attendant may also leave the notice in a mailbox it
+        // already spoke in (an inviter who stopped attending); once confirmed, it would refuse
+        // through the channel instead.
+        if phase == .ended && handshake.channel == nil {
             return finish(.failed(.inviteEnded(InviteEnd(notice: body))))
         }
         guard

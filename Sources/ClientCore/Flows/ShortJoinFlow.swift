@@ -1,0 +1,111 @@
+import Foundation
+import JoinProtocol
+import PAKE
+import SpaceModel
+import Support
+import WordCodes
+
+// `eleven join CODE` and `eleven join --resume` as functions: the join runs over the relay
+// (``JoinRunner``), saved at every step so a stopped process can finish it, and the grant is
+// opened and the space saved. Progress comes out as ``ShortJoinEvent``s; the CLI only prints.
+
+/// What a joiner's device says while it joins with a short code.
+public enum ShortJoinEvent: Equatable, Sendable {
+    case resuming
+    case connecting
+    case reconnecting
+    /// The code is proven; `verification`: the words the inviter should see too.
+    case codeAccepted(verification: String)
+    /// A person decides; `inviter` as the attendant named them (unsafe to print as is).
+    case waitingForApproval(inviter: String?)
+}
+
+/// How a short-code join ended well.
+public enum ShortJoinResult: Sendable {
+    /// In: the space is saved; the history hint says what there is to read.
+    case joined(SavedSpace, threads: Int, messages: Int)
+    /// This device is in that space already; nothing changed (the attendant's words).
+    case alreadyJoined(message: String)
+}
+
+/// A join that stopped in the run: `codeAccepted` says whether the code had been proven by then
+/// (a time-out is then the inviter's silence, not an unknown code).
+public struct ShortJoinError: Error, Equatable, Sendable {
+    public let run: JoinRunError
+    public let codeAccepted: Bool
+}
+
+public enum ShortJoinFlow {
+    /// A fresh join with `code` through `relay`: the request carries `name` and this device's
+    /// keys (made now if it has none). Not saved until ``run(_:resuming:state:interruption:events:)``
+    /// takes its first step.
+    public static func begin(
+        code: Code, relay: String, name: String, deviceLabel: String, wait: Int64, state: LocalState,
+        now: Int64 = Int64(Date().timeIntervalSince1970)
+    ) throws(LocalStateError) -> PendingJoin {
+        let (identity, _) = try state.identity(create: true)
+        let request = JoinRequest(
+            displayName: String(name.prefix(64)), deviceLabel: String(deviceLabel.prefix(64)),
+            publicKeys: identity.publicKeys.text)
+        var random = SystemRandom()
+        return PendingJoin(
+            relay: relay, nameplate: Rendezvous.Nameplate(code.nameplate.description),
+            words: code.secretWords, request: request, createdAt: now, deadline: now + wait, using: &random)
+    }
+
+    /// The last join whose process was stopped, if any (`eleven join --resume`).
+    public static func interrupted(state: LocalState) throws(LocalStateError) -> PendingJoin? {
+        try PendingJoinStore(directory: state.directory).load().last
+    }
+
+    /// Runs `pending` to its end and saves the space it grants. `resuming`: a join saved by an
+    /// earlier process (the attendant's first message was seen then). Interrupted, the attendant
+    /// is told the joiner left and ``ShortJoinError`` carries `.interrupted`; the saved join is
+    /// removed whatever the ending (only a killed process leaves it to resume).
+    public static func run(
+        _ pending: PendingJoin, resuming: Bool, state: LocalState, interruption: Interruption? = nil,
+        now: Int64 = Int64(Date().timeIntervalSince1970), events: @escaping (ShortJoinEvent) -> Void
+    ) throws -> ShortJoinResult {
+        if resuming { events(.resuming) }
+        let joins = PendingJoinStore(directory: state.directory)
+        let (identity, _) = try state.identity(create: true)
+        let wait = max(1, pending.deadline - now)
+        let accepted = Locked(false)
+        let grantBytes: [UInt8]
+        do {
+            grantBytes = try JoinRunner.join(
+                pending, timeout: .seconds(wait),
+                // An attendant leaves its first message before anyone joins: without it, nobody
+                // attends the code.
+                firstAnswer: resuming ? nil : .seconds(min(wait, 15)),
+                progress: { progress in
+                    switch progress {
+                    case .connecting: events(.connecting)
+                    case .reconnecting: events(.reconnecting)
+                    case .codeAccepted(let sas):
+                        accepted.withLock { $0 = true }
+                        events(
+                            .codeAccepted(
+                                verification: VerificationWords.words(for: sas).joined(separator: " ")))
+                    case .waitingForApproval(let inviter):
+                        events(.waitingForApproval(inviter: inviter))
+                    }
+                },
+                // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
+                save: { try? joins.put($0) }, interruption: interruption)
+        } catch .refused(alreadyMemberReason, let message) {
+            // As with a link: a space this device is in already is left as it is.
+            try? joins.remove(pending.id)
+            return .alreadyJoined(message: message)
+        } catch {
+            try? joins.remove(pending.id)
+            throw ShortJoinError(run: error, codeAccepted: accepted.withLock { $0 })
+        }
+        try? joins.remove(pending.id)
+        let grant = try JoinGrant(decoding: grantBytes)
+        let result = try grant.accept(
+            identity: identity, state: state, deviceLabel: pending.request.deviceLabel,
+            now: Int64(Date().timeIntervalSince1970), nameplate: pending.nameplate.value)
+        return .joined(result.saved, threads: grant.historyHint.threads, messages: grant.historyHint.messages)
+    }
+}
