@@ -11,6 +11,8 @@ let memberCommands: [CommandGroup.Entry] = [
             options: [CommonOptions.space, CommonOptions.json])
     ) { arguments in
         let session = try openSpace(arguments)
+        // An expired link of this device's keeps no right to add anyone.
+        _ = try? session.retireStaleInviteSigners()
         let roster = try withSpaceErrors { try session.roster() }
         let current = roster.members.values.sorted {
             ($0.id != roster.owner ? 1 : 0, $0.name) < ($1.id != roster.owner ? 1 : 0, $1.name)

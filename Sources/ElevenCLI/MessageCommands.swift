@@ -59,6 +59,8 @@ let messageCommands: [CommandGroup.Entry] = [
     ) { arguments in
         let session = try openSpace(arguments)
         let json = arguments.flag("json")
+        // An expired link of this device's keeps no right to add anyone.
+        _ = try? session.retireStaleInviteSigners()
         try withSpaceErrors {
             var (roster, keys, thread) = try session.open(thread: arguments.value("thread"))
             var cursor: Int64 = 0
