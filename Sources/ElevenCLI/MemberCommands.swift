@@ -95,7 +95,10 @@ let memberCommands: [CommandGroup.Entry] = [
             ["eleven", "members", "remove"], summary: "Remove a member from a space.",
             options: [CommonOptions.space, CommonOptions.json],
             positionals: [PositionalSpec("MEMBER", help: "their name or member id")],
-            discussion: "They lose access at once and never get the keys of threads created afterwards.")
+            discussion:
+                "They lose access at once. What is written afterwards goes under new keys they never get "
+                + "(each thread continues under a new key at its next message); what they could read stays theirs."
+        )
     ) { arguments in
         let wanted = arguments.positional(0) ?? ""
         let session = try openSpace(arguments)

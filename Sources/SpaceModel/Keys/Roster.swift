@@ -24,6 +24,9 @@ public struct Roster: Sendable, Equatable {
     public private(set) var formerMembers: [MemberID: MemberRecord]
     /// Members re-admitted with a new identity: new member id to the id they had before.
     public private(set) var newIdentities: [MemberID: MemberID] = [:]
+    /// The sequence of the event that made each former member one (removed, left, re-keyed
+    /// away): a thread key made before it is known to them (`docs/key-model.md`).
+    public private(set) var removedAt: [MemberID: UInt64] = [:]
     /// Link signers by member id, current and retired (``Delegation``).
     public private(set) var delegations: [MemberID: Delegation] = [:]
     /// Hash of the last event applied.
@@ -195,6 +198,7 @@ public struct Roster: Sendable, Equatable {
         }
         bySigningKey[removed.keys.signing] = nil
         formerMembers[id] = removed
+        removedAt[id] = nextSequence
     }
 
     /// An event signed by a link's signer: adding one claimer per use (the last use retires the
@@ -265,6 +269,7 @@ public struct Roster: Sendable, Equatable {
         members.removeValue(forKey: old)
         bySigningKey[previous.keys.signing] = nil
         formerMembers[old] = previous
+        removedAt[old] = nextSequence
         members[record.id] = record
         bySigningKey[record.keys.signing] = record.id
         newIdentities[record.id] = old
@@ -328,6 +333,14 @@ public struct Roster: Sendable, Equatable {
         guard rights.contains(.admin) || rights.contains(.invite) else {
             throw KeyModelError(.notAuthorised, "\(Self.label(inviter)) may not add members.")
         }
+    }
+
+    /// Whether a thread key made when the chain was at `sequence` (the roster's `nextSequence`
+    /// then) is known to someone who has left since: a member removed, who left, or whose identity
+    /// was replaced. A link's signer does not count: its key opens only what the link's holder
+    /// was invited to read.
+    public func hasLostMemberSince(_ sequence: UInt64) -> Bool {
+        removedAt.contains { id, at in at >= sequence && !isLinkSigner(id) }
     }
 
     /// Whether `id` is or was a full-length link's signer, which adds claimers and nothing else:
