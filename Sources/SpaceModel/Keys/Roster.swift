@@ -238,8 +238,10 @@ public struct Roster: Sendable, Equatable {
     }
 
     /// Re-admission rules: the owner, admins and inviters may re-key a member (an inviter only one
-    /// whose rights they hold); only another admin may re-key the owner. The new identity keeps
-    /// the member's rights and name slot; the old one becomes a former member.
+    /// whose rights they hold); only another admin may re-key the owner. A member may also move
+    /// themselves to a new identity (signed with the old one): what a person's remaining device
+    /// does when another device, which holds the same identity, is removed (`docs/key-model.md`).
+    /// The new identity keeps the member's rights and name slot; the old one becomes a former member.
     private mutating func applyRekey(old: MemberID, record: MemberRecord, signer: MemberRecord)
         throws(KeyModelError)
     {
@@ -247,17 +249,16 @@ public struct Roster: Sendable, Equatable {
         guard let previous = members[old] else {
             throw KeyModelError(.invalidEvent, "Member \(old) is not a current member.")
         }
-        guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
-            throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not re-admit members.")
-        }
-        guard signer.id != old else {
-            throw KeyModelError(.notAuthorised, "A member cannot re-admit themselves.")
-        }
-        if old == owner {
+        if signer.id == old {
+            // Moving oneself: nothing is granted that was not held.
+        } else if old == owner {
             guard signerRights.contains(.admin) else {
                 throw KeyModelError(.notAuthorised, "Only another admin may re-admit the owner.")
             }
         } else {
+            guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not re-admit members.")
+            }
             guard signerRights.contains(.admin) || signerRights.isSuperset(of: previous.rights) else {
                 throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not grant rights they lack.")
             }
