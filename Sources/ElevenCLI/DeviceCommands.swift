@@ -215,8 +215,9 @@ let deviceCommands: [CommandGroup.Entry] = [
             options: [CommonOptions.json],
             positionals: [PositionalSpec("ID", help: "the device, by id or name (see `eleven devices`)")],
             discussion: """
-                Your spaces are locked again with a new key that only your remaining devices get. \
-                Run it on another device than the one being removed.
+                Your spaces are locked again with a new key that only your remaining devices get, and \
+                you get a new identity in each space, so the removed device can neither write nor read \
+                what is written afterwards. Run it on another device than the one being removed.
                 """)
     ) { arguments in
         let sync = homeSync()
@@ -235,10 +236,16 @@ let deviceCommands: [CommandGroup.Entry] = [
         }
         _ = try homeErrors { try sync.removeDevice(target.id) }
         let name = target.label.isEmpty ? "the device" : target.label
+        let unmoved = moveSpacesAwayFromRemovedDevice(label: deviceLabel(arguments))
         if arguments.flag("json") {
-            Terminal.json(["event": "removed", "device": target.id.base64URL])
+            Terminal.json(["event": "removed", "device": target.id.base64URL, "unmoved": unmoved])
         } else {
             Terminal.out("Removed \(name). Your spaces are locked with a new key it does not have.")
+            if !unmoved.isEmpty {
+                Terminal.err(
+                    "Could not give you a new identity in \(unmoved.joined(separator: ", ")): "
+                        + "the removed device can still act there.")
+            }
         }
     },
 ]

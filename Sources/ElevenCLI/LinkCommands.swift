@@ -267,6 +267,8 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
             spaces.save(joined)
         }
     }
+    // Like every other way a space arrives: saved on the home server at once when signed in.
+    vaultChanged()
     let spaceName = claimed.saved.name
     if json {
         Terminal.json([

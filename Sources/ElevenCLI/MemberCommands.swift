@@ -11,6 +11,8 @@ let memberCommands: [CommandGroup.Entry] = [
             options: [CommonOptions.space, CommonOptions.json])
     ) { arguments in
         let session = try openSpace(arguments)
+        // An expired link of this device's keeps no right to add anyone.
+        _ = try? session.retireStaleInviteSigners()
         let roster = try withSpaceErrors { try session.roster() }
         let current = roster.members.values.sorted {
             ($0.id != roster.owner ? 1 : 0, $0.name) < ($1.id != roster.owner ? 1 : 0, $1.name)
@@ -93,7 +95,10 @@ let memberCommands: [CommandGroup.Entry] = [
             ["eleven", "members", "remove"], summary: "Remove a member from a space.",
             options: [CommonOptions.space, CommonOptions.json],
             positionals: [PositionalSpec("MEMBER", help: "their name or member id")],
-            discussion: "They lose access at once and never get the keys of threads created afterwards.")
+            discussion:
+                "They lose access at once. What is written afterwards goes under new keys they never get "
+                + "(each thread continues under a new key at its next message); what they could read stays theirs."
+        )
     ) { arguments in
         let wanted = arguments.positional(0) ?? ""
         let session = try openSpace(arguments)

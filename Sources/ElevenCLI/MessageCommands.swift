@@ -31,7 +31,9 @@ let messageCommands: [CommandGroup.Entry] = [
         let session = try openSpace(arguments)
         let threads = try withSpaceErrors { () throws -> [SpaceThread] in
             let roster = try session.roster()
-            return try session.threads(roster: roster, keys: session.threadKeys(roster: roster))
+            // A thread continued under a new key is listed once, as its successor.
+            return SpaceSession.current(
+                try session.threads(roster: roster, keys: session.threadKeys(roster: roster)))
         }
         if arguments.flag("json") {
             Terminal.json([
@@ -60,11 +62,18 @@ let messageCommands: [CommandGroup.Entry] = [
     ) { arguments in
         let session = try openSpace(arguments)
         let json = arguments.flag("json")
+        // An expired link of this device's keeps no right to add anyone.
+        _ = try? session.retireStaleInviteSigners()
         try withSpaceErrors {
             var (roster, keys, thread) = try session.open(thread: arguments.value("thread"))
             var cursor: Int64 = 0
             var first = true
             var reconnect = FollowReconnect()
+            // What was written before the thread continued under a new key comes first.
+            var earlier: [ReadMessage] = []
+            for previous in try session.earlierThreads(of: thread, roster: roster, keys: keys) {
+                earlier += try session.read(previous.id, roster: roster, keys: keys).messages
+            }
             repeat {
                 let wait = first ? 0 : 25
                 var page: (messages: [ReadMessage], next: Int64, rejected: Int)
@@ -89,7 +98,7 @@ let messageCommands: [CommandGroup.Entry] = [
                     for note in SpaceSession.newIdentityNotes(roster) { Terminal.out("(\(note).)") }
                 }
                 let names = MemberNames(roster)
-                for message in page.messages {
+                for message in earlier + page.messages {
                     if json {
                         Terminal.json([
                             "cursor": message.cursor, "id": message.id.base64URL,
@@ -100,11 +109,12 @@ let messageCommands: [CommandGroup.Entry] = [
                         Terminal.out(SafeText.body(message.text, after: "\(names.label(message.author)): "))
                     }
                 }
-                if first && !json && page.messages.isEmpty && !arguments.flag("follow") {
+                if first && !json && earlier.isEmpty && page.messages.isEmpty && !arguments.flag("follow") {
                     Terminal.out("No messages in \(thread.name.map(SafeText.line) ?? "this thread") yet.")
                 }
                 cursor = page.next
                 first = false
+                earlier = []
             } while arguments.flag("follow")
         }
     },
@@ -145,7 +155,7 @@ func runSpaceSend(_ arguments: ParsedArguments) throws {
     guard !text.isEmpty else { throw CLIError.usage("nothing to send: give the message text", help: nil) }
     let session = try openSpace(arguments)
     let (thread, cursor) = try withSpaceErrors { () throws -> (SpaceThread, Int64) in
-        let (_, keys, thread) = try session.open(thread: arguments.value("thread"))
+        let (_, keys, thread) = try session.openForSending(thread: arguments.value("thread"))
         return (thread, try session.send(text, to: thread.id, keys: keys))
     }
     if arguments.flag("json") {

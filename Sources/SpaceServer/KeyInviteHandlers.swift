@@ -154,13 +154,17 @@ extension SpaceService {
             }
             // The invite's signer: added now by the inviter, with the invite right and the rights
             // it will grant, so that whoever claims it can add themselves without the inviter online.
+            // It carries the inviter's signed record of the uses, so every member's roster retires
+            // it when they are spent, whatever this server stores.
             guard let event = body.inviteEvent, case .memberAdded(let record) = event.change,
-                event.signer == member.id, record.rights == rights.union(.invite)
+                event.signer == member.id, record.rights == rights.union(.invite),
+                let invite = event.invite, invite.inviter == member.id,
+                invite.nameplate == SignedInvite.linkNameplate, invite.uses == body.uses
             else {
                 throw APIError.badRequest(
                     "invalid_event",
                     "Field inviteEvent must add the invite's signer with the invite right and the granted rights, "
-                        + "signed by you.")
+                        + "signed by you, with your signed record of its uses.")
             }
             try appendVerifiedEvent(event, space: space.id)
             inviter = member.id
@@ -192,6 +196,7 @@ extension SpaceService {
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space, sequence: event.sequence)
+            try recordRetiredLinkSigner(event, before: current, after: updated)
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space, sequence: event.sequence)
             try store.revokeTokens(space: space, member: id, now: now)
@@ -236,7 +241,8 @@ extension SpaceService {
                 head: head,
                 signerWraps: try row.inviteMember.map {
                     try store.wraps(space: row.space, recipient: $0, thread: nil)
-                }))
+                },
+                retiredByLastUse: try row.inviteMember.map { try roster(row.space).isLinkSigner($0) }))
     }
 
     // MARK: Claim
@@ -303,7 +309,9 @@ extension SpaceService {
             }
         }
         let events = body.events ?? []
-        let lastUse = row.usesLeft == 1
+        // A signer added with its uses is retired by the roster itself when they are spent.
+        let retiresItself = try roster(row.space).isLinkSigner(inviteMember)
+        let lastUse = row.usesLeft == 1 && !retiresItself
         guard events.count == (lastUse ? 2 : 1) else {
             throw APIError.badRequest(
                 "invalid_event",

@@ -293,6 +293,7 @@ extension SpaceService {
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space.id, sequence: event.sequence)
+            try recordRetiredLinkSigner(event, before: current, after: updated)
             if issuing {
                 token = try issueToken(space: space.id, member: record.id, label: label, expiresIn: nil)
             }
@@ -309,6 +310,13 @@ extension SpaceService {
         pendingRosters[space.id] = updated
         pendingChanges.append(.membership(space: space.id, sequence: event.sequence))
         return AppendedEvent(sequence: event.sequence, hash: updated.head.description, deviceToken: token)
+    }
+
+    /// Marks a link's signer removed when `event` spent its last use: the roster retired it
+    /// without a removal event of its own.
+    func recordRetiredLinkSigner(_ event: MembershipEvent, before: Roster, after: Roster) throws {
+        guard before.members[event.signer] != nil, after.members[event.signer] == nil else { return }
+        try store.markRemoved(event.signer, space: event.space, sequence: event.sequence)
     }
 
     // MARK: Tokens

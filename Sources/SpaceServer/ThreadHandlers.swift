@@ -43,16 +43,29 @@ extension SpaceService {
         guard !body.wraps.isEmpty else {
             throw APIError.badRequest("invalid_field", "Field wraps must hold at least one key wrap.")
         }
-        // Only someone who holds the thread key can wrap it: the creator or a member with a wrap.
-        guard
-            try thread.createdBy == member.id
-                || store.hasWrap(space: space.id, thread: thread.id, recipient: member.id)
-        else {
+        guard try holdsKey(member.id, thread: thread.id, createdBy: thread.createdBy, space: space.id) else {
             throw APIError.forbidden("not_authorised", "Only members who hold this thread's key may wrap it.")
         }
         return .json(
             StoredCount(stored: try storeWraps(body.wraps, space: space, thread: thread.id, member: member)),
             status: 201)
+    }
+
+    /// Only someone who holds a thread's key can wrap it: its creator or a member with a wrap, or
+    /// a member who took over such an identity (`member_rekeyed`: a person's remaining device
+    /// moving them to a new identity wraps to itself the keys the old one held).
+    private func holdsKey(_ member: MemberID, thread: ThreadID, createdBy: MemberID, space: SpaceID) throws
+        -> Bool
+    {
+        let roster = try roster(space)
+        var identity: MemberID? = member
+        var seen: Set<MemberID> = []
+        while let current = identity, seen.insert(current).inserted {
+            if createdBy == current { return true }
+            if try store.hasWrap(space: space, thread: thread, recipient: current) { return true }
+            identity = roster.newIdentities[current]
+        }
+        return false
     }
 
     /// `POST …/wraps`: wraps for several threads in one request (one transaction), each thread
@@ -74,10 +87,7 @@ extension SpaceService {
             guard let row = try store.thread(thread, space: space.id) else {
                 throw APIError.notFound("unknown_thread", "A wrap names a thread this space does not have.")
             }
-            guard
-                try row.createdBy == member.id
-                    || store.hasWrap(space: space.id, thread: thread, recipient: member.id)
-            else {
+            guard try holdsKey(member.id, thread: thread, createdBy: row.createdBy, space: space.id) else {
                 throw APIError.forbidden(
                     "not_authorised", "Only members who hold a thread's key may wrap it.")
             }

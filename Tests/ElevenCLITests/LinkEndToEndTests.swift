@@ -387,9 +387,11 @@ import Testing
         }
     }
 
-    /// A link that expires unused leaves its signer in the roster; the owner's next `eleven invite`
-    /// retires it with a signed removal, and the new link still works.
-    @Test func expiredLinkSignersAreRetired() async throws {
+    /// A link's signer leaves the roster with the claim that spends its last use. One whose link
+    /// the server says expired stays until the expiry its inviter signed into the roster has
+    /// passed (the server's word is not enough; `LinkSignerAttackTests` waits for a real expiry),
+    /// and the expired link cannot be claimed.
+    @Test func linkSignersAreRetiredByUseAndNotByTheServersWord() async throws {
         try await withServer { server in
             let paul = try Self.paul(server)
             let expiring = try Self.mint(paul, ["--expires", "1m"])
@@ -401,11 +403,12 @@ import Testing
             let id = try InviteLink(parsing: expiring).secret.derive().id
             try server.expire(id)
             let fresh = try Self.mint(paul, ["--name", "Sam"])
-            #expect(try signers("members") == 1)
-            #expect(try signers("formerMembers") == 1)
+            #expect(try signers("members") == 2)
+            #expect(try signers("formerMembers") == 0)
             let sam = try ElevenHome("sam")
             #expect(try Self.join(sam, fresh, ["--yes"]).status == 0)
-            #expect(try signers("members") == 0)
+            #expect(try signers("members") == 1)
+            #expect(try signers("formerMembers") == 1)
             #expect(try errorCode(try Self.join(sam, expiring, ["--yes", "--json"])) == "invite_expired")
         }
     }

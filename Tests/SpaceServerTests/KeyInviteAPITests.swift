@@ -229,7 +229,11 @@ import Testing
         // File a member invite by hand: the owner adds the invite's signer with the invite right.
         let signer = DeviceIdentity.generate()
         let record = MemberRecord(id: .random(), keys: signer.publicKeys, rights: .invite, name: "(invite)")
-        let event = try space.roster.nextEvent(.memberAdded(record), signedBy: space.owner.identity)
+        let uses = space.owner.identity.signInvite(
+            space: space.space, inviter: space.owner.id, nameplate: SignedInvite.linkNameplate, createdAt: 0,
+            expiresAt: Int64.max, uses: 1)
+        let event = try space.roster.nextEvent(
+            .memberAdded(record), signedBy: space.owner.identity, invite: uses)
         let secret = LinkSecret.random()
         let keys = secret.derive()
         let request = KeyInviteWire.MintRequest(

@@ -127,12 +127,23 @@ extension InviteLink {
                     .prefix(InvitePayload.maximumThreads).map { ($0.key, $0.value) }
             }
             // The invite's signer: admitted now, it admits whoever claims the link.
+            // The inviter's signed record of its uses and expiry goes with it: every member's
+            // roster retires it when the uses are spent, and the inviter's devices when it expires
+            // (``SpaceSession/retireStaleInviteSigners()``), so the key in the link is worth
+            // nothing afterwards, even to a server that stores what it likes.
             let signer = DeviceIdentity.generate()
             let record = MemberRecord(
                 id: .random(), keys: signer.publicKeys, rights: options.rights.union(.invite),
                 name: SpaceSession.inviteSignerName)
+            let now = Int64(Date().timeIntervalSince1970)
+            let uses = shape == .member ? options.uses : 1
+            let delegation = session.identity.signInvite(
+                space: saved.space, inviter: saved.member, nameplate: SignedInvite.linkNameplate,
+                createdAt: now,
+                expiresAt: now + options.expiresIn, uses: uses)
             do throws(KeyModelError) {
-                inviteEvent = try roster.nextEvent(.memberAdded(record), signedBy: session.identity)
+                inviteEvent = try roster.nextEvent(
+                    .memberAdded(record), signedBy: session.identity, invite: delegation)
             } catch {
                 throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
             }
@@ -294,7 +305,7 @@ extension InviteLink {
                 change: .memberAdded(record),
                 signer: signerID, identity: signer)
             var events = [added]
-            if invite.usesLeft == 1 {
+            if invite.usesLeft == 1, invite.retiredByLastUse != true {
                 events.append(
                     MembershipEvent.make(
                         space: invite.space, sequence: head.sequence + 2, previous: added.hash,
@@ -389,24 +400,34 @@ extension SpaceSession {
     /// The roster name of a member or DM invite's signer.
     public static let inviteSignerName = "(invite)"
 
-    /// Retires the signers of this space's member and DM invites that can no longer be claimed
-    /// (expired, or void because their inviter left). The last claim of an invite retires its
-    /// signer itself; an invite that expires unused leaves it in the roster, where the server keeps
-    /// it inert, until an admin's device removes it with a signed event: this does that. Only a
-    /// member the server names whose record is an invite signer's is removed, so a lying server can
-    /// at worst void invites early. Returns who was retired (nothing unless this device is an admin).
+    /// Retires the signers of this space's member and DM invites that can no longer be claimed.
+    /// A link's signer is retired by the claim that spends its last use; one whose link expired
+    /// (by the expiry its inviter signed into the roster, never the server's word) or whose inviter
+    /// left stays until its inviter's or an admin's device removes it with a signed event: this
+    /// does that, whenever such a device reads the space. Signers from before links carried their
+    /// uses are known only from the server's list and an admin retires them (a lying server can at
+    /// worst void invites early). Returns who was retired.
     @discardableResult
-    public func retireStaleInviteSigners() throws(SpaceClientError) -> [MemberID] {
+    public func retireStaleInviteSigners(now: Int64 = Int64(Date().timeIntervalSince1970))
+        throws(SpaceClientError) -> [MemberID]
+    {
         let roster = try roster()
-        guard roster.rights(of: saved.member).contains(.admin) else { return [] }
-        var retired: [MemberID] = []
-        for id in try client.staleInviteSigners(saved.space) {
-            guard let record = roster.members[id], record.name == Self.inviteSignerName, id != roster.owner,
-                id != saved.member
-            else { continue }
-            try removeMember(id)
-            retired.append(id)
+        let isAdmin = roster.rights(of: saved.member).contains(.admin)
+        var stale: [MemberID] = []
+        for (id, delegation) in roster.delegations where roster.members[id] != nil {
+            let mine = isAdmin || delegation.inviter == saved.member
+            let inviterGone = roster.members[delegation.inviter] == nil
+            if mine && (now >= delegation.expiresAt || (isAdmin && inviterGone)) { stale.append(id) }
         }
-        return retired
+        stale.sort()
+        if isAdmin {
+            stale += try client.staleInviteSigners(saved.space).filter { id in
+                guard let record = roster.members[id] else { return false }
+                return !roster.isLinkSigner(id) && record.name == Self.inviteSignerName && id != roster.owner
+                    && id != saved.member
+            }
+        }
+        for id in stale { try removeMember(id) }
+        return stale
     }
 }

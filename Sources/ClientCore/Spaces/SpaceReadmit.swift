@@ -64,3 +64,33 @@ extension SpaceSession {
         }
     }
 }
+
+extension SpaceSession {
+    /// Moves this member to a new identity, made here: a "member re-keyed" event signed with the
+    /// current identity, a token for the new one, and every thread key this device holds wrapped
+    /// to it. What a person's remaining device does after removing another of their devices,
+    /// which holds the current identity too: that identity becomes a former member (its tokens
+    /// are refused, and each shared thread continues under a new key at its next message,
+    /// `docs/key-model.md`). Returns the saved space to store and the identity that now acts in it.
+    public func moveToNewIdentity(deviceLabel: String? = nil) throws(SpaceClientError)
+        -> (saved: SavedSpace, identity: DeviceIdentity)
+    {
+        let before = try roster()
+        // Opened while the current identity is still a member; wrapped to the new one below.
+        let keys = try threadKeys(roster: before)
+        let fresh = DeviceIdentity.generate()
+        let (record, _) = try rekey(saved.member, keys: fresh.publicKeys, name: "")
+        var client = try SpaceClient(server: saved.server)
+        let token = try client.signIn(saved.space, as: record.id, identity: fresh, label: deviceLabel)
+        client.token = token.token
+        var moved = saved
+        moved.member = record.id
+        moved.deviceToken = token.token
+        for (thread, key) in keys.sorted(by: { $0.key < $1.key }) {
+            try client.postWraps(
+                saved.space, thread: thread,
+                wraps: [fresh.wrap(key, for: record, in: saved.space, thread: thread)])
+        }
+        return (moved, fresh)
+    }
+}

@@ -8,6 +8,8 @@ public struct SpaceThread: Sendable, Equatable {
     public let name: String?
     public let createdBy: MemberID
     public let createdAt: Int64
+    /// What its creator sealed, when this device holds the key and it opened.
+    public var metadata: ThreadMetadata? = nil
     /// Whether this device can read and write the thread.
     public var isReadable: Bool { name != nil }
 }
@@ -165,26 +167,38 @@ public struct SpaceSession: Sendable {
     {
         try client.threads(saved.space).map { info in
             var name: String?
+            var opened: ThreadMetadata?
             if let key = keys[info.id], let metadata = info.metadata {
-                name = ThreadMetadata.open(metadata, key: key, roster: roster)?.name ?? info.id.base64URL
+                opened = ThreadMetadata.open(metadata, key: key, roster: roster)
+                name = opened?.name ?? info.id.base64URL
             }
-            return SpaceThread(id: info.id, name: name, createdBy: info.createdBy, createdAt: info.createdAt)
+            return SpaceThread(
+                id: info.id, name: name, createdBy: info.createdBy, createdAt: info.createdAt,
+                metadata: opened)
         }
     }
 
     /// Creates a thread named `name` for the whole space, wrapped to every current member (and
     /// handed to whoever joins later).
     public func createThread(named name: String) throws(SpaceClientError) -> ThreadID {
-        let roster = try roster()
+        try createThread(named: name, roster: try roster()).thread
+    }
+
+    /// Makes a thread for the whole space with a new key wrapped to every current member of
+    /// `roster`; `continues` names the thread it takes over from (``ThreadMetadata/continues``).
+    func createThread(named name: String, roster: Roster, continues: ThreadID? = nil)
+        throws(SpaceClientError) -> (thread: ThreadID, key: ThreadKey)
+    {
         let thread = ThreadID.random()
         let key = ThreadKey.random()
         let wraps = roster.members.values.sorted { $0.id < $1.id }.map { member in
             identity.wrap(key, for: member, in: saved.space, thread: thread)
         }
-        let metadata = ThreadMetadata(name: name, audience: .space).sealed(
-            by: identity, key: key, space: saved.space, thread: thread, author: saved.member)
+        let metadata = ThreadMetadata(
+            name: name, audience: .space, continues: continues, keyMadeAt: roster.nextSequence
+        ).sealed(by: identity, key: key, space: saved.space, thread: thread, author: saved.member)
         try client.createThread(saved.space, thread: thread, wraps: wraps, metadata: metadata)
-        return thread
+        return (thread, key)
     }
 
     /// What sending and reading start from: the verified roster, this device's thread keys, and
@@ -204,13 +218,13 @@ public struct SpaceSession: Sendable {
         let all = try threads(roster: roster, keys: keys)
         let wanted = text ?? Self.defaultThreadName
         if let id = try? ThreadID(base64URL: wanted), let thread = all.first(where: { $0.id == id }) {
-            return try readable(thread)
+            return Self.latest(try readable(thread), in: all)
         }
         let named = all.filter { $0.name?.caseInsensitiveCompare(wanted) == .orderedSame }
-        if let thread = named.first { return thread }
+        if let thread = named.first { return Self.latest(thread, in: all) }
         if text == nil, let first = all.sorted(by: { $0.createdAt < $1.createdAt }).first(where: \.isReadable)
         {
-            return first
+            return Self.latest(first, in: all)
         }
         throw SpaceClientError(
             .rejected, code: "unknown_thread",

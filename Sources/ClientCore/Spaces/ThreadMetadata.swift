@@ -22,6 +22,12 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
     public let name: String
     /// Nil in the older form, which did not say.
     public let audience: Audience?
+    /// The thread this one continues with a new key after someone who could read it left
+    /// (`docs/key-model.md`); nil for a thread of its own.
+    public let continues: ThreadID?
+    /// The roster's `nextSequence` when the thread's key was made: whoever left the space at or
+    /// after it held the key. Nil in older metadata (every removal counts).
+    public let keyMadeAt: UInt64?
 
     /// The format's mark, so that a message posted in a thread is never read as its metadata.
     private let format: String
@@ -29,12 +35,14 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
     private static let currentFormat = "eleven-thread-1"
 
     enum CodingKeys: String, CodingKey {
-        case name, audience, format
+        case name, audience, format, continues, keyMadeAt
     }
 
-    public init(name: String, audience: Audience) {
+    public init(name: String, audience: Audience, continues: ThreadID? = nil, keyMadeAt: UInt64? = nil) {
         self.name = name
         self.audience = audience
+        self.continues = continues
+        self.keyMadeAt = keyMadeAt
         format = Self.currentFormat
     }
 
@@ -47,6 +55,8 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
         } else {
             name = String(decoding: plaintext, as: UTF8.self)
             audience = nil
+            continues = nil
+            keyMadeAt = nil
             format = ""
         }
     }

@@ -30,6 +30,9 @@ public struct JoinGrantError: Error, Equatable, Sendable, CustomStringConvertibl
 /// how many uses. Signed with the inviter's Ed25519 key over a domain-separated encoding.
 public struct SignedInvite: Codable, Sendable, Hashable {
     public static let currentVersion = 1
+    /// The nameplate of the record a full-length link's signer is added with (no relay is
+    /// involved): with its inviter as the event's signer it makes the signer a ``Delegation``.
+    public static let linkNameplate = "link"
 
     public let v: Int
     public let space: SpaceID

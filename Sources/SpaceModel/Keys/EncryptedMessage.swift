@@ -77,6 +77,10 @@ public struct EncryptedMessage: Sendable, Equatable {
         guard let author = roster.everMember(author) else {
             throw KeyModelError(.signerNotMember, "This message's author was never a member of the space.")
         }
+        guard !roster.isLinkSigner(author.id) else {
+            throw KeyModelError(
+                .notAuthorised, "This message was signed by an invite link, which may not write.")
+        }
         try verifySignature(authorKey: author.keys.signing)
         return author
     }

@@ -54,6 +54,11 @@ public struct KeyWrap: Sendable, Equatable {
         guard let signerRecord = roster.currentMember(signingKey: signer) else {
             throw KeyModelError(.signerNotMember, "This key wrap was signed by someone who is not a member.")
         }
+        // A link's signer only adds members; its key travels in the link.
+        guard !roster.isLinkSigner(signerRecord.id) else {
+            throw KeyModelError(
+                .notAuthorised, "This key wrap was signed by an invite link, which may not hand out keys.")
+        }
         let signed = Self.signedBytes(space: space, thread: thread, recipient: recipient, sealed: sealed)
         guard signer.isValidSignature(signature, for: signed) else {
             throw KeyModelError(.badSignature, "This key wrap's signature does not verify.")

@@ -8,6 +8,13 @@
 /// members, except that a member may remove themselves (leave); nobody removes the owner; only
 /// the owner and admins change a member's rights. A `member_added` that carries an invite record
 /// must carry one its inviter signed while a current member entitled to add members.
+///
+/// A `member_added` signed by the very inviter its invite record names, for the nameplate
+/// ``SignedInvite/linkNameplate``, adds a full-length link's signer (a ``Delegation``): it may add at most the record's `uses` members, granting at most its
+/// rights without the invite right, and sign nothing else but its own removal; it is retired by
+/// the event that spends its last use, and its inviter or an admin may retire it sooner (on
+/// expiry). Its key travels in the link, so these rules are what bounds a link holder who keeps
+/// it, even with the server's help (`docs/threat-model.md`, "Links after use and expiry").
 public struct Roster: Sendable, Equatable {
     public let space: SpaceID
     public private(set) var owner: MemberID
@@ -17,6 +24,11 @@ public struct Roster: Sendable, Equatable {
     public private(set) var formerMembers: [MemberID: MemberRecord]
     /// Members re-admitted with a new identity: new member id to the id they had before.
     public private(set) var newIdentities: [MemberID: MemberID] = [:]
+    /// The sequence of the event that made each former member one (removed, left, re-keyed
+    /// away): a thread key made before it is known to them (`docs/key-model.md`).
+    public private(set) var removedAt: [MemberID: UInt64] = [:]
+    /// Link signers by member id, current and retired (``Delegation``).
+    public private(set) var delegations: [MemberID: Delegation] = [:]
     /// Hash of the last event applied.
     public private(set) var head: EventHash
     /// The sequence number the next event must carry.
@@ -107,6 +119,10 @@ public struct Roster: Sendable, Equatable {
                 throw KeyModelError(.invalidEvent, "Only a member_added event may carry an invite record.")
             }
         }
+        if let delegation = delegations[signer.id] {
+            try applyDelegated(event, signer: signer, delegation: delegation)
+            return
+        }
         switch event.change {
         case .spaceCreated:
             throw KeyModelError(.invalidEvent, "A space can only be created once.")
@@ -132,29 +148,30 @@ public struct Roster: Sendable, Equatable {
             guard signerRights.contains(.admin) || signerRights.isSuperset(of: record.rights) else {
                 throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not grant rights they lack.")
             }
-            try Self.checkRecord(record)
-            guard members[record.id] == nil, formerMembers[record.id] == nil else {
-                throw KeyModelError(.invalidEvent, "Member id \(record.id) is already taken in this space.")
+            try checkNewcomer(record)
+            if let invite = event.invite {
+                try checkInvite(invite, verifyingSignature: verifyingSignatures)
+                if invite.inviter == signer.id, invite.nameplate == SignedInvite.linkNameplate {
+                    guard invite.uses >= 1 else {
+                        throw KeyModelError(.invalidEvent, "A link's signer must have at least one use.")
+                    }
+                    delegations[record.id] = Delegation(
+                        inviter: signer.id, usesLeft: invite.uses, expiresAt: invite.expiresAt)
+                }
             }
-            guard currentMember(signingKey: record.keys.signing) == nil else {
-                throw KeyModelError(.invalidEvent, "A current member already uses that signing key.")
-            }
-            if let invite = event.invite { try checkInvite(invite, verifyingSignature: verifyingSignatures) }
             members[record.id] = record
             bySigningKey[record.keys.signing] = record.id
         case .memberRemoved(let id):
-            // Admins remove anyone; any member may leave (how an invite's signer retires itself).
-            guard signerRights.contains(.admin) || id == signer.id else {
+            // Admins remove anyone; any member may leave (how an invite's signer retires itself);
+            // an inviter may retire the signer of their own link (when it expires unused).
+            guard signerRights.contains(.admin) || id == signer.id || delegations[id]?.inviter == signer.id
+            else {
                 throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not remove members.")
             }
             guard id != owner else {
                 throw KeyModelError(.notAuthorised, "The owner cannot be removed from their space.")
             }
-            guard let removed = members.removeValue(forKey: id) else {
-                throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
-            }
-            bySigningKey[removed.keys.signing] = nil
-            formerMembers[id] = removed
+            try retire(id)
         case .memberRekeyed(let old, let record):
             try applyRekey(old: old, record: record, signer: signer)
         }
@@ -162,34 +179,9 @@ public struct Roster: Sendable, Equatable {
         nextSequence += 1
     }
 
-    /// Re-admission rules: the owner, admins and inviters may re-key a member (an inviter only one
-    /// whose rights they hold); only another admin may re-key the owner. The new identity keeps
-    /// the member's rights and name slot; the old one becomes a former member.
-    private mutating func applyRekey(old: MemberID, record: MemberRecord, signer: MemberRecord)
-        throws(KeyModelError)
-    {
-        let signerRights = rights(of: signer.id)
-        guard let previous = members[old] else {
-            throw KeyModelError(.invalidEvent, "Member \(old) is not a current member.")
-        }
-        guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
-            throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not re-admit members.")
-        }
-        guard signer.id != old else {
-            throw KeyModelError(.notAuthorised, "A member cannot re-admit themselves.")
-        }
-        if old == owner {
-            guard signerRights.contains(.admin) else {
-                throw KeyModelError(.notAuthorised, "Only another admin may re-admit the owner.")
-            }
-        } else {
-            guard signerRights.contains(.admin) || signerRights.isSuperset(of: previous.rights) else {
-                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not grant rights they lack.")
-            }
-        }
-        guard record.rights == rights(of: old) else {
-            throw KeyModelError(.invalidEvent, "A re-admitted member keeps exactly the rights they had.")
-        }
+    /// Checks a record about to join: well formed, with an id never used in this space and a
+    /// signing key no current member uses.
+    private func checkNewcomer(_ record: MemberRecord) throws(KeyModelError) {
         try Self.checkRecord(record)
         guard members[record.id] == nil, formerMembers[record.id] == nil else {
             throw KeyModelError(.invalidEvent, "Member id \(record.id) is already taken in this space.")
@@ -197,9 +189,88 @@ public struct Roster: Sendable, Equatable {
         guard currentMember(signingKey: record.keys.signing) == nil else {
             throw KeyModelError(.invalidEvent, "A current member already uses that signing key.")
         }
+    }
+
+    /// Moves a current member to the former members.
+    private mutating func retire(_ id: MemberID) throws(KeyModelError) {
+        guard let removed = members.removeValue(forKey: id) else {
+            throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
+        }
+        bySigningKey[removed.keys.signing] = nil
+        formerMembers[id] = removed
+        removedAt[id] = nextSequence
+    }
+
+    /// An event signed by a link's signer: adding one claimer per use (the last use retires the
+    /// signer in the same event), or retiring itself. Anything else is refused, so whoever keeps
+    /// the link's key can do no more than the link allowed, in any order a server chooses.
+    private mutating func applyDelegated(
+        _ event: MembershipEvent, signer: MemberRecord, delegation: Delegation
+    )
+        throws(KeyModelError)
+    {
+        switch event.change {
+        case .memberAdded(let record):
+            guard event.invite == nil, delegation.usesLeft > 0 else {
+                throw KeyModelError(.notAuthorised, "This invite link has been used up.")
+            }
+            // What an inviter who left sealed into a link is no longer theirs to give.
+            guard members[delegation.inviter] != nil else {
+                throw KeyModelError(
+                    .notAuthorised, "The person who made this invite link is no longer in the space.")
+            }
+            guard signer.rights.subtracting(.invite).isSuperset(of: record.rights) else {
+                throw KeyModelError(.notAuthorised, "An invite link may not grant rights it was not given.")
+            }
+            try checkNewcomer(record)
+            members[record.id] = record
+            bySigningKey[record.keys.signing] = record.id
+            delegations[signer.id]?.usesLeft -= 1
+            if delegation.usesLeft == 1 { try retire(signer.id) }
+        case .memberRemoved(let id) where id == signer.id:
+            try retire(id)
+        default:
+            throw KeyModelError(
+                .notAuthorised, "An invite link's signer may only add the people who claim it.")
+        }
+        head = event.hash
+        nextSequence += 1
+    }
+
+    /// Re-admission rules: the owner, admins and inviters may re-key a member (an inviter only one
+    /// whose rights they hold); only another admin may re-key the owner. A member may also move
+    /// themselves to a new identity (signed with the old one): what a person's remaining device
+    /// does when another device, which holds the same identity, is removed (`docs/key-model.md`).
+    /// The new identity keeps the member's rights and name slot; the old one becomes a former member.
+    private mutating func applyRekey(old: MemberID, record: MemberRecord, signer: MemberRecord)
+        throws(KeyModelError)
+    {
+        let signerRights = rights(of: signer.id)
+        guard let previous = members[old] else {
+            throw KeyModelError(.invalidEvent, "Member \(old) is not a current member.")
+        }
+        if signer.id == old {
+            // Moving oneself: nothing is granted that was not held.
+        } else if old == owner {
+            guard signerRights.contains(.admin) else {
+                throw KeyModelError(.notAuthorised, "Only another admin may re-admit the owner.")
+            }
+        } else {
+            guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not re-admit members.")
+            }
+            guard signerRights.contains(.admin) || signerRights.isSuperset(of: previous.rights) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not grant rights they lack.")
+            }
+        }
+        guard record.rights == rights(of: old) else {
+            throw KeyModelError(.invalidEvent, "A re-admitted member keeps exactly the rights they had.")
+        }
+        try checkNewcomer(record)
         members.removeValue(forKey: old)
         bySigningKey[previous.keys.signing] = nil
         formerMembers[old] = previous
+        removedAt[old] = nextSequence
         members[record.id] = record
         bySigningKey[record.keys.signing] = record.id
         newIdentities[record.id] = old
@@ -265,6 +336,20 @@ public struct Roster: Sendable, Equatable {
         }
     }
 
+    /// Whether a thread key made when the chain was at `sequence` (the roster's `nextSequence`
+    /// then) is known to someone who has left since: a member removed, who left, or whose identity
+    /// was replaced. A link's signer does not count: its key opens only what the link's holder
+    /// was invited to read.
+    public func hasLostMemberSince(_ sequence: UInt64) -> Bool {
+        removedAt.contains { id, at in at >= sequence && !isLinkSigner(id) }
+    }
+
+    /// Whether `id` is or was a full-length link's signer, which adds claimers and nothing else:
+    /// its wraps and messages are never anyone's.
+    public func isLinkSigner(_ id: MemberID) -> Bool {
+        delegations[id] != nil
+    }
+
     /// The effective rights of a current member (the owner holds all); empty for non-members.
     public func rights(of id: MemberID) -> MemberRights {
         if id == owner { return .all }
@@ -297,4 +382,14 @@ public struct Roster: Sendable, Equatable {
             throw KeyModelError(.invalidEvent, "A member record grants rights this version does not know.")
         }
     }
+}
+
+/// A full-length link's signer as the roster records it: added by `inviter` with a signed invite
+/// record, it admits at most `usesLeft` more claimers. `expiresAt` (Unix seconds, from the record)
+/// is when the inviter's or an admin's device retires it if it is still there; the roster itself
+/// cannot read a clock, so until then the uses left are all it bounds.
+public struct Delegation: Sendable, Equatable {
+    public let inviter: MemberID
+    public internal(set) var usesLeft: Int
+    public let expiresAt: Int64
 }

@@ -95,15 +95,21 @@ public enum KeyInviteWire {
         /// created after the invite was minted (the signer is a member, so every new thread is
         /// wrapped to it). Sealed to the signer's key, which only the link opens.
         public let signerWraps: [KeyWrap]?
+        /// Whether the roster retires the invite's signer by itself when its last use is spent
+        /// (a signer added with its use count, `Roster.delegations`): the last claim then carries
+        /// only the event that adds the claimer. Absent or false: an invite minted before, whose
+        /// last claim also retires the signer with a second event.
+        public let retiredByLastUse: Bool?
 
         public init(
             id: KeyInviteID, space: SpaceID, shape: InviteShape, sealed: String, spaceName: String,
             avatar: String?, sealedBranding: String?, inviter: MemberID?, inviterName: String?,
             inviteMember: MemberID?, personName: String?, rights: MemberRights, expiresAt: Int64,
             usesLeft: Int,
-            head: SpaceWire.EventHead?, signerWraps: [KeyWrap]? = nil
+            head: SpaceWire.EventHead?, signerWraps: [KeyWrap]? = nil, retiredByLastUse: Bool? = nil
         ) {
             self.head = head
+            self.retiredByLastUse = retiredByLastUse
             self.signerWraps = signerWraps
             self.id = id
             self.space = space

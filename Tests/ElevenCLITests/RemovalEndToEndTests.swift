@@ -1,0 +1,168 @@
+import ClientCore
+import Foundation
+import SpaceModel
+import TestSupport
+import Testing
+
+/// Issue #21 item 1: removing a member cuts them off. The real `eleven-server` and `eleven` as
+/// Paul (owner), Ann and Sam (joined by link). After `eleven members remove Sam` the server refuses
+/// Sam's requests, and, the stronger claim, even every byte the server holds opens nothing written
+/// afterwards with every key Sam was ever given: the remaining devices wrote on under a new key
+/// without a step from anyone (`docs/key-model.md`).
+@Suite(.serialized) struct RemovalEndToEndTests {
+    typealias Server = LinkEndToEndTests.LoggedServer
+
+    /// The texts of every stored message that `identity` (member `member`) can decrypt with every
+    /// key ever wrapped to it, as someone holding Sam's state and a copy of the server's database.
+    static func readableWithEveryKeyEverGiven(
+        _ server: Server, member: MemberID, identity: DeviceIdentity
+    ) throws -> [String] {
+        try readableWithEveryKeyEverGiven(database: server.database, member: member, identity: identity)
+    }
+
+    static func readableWithEveryKeyEverGiven(
+        database: String, member: MemberID, identity: DeviceIdentity
+    ) throws -> [String] {
+        let events = try TestSupport.querySQL(database: database, "SELECT body FROM events ORDER BY sequence")
+            .map {
+                try JSONDecoder().decode(MembershipEvent.self, from: Data($0[0].utf8))
+            }
+        guard case .spaceCreated(let owner) = try #require(events.first).change else { return [] }
+        let roster = try Roster.verify(events: events, ownerKey: owner.keys.signing)
+        func bytes(_ hex: String) throws -> [UInt8] { try #require(LinkSignerAttackTests.bytes(hex: hex)) }
+        var keys: [ThreadID: ThreadKey] = [:]
+        let wraps = try TestSupport.querySQL(
+            database: database,
+            "SELECT space_id, thread_id, recipient, signer_key, sealed, signature FROM wraps "
+                + "WHERE recipient = X'\(member.bytes.hex)'")
+        for row in wraps {
+            let wrap = try KeyWrap(
+                space: SpaceID(bytes: bytes(row[0])), thread: ThreadID(bytes: bytes(row[1])),
+                recipient: MemberID(bytes: bytes(row[2])), signer: SigningPublicKey(bytes: bytes(row[3])),
+                sealed: bytes(row[4]), signature: Signature(bytes: bytes(row[5])))
+            keys[wrap.thread] = try wrap.open(with: identity)
+        }
+        #expect(!keys.isEmpty, "no key was ever given: the test could not fail")
+        let messages = try TestSupport.querySQL(
+            database: database,
+            "SELECT space_id, thread_id, message_id, author, nonce, ciphertext, signature FROM messages "
+                + "ORDER BY cursor")
+        return try messages.compactMap { row in
+            let message = try EncryptedMessage(
+                space: SpaceID(bytes: bytes(row[0])), thread: ThreadID(bytes: bytes(row[1])),
+                id: MessageID(bytes: bytes(row[2])), author: MemberID(bytes: bytes(row[3])),
+                nonce: bytes(row[4]),
+                ciphertext: bytes(row[5]), signature: Signature(bytes: bytes(row[6])))
+            guard let key = keys[message.thread],
+                let plain = try? message.decrypt(with: key, verifyingAgainst: roster)
+            else { return nil }
+            return String(decoding: plain, as: UTF8.self)
+        }
+    }
+
+    @Test func aRemovedMemberCanNeitherSendNorReadWhatFollows() async throws {
+        try await LinkEndToEndTests().withServer { server in
+            let paul = try LinkEndToEndTests.paul(server)
+            let ann = try ElevenHome("ann")
+            let sam = try ElevenHome("sam")
+            for (home, name) in [(ann, "Ann"), (sam, "Sam")] {
+                let link = try LinkEndToEndTests.mint(paul, ["--name", name])
+                let joined = try LinkEndToEndTests.join(home, link, ["--yes"])
+                #expect(joined.status == 0, "\(joined.stderr)")
+            }
+            #expect(try sam.run(["send", "before the removal"]).status == 0)
+            let state = LocalState.standard(environment: ["ELEVEN_HOME": sam.path])
+            let samSpace = try #require(try state.spaces().spaces.first)
+            let samIdentity = try state.identity(for: samSpace)
+
+            let removed = try paul.run(["members", "remove", "Sam"])
+            #expect(removed.status == 0, "\(removed.stderr)")
+            // The remaining devices go on: Paul writes at once, Ann reads all of it and answers.
+            #expect(try paul.run(["send", "secret after Sam left"]).status == 0)
+            let annRead = try ann.run(["read"])
+            #expect(
+                annRead.stdout
+                    == "Paul: Welcome to Family\nSam: before the removal\nPaul: secret after Sam left\n",
+                "\(annRead.stderr)")
+            #expect(try ann.run(["send", "Ann after Sam left"]).status == 0)
+            #expect(try paul.run(["read"]).stdout.hasSuffix("Ann: Ann after Sam left\n"))
+
+            // Sam's device: refused, with a clear error, for writing and for reading.
+            let sent = try sam.run(["send", "still here"])
+            #expect(sent.status == 6, "\(sent.stdout) \(sent.stderr)")
+            #expect(sent.stderr.contains("removed"), "\(sent.stderr)")
+            let read = try sam.run(["read", "--json"])
+            #expect(read.status == 6, "\(read.stdout) \(read.stderr)")
+            #expect((read.stdout + read.stderr).contains("token_revoked"), "\(read.stdout) \(read.stderr)")
+
+            // Whatever the server gives away: Sam's keys open what he could read, nothing after.
+            let readable = try Self.readableWithEveryKeyEverGiven(
+                server, member: samSpace.member, identity: samIdentity)
+            print("Sam's keys open: \(readable)")
+            #expect(readable.contains("before the removal"))
+            #expect(!readable.contains("secret after Sam left"))
+            #expect(!readable.contains("Ann after Sam left"))
+        }
+    }
+}
+
+/// Issue #21 item 1, devices: Paul's laptop (A) removes his phone (B), which holds the same member
+/// identity (linking adopts it). A gives Paul a new identity in Family at once; the phone's
+/// requests are refused, and no key it was ever given opens what Paul and Ann write afterwards.
+@Suite(.serialized) struct DeviceRemovalEndToEndTests {
+    @Test func aRemovedDeviceCanNeitherSendNorReadWhatFollows() async throws {
+        try await LinkEndToEndTests().withServer { server in
+            let relay = try ElevenRelayUnderTest()
+            let home = try HomeServerUnderTest()
+            defer { home.stop() }
+            let a = try ElevenHome("laptop")
+            let b = try ElevenHome("phone")
+            let environment = ["ELEVEN_RELAY": relay.url]
+            #expect(
+                try a.run(["space", "create", "Family", "--server", server.url, "--as", "Paul"]).status == 0)
+            #expect(try a.run(["send", "before the phone left"]).status == 0)
+            let ann = try ElevenHome("ann")
+            let joined = try LinkEndToEndTests.join(
+                ann, try LinkEndToEndTests.mint(a, ["--name", "Ann"]), ["--yes"])
+            #expect(joined.status == 0, "\(joined.stderr)")
+            #expect(try a.run(["signin", "--server", home.url, "--label", "laptop"]).status == 0)
+            let add = try ChildProcess(
+                eleven, ["device", "add", "--yes"],
+                environment: ["ELEVEN_HOME": a.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": relay.url])
+            let code = try add.value(afterPrefix: "Device code:")
+            let linked = try b.run(["device", "link", code, "--label", "phone"], environment: environment)
+            #expect(linked.status == 0, "\(linked.stderr)")
+            #expect(add.finish(timeout: 20).status == 0)
+            #expect(try b.run(["read"]).stdout == "Paul: before the phone left\n")
+            let state = LocalState.standard(environment: ["ELEVEN_HOME": b.path])
+            let phoneSpace = try #require(try state.spaces().spaces.first)
+            let phoneIdentity = try state.identity(for: phoneSpace)
+
+            let removed = try a.run(["device", "remove", "phone", "--json"])
+            #expect(removed.status == 0, "\(removed.stderr)")
+            #expect(removed.stdout.contains("\"unmoved\":[]"), "\(removed.stdout) \(removed.stderr)")
+            // The laptop and Ann go on without a step.
+            #expect(try a.run(["send", "after the phone left"]).status == 0)
+            let annRead = try ann.run(["read"])
+            #expect(
+                annRead.stdout.hasSuffix("Paul: after the phone left\n")
+                    && annRead.stdout.contains("(Paul has a new identity.)"),
+                "\(annRead.stdout) \(annRead.stderr)")
+            #expect(try ann.run(["send", "Ann after the phone left"]).status == 0)
+            #expect(try a.run(["read"]).stdout.hasSuffix("Ann: Ann after the phone left\n"))
+
+            // The phone: refused, with a clear error, for writing and for reading.
+            let sent = try b.run(["send", "from the removed phone"])
+            #expect(sent.status == 6, "\(sent.stdout) \(sent.stderr)")
+            let read = try b.run(["read", "--json"])
+            #expect(read.status == 6, "\(read.stdout) \(read.stderr)")
+            // And no key it was ever given opens what was written after.
+            let readable = try RemovalEndToEndTests.readableWithEveryKeyEverGiven(
+                database: server.database, member: phoneSpace.member, identity: phoneIdentity)
+            print("The removed phone's keys open: \(readable)")
+            #expect(readable.contains("before the phone left"))
+            #expect(!readable.contains("after the phone left"))
+            #expect(!readable.contains("Ann after the phone left"))
+        }
+    }
+}
