@@ -24,35 +24,25 @@ let deviceCommands: [CommandGroup.Entry] = [
     .init(
         CommandSpec(
             ["eleven", "signin"], summary: "Save your spaces on your home server (sign in on first use).",
-            options: [homeServerOption, labelOption, CommonOptions.json],
+            options: [
+                homeServerOption,
+                OptionSpec(
+                    "email", value: "ADDRESS",
+                    help: "sign in with your email address (asked on a terminal); signed in: add it"),
+                OptionSpec("remove-email", value: "ADDRESS", help: "stop signing in with this address"),
+                labelOption, CommonOptions.json,
+            ],
             discussion: """
                 The first time, makes your home account with this device as its first device and uploads \
-                your spaces, encrypted on this device. From then on every change (join, create, leave, \
-                reorder, star) is saved there too; a change made while the server is unreachable is \
-                saved later. Add another device with `eleven device add`.
+                your spaces, encrypted on this device. With an email address, the server mails you a \
+                6-digit code to type here; the same address on another device then finds this account \
+                instead of making a second one. The server keeps no address, only a scrambled form it \
+                cannot read back. From then on every change (join, create, leave, reorder, star) is saved \
+                there too; a change made while the server is unreachable is saved later. Add another \
+                device with `eleven device add`. Exit status 3: the code was wrong or expired.
                 """)
     ) { arguments in
-        let sync = homeSync()
-        let json = arguments.flag("json")
-        let already = try homeErrors { try sync.home() } != nil
-        let report: SyncReport
-        if already {
-            report = try homeErrors { try sync.sync() }
-        } else {
-            guard let server = arguments.value("server") else {
-                throw CLIError.usage(
-                    "missing --server URL (your home server, e.g. http://127.0.0.1:8712)", help: nil)
-            }
-            report = try homeErrors { try sync.signIn(server: server, label: deviceLabel(arguments)) }
-        }
-        if json {
-            Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": !already])
-        } else {
-            Terminal.out(
-                already
-                    ? "Already signed in; your \(spacesPhrase(report.spaces)) are saved."
-                    : "Signed in. Your \(spacesPhrase(report.spaces)) are saved on your home server.")
-        }
+        try runSignIn(arguments)
     },
     .init(
         CommandSpec(
@@ -239,6 +229,126 @@ let deviceCommands: [CommandGroup.Entry] = [
         }
     },
 ]
+
+// MARK: Signing in
+
+private func runSignIn(_ arguments: ParsedArguments) throws {
+    let sync = homeSync()
+    let json = arguments.flag("json")
+    let already = try homeErrors { try sync.home() } != nil
+    if let address = arguments.value("remove-email") {
+        guard already else { throw homeErrorsRethrow(HomeError.notSignedIn) }
+        let removed = try homeErrors { try sync.removeEmail(address) }
+        if json {
+            Terminal.json(["event": "email_removed", "removed": removed])
+        } else {
+            Terminal.out(
+                removed
+                    ? "You no longer sign in with \(address)."
+                    : "You did not sign in with \(address); nothing changed.")
+        }
+        return
+    }
+    let server = arguments.value("server")
+    if !already && server == nil {
+        throw CLIError.usage("missing --server URL (your home server, e.g. http://127.0.0.1:8712)", help: nil)
+    }
+    var address = arguments.value("email")
+    if address == nil && !already && Terminal.isInteractive {
+        writePrompt("Your email address, to find your account on your other devices (Enter to skip): ")
+        address = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces)
+        if address?.isEmpty == true { address = nil }
+    }
+    let proved = try address.map { try proveEmailAddress($0, server: server, sync: sync, json: json) }
+    if already {
+        if let proved, let address {
+            try homeErrors { try sync.addEmail(ticket: proved.ticket) }
+            if json {
+                Terminal.json(["event": "email_added"])
+            } else {
+                Terminal.out("You can now sign in with \(address) on your other devices.")
+            }
+            return
+        }
+        let report = try homeErrors { try sync.sync() }
+        if json {
+            Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": false])
+        } else {
+            Terminal.out("Already signed in; your \(spacesPhrase(report.spaces)) are saved.")
+        }
+        return
+    }
+    if let proved, proved.hasAccount {
+        // The address has an account: this device must not make a second one. Its spaces come
+        // from a device that is already signed in.
+        throw CLIError(
+            code: "approval_needed",
+            message: "\(address ?? "That address") already has an account. On one of your signed-in devices "
+                + "run `eleven device add`, then `eleven device link CODE` here.",
+            status: .refused)
+    }
+    let report = try homeErrors {
+        try sync.signIn(server: server ?? "", label: deviceLabel(arguments), emailTicket: proved?.ticket)
+    }
+    if json {
+        Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": true])
+    } else {
+        Terminal.out("Signed in. Your \(spacesPhrase(report.spaces)) are saved on your home server.")
+    }
+}
+
+/// Asks for a code for `address` and reads it from standard input until the server accepts one
+/// (a wrong code may be typed again while it has tries left).
+private func proveEmailAddress(_ address: String, server: String?, sync: HomeSync, json: Bool) throws
+    -> HomeWire.EmailProved
+{
+    let sent = try emailErrors { try sync.requestEmailCode(server: server, address: address) }
+    if json {
+        Terminal.json(["event": "email_code_sent", "expiresAt": sent.expiresAt])
+    } else {
+        Terminal.out("We sent a 6-digit code to \(address).")
+    }
+    while true {
+        writePrompt("Type the code from the email: ")
+        guard let line = readLine(strippingNewline: true) else {
+            throw CLIError(
+                code: "code_missing", message: "No code was typed. Run the command again to get a new one.",
+                status: .codeRejected)
+        }
+        do {
+            return try emailErrors {
+                try sync.proveEmail(server: server, challenge: sent.challenge, code: line)
+            }
+        } catch let error as CLIError
+            where error.code == "code_invalid" && error.message.contains("more tries")
+        {
+            if json {
+                Terminal.json(["event": "code_invalid", "message": error.message])
+            } else {
+                Terminal.err(error.message)
+            }
+        }
+    }
+}
+
+/// Home errors, with the email codes' own statuses: a wrong or expired code is 3, too many tries
+/// is 6 (refused for now), no email on the server is 4.
+private func emailErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try homeErrors(body)
+    } catch let error as CLIError {
+        let status: ExitStatus? =
+            switch error.code {
+            case "code_invalid", "code_expired", "email_not_proved": .codeRejected
+            case "too_many_attempts": .refused
+            case "email_unavailable": .unavailable
+            case "invalid_address": .usage
+            default: nil
+            }
+        guard let status else { throw error }
+        throw CLIError(code: error.code, message: error.message, status: status)
+    }
+}
 
 // MARK: Hook
 

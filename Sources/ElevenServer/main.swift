@@ -42,6 +42,23 @@ let spec = CommandSpec(
             help: "serve this JSON file at /.well-known/assetlinks.json (default: 404)",
             environment: "ELEVEN_SERVER_ASSETLINKS"),
         OptionSpec("home", help: "also serve the home API: saved-spaces vaults and device linking"),
+        OptionSpec(
+            "smtp", value: "HOST:PORT", help: "with --home: mail sign-in codes through this mail server",
+            environment: "ELEVEN_SERVER_SMTP"),
+        OptionSpec(
+            "smtp-from", value: "ADDRESS",
+            help: "the sender of sign-in codes (default: eleven@ the --smtp host)",
+            environment: "ELEVEN_SERVER_SMTP_FROM"),
+        OptionSpec(
+            "smtp-security", value: "none|starttls|tls",
+            help: "how the mail connection is protected (STARTTLS, or TLS from the start)",
+            environment: "ELEVEN_SERVER_SMTP_SECURITY", default: "starttls"),
+        OptionSpec(
+            "smtp-user", value: "NAME", help: "log in to the mail server as NAME",
+            environment: "ELEVEN_SERVER_SMTP_USER"),
+        OptionSpec(
+            "smtp-password-file", value: "FILE", help: "the mail server password, read from FILE",
+            environment: "ELEVEN_SERVER_SMTP_PASSWORD_FILE"),
         OptionSpec("quiet", help: "do not log requests"),
     ],
     discussion: """
@@ -69,6 +86,32 @@ func parseListen(_ text: String) throws(CLIError) -> SocketAddress {
     return address
 }
 
+/// `--smtp` and its companions; nil when no mail server is named.
+func mailConfiguration(_ parsed: ParsedArguments) throws(CLIError) -> HomeMailConfiguration? {
+    guard let server = parsed.value("smtp") else { return nil }
+    guard parsed.flag("home") else { throw .usage("'--smtp' needs '--home'", help: nil) }
+    guard let colon = server.lastIndex(of: ":"), UInt16(server[server.index(after: colon)...]) != nil,
+        colon != server.startIndex
+    else {
+        throw .usage("'--smtp' must be HOST:PORT, like mail.example.com:587, not '\(server)'", help: nil)
+    }
+    let security = parsed.value("smtp-security") ?? "starttls"
+    guard let mode = HomeMailConfiguration.Security(rawValue: security) else {
+        throw .usage("'--smtp-security' must be none, starttls or tls, not '\(security)'", help: nil)
+    }
+    var password: String?
+    if let file = parsed.value("smtp-password-file") {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw .usage("'--smtp-password-file' must name a readable file, not '\(file)'", help: nil)
+        }
+        password = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+    }
+    let host = server[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+    return HomeMailConfiguration(
+        server: server, sender: parsed.value("smtp-from") ?? "eleven@\(host)", security: mode,
+        username: parsed.value("smtp-user"), password: password)
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 runProgram(name: "eleven-server", json: false) {
     let parsed = try spec.parse(arguments)
@@ -90,6 +133,7 @@ runProgram(name: "eleven-server", json: false) {
     configuration.api.spaceCreationToken = parsed.value("creation-token")
     configuration.api.homeEnabled = parsed.flag("home")
     if configuration.api.homeEnabled { configuration.api.maximumBodyBytes = 8 << 20 }
+    configuration.api.homeMail = try mailConfiguration(parsed)
     switch (parsed.value("tls-cert"), parsed.value("tls-key")) {
     case (let cert?, let key?):
         configuration.tls = TLSServerConfiguration(certificateChainFile: cert, privateKeyFile: key)

@@ -15,12 +15,13 @@ extension SpaceService {
     /// Most anchors (current and revoked) one account may have.
     static let maximumAnchors = 200
 
-    /// `/api/home/account|session|vault|anchors|rotate`.
+    /// `/api/home/account|session|vault|anchors|rotate|email-code|email-verify|emails`.
     func routeHome(_ request: APIRequest, _ rest: [Substring], method: String) throws -> APIResponse {
         guard configuration.homeEnabled, rest.count == 1 else { throw Self.unknownRoute }
         let allowed: [String]
         switch rest[0] {
-        case "account", "session", "rotate": allowed = ["POST"]
+        case "account", "session", "rotate", "email-code", "email-verify": allowed = ["POST"]
+        case "emails": allowed = ["POST", "DELETE"]
         case "vault": allowed = ["GET", "PUT"]
         case "anchors": allowed = ["GET", "POST"]
         default: throw Self.unknownRoute
@@ -32,6 +33,8 @@ extension SpaceService {
         switch (rest[0], method) {
         case ("account", _): return try createHomeAccount(request)
         case ("session", _): return try homeSession(request)
+        case ("email-code", _): return try emailCode(request)
+        case ("email-verify", _): return try emailVerify(request)
         default: break
         }
         let session = try homeAuthenticate(request)
@@ -40,6 +43,8 @@ extension SpaceService {
         case ("vault", _): return try putVault(request, session)
         case ("anchors", "GET"): return try listAnchors(session)
         case ("anchors", _): return try enrolAnchor(request, session)
+        case ("emails", "POST"): return try addEmail(request, session)
+        case ("emails", _): return try removeEmail(request, session)
         default: return try rotate(request, session)
         }
     }
@@ -125,9 +130,12 @@ extension SpaceService {
         guard try store.homeAnchor(body.anchor.id) == nil else {
             throw APIError.conflict("device_exists", "This device already belongs to an account.")
         }
+        let email = try body.emailTicket.map { text throws(APIError) in try redeemEmailTicket(text) }
         let account = Self.randomBytes(16)
         try store.insertHomeAccount(id: account, generation: body.generation, vault: vault, now: now)
         try store.insertHomeAnchor(body.anchor, wrap: wrap, account: account, now: now)
+        // A second account for the same address is what the anchor exists to prevent.
+        if let email { try attachEmail(email, account: account) }
         return try issueHomeSession(account: account, anchor: body.anchor.id, version: 1)
     }
 

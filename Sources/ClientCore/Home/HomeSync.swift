@@ -16,7 +16,7 @@ public struct HomeError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { message }
 
-    static let notSignedIn = HomeError(
+    public static let notSignedIn = HomeError(
         "not_signed_in", "This device is not signed in. Run `eleven signin --server URL` to save your spaces."
     )
 
@@ -426,7 +426,9 @@ public struct HomeSync: Sendable {
 
     /// Signs in: on first use creates the home account on `server` with this device as its first
     /// anchor and uploads the vault; when already signed in, syncs.
-    public func signIn(server: String, label: String) throws -> SyncReport {
+    /// With `emailTicket` (from ``proveEmail(server:challenge:code:)``) the proved address is
+    /// attached to the new account.
+    public func signIn(server: String, label: String, emailTicket: String? = nil) throws -> SyncReport {
         if try home() != nil { return try sync() }
         var local = try record().vault
         let key = try deviceKey()
@@ -450,7 +452,8 @@ public struct HomeSync: Sendable {
         let session = try client.createAccount(
             HomeWire.CreateAccountRequest(
                 anchor: upload, generation: 1, vault: vault,
-                proof: key.homeProof(.createAccount, anchor: id, payload: payload, now: now())))
+                proof: key.homeProof(.createAccount, anchor: id, payload: payload, now: now()),
+                emailTicket: emailTicket))
         try writeJSON(local, Self.vaultFile)
         try save(
             HomeState(

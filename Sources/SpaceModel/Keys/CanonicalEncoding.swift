@@ -42,4 +42,5 @@ package enum Domain {
     package static let homeAccount = "eleven/home-account/v1"
     package static let vault = "eleven/vault/v1"
     package static let vaultKeyProof = "eleven/vault-key-proof/v1"
+    package static let homeEmailIndex = "eleven/home-email-index/v1"
 }

@@ -25,12 +25,19 @@ public enum HomeWire {
         public let generation: Int64
         public let vault: String
         public let proof: HomeProof
+        /// A ticket from `POST /api/home/email-verify`: the proved address is attached to the new
+        /// account.
+        public let emailTicket: String?
 
-        public init(anchor: AnchorUpload, generation: Int64, vault: [UInt8], proof: HomeProof) {
+        public init(
+            anchor: AnchorUpload, generation: Int64, vault: [UInt8], proof: HomeProof,
+            emailTicket: String? = nil
+        ) {
             self.anchor = anchor
             self.generation = generation
             self.vault = Base64URL.encode(vault)
             self.proof = proof
+            self.emailTicket = emailTicket
         }
 
         /// The bytes the proof signs besides its own fields.
@@ -183,5 +190,68 @@ public enum HomeWire {
             self.vault = Base64URL.encode(vault)
             self.wraps = wraps
         }
+    }
+
+    /// `POST /api/home/email-code`: mail a sign-in code to `address`.
+    public struct EmailCodeRequest: Codable, Sendable {
+        public let address: String
+
+        public init(address: String) { self.address = address }
+    }
+
+    /// The same answer whether or not an account has the address.
+    public struct EmailCodeSent: Codable, Sendable {
+        public let challenge: String
+        public let expiresAt: Int64
+
+        public init(challenge: String, expiresAt: Int64) {
+            self.challenge = challenge
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// `POST /api/home/email-verify`: the code from the mail.
+    public struct EmailVerifyRequest: Codable, Sendable {
+        public let challenge: String
+        public let code: String
+
+        public init(challenge: String, code: String) {
+            self.challenge = challenge
+            self.code = code
+        }
+    }
+
+    /// The address is proved: a single-use ticket standing for it, and (only now) whether an
+    /// account signs in with it.
+    public struct EmailProved: Codable, Sendable {
+        public let ticket: String
+        public let expiresAt: Int64
+        public let hasAccount: Bool
+
+        public init(ticket: String, expiresAt: Int64, hasAccount: Bool) {
+            self.ticket = ticket
+            self.expiresAt = expiresAt
+            self.hasAccount = hasAccount
+        }
+    }
+
+    /// `POST /api/home/emails` (signed in): attach a proved address to this account.
+    public struct EmailAttach: Codable, Sendable {
+        public let ticket: String
+
+        public init(ticket: String) { self.ticket = ticket }
+    }
+
+    /// `DELETE /api/home/emails` (signed in): detach an address from this account.
+    public struct EmailRemove: Codable, Sendable {
+        public let address: String
+
+        public init(address: String) { self.address = address }
+    }
+
+    public struct EmailChanged: Codable, Sendable {
+        public let changed: Bool
+
+        public init(changed: Bool) { self.changed = changed }
     }
 }
