@@ -30,6 +30,9 @@ let deviceCommands: [CommandGroup.Entry] = [
                     "email", value: "ADDRESS",
                     help: "sign in with your email address (asked on a terminal); signed in: add it"),
                 OptionSpec("remove-email", value: "ADDRESS", help: "stop signing in with this address"),
+                OptionSpec(
+                    "timeout", value: "DURATION", help: "how long to wait for your other device to approve",
+                    default: "10m"),
                 labelOption, CommonOptions.json,
             ],
             discussion: """
@@ -38,8 +41,11 @@ let deviceCommands: [CommandGroup.Entry] = [
                 6-digit code to type here; the same address on another device then finds this account \
                 instead of making a second one. The server keeps no address, only a scrambled form it \
                 cannot read back. From then on every change (join, create, leave, reorder, star) is saved \
-                there too; a change made while the server is unreachable is saved later. Add another \
-                device with `eleven device add`. Exit status 3: the code was wrong or expired.
+                there too; a change made while the server is unreachable is saved later. When the address \
+                already has an account, this device waits until one of your signed-in devices approves it \
+                (`eleven devices approve` there; both show the same verification words) and then has \
+                every space. Exit status 3: the code was wrong or expired; 6: your other device said no; \
+                7: nobody approved in time.
                 """)
     ) { arguments in
         try runSignIn(arguments)
@@ -134,15 +140,19 @@ let deviceCommands: [CommandGroup.Entry] = [
             options: [CommonOptions.json])
     ) { arguments in
         let devices = try homeErrors { try homeSync().devices() }
+        let waiting = try homeErrors { try homeSync().pendingApprovals() }
         if arguments.flag("json") {
             Terminal.json([
+                "waiting": waiting.map {
+                    ["id": $0.id, "createdAt": $0.createdAt, "answering": $0.answering]
+                },
                 "devices": devices.map {
                     [
                         "id": $0.id.base64URL, "label": $0.label, "kind": $0.kind.rawValue,
                         "createdAt": $0.createdAt,
                         "thisDevice": $0.isThisDevice, "genuine": $0.isGenuine,
                     ] as [String: Any]
-                }
+                },
             ])
             return
         }
@@ -155,6 +165,35 @@ let deviceCommands: [CommandGroup.Entry] = [
             if !device.isGenuine { line += "  NOT ADDED BY YOUR DEVICES" }
             Terminal.out(line)
         }
+        for request in waiting {
+            let since = Date(timeIntervalSince1970: TimeInterval(request.createdAt)).formatted(
+                date: .omitted, time: .shortened)
+            Terminal.out(
+                "  a new device is waiting since \(since)  (\(request.id))  run `eleven devices approve`"
+                    + (request.answering ? "  (another device is answering)" : ""))
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "devices", "approve"],
+            summary: "Let in a new device that signed in with your email address.",
+            options: [
+                OptionSpec("yes", help: "approve without asking, once the words are shown (scripts)"),
+                OptionSpec(
+                    "timeout", value: "DURATION", help: "how long to wait for the new device", default: "5m"),
+                CommonOptions.json,
+            ],
+            positionals: [
+                PositionalSpec(
+                    "ID", help: "the request (see `eleven devices`); default: the only one", optional: true)
+            ],
+            discussion: """
+                Both devices show the same verification words; compare them, then answer \
+                "Approve <device>? [y/N]". On yes the new device gets your spaces and is signed in. \
+                Exit status 6: you said no.
+                """)
+    ) { arguments in
+        try runApprove(arguments)
     },
     .init(
         CommandSpec(
@@ -279,13 +318,10 @@ private func runSignIn(_ arguments: ParsedArguments) throws {
         return
     }
     if let proved, proved.hasAccount {
-        // The address has an account: this device must not make a second one. Its spaces come
-        // from a device that is already signed in.
-        throw CLIError(
-            code: "approval_needed",
-            message: "\(address ?? "That address") already has an account. On one of your signed-in devices "
-                + "run `eleven device add`, then `eleven device link CODE` here.",
-            status: .refused)
+        // The address has an account: this device must not make a second one. It waits for one
+        // of the account's devices to approve it.
+        try waitForApproval(arguments, server: server ?? "", ticket: proved.ticket, sync: sync)
+        return
     }
     let report = try homeErrors {
         try sync.signIn(server: server ?? "", label: deviceLabel(arguments), emailTicket: proved?.ticket)
@@ -297,12 +333,50 @@ private func runSignIn(_ arguments: ParsedArguments) throws {
     }
 }
 
+/// The new device's wait: shows the words once a signed-in device answers, then has every space.
+private func waitForApproval(_ arguments: ParsedArguments, server: String, ticket: String, sync: HomeSync)
+    throws
+{
+    let json = arguments.flag("json")
+    let wait = try arguments.duration("timeout", max: 86_400) ?? 600
+    let report = try signInErrors {
+        try sync.requestApproval(
+            server: server, ticket: ticket, label: String(deviceLabel(arguments).prefix(64)),
+            timeout: Double(wait),
+            waiting: { _ in
+                if json {
+                    Terminal.json(["event": "approval_waiting"])
+                } else {
+                    Terminal.out(
+                        "This address already has an account. On one of your signed-in devices run "
+                            + "`eleven devices approve`.")
+                }
+            },
+            words: { words in
+                let check = words.joined(separator: " ")
+                if json {
+                    Terminal.json(["event": "approval_offered", "verification": check])
+                } else {
+                    Terminal.out("Verification words: \(check) (your other device shows the same).")
+                }
+            })
+    }
+    let names = try withSpaceErrors { try localState().spaces() }.spaces.map(\.name)
+    if json {
+        Terminal.json(["event": "signed_in", "spaces": names, "new": false])
+    } else {
+        Terminal.out(
+            "This device is signed in. Your \(spacesPhrase(report.spaces)): \(names.joined(separator: ", "))."
+        )
+    }
+}
+
 /// Asks for a code for `address` and reads it from standard input until the server accepts one
 /// (a wrong code may be typed again while it has tries left).
 private func proveEmailAddress(_ address: String, server: String?, sync: HomeSync, json: Bool) throws
     -> HomeWire.EmailProved
 {
-    let sent = try emailErrors { try sync.requestEmailCode(server: server, address: address) }
+    let sent = try signInErrors { try sync.requestEmailCode(server: server, address: address) }
     if json {
         Terminal.json(["event": "email_code_sent", "expiresAt": sent.expiresAt])
     } else {
@@ -316,7 +390,7 @@ private func proveEmailAddress(_ address: String, server: String?, sync: HomeSyn
                 status: .codeRejected)
         }
         do {
-            return try emailErrors {
+            return try signInErrors {
                 try sync.proveEmail(server: server, challenge: sent.challenge, code: line)
             }
         } catch let error as CLIError
@@ -331,22 +405,52 @@ private func proveEmailAddress(_ address: String, server: String?, sync: HomeSyn
     }
 }
 
-/// Home errors, with the email codes' own statuses: a wrong or expired code is 3, too many tries
-/// is 6 (refused for now), no email on the server is 4.
-private func emailErrors<T>(_ body: () throws -> T) throws -> T {
+/// Home errors, with signing in's own statuses: a wrong or expired code is 3, too many tries or
+/// a no from the other device is 6, no email on the server is 4, no answer in time is 7.
+private func signInErrors<T>(_ body: () throws -> T) throws -> T {
     do {
         return try homeErrors(body)
     } catch let error as CLIError {
         let status: ExitStatus? =
             switch error.code {
             case "code_invalid", "code_expired", "email_not_proved": .codeRejected
-            case "too_many_attempts": .refused
+            case "too_many_attempts", "declined": .refused
             case "email_unavailable": .unavailable
-            case "invalid_address": .usage
+            case "invalid_address", "no_request", "ambiguous_request": .usage
+            case "timed_out": .timedOut
             default: nil
             }
         guard let status else { throw error }
         throw CLIError(code: error.code, message: error.message, status: status)
+    }
+}
+
+private func runApprove(_ arguments: ParsedArguments) throws {
+    let json = arguments.flag("json")
+    let yes = arguments.flag("yes")
+    let wait = try arguments.duration("timeout", max: 86_400) ?? 300
+    let answer = try signInErrors {
+        try homeSync().approve(id: arguments.positional(0), timeout: Double(wait)) { label, words in
+            let check = words.joined(separator: " ")
+            let name = label.isEmpty ? "the new device" : label
+            if json {
+                Terminal.json(["event": "approval_words", "label": label, "verification": check])
+            } else {
+                Terminal.out("Verification words: \(check) (the new device should show the same).")
+            }
+            return yes || askYesNo("Approve \(name)? [y/N] ")
+        }
+    }
+    let name = answer.label.isEmpty ? "the new device" : answer.label
+    guard answer.approved else {
+        throw CLIError(
+            code: "declined", message: "Not approved: you said no. Nothing was shared.", status: .refused)
+    }
+    vaultChanged()
+    if json {
+        Terminal.json(["event": "approved", "label": answer.label])
+    } else {
+        Terminal.out("Approved \(name). It has your spaces now.")
     }
 }
 

@@ -17,7 +17,11 @@ extension SpaceService {
 
     /// `/api/home/account|session|vault|anchors|rotate|email-code|email-verify|emails`.
     func routeHome(_ request: APIRequest, _ rest: [Substring], method: String) throws -> APIResponse {
-        guard configuration.homeEnabled, rest.count == 1 else { throw Self.unknownRoute }
+        guard configuration.homeEnabled, !rest.isEmpty else { throw Self.unknownRoute }
+        if rest[0] == "approvals" {
+            return try routeApprovals(request, Array(rest.dropFirst()), method: method)
+        }
+        guard rest.count == 1 else { throw Self.unknownRoute }
         let allowed: [String]
         switch rest[0] {
         case "account", "session", "rotate", "email-code", "email-verify": allowed = ["POST"]
@@ -54,7 +58,7 @@ extension SpaceService {
     /// Checks a proof's freshness and signature and records its nonce. Refuses, in this order: a
     /// timestamp outside the window (401 `signature_expired`), a bad signature (401
     /// `signature_invalid`), a nonce seen before (409 `replayed_signature`).
-    private func checkProof(
+    func checkProof(
         _ proof: HomeProof, _ purpose: HomeProof.Purpose, payload: [UInt8], signingKey: SigningPublicKey
     ) throws {
         guard abs(proof.timestamp - now) <= HomeProof.window else {
@@ -164,7 +168,7 @@ extension SpaceService {
 
     /// The session behind a bearer token: 401 `session_missing`, `session_invalid`,
     /// `session_expired`; 403 `device_revoked`.
-    private func homeAuthenticate(_ request: APIRequest) throws -> (
+    func homeAuthenticate(_ request: APIRequest) throws -> (
         account: HomeAccountRow, anchor: HomeAnchorRow
     ) {
         guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else {

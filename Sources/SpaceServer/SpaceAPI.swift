@@ -161,6 +161,8 @@ final class SpaceService {
     var homePepper: SecretBytes?
     var homeMailer: HomeMailer?
     var emailCodes = EmailCodes()
+    /// New devices waiting for an enrolled device's approval (memory only, short-lived).
+    var homeApprovals: [String: PendingApproval] = [:]
 
     init(store: SpaceStore, configuration: SpaceServerConfiguration, clock: @escaping @Sendable () -> Int64) {
         self.store = store

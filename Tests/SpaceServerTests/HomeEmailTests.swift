@@ -200,7 +200,10 @@ import Testing
         let text = String(decoding: try w.harness.rawFiles(), as: UTF8.self).lowercased()
         #expect(!text.contains("zed.private"))
         #expect(!text.contains("example.test"))
-        #expect(!text.contains(code))
+        // No stored value is the code (raw bytes could hold six digits by chance; values cannot).
+        for row in try w.harness.api.dumpTables().values.joined() {
+            #expect(!row.contains { $0.text?.contains(code) == true || $0.integer == Int64(code) })
+        }
 
         // The pepper: 32 bytes, mode 0600, beside the database and not in it; reopening the
         // database with it finds the same account.
@@ -230,6 +233,38 @@ import Testing
                 remoteAddress: "127.0.0.1"))
         let answer = try JSONSerialization.jsonObject(with: Data(proof.body)) as? [String: Any]
         #expect(answer?["hasAccount"] as? Bool == true, "\(String(decoding: proof.body, as: UTF8.self))")
+    }
+
+    /// The attack: a device that never proved an address asks an account's devices to let it in
+    /// (a made-up ticket, a ticket already spent, or none).
+    @Test func anApprovalRequestNeedsAProvedAddress() throws {
+        let w = try Self.world()
+        let proved = try w.prove("paul@example.test", number: 1)
+        _ = try HomeAPITests.account(w.harness, emailTicket: proved.string("ticket"))
+        let device = DeviceIdentity.generate()
+        let commitment = DeviceApproval().commitment
+        func ask(_ ticket: String) throws -> Reply {
+            let proof = device.homeProof(
+                .approval, anchor: HomeWire.approvalAnchor(device.publicKeys),
+                payload: HomeWire.ApprovalRequest.payload(
+                    publicKeys: device.publicKeys, commitment: commitment),
+                now: w.harness.clock.now)
+            return try w.harness.send(
+                "POST", "/api/home/approvals",
+                json: [
+                    "ticket": ticket, "publicKeys": device.publicKeys,
+                    "commitment": Base64URL.encode(commitment),
+                    "proof": proof,
+                ])
+        }
+        for ticket in [Base64URL.encode(Array(repeating: 7, count: 32)), proved.string("ticket"), ""] {
+            let reply = try ask(ticket)
+            print("approval request with ticket \(ticket.prefix(8))…: \(reply.status) \(reply.error ?? "")")
+            #expect(reply.status == 401 && reply.error == "email_not_proved", "\(reply.json)")
+        }
+        // With a proved address it is accepted, and the account's devices see it.
+        let again = try w.prove("paul@example.test", number: 2)
+        #expect(try ask(again.string("ticket")).status == 201)
     }
 
     @Test func withoutAMailServerEmailSignInIsOffAndSaysSo() throws {

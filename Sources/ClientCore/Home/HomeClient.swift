@@ -65,4 +65,32 @@ public struct HomeClient: Sendable {
     public func removeEmail(_ body: HomeWire.EmailRemove) throws(SpaceClientError) -> HomeWire.EmailChanged {
         try client.call(.delete, "/api/home/emails", body: body)
     }
+
+    public func requestApproval(_ body: HomeWire.ApprovalRequest) throws(SpaceClientError)
+        -> HomeWire.ApprovalCreated
+    {
+        try client.call(.post, "/api/home/approvals", body: body)
+    }
+
+    public func pollApproval(_ id: String, _ body: HomeWire.ApprovalPoll) throws(SpaceClientError)
+        -> HomeWire.Approval
+    {
+        try client.call(.post, "/api/home/approvals/\(id)", body: body)
+    }
+
+    public func approvals() throws(SpaceClientError) -> HomeWire.ApprovalList {
+        try client.call(.get, "/api/home/approvals")
+    }
+
+    public func offerApproval(_ id: String, _ body: HomeWire.ApprovalOffer) throws(SpaceClientError)
+        -> HomeWire.Approval
+    {
+        try client.call(.post, "/api/home/approvals/\(id)/offer", body: body)
+    }
+
+    public func answerApproval(_ id: String, _ body: HomeWire.ApprovalAnswer) throws(SpaceClientError)
+        -> HomeWire.Approval
+    {
+        try client.call(.post, "/api/home/approvals/\(id)/answer", body: body)
+    }
 }

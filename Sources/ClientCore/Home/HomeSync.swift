@@ -500,8 +500,13 @@ public struct HomeSync: Sendable {
         } catch {
             throw HomeError("invalid_device_key", "The new device sent a key that is not valid.")
         }
-        let (id, vaultKey, home) = try enrol(
-            AnchorKeys(kind: .device, publicKeys: keys), label: request.deviceLabel)
+        return try grantDevice(keys, label: request.deviceLabel)
+    }
+
+    /// Enrols a new device's keys with a wrap of the vault key and returns its grant (to send
+    /// only over a channel the person confirmed with verification words).
+    func grantDevice(_ keys: MemberPublicKeys, label: String) throws -> [UInt8] {
+        let (id, vaultKey, home) = try enrol(AnchorKeys(kind: .device, publicKeys: keys), label: label)
         let grant = LinkGrant(
             home: home.server, accountKey: home.accountKey, anchor: id, vaultKey: vaultKey.base64URL,
             generation: vaultKey.generation)
