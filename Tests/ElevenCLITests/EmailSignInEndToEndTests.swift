@@ -145,4 +145,32 @@ import Testing
             #expect(codes.filter(w.home.logs.contains).isEmpty, "the log has a code")
         }
     }
+
+    /// Creating a space suggests signing in with an address, once; joining never does, nor does
+    /// creating on a device that is signed in.
+    @Test func creatingASpaceNudgesOnceAndJoiningNever() async throws {
+        try await TestSupport.offPool {
+            let w = try Self.world()
+            defer { w.home.stop() }
+            let nudge = "Keep this space safe: save it to Eleven"
+            let paul = try ElevenHome("paul")
+            let first = try paul.run(["space", "create", "Family", "--server", w.spaces.url, "--as", "Paul"])
+            #expect(first.status == 0 && first.stderr.contains(nudge), "\(first.stderr)")
+            #expect(!first.stdout.contains(nudge))
+            let second = try paul.run(["space", "create", "Work", "--server", w.spaces.url, "--as", "Paul"])
+            #expect(second.status == 0 && !second.stderr.contains(nudge), "\(second.stderr)")
+
+            let minted = try paul.run(["invite", "--json", "--name", "Lee", "--space", "Family"])
+            let object = try JSONSerialization.jsonObject(with: Data(minted.stdout.utf8)) as? [String: Any]
+            let lee = try ElevenHome("lee")
+            let joined = try LinkEndToEndTests.join(lee, try #require(object?["link"] as? String), ["--yes"])
+            #expect(joined.status == 0 && !joined.stderr.contains(nudge), "\(joined.stderr)")
+
+            let sam = try ElevenHome("sam")
+            let signedIn = try sam.run(["signin", "--server", w.home.url])
+            #expect(signedIn.status == 0, "\(signedIn.stderr)")
+            let created = try sam.run(["space", "create", "Club", "--server", w.spaces.url, "--as", "Sam"])
+            #expect(created.status == 0 && !created.stderr.contains(nudge), "\(created.stderr)")
+        }
+    }
 }

@@ -35,3 +35,17 @@ extension HomeSync {
         return try withSession(&home) { try $0.removeEmail(HomeWire.EmailRemove(address: address)) }.changed
     }
 }
+
+extension HomeSync {
+    static let anchorNudgeFile = "anchor-nudge"
+
+    /// Whether to suggest signing in with an address now (after creating a space): once per
+    /// state directory, only while the device is not signed in. Remembered at the first answer.
+    public func takeAnchorNudge() throws(LocalStateError) -> Bool {
+        try directory.locked { () throws(LocalStateError) in
+            guard try home() == nil, try directory.read(Self.anchorNudgeFile) == nil else { return false }
+            try directory.write(Self.anchorNudgeFile, Array("shown\n".utf8))
+            return true
+        }
+    }
+}

@@ -112,7 +112,7 @@ public struct HomeSync: Sendable {
         self.state = state
     }
 
-    private var directory: StateDirectory { state.directory }
+    var directory: StateDirectory { state.directory }
 
     // MARK: Local files
 
