@@ -241,7 +241,7 @@ let deviceCommands: [CommandGroup.Entry] = [
             options: [CommonOptions.json],
             positionals: [PositionalSpec("ID", help: "the device, by id or name (see `eleven devices`)")],
             discussion: """
-                Your spaces are locked again with a new key that only your remaining devices get. \
+                Your spaces are locked again so that only your remaining devices can open them. \
                 Run it on another device than the one being removed.
                 """)
     ) { arguments in
@@ -264,7 +264,7 @@ let deviceCommands: [CommandGroup.Entry] = [
         if arguments.flag("json") {
             Terminal.json(["event": "removed", "device": target.id.base64URL])
         } else {
-            Terminal.out("Removed \(name). Your spaces are locked with a new key it does not have.")
+            Terminal.out("Removed \(name). Your spaces are locked again; it can no longer open them.")
         }
     },
 ]

@@ -36,7 +36,9 @@ public struct HomeError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// While linking, the home server handed out something other than what the other device granted.
     static let linkMismatch = HomeError(
-        "key_mismatch", "The home server gave this device a different key than your other device did.")
+        "key_mismatch",
+        "The home server gave this device something other than what your other device sent. Nothing was used."
+    )
 }
 
 /// What a device trusts about its vault (in `home.json`): the highest key generation it has
@@ -498,7 +500,7 @@ public struct HomeSync: Sendable {
         do throws(KeyModelError) {
             keys = try MemberPublicKeys(text: request.publicKeys)
         } catch {
-            throw HomeError("invalid_device_key", "The new device sent a key that is not valid.")
+            throw HomeError("invalid_device_key", "The new device sent something that is not valid.")
         }
         return try grantDevice(keys, label: request.deviceLabel)
     }
@@ -521,7 +523,7 @@ public struct HomeSync: Sendable {
         let accountKey = try AccountKey(base64URL: grant.accountKey)
         let key = try deviceKey()
         guard key.anchor().id(accountKey: accountKey) == grant.anchor else {
-            throw HomeError("invalid_grant", "The other device enrolled a different key than this device's.")
+            throw HomeError("invalid_grant", "The other device let in a different device than this one.")
         }
         let granted = try VaultKey(base64URL: grant.vaultKey, generation: grant.generation)
         let client = try HomeClient(server: grant.home)
