@@ -54,6 +54,9 @@ let spec = CommandSpec(
             help: "how the mail connection is protected (STARTTLS, or TLS from the start)",
             environment: "ELEVEN_SERVER_SMTP_SECURITY", default: "starttls"),
         OptionSpec(
+            "smtp-ca-file", value: "FILE", help: "trust these PEM certificates for the mail server's TLS",
+            environment: "ELEVEN_SERVER_SMTP_CA_FILE"),
+        OptionSpec(
             "smtp-user", value: "NAME", help: "log in to the mail server as NAME",
             environment: "ELEVEN_SERVER_SMTP_USER"),
         OptionSpec(
@@ -107,9 +110,11 @@ func mailConfiguration(_ parsed: ParsedArguments) throws(CLIError) -> HomeMailCo
         password = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
     }
     let host = server[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-    return HomeMailConfiguration(
+    var mail = HomeMailConfiguration(
         server: server, sender: parsed.value("smtp-from") ?? "eleven@\(host)", security: mode,
         username: parsed.value("smtp-user"), password: password)
+    mail.caFile = parsed.value("smtp-ca-file")
+    return mail
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())

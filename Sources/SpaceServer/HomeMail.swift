@@ -20,6 +20,8 @@ public struct HomeMailConfiguration: Sendable {
     public var security: Security
     public var username: String?
     public var password: String?
+    /// PEM certificates to trust for the mail server's TLS instead of the system's.
+    public var caFile: String?
     /// Where the mailer reports what it did (never an address or a code).
     public var log = ServerLog.silent
 
@@ -143,6 +145,7 @@ final class HomeMailer: Sendable {
         if configuration.security == .starttls {
             set(eleven_curl_set_long(curl, CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue)))
         }
+        if let caFile = configuration.caFile { set(eleven_curl_set_string(curl, CURLOPT_CAINFO, caFile)) }
         if let username = configuration.username {
             set(eleven_curl_set_string(curl, CURLOPT_USERNAME, username))
             set(eleven_curl_set_string(curl, CURLOPT_PASSWORD, configuration.password ?? ""))

@@ -267,6 +267,36 @@ import Testing
         #expect(try ask(again.string("ticket")).status == 201)
     }
 
+    /// STARTTLS to a mail server whose certificate is trusted through `caFile`; without that
+    /// trust no mail goes out and the log says why (and nothing of the address or the code).
+    @Test func codesGoOverSTARTTLSOnlyToATrustedServer() throws {
+        let mail = try MailServerUnderTest(starttls: true)
+        let lines = Lines()
+        for trusted in [true, false] {
+            var configuration = SpaceServerConfiguration()
+            configuration.homeEnabled = true
+            var smtp = HomeMailConfiguration(
+                server: mail.address, sender: "eleven@home.test", security: .starttls)
+            smtp.caFile = trusted ? mail.certificate : nil
+            smtp.log = ServerLog { line in lines.append(line) }
+            configuration.homeMail = smtp
+            let w = World(mail: mail, harness: try APIHarness(configuration: configuration))
+            if trusted {
+                #expect(try w.prove("tls@example.test", number: 1)["hasAccount"] as? Bool == false)
+            } else {
+                #expect(try w.ask("tls@example.test").status == 202)
+                #expect(
+                    TestSupport.eventually(timeout: 60) {
+                        lines.all.contains { $0.contains("email_code_failed") }
+                    })
+                #expect(mail.messages(to: "tls@example.test").count == 1)
+            }
+        }
+        let log = lines.all.joined(separator: "\n")
+        #expect(log.contains("email_code_sent") && log.contains("mail_server_tls_failed"), "\(log)")
+        #expect(!log.contains("tls@") && !log.contains("example.test"))
+    }
+
     @Test func withoutAMailServerEmailSignInIsOffAndSaysSo() throws {
         let harness = try HomeAPITests.home()
         let reply = try harness.send("POST", "/api/home/email-code", json: ["address": "a@example.test"])
@@ -280,4 +310,13 @@ import Testing
             #expect(refused.status == 400 && refused.error == "invalid_address", "\(bad): \(refused.json)")
         }
     }
+}
+
+/// Log lines collected from another thread.
+final class Lines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
 }

@@ -8,16 +8,37 @@ public final class MailServerUnderTest {
     public let directory: URL
     private let process: ChildProcess
 
-    public init() throws {
+    /// With `starttls`, offers STARTTLS with a fresh self-signed certificate for 127.0.0.1
+    /// (``certificate``) and refuses mail without it.
+    public init(starttls: Bool = false) throws {
         port = try TestSupport.freePort()
         directory = try TestSupport.temporaryDirectory()
+        var tls: [String] = []
+        if starttls {
+            let key = directory.appendingPathComponent("key.pem").path
+            let made = try TestSupport.run(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days",
+                    "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key,
+                    "-out",
+                    directory.appendingPathComponent("cert.pem").path,
+                ], timeout: 60)
+            guard made.status == 0 else {
+                throw TestSupportError.server("openssl req failed: \(made.stderr)")
+            }
+            tls = ["--tlscert", directory.appendingPathComponent("cert.pem").path, "--tlskey", key]
+        }
         process = try ChildProcess(
             TestSupport.python,
-            [
-                "-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox",
-                directory.appendingPathComponent("maildir").path,
+            ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)"] + tls + [
+                "-c", "aiosmtpd.handlers.Mailbox", directory.appendingPathComponent("maildir").path,
             ], port: port)
     }
+
+    /// The self-signed certificate of a STARTTLS server (PEM).
+    public var certificate: String { directory.appendingPathComponent("cert.pem").path }
 
     /// `127.0.0.1:PORT`, for `eleven-server --smtp`.
     public var address: String { "127.0.0.1:\(port)" }
