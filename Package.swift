@@ -33,6 +33,8 @@ let package = Package(
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CFIDO2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
+        // libcurl's SMTP client: the home server mails email sign-in codes.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Linux declarations Glibc does not import (epoll, accept4, eventfd, timerfd).
         .systemLibrary(name: "CNet"),
 
@@ -58,7 +60,7 @@ let package = Package(
             ]),
         .target(
             name: "SpaceServer",
-            dependencies: ["SpaceModel", "Net", "Support", "SQLite", "PAKE", "CSodium"],
+            dependencies: ["SpaceModel", "Net", "Support", "SQLite", "PAKE", "CSodium", "CCurl"],
             exclude: ["API.md"]),
 
         // The sidecar bot: attends short-code joins for its space.

@@ -24,35 +24,31 @@ let deviceCommands: [CommandGroup.Entry] = [
     .init(
         CommandSpec(
             ["eleven", "signin"], summary: "Save your spaces on your home server (sign in on first use).",
-            options: [homeServerOption, labelOption, CommonOptions.json],
+            options: [
+                homeServerOption,
+                OptionSpec(
+                    "email", value: "ADDRESS",
+                    help: "sign in with your email address (asked on a terminal); signed in: add it"),
+                OptionSpec("remove-email", value: "ADDRESS", help: "stop signing in with this address"),
+                OptionSpec(
+                    "timeout", value: "DURATION", help: "how long to wait for your other device to approve",
+                    default: "10m"),
+                labelOption, CommonOptions.json,
+            ],
             discussion: """
                 The first time, makes your home account with this device as its first device and uploads \
-                your spaces, encrypted on this device. From then on every change (join, create, leave, \
-                reorder, star) is saved there too; a change made while the server is unreachable is \
-                saved later. Add another device with `eleven device add`.
+                your spaces, encrypted on this device. With an email address, the server mails you a \
+                6-digit code to type here; the same address on another device then finds this account \
+                instead of making a second one. The server keeps no address, only a scrambled form it \
+                cannot read back. From then on every change (join, create, leave, reorder, star) is saved \
+                there too; a change made while the server is unreachable is saved later. When the address \
+                already has an account, this device waits until one of your signed-in devices approves it \
+                (`eleven devices approve` there; both show the same verification words) and then has \
+                every space. Exit status 3: the code was wrong or expired; 6: your other device said no; \
+                7: nobody approved in time.
                 """)
     ) { arguments in
-        let sync = homeSync()
-        let json = arguments.flag("json")
-        let already = try homeErrors { try sync.home() } != nil
-        let report: SyncReport
-        if already {
-            report = try homeErrors { try sync.sync() }
-        } else {
-            guard let server = arguments.value("server") else {
-                throw CLIError.usage(
-                    "missing --server URL (your home server, e.g. http://127.0.0.1:8712)", help: nil)
-            }
-            report = try homeErrors { try sync.signIn(server: server, label: deviceLabel(arguments)) }
-        }
-        if json {
-            Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": !already])
-        } else {
-            Terminal.out(
-                already
-                    ? "Already signed in; your \(spacesPhrase(report.spaces)) are saved."
-                    : "Signed in. Your \(spacesPhrase(report.spaces)) are saved on your home server.")
-        }
+        try runSignIn(arguments)
     },
     .init(
         CommandSpec(
@@ -144,15 +140,19 @@ let deviceCommands: [CommandGroup.Entry] = [
             options: [CommonOptions.json])
     ) { arguments in
         let devices = try homeErrors { try homeSync().devices() }
+        let waiting = try homeErrors { try homeSync().pendingApprovals() }
         if arguments.flag("json") {
             Terminal.json([
+                "waiting": waiting.map {
+                    ["id": $0.id, "createdAt": $0.createdAt, "answering": $0.answering]
+                },
                 "devices": devices.map {
                     [
                         "id": $0.id.base64URL, "label": $0.label, "kind": $0.kind.rawValue,
                         "createdAt": $0.createdAt,
                         "thisDevice": $0.isThisDevice, "genuine": $0.isGenuine,
                     ] as [String: Any]
-                }
+                },
             ])
             return
         }
@@ -165,6 +165,35 @@ let deviceCommands: [CommandGroup.Entry] = [
             if !device.isGenuine { line += "  NOT ADDED BY YOUR DEVICES" }
             Terminal.out(line)
         }
+        for request in waiting {
+            let since = Date(timeIntervalSince1970: TimeInterval(request.createdAt)).formatted(
+                date: .omitted, time: .shortened)
+            Terminal.out(
+                "  a new device is waiting since \(since)  (\(request.id))  run `eleven devices approve`"
+                    + (request.answering ? "  (another device is answering)" : ""))
+        }
+    },
+    .init(
+        CommandSpec(
+            ["eleven", "devices", "approve"],
+            summary: "Let in a new device that signed in with your email address.",
+            options: [
+                OptionSpec("yes", help: "approve without asking, once the words are shown (scripts)"),
+                OptionSpec(
+                    "timeout", value: "DURATION", help: "how long to wait for the new device", default: "5m"),
+                CommonOptions.json,
+            ],
+            positionals: [
+                PositionalSpec(
+                    "ID", help: "the request (see `eleven devices`); default: the only one", optional: true)
+            ],
+            discussion: """
+                Both devices show the same verification words; compare them, then answer \
+                "Approve <device>? [y/N]". On yes the new device gets your spaces and is signed in. \
+                Exit status 6: you said no.
+                """)
+    ) { arguments in
+        try runApprove(arguments)
     },
     .init(
         CommandSpec(
@@ -215,7 +244,7 @@ let deviceCommands: [CommandGroup.Entry] = [
             options: [CommonOptions.json],
             positionals: [PositionalSpec("ID", help: "the device, by id or name (see `eleven devices`)")],
             discussion: """
-                Your spaces are locked again with a new key that only your remaining devices get, and \
+                Your spaces are locked again so that only your remaining devices can open them, and \
                 you get a new identity in each space, so the removed device can neither write nor read \
                 what is written afterwards. Run it on another device than the one being removed.
                 """)
@@ -240,7 +269,7 @@ let deviceCommands: [CommandGroup.Entry] = [
         if arguments.flag("json") {
             Terminal.json(["event": "removed", "device": target.id.base64URL, "unmoved": unmoved])
         } else {
-            Terminal.out("Removed \(name). Your spaces are locked with a new key it does not have.")
+            Terminal.out("Removed \(name). Your spaces are locked again; it can no longer open them.")
             if !unmoved.isEmpty {
                 Terminal.err(
                     "Could not give you a new identity in \(unmoved.joined(separator: ", ")): "
@@ -249,6 +278,191 @@ let deviceCommands: [CommandGroup.Entry] = [
         }
     },
 ]
+
+// MARK: Signing in
+
+private func runSignIn(_ arguments: ParsedArguments) throws {
+    let sync = homeSync()
+    let json = arguments.flag("json")
+    let already = try homeErrors { try sync.home() } != nil
+    if let address = arguments.value("remove-email") {
+        guard already else { throw homeErrorsRethrow(HomeError.notSignedIn) }
+        let removed = try homeErrors { try sync.removeEmail(address) }
+        if json {
+            Terminal.json(["event": "email_removed", "removed": removed])
+        } else {
+            Terminal.out(
+                removed
+                    ? "You no longer sign in with \(address)."
+                    : "You did not sign in with \(address); nothing changed.")
+        }
+        return
+    }
+    let server = arguments.value("server")
+    if !already && server == nil {
+        throw CLIError.usage("missing --server URL (your home server, e.g. http://127.0.0.1:8712)", help: nil)
+    }
+    var address = arguments.value("email")
+    if address == nil && !already && Terminal.isInteractive {
+        writePrompt("Your email address, to find your account on your other devices (Enter to skip): ")
+        address = (readLine(strippingNewline: true) ?? "").trimmingCharacters(in: .whitespaces)
+        if address?.isEmpty == true { address = nil }
+    }
+    let proved = try address.map { try proveEmailAddress($0, server: server, sync: sync, json: json) }
+    if already {
+        if let proved, let address {
+            try homeErrors { try sync.addEmail(ticket: proved.ticket) }
+            if json {
+                Terminal.json(["event": "email_added"])
+            } else {
+                Terminal.out("You can now sign in with \(address) on your other devices.")
+            }
+            return
+        }
+        let report = try homeErrors { try sync.sync() }
+        if json {
+            Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": false])
+        } else {
+            Terminal.out("Already signed in; your \(spacesPhrase(report.spaces)) are saved.")
+        }
+        return
+    }
+    if let proved, proved.hasAccount {
+        // The address has an account: this device must not make a second one. It waits for one
+        // of the account's devices to approve it.
+        try waitForApproval(arguments, server: server ?? "", ticket: proved.ticket, sync: sync)
+        return
+    }
+    let report = try homeErrors {
+        try sync.signIn(server: server ?? "", label: deviceLabel(arguments), emailTicket: proved?.ticket)
+    }
+    if json {
+        Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": true])
+    } else {
+        Terminal.out("Signed in. Your \(spacesPhrase(report.spaces)) are saved on your home server.")
+    }
+}
+
+/// The new device's wait: shows the words once a signed-in device answers, then has every space.
+private func waitForApproval(_ arguments: ParsedArguments, server: String, ticket: String, sync: HomeSync)
+    throws
+{
+    let json = arguments.flag("json")
+    let wait = try arguments.duration("timeout", max: 86_400) ?? 600
+    let report = try signInErrors {
+        try sync.requestApproval(
+            server: server, ticket: ticket, label: String(deviceLabel(arguments).prefix(64)),
+            timeout: Double(wait),
+            waiting: { _ in
+                if json {
+                    Terminal.json(["event": "approval_waiting"])
+                } else {
+                    Terminal.out(
+                        "This address already has an account. On one of your signed-in devices run "
+                            + "`eleven devices approve`.")
+                }
+            },
+            words: { words in
+                let check = words.joined(separator: " ")
+                if json {
+                    Terminal.json(["event": "approval_offered", "verification": check])
+                } else {
+                    Terminal.out("Verification words: \(check) (your other device shows the same).")
+                }
+            })
+    }
+    let names = try withSpaceErrors { try localState().spaces() }.spaces.map(\.name)
+    if json {
+        Terminal.json(["event": "signed_in", "spaces": names, "new": false])
+    } else {
+        Terminal.out(
+            "This device is signed in. Your \(spacesPhrase(report.spaces)): \(names.joined(separator: ", "))."
+        )
+    }
+}
+
+/// Asks for a code for `address` and reads it from standard input until the server accepts one
+/// (a wrong code may be typed again while it has tries left).
+private func proveEmailAddress(_ address: String, server: String?, sync: HomeSync, json: Bool) throws
+    -> HomeWire.EmailProved
+{
+    let sent = try signInErrors { try sync.requestEmailCode(server: server, address: address) }
+    if json {
+        Terminal.json(["event": "email_code_sent", "expiresAt": sent.expiresAt])
+    } else {
+        Terminal.out("We sent a 6-digit code to \(address).")
+    }
+    while true {
+        writePrompt("Type the code from the email: ")
+        guard let line = readLine(strippingNewline: true) else {
+            throw CLIError(
+                code: "code_missing", message: "No code was typed. Run the command again to get a new one.",
+                status: .codeRejected)
+        }
+        do {
+            return try signInErrors {
+                try sync.proveEmail(server: server, challenge: sent.challenge, code: line)
+            }
+        } catch let error as CLIError
+            where error.code == "code_invalid" && error.message.contains("more tries")
+        {
+            if json {
+                Terminal.json(["event": "code_invalid", "message": error.message])
+            } else {
+                Terminal.err(error.message)
+            }
+        }
+    }
+}
+
+/// Home errors, with signing in's own statuses: a wrong or expired code is 3, too many tries or
+/// a no from the other device is 6, no email on the server is 4, no answer in time is 7.
+private func signInErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try homeErrors(body)
+    } catch let error as CLIError {
+        let status: ExitStatus? =
+            switch error.code {
+            case "code_invalid", "code_expired", "email_not_proved": .codeRejected
+            case "too_many_attempts", "declined": .refused
+            case "email_unavailable": .unavailable
+            case "invalid_address", "no_request", "ambiguous_request": .usage
+            case "timed_out": .timedOut
+            default: nil
+            }
+        guard let status else { throw error }
+        throw CLIError(code: error.code, message: error.message, status: status)
+    }
+}
+
+private func runApprove(_ arguments: ParsedArguments) throws {
+    let json = arguments.flag("json")
+    let yes = arguments.flag("yes")
+    let wait = try arguments.duration("timeout", max: 86_400) ?? 300
+    let answer = try signInErrors {
+        try homeSync().approve(id: arguments.positional(0), timeout: Double(wait)) { label, words in
+            let check = words.joined(separator: " ")
+            let name = label.isEmpty ? "the new device" : label
+            if json {
+                Terminal.json(["event": "approval_words", "label": label, "verification": check])
+            } else {
+                Terminal.out("Verification words: \(check) (the new device should show the same).")
+            }
+            return yes || askYesNo("Approve \(name)? [y/N] ")
+        }
+    }
+    let name = answer.label.isEmpty ? "the new device" : answer.label
+    guard answer.approved else {
+        throw CLIError(
+            code: "declined", message: "Not approved: you said no. Nothing was shared.", status: .refused)
+    }
+    vaultChanged()
+    if json {
+        Terminal.json(["event": "approved", "label": answer.label])
+    } else {
+        Terminal.out("Approved \(name). It has your spaces now.")
+    }
+}
 
 // MARK: Hook
 

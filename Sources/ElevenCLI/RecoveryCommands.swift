@@ -10,17 +10,19 @@ import SpaceModel
 
 private let fileOption = OptionSpec(
     "file", value: "PATH",
-    help: "a recovery file (made by `eleven recovery add --file PATH`); with --security-key, its card")
+    help:
+        "a recovery file (made by `eleven recovery add --file PATH`); with --security-key, the card of your hardware token"
+)
 private let securityKeyOption = OptionSpec(
-    "security-key", help: "a FIDO2 security key (with the hmac-secret extension) plugged in now")
-private let verboseOption = OptionSpec("verbose", help: "say what happens with the keys")
+    "security-key", help: "a FIDO2 hardware token (with the hmac-secret extension) plugged in now")
+private let verboseOption = OptionSpec("verbose", help: "say what happens behind the scenes")
 
 let recoveryCommands: [CommandGroup.Entry] = [
     .init(
         CommandSpec(
             ["eleven", "recovery", "add"],
             summary:
-                "Add another way back in: a recovery file (or a security key) that restores your spaces.",
+                "Add another way back in: a recovery file (or a hardware token) that restores your spaces.",
             options: [
                 fileOption, securityKeyOption,
                 OptionSpec("label", value: "NAME", help: "its name in `eleven recovery list`"),
@@ -63,13 +65,14 @@ let recoveryCommands: [CommandGroup.Entry] = [
                 "Keep it in your password manager or on a removable drive. Anyone with it can restore your spaces."
             )
             if arguments.flag("verbose") {
-                Terminal.out("(A new key anchor \(id) holds its own wrap of your vault key.)")
+                Terminal.out("(It is way back in \(id); the home server keeps only what it cannot read.)")
             }
         }
     },
     .init(
         CommandSpec(
-            ["eleven", "recovery", "list"], summary: "List your ways back in (recovery files and keys).",
+            ["eleven", "recovery", "list"],
+            summary: "List your ways back in (recovery files and hardware tokens).",
             options: [CommonOptions.json])
     ) { arguments in
         let credentials = try homeErrors { try homeSync().recoveryCredentials() }
@@ -94,13 +97,13 @@ let recoveryCommands: [CommandGroup.Entry] = [
     .init(
         CommandSpec(
             ["eleven", "recovery", "remove"],
-            summary: "Remove a lost recovery file or key; it can no longer restore your spaces.",
+            summary: "Remove a lost recovery file or hardware token; it can no longer restore your spaces.",
             options: [CommonOptions.json],
             positionals: [
                 PositionalSpec("ID", help: "the credential, by id or name (see `eleven recovery list`)")
             ],
             discussion:
-                "Your spaces are locked again with a new key that the removed credential does not have.")
+                "Your spaces are locked again so that the removed one can no longer open them.")
     ) { arguments in
         let sync = homeSync()
         let wanted = arguments.positional(0) ?? ""
@@ -120,13 +123,13 @@ let recoveryCommands: [CommandGroup.Entry] = [
         if arguments.flag("json") {
             Terminal.json(["event": "recovery_removed", "id": target.id.base64URL])
         } else {
-            Terminal.out("Removed it. Your spaces are locked with a new key it does not have.")
+            Terminal.out("Removed it. Your spaces are locked again; it can no longer open them.")
         }
     },
     .init(
         CommandSpec(
             ["eleven", "recover"],
-            summary: "Restore your spaces on this device with a recovery file or security key.",
+            summary: "Restore your spaces on this device with a recovery file or hardware token.",
             options: [
                 fileOption, securityKeyOption,
                 OptionSpec("label", value: "NAME", help: "this device's name in `eleven devices`"),
@@ -144,7 +147,7 @@ let recoveryCommands: [CommandGroup.Entry] = [
             if securityKey {
                 let card = try SecurityKeyCard(bytes: try readCard(path))
                 let key = SecurityKey(path: try SecurityKey.firstDevice(), credentialID: card.credentialID)
-                if !json { Terminal.out("Touch your security key…") }
+                if !json { Terminal.out("Touch your hardware token…") }
                 return try sync.recover(
                     home: card.home, anchor: card.anchor,
                     identity: try RecoveryAnchor.identity(key, salt: card.saltBytes),
@@ -162,7 +165,8 @@ let recoveryCommands: [CommandGroup.Entry] = [
         } else {
             Terminal.out("Your spaces are back: \(names.joined(separator: ", ")).")
             if arguments.flag("verbose") {
-                Terminal.out("(Opened vault key generation \(report.generation) with the recovery anchor.)")
+                Terminal.out(
+                    "(Opened your saved spaces, generation \(report.generation), with this way back in.)")
             }
         }
     },
@@ -172,7 +176,8 @@ let recoveryCommands: [CommandGroup.Entry] = [
 private func recoveryChoice(_ arguments: ParsedArguments) throws -> (String, Bool) {
     guard let path = arguments.value("file") else {
         throw CLIError.usage(
-            "missing --file PATH (a recovery file, or with --security-key its card)", help: nil)
+            "missing --file PATH (a recovery file, or with --security-key the card of your hardware token)",
+            help: nil)
     }
     return (path, arguments.flag("security-key"))
 }
@@ -192,13 +197,13 @@ private func readCard(_ path: String) throws -> [UInt8] {
 private func addSecurityKey(_ arguments: ParsedArguments, card path: String) throws {
     let sync = homeSync()
     let json = arguments.flag("json")
-    let label = arguments.value("label") ?? "security key"
+    let label = arguments.value("label") ?? "hardware token"
     let id: AnchorID = try recoveryErrors {
         guard access(path, F_OK) != 0 else {
             throw RecoveryError("file_exists", "\(path) already exists; choose a new name.")
         }
         let device = try SecurityKey.firstDevice()
-        if !json { Terminal.out("Touch your security key (twice)…") }
+        if !json { Terminal.out("Touch your hardware token (twice)…") }
         let key = try SecurityKey.makeCredential(path: device)
         var random = SystemRandom()
         let salt = random.bytes(count: RecoveryAnchor.byteCount)
@@ -219,7 +224,7 @@ private func addSecurityKey(_ arguments: ParsedArguments, card path: String) thr
     if json {
         Terminal.json(["event": "recovery_added", "id": id.base64URL, "kind": "security-key", "path": path])
     } else {
-        Terminal.out("Added a way back in: your security key (its card is \(path)).")
+        Terminal.out("Added a way back in: your hardware token (its card is \(path)).")
     }
 }
 

@@ -54,6 +54,7 @@ let spaceCommands: [CommandGroup.Entry] = [
             return saved
         }
         vaultChanged()
+        nudgeTowardSigningIn(json: arguments.flag("json"))
         if arguments.flag("json") {
             Terminal.json([
                 "space": saved.space.base64URL, "name": saved.name, "server": saved.server,

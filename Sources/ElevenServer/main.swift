@@ -46,6 +46,26 @@ let spec = CommandSpec(
             help: "the join relay to advertise (GET /api/relay): members' short codes and word links use it",
             environment: "ELEVEN_SERVER_RELAY"),
         OptionSpec("home", help: "also serve the home API: saved-spaces vaults and device linking"),
+        OptionSpec(
+            "smtp", value: "HOST:PORT", help: "with --home: mail sign-in codes through this mail server",
+            environment: "ELEVEN_SERVER_SMTP"),
+        OptionSpec(
+            "smtp-from", value: "ADDRESS",
+            help: "the sender of sign-in codes (default: eleven@ the --smtp host)",
+            environment: "ELEVEN_SERVER_SMTP_FROM"),
+        OptionSpec(
+            "smtp-security", value: "none|starttls|tls",
+            help: "how the mail connection is protected (STARTTLS, or TLS from the start)",
+            environment: "ELEVEN_SERVER_SMTP_SECURITY", default: "starttls"),
+        OptionSpec(
+            "smtp-ca-file", value: "FILE", help: "trust these PEM certificates for the mail server's TLS",
+            environment: "ELEVEN_SERVER_SMTP_CA_FILE"),
+        OptionSpec(
+            "smtp-user", value: "NAME", help: "log in to the mail server as NAME",
+            environment: "ELEVEN_SERVER_SMTP_USER"),
+        OptionSpec(
+            "smtp-password-file", value: "FILE", help: "the mail server password, read from FILE",
+            environment: "ELEVEN_SERVER_SMTP_PASSWORD_FILE"),
         OptionSpec("quiet", help: "do not log requests"),
     ],
     discussion: """
@@ -77,6 +97,34 @@ func parseListen(_ text: String) throws(CLIError) -> SocketAddress {
             help: spec.help)
     }
     return address
+}
+
+/// `--smtp` and its companions; nil when no mail server is named.
+func mailConfiguration(_ parsed: ParsedArguments) throws(CLIError) -> HomeMailConfiguration? {
+    guard let server = parsed.value("smtp") else { return nil }
+    guard parsed.flag("home") else { throw .usage("'--smtp' needs '--home'", help: nil) }
+    guard let colon = server.lastIndex(of: ":"), UInt16(server[server.index(after: colon)...]) != nil,
+        colon != server.startIndex
+    else {
+        throw .usage("'--smtp' must be HOST:PORT, like mail.example.com:587, not '\(server)'", help: nil)
+    }
+    let security = parsed.value("smtp-security") ?? "starttls"
+    guard let mode = HomeMailConfiguration.Security(rawValue: security) else {
+        throw .usage("'--smtp-security' must be none, starttls or tls, not '\(security)'", help: nil)
+    }
+    var password: String?
+    if let file = parsed.value("smtp-password-file") {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw .usage("'--smtp-password-file' must name a readable file, not '\(file)'", help: nil)
+        }
+        password = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+    }
+    let host = server[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+    var mail = HomeMailConfiguration(
+        server: server, sender: parsed.value("smtp-from") ?? "eleven@\(host)", security: mode,
+        username: parsed.value("smtp-user"), password: password)
+    mail.caFile = parsed.value("smtp-ca-file")
+    return mail
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -115,6 +163,7 @@ runProgram(name: "eleven-server", json: false) {
     }
     configuration.api.homeEnabled = parsed.flag("home")
     if configuration.api.homeEnabled { configuration.api.maximumBodyBytes = 8 << 20 }
+    configuration.api.homeMail = try mailConfiguration(parsed)
     switch (parsed.value("tls-cert"), parsed.value("tls-key")) {
     case (let cert?, let key?):
         configuration.tls = TLSServerConfiguration(certificateChainFile: cert, privateKeyFile: key)

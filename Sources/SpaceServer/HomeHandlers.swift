@@ -15,12 +15,17 @@ extension SpaceService {
     /// Most anchors (current and revoked) one account may have.
     static let maximumAnchors = 200
 
-    /// `/api/home/account|session|vault|anchors|rotate`.
+    /// `/api/home/account|session|vault|anchors|rotate|email-code|email-verify|emails`.
     func routeHome(_ request: APIRequest, _ rest: [Substring], method: String) throws -> APIResponse {
-        guard configuration.homeEnabled, rest.count == 1 else { throw Self.unknownRoute }
+        guard configuration.homeEnabled, !rest.isEmpty else { throw Self.unknownRoute }
+        if rest[0] == "approvals" {
+            return try routeApprovals(request, Array(rest.dropFirst()), method: method)
+        }
+        guard rest.count == 1 else { throw Self.unknownRoute }
         let allowed: [String]
         switch rest[0] {
-        case "account", "session", "rotate": allowed = ["POST"]
+        case "account", "session", "rotate", "email-code", "email-verify": allowed = ["POST"]
+        case "emails": allowed = ["POST", "DELETE"]
         case "vault": allowed = ["GET", "PUT"]
         case "anchors": allowed = ["GET", "POST"]
         default: throw Self.unknownRoute
@@ -32,6 +37,8 @@ extension SpaceService {
         switch (rest[0], method) {
         case ("account", _): return try createHomeAccount(request)
         case ("session", _): return try homeSession(request)
+        case ("email-code", _): return try emailCode(request)
+        case ("email-verify", _): return try emailVerify(request)
         default: break
         }
         let session = try homeAuthenticate(request)
@@ -40,6 +47,8 @@ extension SpaceService {
         case ("vault", _): return try putVault(request, session)
         case ("anchors", "GET"): return try listAnchors(session)
         case ("anchors", _): return try enrolAnchor(request, session)
+        case ("emails", "POST"): return try addEmail(request, session)
+        case ("emails", _): return try removeEmail(request, session)
         default: return try rotate(request, session)
         }
     }
@@ -49,7 +58,7 @@ extension SpaceService {
     /// Checks a proof's freshness and signature and records its nonce. Refuses, in this order: a
     /// timestamp outside the window (401 `signature_expired`), a bad signature (401
     /// `signature_invalid`), a nonce seen before (409 `replayed_signature`).
-    private func checkProof(
+    func checkProof(
         _ proof: HomeProof, _ purpose: HomeProof.Purpose, payload: [UInt8], signingKey: SigningPublicKey
     ) throws {
         guard abs(proof.timestamp - now) <= HomeProof.window else {
@@ -125,9 +134,12 @@ extension SpaceService {
         guard try store.homeAnchor(body.anchor.id) == nil else {
             throw APIError.conflict("device_exists", "This device already belongs to an account.")
         }
+        let email = try body.emailTicket.map { text throws(APIError) in try redeemEmailTicket(text) }
         let account = Self.randomBytes(16)
         try store.insertHomeAccount(id: account, generation: body.generation, vault: vault, now: now)
         try store.insertHomeAnchor(body.anchor, wrap: wrap, account: account, now: now)
+        // A second account for the same address is what the anchor exists to prevent.
+        if let email { try attachEmail(email, account: account) }
         return try issueHomeSession(account: account, anchor: body.anchor.id, version: 1)
     }
 
@@ -156,7 +168,7 @@ extension SpaceService {
 
     /// The session behind a bearer token: 401 `session_missing`, `session_invalid`,
     /// `session_expired`; 403 `device_revoked`.
-    private func homeAuthenticate(_ request: APIRequest) throws -> (
+    func homeAuthenticate(_ request: APIRequest) throws -> (
         account: HomeAccountRow, anchor: HomeAnchorRow
     ) {
         guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else {

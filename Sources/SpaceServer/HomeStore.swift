@@ -39,6 +39,17 @@ enum HomeSchema {
             expires_at INTEGER NOT NULL
         ) WITHOUT ROWID;
         """
+
+    /// Migration 5: the email identity anchor. An address is filed only under its blind index
+    /// HMAC(pepper, lowercase(address)); the pepper is a file beside the database.
+    static let emailMigration = """
+        CREATE TABLE home_emails (
+            email_index BLOB PRIMARY KEY,
+            account_id BLOB NOT NULL REFERENCES home_accounts(id),
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX home_emails_account ON home_emails(account_id);
+        """
 }
 
 /// A stored home account.
@@ -182,5 +193,34 @@ extension SpaceStore {
             "INSERT INTO home_nonces (nonce_hash, expires_at) VALUES (?, ?)",
             [.blob(hash), .integer(expiresAt)])
         return true
+    }
+
+    // MARK: Email anchors
+
+    /// The account an address's blind index is attached to.
+    func homeEmailAccount(index: [UInt8]) throws -> [UInt8]? {
+        try db.query("SELECT account_id FROM home_emails WHERE email_index = ?", [.blob(index)]).first?[0]
+            .blob
+    }
+
+    func homeEmailCount(account: [UInt8]) throws -> Int {
+        Int(
+            try db.query("SELECT count(*) FROM home_emails WHERE account_id = ?", [.blob(account)]).first?[0]
+                .integer ?? 0)
+    }
+
+    func insertHomeEmail(index: [UInt8], account: [UInt8], now: Int64) throws {
+        try db.query(
+            "INSERT INTO home_emails (email_index, account_id, created_at) VALUES (?, ?, ?)",
+            [.blob(index), .blob(account), .integer(now)])
+    }
+
+    /// Detaches an address from `account`; false when that account did not have it.
+    func deleteHomeEmail(index: [UInt8], account: [UInt8]) throws -> Bool {
+        let before = db.totalChanges
+        try db.query(
+            "DELETE FROM home_emails WHERE email_index = ? AND account_id = ?",
+            [.blob(index), .blob(account)])
+        return db.totalChanges != before
     }
 }

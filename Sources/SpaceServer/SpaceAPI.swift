@@ -37,6 +37,8 @@ public struct SpaceServerConfiguration: Sendable {
     public var spaceCreationToken: String?
     /// Serve the home API (`/api/home/...`: accounts, vaults, key anchors).
     public var homeEnabled = false
+    /// Mail sign-in codes for the email identity anchor (home only); nil: no email sign-in.
+    public var homeMail: HomeMailConfiguration?
     /// Whether every commit is synced to the disk before it is answered (SQLite
     /// `synchronous=FULL`: survives power loss). Off (`NORMAL`), a commit survives a crash of the
     /// process but the last ones may be lost with the machine's power.
@@ -80,6 +82,10 @@ public final class SpaceAPI: @unchecked Sendable {
         Sodium.ensureInitialized()
         let store = try SpaceStore(path: databasePath, syncEveryCommit: configuration.syncEveryCommit)
         service = SpaceService(store: store, configuration: configuration, clock: clock)
+        if configuration.homeEnabled {
+            service.homePepper = try HomePepper.load(besides: databasePath)
+            service.homeMailer = configuration.homeMail.map(HomeMailer.init)
+        }
         self.observer = observer
     }
 
@@ -153,6 +159,13 @@ final class SpaceService {
     private(set) var now: Int64 = 0
     /// The last storage failure, until a write succeeds again (for `/healthz`).
     var storageFailure: StorageFailureRecord?
+    /// The email identity anchor (home only): the blind index's pepper, the mailer, and the
+    /// codes in flight (memory only).
+    var homePepper: SecretBytes?
+    var homeMailer: HomeMailer?
+    var emailCodes = EmailCodes()
+    /// New devices waiting for an enrolled device's approval (memory only, short-lived).
+    var homeApprovals: [String: PendingApproval] = [:]
 
     init(store: SpaceStore, configuration: SpaceServerConfiguration, clock: @escaping @Sendable () -> Int64) {
         self.store = store

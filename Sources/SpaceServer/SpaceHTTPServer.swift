@@ -47,8 +47,10 @@ public final class SpaceHTTPServer: Sendable {
         let waits = MessageWaits()
         self.waits = waits
         self.configuration = configuration
+        var apiConfiguration = configuration.api
+        apiConfiguration.homeMail?.log = configuration.log
         api = try SpaceAPI(
-            databasePath: configuration.databasePath, configuration: configuration.api,
+            databasePath: configuration.databasePath, configuration: apiConfiguration,
             observer: { change in
                 if case .message(let space, let thread, _) = change {
                     waits.notify(MessageWaits.key(space: space.base64URL, thread: thread.base64URL))

@@ -124,6 +124,8 @@ enum SpaceSchema {
         """,
         // 4: home accounts (`--home`): an account is its key anchors; see HomeStore.swift.
         HomeSchema.migration,
+        // 5: the email identity anchor (blind index only); see HomeStore.swift.
+        HomeSchema.emailMigration,
     ]
 
     /// The space and home server's kind of file (one transaction for the missing migrations).
@@ -135,6 +137,6 @@ enum SpaceSchema {
     static let tables = [
         "spaces", "members", "device_tokens", "events", "threads", "wraps", "messages", "inbox",
         "sign_in_challenges", "key_invites",
-        "home_accounts", "home_anchors", "home_sessions", "home_nonces",
+        "home_accounts", "home_anchors", "home_sessions", "home_nonces", "home_emails",
     ]
 }

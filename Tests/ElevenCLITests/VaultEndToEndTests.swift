@@ -9,10 +9,13 @@ final class HomeServerUnderTest {
     let port: UInt16
     private var server: ChildProcess?
     private(set) var logs = ""
+    /// More `eleven-server` arguments (`--smtp …`).
+    let extra: [String]
 
-    init() throws {
+    init(extra: [String] = []) throws {
         directory = try TestSupport.temporaryDirectory()
         port = try TestSupport.freePort()
+        self.extra = extra
         try start()
     }
 
@@ -21,7 +24,8 @@ final class HomeServerUnderTest {
 
     func start() throws {
         server = try ChildProcess(
-            elevenServer, ["--listen", "127.0.0.1:\(port)", "--db", databasePath, "--home"], port: port)
+            elevenServer, ["--listen", "127.0.0.1:\(port)", "--db", databasePath, "--home"] + extra,
+            port: port)
     }
 
     func stop() {

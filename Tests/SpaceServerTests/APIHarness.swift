@@ -59,7 +59,7 @@ final class APIHarness {
     @discardableResult
     func send(
         _ method: String, _ target: String, token: String? = nil, json: [String: Any]? = nil,
-        body: [UInt8]? = nil
+        body: [UInt8]? = nil, source: String = "127.0.0.1"
     ) throws -> Reply {
         var headers: [String: String] = [:]
         if let token { headers["Authorization"] = "Bearer \(token)" }
@@ -69,7 +69,7 @@ final class APIHarness {
         }
         let response = api.handle(
             APIRequest(
-                method: method, target: target, headers: headers, body: bytes, remoteAddress: "127.0.0.1"))
+                method: method, target: target, headers: headers, body: bytes, remoteAddress: source))
         var object: [String: Any] = [:]
         if response.contentType == "application/json", !response.body.isEmpty {
             object = try #require(

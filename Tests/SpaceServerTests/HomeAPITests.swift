@@ -5,7 +5,7 @@ import SpaceServer
 import Testing
 
 /// One device of a home account, as a client drives the home API.
-private struct HomeDevice {
+struct HomeDevice {
     let identity = DeviceIdentity.generate()
     let accountKey: AccountKey
     var anchor: AnchorKeys { identity.anchor() }
@@ -21,14 +21,17 @@ private struct HomeDevice {
 }
 
 @Suite struct HomeAPITests {
-    private static func home() throws -> APIHarness {
+    static func home() throws -> APIHarness {
         var configuration = SpaceServerConfiguration()
         configuration.homeEnabled = true
         return try APIHarness(configuration: configuration)
     }
 
     /// Creates an account for a new device with `plaintext` sealed as the vault.
-    private static func account(_ harness: APIHarness, plaintext: String = "first") throws
+    /// `emailTicket` attaches a proved address; `status` is the answer expected.
+    static func account(
+        _ harness: APIHarness, plaintext: String = "first", emailTicket: String? = nil, status: Int = 201
+    ) throws
         -> (HomeDevice, VaultKey, String)
     {
         let device = HomeDevice(accountKey: .random())
@@ -40,10 +43,12 @@ private struct HomeDevice {
             anchor: upload, generation: 1, vault: vault,
             proof: device.identity.homeProof(
                 .createAccount, anchor: device.id, payload: payload, now: harness.clock.now))
-        let reply = try harness.send(
-            "POST", "/api/home/account",
-            json: ["anchor": body.anchor, "generation": 1, "vault": body.vault, "proof": body.proof])
-        #expect(reply.status == 201, "\(reply.json)")
+        var json: [String: Any] = [
+            "anchor": body.anchor, "generation": 1, "vault": body.vault, "proof": body.proof,
+        ]
+        json["emailTicket"] = emailTicket
+        let reply = try harness.send("POST", "/api/home/account", json: json)
+        #expect(reply.status == status, "\(reply.json)")
         return (device, key, reply.string("token"))
     }
 

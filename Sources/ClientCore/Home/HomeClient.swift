@@ -45,4 +45,52 @@ public struct HomeClient: Sendable {
     public func rotate(_ body: HomeWire.RotateRequest) throws(SpaceClientError) -> HomeWire.Stored {
         try client.call(.post, "/api/home/rotate", body: body)
     }
+
+    public func emailCode(_ body: HomeWire.EmailCodeRequest) throws(SpaceClientError)
+        -> HomeWire.EmailCodeSent
+    {
+        try client.call(.post, "/api/home/email-code", body: body)
+    }
+
+    public func emailVerify(_ body: HomeWire.EmailVerifyRequest) throws(SpaceClientError)
+        -> HomeWire.EmailProved
+    {
+        try client.call(.post, "/api/home/email-verify", body: body)
+    }
+
+    public func addEmail(_ body: HomeWire.EmailAttach) throws(SpaceClientError) -> HomeWire.EmailChanged {
+        try client.call(.post, "/api/home/emails", body: body)
+    }
+
+    public func removeEmail(_ body: HomeWire.EmailRemove) throws(SpaceClientError) -> HomeWire.EmailChanged {
+        try client.call(.delete, "/api/home/emails", body: body)
+    }
+
+    public func requestApproval(_ body: HomeWire.ApprovalRequest) throws(SpaceClientError)
+        -> HomeWire.ApprovalCreated
+    {
+        try client.call(.post, "/api/home/approvals", body: body)
+    }
+
+    public func pollApproval(_ id: String, _ body: HomeWire.ApprovalPoll) throws(SpaceClientError)
+        -> HomeWire.Approval
+    {
+        try client.call(.post, "/api/home/approvals/\(id)", body: body)
+    }
+
+    public func approvals() throws(SpaceClientError) -> HomeWire.ApprovalList {
+        try client.call(.get, "/api/home/approvals")
+    }
+
+    public func offerApproval(_ id: String, _ body: HomeWire.ApprovalOffer) throws(SpaceClientError)
+        -> HomeWire.Approval
+    {
+        try client.call(.post, "/api/home/approvals/\(id)/offer", body: body)
+    }
+
+    public func answerApproval(_ id: String, _ body: HomeWire.ApprovalAnswer) throws(SpaceClientError)
+        -> HomeWire.Approval
+    {
+        try client.call(.post, "/api/home/approvals/\(id)/answer", body: body)
+    }
 }

@@ -16,7 +16,7 @@ public struct HomeError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { message }
 
-    static let notSignedIn = HomeError(
+    public static let notSignedIn = HomeError(
         "not_signed_in", "This device is not signed in. Run `eleven signin --server URL` to save your spaces."
     )
 
@@ -36,7 +36,9 @@ public struct HomeError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// While linking, the home server handed out something other than what the other device granted.
     static let linkMismatch = HomeError(
-        "key_mismatch", "The home server gave this device a different key than your other device did.")
+        "key_mismatch",
+        "The home server gave this device something other than what your other device sent. Nothing was used."
+    )
 }
 
 /// What a device trusts about its vault (in `home.json`): the highest key generation it has
@@ -112,7 +114,7 @@ public struct HomeSync: Sendable {
         self.state = state
     }
 
-    private var directory: StateDirectory { state.directory }
+    var directory: StateDirectory { state.directory }
 
     // MARK: Local files
 
@@ -430,7 +432,9 @@ public struct HomeSync: Sendable {
 
     /// Signs in: on first use creates the home account on `server` with this device as its first
     /// anchor and uploads the vault; when already signed in, syncs.
-    public func signIn(server: String, label: String) throws -> SyncReport {
+    /// With `emailTicket` (from ``proveEmail(server:challenge:code:)``) the proved address is
+    /// attached to the new account.
+    public func signIn(server: String, label: String, emailTicket: String? = nil) throws -> SyncReport {
         if try home() != nil { return try sync() }
         var local = try record().vault
         let key = try deviceKey()
@@ -454,7 +458,8 @@ public struct HomeSync: Sendable {
         let session = try client.createAccount(
             HomeWire.CreateAccountRequest(
                 anchor: upload, generation: 1, vault: vault,
-                proof: key.homeProof(.createAccount, anchor: id, payload: payload, now: now())))
+                proof: key.homeProof(.createAccount, anchor: id, payload: payload, now: now()),
+                emailTicket: emailTicket))
         try writeJSON(local, Self.vaultFile)
         try save(
             HomeState(
@@ -499,10 +504,15 @@ public struct HomeSync: Sendable {
         do throws(KeyModelError) {
             keys = try MemberPublicKeys(text: request.publicKeys)
         } catch {
-            throw HomeError("invalid_device_key", "The new device sent a key that is not valid.")
+            throw HomeError("invalid_device_key", "The new device sent something that is not valid.")
         }
-        let (id, vaultKey, home) = try enrol(
-            AnchorKeys(kind: .device, publicKeys: keys), label: request.deviceLabel)
+        return try grantDevice(keys, label: request.deviceLabel)
+    }
+
+    /// Enrols a new device's keys with a wrap of the vault key and returns its grant (to send
+    /// only over a channel the person confirmed with verification words).
+    func grantDevice(_ keys: MemberPublicKeys, label: String) throws -> [UInt8] {
+        let (id, vaultKey, home) = try enrol(AnchorKeys(kind: .device, publicKeys: keys), label: label)
         let grant = LinkGrant(
             home: home.server, accountKey: home.accountKey, anchor: id, vaultKey: vaultKey.base64URL,
             generation: vaultKey.generation)
@@ -517,7 +527,7 @@ public struct HomeSync: Sendable {
         let accountKey = try AccountKey(base64URL: grant.accountKey)
         let key = try deviceKey()
         guard key.anchor().id(accountKey: accountKey) == grant.anchor else {
-            throw HomeError("invalid_grant", "The other device enrolled a different key than this device's.")
+            throw HomeError("invalid_grant", "The other device let in a different device than this one.")
         }
         let granted = try VaultKey(base64URL: grant.vaultKey, generation: grant.generation)
         let client = try HomeClient(server: grant.home)

@@ -51,7 +51,7 @@ public enum RecoveryAnchor {
         do {
             return try DeviceIdentity(storedForm: stored)
         } catch {
-            throw RecoveryError("invalid_output", "The recovery credential's key could not be made.")
+            throw RecoveryError("invalid_output", "This way back in could not be set up.")
         }
     }
 

@@ -17,7 +17,7 @@ public struct SecurityKey: RecoverySecret, Sendable {
     /// The credential id the key made.
     public let credentialID: [UInt8]
 
-    public var kindName: String { "security key" }
+    public var kindName: String { "hardware token" }
 
     public init(path: String, credentialID: [UInt8]) {
         self.path = path
@@ -32,25 +32,25 @@ public struct SecurityKey: RecoverySecret, Sendable {
         case FIDO_OK: return nil
         case FIDO_ERR_NO_CREDENTIALS:
             return RecoveryError(
-                "wrong_security_key", "This security key is not the one that was added as a way back in.")
+                "wrong_security_key", "This hardware token is not the one that was added as a way back in.")
         case FIDO_ERR_UNSUPPORTED_EXTENSION:
             return RecoveryError(
                 "security_key_unsupported",
-                "This security key cannot make recovery keys (it lacks the hmac-secret extension).")
+                "This hardware token cannot be a way back in (it lacks the hmac-secret extension).")
         case FIDO_ERR_PIN_REQUIRED, FIDO_ERR_PIN_INVALID:
             return RecoveryError(
-                "security_key_pin", "This security key wants its PIN, which eleven does not ask for yet.")
+                "security_key_pin", "This hardware token wants its PIN, which eleven does not ask for yet.")
         case FIDO_ERR_ACTION_TIMEOUT, FIDO_ERR_USER_ACTION_TIMEOUT:
             return RecoveryError(
-                "security_key_timeout", "Nobody touched the security key in time; try again and touch it.")
+                "security_key_timeout", "Nobody touched the hardware token in time; try again and touch it.")
         case FIDO_ERR_OPERATION_DENIED:
-            return RecoveryError("security_key_denied", "The security key refused.")
+            return RecoveryError("security_key_denied", "The hardware token refused.")
         case FIDO_ERR_TX, FIDO_ERR_RX, FIDO_ERR_RX_NOT_CBOR, FIDO_ERR_RX_INVALID_CBOR:
             return RecoveryError(
-                "security_key_unreachable", "The security key stopped answering; plug it in again.")
+                "security_key_unreachable", "The hardware token stopped answering; plug it in again.")
         default:
             let text = fido_strerr(status).map { String(cString: $0) } ?? "error \(status)"
-            return RecoveryError("security_key_error", "The security key failed: \(text).")
+            return RecoveryError("security_key_error", "The hardware token failed: \(text).")
         }
     }
 
@@ -71,7 +71,7 @@ public struct SecurityKey: RecoverySecret, Sendable {
         guard output.count == RecoveryAnchor.byteCount else {
             throw RecoveryError(
                 "invalid_output",
-                "The security key answered with \(output.count) bytes instead of 32; it cannot be used.")
+                "The hardware token answered with \(output.count) bytes instead of 32; it cannot be used.")
         }
         return SecretBytes(output)
     }
@@ -79,7 +79,7 @@ public struct SecurityKey: RecoverySecret, Sendable {
     /// A credential id as the key returned it: 1 to 1,024 bytes.
     public static func checkCredentialID(_ id: [UInt8]) throws(RecoveryError) -> [UInt8] {
         guard (1...1024).contains(id.count) else {
-            throw RecoveryError("invalid_credential", "The security key returned no usable credential id.")
+            throw RecoveryError("invalid_credential", "The hardware token returned no usable credential id.")
         }
         return id
     }
@@ -103,7 +103,7 @@ public struct SecurityKey: RecoverySecret, Sendable {
     /// The first security key plugged in, or "no security key found".
     public static func firstDevice() throws(RecoveryError) -> String {
         guard let path = devicePaths().first else {
-            throw RecoveryError("no_security_key", "No security key found. Plug one in and try again.")
+            throw RecoveryError("no_security_key", "No hardware token found. Plug one in and try again.")
         }
         return path
     }
@@ -161,7 +161,7 @@ public struct SecurityKey: RecoverySecret, Sendable {
             try Self.check(fido_dev_get_assert(device, assertion, nil))
             guard fido_assert_count(assertion) == 1, let pointer = fido_assert_hmac_secret_ptr(assertion, 0)
             else {
-                throw RecoveryError("invalid_output", "The security key gave no recovery output.")
+                throw RecoveryError("invalid_output", "The hardware token gave no recovery output.")
             }
             return try Self.checkOutput(
                 Array(UnsafeBufferPointer(start: pointer, count: fido_assert_hmac_secret_len(assertion, 0))))
@@ -199,7 +199,7 @@ public struct SecurityKeyCard: Codable, Sendable, Equatable {
         else {
             throw RecoveryError(
                 "invalid_security_key_card",
-                "That file is not an Eleven security key card (or it is damaged).")
+                "That file is not an Eleven hardware token card (or it is damaged).")
         }
         self = card
     }

@@ -193,6 +193,8 @@ public struct HomeProof: Sendable, Equatable {
     public enum Purpose: String, Sendable {
         case createAccount = "create-account"
         case session
+        /// A new device asking the account's devices for approval (it has no anchor id yet).
+        case approval
     }
 
     public let anchor: AnchorID

@@ -42,4 +42,8 @@ package enum Domain {
     package static let homeAccount = "eleven/home-account/v1"
     package static let vault = "eleven/vault/v1"
     package static let vaultKeyProof = "eleven/vault-key-proof/v1"
+    package static let homeEmailIndex = "eleven/home-email-index/v1"
+    package static let deviceApproval = "eleven/device-approval/v1"
+    package static let deviceApprovalCommitment = "eleven/device-approval-commitment/v1"
+    package static let deviceApprovalRequest = "eleven/device-approval-request/v1"
 }

@@ -1,3 +1,5 @@
+import PAKE
+
 /// JSON bodies of the home API (`/api/home/...`, see `Sources/SpaceServer/API.md`), shared by
 /// `eleven-server --home` and the client. Byte strings are base64url without padding.
 public enum HomeWire {
@@ -25,12 +27,19 @@ public enum HomeWire {
         public let generation: Int64
         public let vault: String
         public let proof: HomeProof
+        /// A ticket from `POST /api/home/email-verify`: the proved address is attached to the new
+        /// account.
+        public let emailTicket: String?
 
-        public init(anchor: AnchorUpload, generation: Int64, vault: [UInt8], proof: HomeProof) {
+        public init(
+            anchor: AnchorUpload, generation: Int64, vault: [UInt8], proof: HomeProof,
+            emailTicket: String? = nil
+        ) {
             self.anchor = anchor
             self.generation = generation
             self.vault = Base64URL.encode(vault)
             self.proof = proof
+            self.emailTicket = emailTicket
         }
 
         /// The bytes the proof signs besides its own fields.
@@ -183,5 +192,183 @@ public enum HomeWire {
             self.vault = Base64URL.encode(vault)
             self.wraps = wraps
         }
+    }
+
+    /// `POST /api/home/email-code`: mail a sign-in code to `address`.
+    public struct EmailCodeRequest: Codable, Sendable {
+        public let address: String
+
+        public init(address: String) { self.address = address }
+    }
+
+    /// The same answer whether or not an account has the address.
+    public struct EmailCodeSent: Codable, Sendable {
+        public let challenge: String
+        public let expiresAt: Int64
+
+        public init(challenge: String, expiresAt: Int64) {
+            self.challenge = challenge
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// `POST /api/home/email-verify`: the code from the mail.
+    public struct EmailVerifyRequest: Codable, Sendable {
+        public let challenge: String
+        public let code: String
+
+        public init(challenge: String, code: String) {
+            self.challenge = challenge
+            self.code = code
+        }
+    }
+
+    /// The address is proved: a single-use ticket standing for it, and (only now) whether an
+    /// account signs in with it.
+    public struct EmailProved: Codable, Sendable {
+        public let ticket: String
+        public let expiresAt: Int64
+        public let hasAccount: Bool
+
+        public init(ticket: String, expiresAt: Int64, hasAccount: Bool) {
+            self.ticket = ticket
+            self.expiresAt = expiresAt
+            self.hasAccount = hasAccount
+        }
+    }
+
+    /// `POST /api/home/emails` (signed in): attach a proved address to this account.
+    public struct EmailAttach: Codable, Sendable {
+        public let ticket: String
+
+        public init(ticket: String) { self.ticket = ticket }
+    }
+
+    /// `DELETE /api/home/emails` (signed in): detach an address from this account.
+    public struct EmailRemove: Codable, Sendable {
+        public let address: String
+
+        public init(address: String) { self.address = address }
+    }
+
+    public struct EmailChanged: Codable, Sendable {
+        public let changed: Bool
+
+        public init(changed: Bool) { self.changed = changed }
+    }
+
+    /// `POST /api/home/approvals`: a new device that proved an address asks the account's
+    /// devices to approve it. Signed (purpose `approval`) by the device's own key; the proof's
+    /// anchor is ``approvalAnchor(_:)`` of those keys.
+    public struct ApprovalRequest: Codable, Sendable {
+        public let ticket: String
+        public let publicKeys: MemberPublicKeys
+        public let commitment: String
+        public let proof: HomeProof
+
+        public init(ticket: String, publicKeys: MemberPublicKeys, commitment: [UInt8], proof: HomeProof) {
+            self.ticket = ticket
+            self.publicKeys = publicKeys
+            self.commitment = Base64URL.encode(commitment)
+            self.proof = proof
+        }
+
+        public static func payload(publicKeys: MemberPublicKeys, commitment: [UInt8]) -> [UInt8] {
+            var encoder = CanonicalEncoder(domain: Domain.deviceApprovalRequest)
+            encoder.append(publicKeys.text)
+            encoder.append(commitment)
+            return encoder.bytes
+        }
+    }
+
+    /// The id a new device signs its approval requests under (it has no anchor id yet).
+    public static func approvalAnchor(_ keys: MemberPublicKeys) -> AnchorID {
+        // Length is right by construction.
+        try! AnchorID(bytes: SHA256.hash(Array(keys.text.utf8)).prefix(AnchorID.byteCount))
+    }
+
+    public struct ApprovalCreated: Codable, Sendable {
+        public let id: String
+        public let expiresAt: Int64
+
+        public init(id: String, expiresAt: Int64) {
+            self.id = id
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// `POST /api/home/approvals/ID` by the new device (signed, purpose `approval`, over the id
+    /// and the reveal): asks how its request stands and, once offered, reveals its ephemeral key.
+    public struct ApprovalPoll: Codable, Sendable {
+        public let proof: HomeProof
+        public let reveal: String?
+        public let nonce: String?
+        /// The device's name, sealed under the agreement.
+        public let label: String?
+
+        public init(proof: HomeProof, reveal: [UInt8]?, nonce: [UInt8]?, label: [UInt8]?) {
+            self.proof = proof
+            self.reveal = reveal.map(Base64URL.encode)
+            self.nonce = nonce.map(Base64URL.encode)
+            self.label = label.map(Base64URL.encode)
+        }
+
+        public static func payload(id: String, reveal: String?, nonce: String?, label: String?) -> [UInt8] {
+            var encoder = CanonicalEncoder(domain: Domain.deviceApprovalRequest)
+            for field in [id, reveal ?? "", nonce ?? "", label ?? ""] { encoder.append(field) }
+            return encoder.bytes
+        }
+    }
+
+    /// One approval as the server holds it. `state`: `waiting` (no offer yet), `offered`,
+    /// `approved` (with the sealed `grant`), `declined`.
+    public struct Approval: Codable, Sendable {
+        public let id: String
+        public let publicKeys: MemberPublicKeys
+        public let commitment: String
+        public let createdAt: Int64
+        public let state: String
+        public let offer: String?
+        public let reveal: String?
+        public let nonce: String?
+        public let label: String?
+        public let grant: String?
+
+        public init(
+            id: String, publicKeys: MemberPublicKeys, commitment: String, createdAt: Int64, state: String,
+            offer: String?, reveal: String?, nonce: String?, label: String?, grant: String?
+        ) {
+            self.id = id
+            self.publicKeys = publicKeys
+            self.commitment = commitment
+            self.createdAt = createdAt
+            self.state = state
+            self.offer = offer
+            self.reveal = reveal
+            self.nonce = nonce
+            self.label = label
+            self.grant = grant
+        }
+    }
+
+    /// `GET /api/home/approvals` (signed in): requests waiting for this account's devices.
+    public struct ApprovalList: Codable, Sendable {
+        public let approvals: [Approval]
+
+        public init(approvals: [Approval]) { self.approvals = approvals }
+    }
+
+    /// `POST /api/home/approvals/ID/offer` (signed in): the enrolled device's ephemeral key.
+    public struct ApprovalOffer: Codable, Sendable {
+        public let offer: String
+
+        public init(offer: [UInt8]) { self.offer = Base64URL.encode(offer) }
+    }
+
+    /// `POST /api/home/approvals/ID/answer` (signed in): the sealed grant, or nil to decline.
+    public struct ApprovalAnswer: Codable, Sendable {
+        public let grant: String?
+
+        public init(grant: [UInt8]?) { self.grant = grant.map(Base64URL.encode) }
     }
 }

@@ -1,0 +1,13 @@
+import CLISupport
+import ClientCore
+import Foundation
+
+/// After a space is created on a device that is not signed in: once, a line toward signing in
+/// with an address and adding a way back in, so an owner's spaces survive a lost device. Never
+/// after a join, never twice, never in `--json` output, and never fails the command.
+func nudgeTowardSigningIn(json: Bool) {
+    guard !json, (try? homeSync().takeAnchorNudge()) == true else { return }
+    Terminal.err(
+        "Keep this space safe: save it to Eleven with `eleven signin --server URL --email ADDRESS`, "
+            + "and add a way back in with `eleven recovery add`. (Shown once.)")
+}
