@@ -25,8 +25,10 @@ struct EmailCodes {
     /// How long a proved address may be used (to sign in, make an account or add it), in seconds.
     static let ticketLifetime: Int64 = 600
     static let window: Int64 = 3600
-    /// Most codes and tickets outstanding at once (memory bound under a flood).
+    /// Most codes and tickets outstanding at once, and most counters (addresses and sources
+    /// seen within the hour): the memory bound under a flood.
     static let maximumOutstanding = 20_000
+    static let maximumCounters = 200_000
 
     struct Pending {
         let index: [UInt8]
@@ -78,8 +80,13 @@ struct EmailCodes {
     mutating func start(index: [UInt8], source: String, now: Int64, random: () -> [UInt8]) throws(Refusal)
         -> (challenge: [UInt8], code: String)
     {
-        if pending.count + tickets.count >= Self.maximumOutstanding { prune(now: now) }
-        guard pending.count + tickets.count < Self.maximumOutstanding else { throw .busy }
+        if pending.count + tickets.count >= Self.maximumOutstanding || events.count >= Self.maximumCounters {
+            prune(now: now)
+        }
+        guard pending.count + tickets.count < Self.maximumOutstanding, events.count < Self.maximumCounters
+        else {
+            throw .busy
+        }
         let bySource = count("s" + source, now: now)
         guard bySource.count < Self.requestsPerSource else { throw .tooMany(retryAfter: bySource.retryAfter) }
         let byAddress = count(Self.addressKey("a", index), now: now)
@@ -98,6 +105,8 @@ struct EmailCodes {
     mutating func verify(challenge: [UInt8], code: String, source: String, now: Int64, random: () -> [UInt8])
         throws(Refusal) -> [UInt8]
     {
+        if events.count >= Self.maximumCounters { prune(now: now) }
+        guard events.count < Self.maximumCounters else { throw .busy }
         let bySource = count("x" + source, now: now)
         guard bySource.count < Self.failuresPerSource else { throw .tooMany(retryAfter: bySource.retryAfter) }
         guard var entry = pending[challenge] else {

@@ -17,12 +17,13 @@ import Testing
         do {
             let db = try SQLiteDatabase(path: harness.databasePath)
             try db.execute(
-                "DROP TABLE home_sessions; DROP TABLE home_nonces; DROP TABLE home_anchors; DROP TABLE home_accounts"
+                "DROP TABLE home_emails; DROP TABLE home_sessions; DROP TABLE home_nonces; DROP TABLE home_anchors; "
+                    + "DROP TABLE home_accounts"
             )
             try db.execute("DROP INDEX key_invites_member; DROP TABLE key_invites; PRAGMA user_version=2")
         }
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 4)
+        #expect(try reopened.schemaVersion() == 5)
         #expect(try reopened.dumpTables() == before)
         // The upgraded database files invites.
         let secret = LinkSecret.random()
