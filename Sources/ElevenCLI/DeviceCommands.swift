@@ -323,7 +323,7 @@ private func runSignIn(_ arguments: ParsedArguments) throws {
         if json {
             Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": false])
         } else {
-            Terminal.out("Already signed in; your \(spacesPhrase(report.spaces)) are saved.")
+            Terminal.out("Already signed in; your \(spacesAreSaved(report.spaces)).")
         }
         return
     }
@@ -339,7 +339,7 @@ private func runSignIn(_ arguments: ParsedArguments) throws {
     if json {
         Terminal.json(["event": "signed_in", "spaces": report.spaces, "new": true])
     } else {
-        Terminal.out("Signed in. Your \(spacesPhrase(report.spaces)) are saved on your home server.")
+        Terminal.out("Signed in. Your \(spacesAreSaved(report.spaces)) on your home server.")
     }
 }
 
@@ -667,6 +667,9 @@ func deviceLabel(_ arguments: ParsedArguments) -> String {
 }
 
 func spacesPhrase(_ count: Int) -> String { count == 1 ? "1 space" : "\(count) spaces" }
+
+/// "1 space is saved", "2 spaces are saved".
+func spacesAreSaved(_ count: Int) -> String { "\(spacesPhrase(count)) \(count == 1 ? "is" : "are") saved" }
 
 /// Maps home, client and local-state errors to CLIErrors.
 func homeErrors<T>(_ body: () throws -> T) throws -> T {
