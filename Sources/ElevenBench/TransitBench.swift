@@ -143,7 +143,7 @@ private func measureTransit(port: UInt16, pairs: Int, megabytes: Int, pid: Int32
     let cpuBefore = processCPUSeconds(pid)
     let start = DispatchTime.now().uptimeNanoseconds
     let group = DispatchGroup()
-    let failures = Atomic(0)
+    let failures = FailureCount()
     for (a, b) in sockets {
         group.enter()
         Thread.detachNewThread {
@@ -170,10 +170,9 @@ private func measureTransit(port: UInt16, pairs: Int, megabytes: Int, pid: Int32
 }
 
 /// A counter several threads bump (Foundation only; the bench keeps to plain threads here).
-private final class Atomic: @unchecked Sendable {
+private final class FailureCount: @unchecked Sendable {
     private let lock = NSLock()
-    private var count: Int
-    init(_ value: Int) { count = value }
+    private var count = 0
     func increment() { lock.withLock { count += 1 } }
     var value: Int { lock.withLock { count } }
 }

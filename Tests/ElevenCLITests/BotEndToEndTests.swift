@@ -20,8 +20,9 @@ final class BotWorld: @unchecked Sendable {
     static let elevenBot = TestSupport.productPath("eleven-bot")
 
     /// `beforeBot` runs once Paul's space has its history, before the bot joins it.
-    init(beforeBot: (BotWorld) throws -> Void = { _ in }) throws {
-        relay = try ElevenRelayUnderTest()
+    /// `relayArguments` go to `eleven-relay`.
+    init(relayArguments: [String] = [], beforeBot: (BotWorld) throws -> Void = { _ in }) throws {
+        relay = try ElevenRelayUnderTest(arguments: relayArguments)
         server = try ElevenServerUnderTest()
         paul = try ElevenHome("paul")
         directory = try TestSupport.temporaryDirectory()

@@ -41,6 +41,20 @@ import Testing
         }
     }
 
+    /// The bot is provisioned with a short code (`eleven-bot join`) and attends joins through
+    /// the same relay connection code: both solve the stamp.
+    @Test func theBotSolvesTheStamp() async throws {
+        try await TestSupport.offPool {
+            let world = try BotWorld(relayArguments: ["--permission", "hashcash:12"])
+            defer { world.stop() }
+            let code = try world.invite()
+            let sam = try ElevenHome("sam")
+            let joined = try world.run(sam, ["join", code, "--name", "Sam"])
+            #expect(joined.status == 0, "\(joined.stderr)")
+            #expect(joined.stdout.contains("Joined Family: 2 threads, 3 messages."), "\(joined.stdout)")
+        }
+    }
+
     /// A relay asking for more work than eleven does is refused at once, saying why.
     @Test func tooMuchWorkIsRefusedAtOnce() throws {
         let relay = try Relay(["--permission", "hashcash:40"])

@@ -16,29 +16,32 @@ protocol WormholeTestRelay: AnyObject {
 final class ElevenRelayUnderTest: WormholeTestRelay {
     let directory: URL
     let port: UInt16
+    /// Given after `--no-limits` (e.g. `--permission hashcash:12`).
+    let arguments: [String]
     private var server: ChildProcess
 
-    init() throws {
+    init(arguments: [String] = []) throws {
         directory = try TestSupport.temporaryDirectory()
         port = try TestSupport.freePort()
-        server = try Self.start(port: port, directory: directory)
+        self.arguments = arguments
+        server = try Self.start(port: port, directory: directory, arguments: arguments)
     }
 
-    private static func start(port: UInt16, directory: URL) throws -> ChildProcess {
+    private static func start(port: UInt16, directory: URL, arguments: [String]) throws -> ChildProcess {
         try ChildProcess(
             TestSupport.productPath("eleven-relay"),
             [
                 "--listen", "127.0.0.1:\(port)", "--db",
                 directory.appendingPathComponent("relay.sqlite").path,
                 "--no-limits",
-            ], port: port)
+            ] + arguments, port: port)
     }
 
     var url: String { "ws://127.0.0.1:\(port)/v1" }
 
     func restart() throws {
         server.stop(signal: SIGKILL)
-        server = try Self.start(port: port, directory: directory)
+        server = try Self.start(port: port, directory: directory, arguments: arguments)
     }
 
     func stop() {
