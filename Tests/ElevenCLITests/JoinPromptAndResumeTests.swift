@@ -52,7 +52,9 @@ extension JoinScenariosCLI {
         let sam = try ElevenHome("sam")
         let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
         try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
-        w.server.stop()
+        // Down hard, as a crash or a lost network would take it.
+        kill(w.server.pid, SIGKILL)
+        #expect(TestSupport.eventually(timeout: 60) { !w.server.child.isRunning })
         try invite.send(line: "y")
         let paulSaw = invite.finish(timeout: 120)
         #expect(paulSaw.status == 4, "\(paulSaw.stdout) \(paulSaw.stderr)")
