@@ -153,6 +153,8 @@ func inviteThroughBot(
     // The bot drops a request it finds too late: by then this device may attend instead.
     request.createdAt = now
     try withSpaceErrors { try session.send(request, to: bot) }
+    // The bot has --bot-timeout to answer: say what this waits for.
+    if !json { Terminal.err("Waiting for \(displayName(bot)), the space's bot, to take the invite…") }
     var since: Int64 = 0
     guard
         let ready = try awaitNote(

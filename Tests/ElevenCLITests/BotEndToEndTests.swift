@@ -84,6 +84,10 @@ final class BotWorld: @unchecked Sendable {
     func invite(_ home: ElevenHome? = nil, _ extra: [String] = []) throws -> String {
         let result = try run(home ?? paul, ["invite", "--short"] + extra)
         #expect(result.status == 0, "\(result.stderr)")
+        // The wait for the bot says what it waits for (before: nothing for up to --bot-timeout).
+        if !extra.contains("--json") {
+            #expect(result.stderr.contains("the space's bot, to take the invite…"))
+        }
         let line = result.stdout.split(separator: "\n").first { $0.hasPrefix("Invite code: ") }
         return line.map { String($0.dropFirst("Invite code: ".count)) } ?? ""
     }

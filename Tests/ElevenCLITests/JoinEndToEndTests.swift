@@ -296,6 +296,10 @@ enum JoinScenariosCLI {
         try await withWorld(relay) { try JoinScenariosCLI.signalledInviterTellsTheJoiner($0) }
     }
 
+    @Test(arguments: relays) func signalledJoinerTellsTheInviter(relay: RelayKind) async throws {
+        try await withWorld(relay) { try JoinScenariosCLI.signalledJoinerTellsTheInviter($0) }
+    }
+
     @Test(arguments: relays) func serverDownMidApprovalIsUnavailable(relay: RelayKind) async throws {
         try await withWorld(relay) { try JoinScenariosCLI.serverDownMidApprovalIsUnavailable($0) }
     }

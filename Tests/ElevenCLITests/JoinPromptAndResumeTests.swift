@@ -43,6 +43,24 @@ extension JoinScenariosCLI {
         #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
     }
 
+    /// SIGTERM to Sam's `eleven join` while Paul is asked: Sam exits 1 `interrupted`, Paul's
+    /// question notices at once ("Sam stopped waiting."), and the invite goes on attending.
+    static func signalledJoinerTellsTheInviter(_ w: World) throws {
+        let invite = try ChildProcess(
+            eleven, ["invite", "--short"], environment: w.env(w.paul), input: .open)
+        let code = try invite.value(afterPrefix: "Invite code:")
+        let sam = try ElevenHome("sam")
+        let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
+        try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
+        kill(joining.pid, SIGTERM)
+        let samSaw = joining.finish(timeout: 60)
+        #expect(samSaw.status == 1 && samSaw.stderr.contains("Interrupted."), "\(samSaw.stderr)")
+        try invite.waitFor("Sam stopped waiting.", in: .stdout, timeout: 60)
+        #expect(invite.isRunning, "still attending: the use was not spent")
+        kill(invite.pid, SIGTERM)
+        #expect(invite.finish(timeout: 60).status == 1)
+    }
+
     /// The space server goes down while Paul is asked: his yes cannot add Sam. Both sides exit 4,
     /// a server unavailable (before: Sam exited 6, as if Paul had said no).
     static func serverDownMidApprovalIsUnavailable(_ w: World) throws {
@@ -52,7 +70,9 @@ extension JoinScenariosCLI {
         let sam = try ElevenHome("sam")
         let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
         try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
-        w.server.stop()
+        // Down hard, as a crash or a lost network would take it.
+        kill(w.server.pid, SIGKILL)
+        #expect(TestSupport.eventually(timeout: 60) { !w.server.child.isRunning })
         try invite.send(line: "y")
         let paulSaw = invite.finish(timeout: 120)
         #expect(paulSaw.status == 4, "\(paulSaw.stdout) \(paulSaw.stderr)")

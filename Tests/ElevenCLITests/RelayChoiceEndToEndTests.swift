@@ -13,13 +13,21 @@ import Testing
         let relay = try startElevenRelay(in: directory)
         let relayPort = relay.port
         defer { relay.stop() }
-        let server = try ElevenServerUnderTest(arguments: ["--relay", "ws://127.0.0.1:\(relayPort)/v1"])
+        let serverPort = try TestSupport.freePort()
+        let server = try ChildProcess(
+            elevenServer,
+            [
+                "--listen", "127.0.0.1:\(serverPort)", "--db",
+                directory.appendingPathComponent("s.sqlite").path,
+                "--quiet", "--relay", "ws://127.0.0.1:\(relayPort)/v1",
+            ], port: serverPort)
         defer { server.stop() }
+        let serverURL = "http://127.0.0.1:\(serverPort)"
         let noRelay = ["ELEVEN_RELAY": ""]
         let paul = try ElevenHome("paul")
         #expect(
             try paul.run(
-                ["space", "create", "Family", "--server", server.url, "--as", "Paul"], environment: noRelay
+                ["space", "create", "Family", "--server", serverURL, "--as", "Paul"], environment: noRelay
             )
             .status == 0)
         let invite = try ChildProcess(
