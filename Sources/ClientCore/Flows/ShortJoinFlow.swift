@@ -71,6 +71,9 @@ public enum ShortJoinFlow {
         let (identity, _) = try state.identity(create: true)
         let wait = max(1, pending.deadline - now)
         let accepted = Locked(false)
+        // One "reconnecting" until the join moves on: the interruptible waits retry every quarter
+        // second, and each retry reports.
+        let reconnecting = Locked(false)
         let grantBytes: [UInt8]
         do {
             grantBytes = try JoinRunner.join(
@@ -79,9 +82,13 @@ public enum ShortJoinFlow {
                 // attends the code.
                 firstAnswer: resuming ? nil : .seconds(min(wait, 15)),
                 progress: { progress in
+                    let wasReconnecting = reconnecting.withLock { now in
+                        defer { now = progress == .reconnecting }
+                        return now
+                    }
                     switch progress {
                     case .connecting: events(.connecting)
-                    case .reconnecting: events(.reconnecting)
+                    case .reconnecting: if !wasReconnecting { events(.reconnecting) }
                     case .codeAccepted(let sas):
                         accepted.withLock { $0 = true }
                         events(
