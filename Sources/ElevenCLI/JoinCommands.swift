@@ -272,7 +272,7 @@ private func attending<T>(_ body: () throws -> T) throws -> T {
     do {
         return try withSpaceErrors(body)
     } catch ShortInviteError.attending(let error) {
-        throw joinCLIError(error, codeAccepted: true)
+        throw joinCLIError(error, codeAccepted: true, attending: true)
     }
 }
 
@@ -430,10 +430,23 @@ private func joinErrors<T>(_ body: () throws(JoinRunError) -> T) throws -> T {
     }
 }
 
-/// Distinct codes and exit statuses for everything a join can end with.
-private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
+/// Said whenever a join finds nobody, or an ended invite, at a code's number: a code from
+/// `eleven device add` has the same form but lives under another relay app, where a join never
+/// looks, so the number may belong to an old invite or to nobody (the relay does not list device
+/// codes, and claiming the number to check would take the new device's place).
+private let deviceCodeHint = " (A code from `eleven device add` goes with `eleven device link`.)"
+
+/// Distinct codes and exit statuses for everything a join can end with. `attending`: the error is
+/// the inviter's (their relay stopped answering), not a joiner's wait for the inviter.
+private func joinCLIError(_ error: Error, codeAccepted: Bool, attending: Bool = false) -> Error {
     guard let error = error as? JoinRunError else { return error }
     switch error {
+    case .relay(.timedOut) where attending:
+        return CLIError(
+            code: "relay_timed_out",
+            message:
+                "The relay did not answer in time. Check the relay (--relay or ELEVEN_RELAY) and your network.",
+            status: .unavailable)
     case .failed(.codeMismatch):
         return CLIError(
             code: "code_mismatch", message: "That code didn't match. Codes work once: ask for a new one.",
@@ -441,7 +454,7 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
     case .failed(.protocolError):
         return CLIError(code: "protocol_error", message: error.description, status: .failure)
     case .failed(.inviteEnded(let end)):
-        return CLIError(code: end.code, message: end.message, status: .codeRejected)
+        return CLIError(code: end.code, message: end.message + deviceCodeHint, status: .codeRejected)
     case .refused(let reason, let message):
         // `unavailable`: the attendant could not reach its space server, a server down (4), not
         // a person's no (6).
@@ -471,7 +484,7 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool) -> Error {
         return CLIError(
             code: "unknown_code",
             message: "Nobody is attending that code: it may be mistyped, already used, burned or expired, "
-                + "or the inviter's device is offline.",
+                + "or the inviter's device is offline." + deviceCodeHint,
             status: .codeRejected)
     case .relay:
         return CLIError(code: error.code, message: error.description, status: .unavailable)

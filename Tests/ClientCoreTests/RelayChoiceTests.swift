@@ -54,6 +54,25 @@ import Testing
         #expect(throws: RelayChoiceError.self) {
             try RelayChoice.resolve(option: "ws://", environment: [:], state: empty)
         }
+        // Whichever setting it comes from, a port out of range is refused at once (it used to
+        // pass here and fail only after three reconnects), and a password is not echoed.
+        for (environment, config) in [
+            (["ELEVEN_RELAY": "ws://127.0.0.1:99999/v1"], nil),
+            ([:], #"{"relay": "ws://127.0.0.1:99999/v1"}"#),
+        ] as [([String: String], String?)] {
+            #expect(throws: RelayChoiceError.self) {
+                try RelayChoice.resolve(
+                    option: nil, environment: environment, state: try Self.state(config: config))
+            }
+        }
+        do {
+            _ = try RelayChoice.resolve(
+                option: nil, environment: ["ELEVEN_RELAY": "ws://sam:hunter2@127.0.0.1:99999/v1"],
+                state: empty)
+            Issue.record("a relay address with a password was accepted")
+        } catch {
+            #expect(!error.description.contains("hunter2"), "\(error.description)")
+        }
     }
 
     @Test func aSpaceServerAdvertisesItsRelay() throws {

@@ -127,6 +127,9 @@ final class GuessInjectingRelay: RelayAdversary, @unchecked Sendable {
             }
             print("HostileRelayAttemptTests approve: \(rounds.joined(separator: "\n  "))")
             print("HostileRelayAttemptTests approve: guesses allowed: \(adversary.guesses) (cap 2)")
+            // A relay that refuses the reconnect is the relay's trouble (exit 4), said as such.
+            #expect(
+                rounds.first.map { $0.contains("exit 4") && $0.contains("relay") } == true, "\(rounds)")
             #expect(adversary.guesses <= 2, "\(rounds)")
             // The invite is over: the right code, straight to the relay, is refused.
             let sam = try ElevenHome("sam")

@@ -242,6 +242,15 @@ final class HomeServerUnderTest {
             #expect(!FileManager.default.fileExists(atPath: w.b.path + "/home.json"))
             kill(invite.pid, SIGKILL)
             _ = invite.finish(timeout: 10)
+            // A device code typed into `eleven join` says where it belongs (it used to be blamed
+            // on whatever invite last used that number: "used as many times as it allows").
+            let (adding, deviceCode) = try w.deviceAdd()
+            let misplaced = try w.run(
+                w.b, ["join", deviceCode, "--name", "Bee", "--timeout", "3s", "--json"])
+            #expect(misplaced.status == 3, "\(misplaced.stdout) \(misplaced.stderr)")
+            #expect(misplaced.stdout.contains("eleven device link"), "\(misplaced.stdout)")
+            kill(adding.pid, SIGKILL)
+            _ = adding.finish(timeout: 10)
             // Not signed in: a clear error, nothing made.
             let notSignedIn = try w.run(w.b, ["device", "add", "--json"])
             #expect(notSignedIn.status == 5)

@@ -1,4 +1,5 @@
 import Foundation
+import Net
 import SpaceModel
 
 /// Which relay a short code goes through. A bare code (`coral-piano-42`) names no server, so
@@ -69,8 +70,9 @@ public struct RelayChoice: Equatable, Sendable {
     }
 
     private static func checked(_ url: String, _ source: Source) throws(RelayChoiceError) -> RelayChoice {
-        guard let parsed = URL(string: url), ["ws", "wss"].contains(parsed.scheme?.lowercased() ?? ""),
-            parsed.host?.isEmpty == false
+        // Net's own parser, the one that will connect: a port out of range or a user name in the
+        // address is refused here, whichever setting it came from, not after reconnects.
+        guard let parsed = try? NetURL(url), ["ws", "wss"].contains(parsed.scheme), !url.contains("@")
         else { throw RelayChoiceError(source: source, value: url) }
         return RelayChoice(url: url, source: source)
     }
@@ -85,6 +87,10 @@ public struct RelayChoiceError: Error, Equatable, Sendable, CustomStringConverti
     public var description: String {
         guard let value else {
             return "\(source.name) must be a ws:// or wss:// URL (config.json is not a JSON object)"
+        }
+        // A user name or password in the address is not echoed.
+        guard !value.contains("@") else {
+            return "\(source.name) must be a ws:// or wss:// URL without a user name or password"
         }
         return "\(source.name) must be a ws:// or wss:// URL, not '\(value)'"
     }

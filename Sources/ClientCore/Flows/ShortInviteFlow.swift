@@ -306,6 +306,9 @@ final class InviterAttendant {
         } catch {
             if let admitted { try? session.removeMember(admitted.id) }
             if let error = error as? JoinRunError { throw ShortInviteError.attending(error) }
+            // A relay that could not be reached again between uses: the same relay error a wait
+            // would have had (exit 4), not a bare failure.
+            if let error = error as? RelayConnectionError { throw ShortInviteError.attending(.relay(error)) }
             throw error
         }
     }

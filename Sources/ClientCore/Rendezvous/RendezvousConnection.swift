@@ -48,6 +48,11 @@ public final class RendezvousConnection {
     private let connectTimeout: Duration
     /// Back-off after a lost connection: first delay, growth factor and cap, as Python's client.
     private let backoff: (first: Double, factor: Double, cap: Double) = (0.25, 1.5, 10)
+    /// The back-off in force: the delay before the next reconnect attempt, and when that attempt
+    /// may be made. Kept across waits, so a caller that waits in short slices (an interruptible
+    /// wait polls every quarter second) does not turn the back-off into four reconnects a second.
+    private var reconnectDelay = 0.25
+    private var nextReconnect: ContinuousClock.Instant?
     /// Called with each reconnect attempt's delay, for progress output ("Reconnecting…").
     public var onReconnect: ((Double) -> Void)?
     /// Why the last connection was lost (the socket's error), for diagnostics; nil before any loss.
@@ -244,22 +249,29 @@ public final class RendezvousConnection {
     private func next(
         until deadline: ContinuousClock.Instant, stopWhen: ((RendezvousConnection) -> Bool)?
     ) throws(RelayConnectionError) -> RendezvousEvent? {
-        var delay = backoff.first
         while true {
             if let stopWhen, stopWhen(self) { return nil }
             if stopWhen == nil && !events.isEmpty { return events.removeFirst() }
-            let remaining = deadline - ContinuousClock.now
+            let now = ContinuousClock.now
+            let remaining = deadline - now
             guard remaining > .zero else { throw .timedOut("the other side did not answer in time") }
             guard let socket else {
-                // Reconnect with back-off, bounded by the deadline.
-                onReconnect?(delay)
-                Thread.sleep(forTimeInterval: min(delay, Self.seconds(remaining)))
-                delay = min(delay * backoff.factor, backoff.cap)
+                // Reconnect with back-off, bounded by the deadline: wait out the delay in force
+                // (perhaps across several calls), then try once and grow it.
+                let at = nextReconnect ?? now
+                if at > now {
+                    Thread.sleep(forTimeInterval: Self.seconds(min(at, deadline) - now))
+                    continue
+                }
+                onReconnect?(reconnectDelay)
+                reconnectDelay = min(reconnectDelay * backoff.factor, backoff.cap)
+                nextReconnect = now + .milliseconds(Int(reconnectDelay * 1000))
                 if let fresh = try? WebSocketClient.connect(
                     url: url, options: Self.options, timeout: min(connectTimeout, remaining)),
                     try begin(fresh, timeout: min(connectTimeout, remaining))
                 {
-                    delay = backoff.first
+                    reconnectDelay = backoff.first
+                    nextReconnect = nil
                 }
                 continue
             }
@@ -280,6 +292,8 @@ public final class RendezvousConnection {
                 socket.close()
                 self.socket = nil
                 machine.disconnected()
+                // The first attempt waits the first delay, as before.
+                nextReconnect = ContinuousClock.now + .milliseconds(Int(reconnectDelay * 1000))
                 continue
             }
             try perform(machine.received(try Self.decode(message).1))
