@@ -43,7 +43,8 @@ import Testing
                 try a.run(["space", "create", "Family", "--server", spaces.url, "--as", "Paul"]).status == 0)
             let signedIn = try a.run(["signin", "--server", home.url, "--label", "laptop"])
             #expect(signedIn.status == 0)
-            #expect(signedIn.stdout.contains("Your 1 space is saved on your home server."), "\(signedIn.stdout)")
+            #expect(
+                signedIn.stdout.contains("Your 1 space is saved on your home server."), "\(signedIn.stdout)")
 
             // The server seals a key of its choice to the device's public key and stores an empty
             // vault under it.
