@@ -126,12 +126,127 @@ struct StorageTests {
         defer { dir.cleanup() }
         let store = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
         #expect(try store.schemaVersion() == SQLiteRelayStorage.currentSchemaVersion)
-        #expect(SQLiteRelayStorage.currentSchemaVersion == 1)
+        #expect(SQLiteRelayStorage.currentSchemaVersion == 2)
         store.close()
         let again = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
-        #expect(try again.schemaVersion() == 1)
+        #expect(try again.schemaVersion() == 2)
         #expect(try again.load() == .empty)
         again.close()
+    }
+
+    @Test("a file from schema 1 keeps its queued messages, in order, through the migration")
+    func migrationKeepsMessages() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let first = MailboxKey(app: "a", id: "m1")
+        let second = MailboxKey(app: "a", id: "m2")
+        func message(_ phase: String, _ at: Double) -> StoredMessage {
+            StoredMessage(
+                side: "s", phase: Phase(phase), body: "ab\(phase)",
+                serverRX: RelayInstant(secondsSince1970: at),
+                messageID: phase == "p1" ? .object(JSONObject(["n": "1"])) : .null)
+        }
+        // Two mailboxes whose messages were added interleaved, so each one's order is not the
+        // table's: written as a relay at schema 1 wrote them (its migration, its insert).
+        var writes: [StorageOp] = [
+            .putMailbox(first, forNameplate: true, updated: RelayInstant(secondsSince1970: 100)),
+            .putMailbox(second, forNameplate: false, updated: RelayInstant(secondsSince1970: 100)),
+        ]
+        for (index, phase) in ["p0", "q0", "p1", "q1", "p2"].enumerated() {
+            writes.append(
+                .appendMessage(phase.hasPrefix("p") ? second : first, message(phase, Double(index))))
+        }
+        let old = try SQLiteDatabase.open(
+            path: path,
+            schema: DatabaseSchema(
+                owner: .relay, tables: RelaySchema.tables, migrations: [RelaySchema.migrations[0]]),
+            sync: .full)
+        for op in writes {
+            switch op {
+            case .putMailbox(let key, let forNameplate, let updated):
+                try old.query(
+                    "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES (?1, ?2, ?3, ?4)",
+                    [
+                        .text(key.app.rawValue), .text(key.id.rawValue), .integer(forNameplate ? 1 : 0),
+                        .integer(Int64(updated.secondsSince1970)),
+                    ])
+            case .appendMessage(let key, let m):
+                try old.query(
+                    "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
+                        + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    [
+                        .text(key.app.rawValue), .text(key.id.rawValue), .text(m.side.rawValue),
+                        .text(m.phase.rawValue), .text(m.body), .integer(Int64(m.serverRX.secondsSince1970)),
+                        m.messageID == .null ? .null : .text(JSONWriter.string(m.messageID)),
+                    ])
+            default:
+                Issue.record("unexpected \(op)")
+            }
+        }
+        #expect(try old.integer("PRAGMA user_version") == 1)
+        old.close()
+
+        var expected = RelaySnapshot()
+        expected.apply(writes)
+        let store = try SQLiteRelayStorage(path: path)
+        #expect(try store.schemaVersion() == 2)
+        #expect(try store.load() == expected)
+        #expect(try store.load().mailboxes[second]?.messages.map(\.phase.rawValue) == ["p0", "p1", "p2"])
+        // New messages go after the migrated ones.
+        let more: [StorageOp] = [
+            .appendMessage(first, message("q2", 10)), .appendMessage(second, message("p3", 11)),
+        ]
+        #expect(store.commit(more) == nil)
+        expected.apply(more)
+        #expect(try store.load() == expected)
+        store.close()
+        let reopened = try SQLiteRelayStorage(path: path)
+        #expect(try reopened.load() == expected)
+        #expect(try reopened.load().mailboxes[first]?.messages.map(\.phase.rawValue) == ["q0", "q1", "q2"])
+        reopened.close()
+    }
+
+    @Test("adding a message to a mailbox writes one page to the WAL, not one per table and index")
+    func oneMessageOnePage() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let store = try SQLiteRelayStorage(path: path)
+        // Enough mailboxes, each with queued messages, that the messages span many pages.
+        let keys = (0..<300).map { MailboxKey(app: "a", id: MailboxID(String(format: "m%03d", $0))) }
+        var writes: [StorageOp] = []
+        for (index, key) in keys.enumerated() {
+            writes.append(.putMailbox(key, forNameplate: true, updated: RelayInstant(secondsSince1970: 1)))
+            for phase in ["pake", "version"] {
+                writes.append(
+                    .appendMessage(
+                        key,
+                        StoredMessage(
+                            side: "s", phase: Phase(phase), body: String(repeating: "ab", count: 33),
+                            serverRX: RelayInstant(secondsSince1970: Double(index)), messageID: .null)))
+            }
+        }
+        #expect(store.commit(writes) == nil)
+        try store.checkpoint()
+        let pageSize = try SQLiteDatabase(path: path).integer("PRAGMA page_size")
+        #expect(try walSize(path) == 0, "the checkpoint emptied the WAL")
+
+        let added = StoredMessage(
+            side: "t", phase: "pake", body: String(repeating: "cd", count: 33),
+            serverRX: RelayInstant(secondsSince1970: 400), messageID: .null)
+        #expect(store.commit([.appendMessage(keys[150], added)]) == nil)
+        // A WAL is a 32-byte header and, per page a commit changed, a 24-byte frame header and
+        // the page.
+        let pages = (try walSize(path) - 32) / (pageSize + 24)
+        #expect(pages == 1)
+        #expect(try store.load().mailboxes[keys[150]]?.messages.last == added)
+        store.close()
+    }
+
+    private func walSize(_ path: String) throws -> Int64 {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path + "-wal")
+        return (attributes[.size] as? NSNumber)?.int64Value ?? -1
     }
 
     @Test("a file from a newer relay is refused, not damaged")

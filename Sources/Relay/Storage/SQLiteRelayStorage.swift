@@ -132,7 +132,8 @@ public final class SQLiteRelayStorage: RelayStorage {
                     mood: st.optionalText(5))
             }
             st = try db.statement(
-                "SELECT app_id, mailbox_id, side, phase, body, server_rx, msg_id FROM messages ORDER BY rowid"
+                "SELECT app_id, mailbox_id, side, phase, body, server_rx, msg_id FROM messages "
+                    + "ORDER BY app_id, mailbox_id, seq"
             )
             while try st.step() {
                 let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
@@ -246,8 +247,9 @@ public final class SQLiteRelayStorage: RelayStorage {
             try st.step()
         case .appendMessage(let key, let message):
             let st = try db.statement(
-                "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
-                    + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                "INSERT INTO messages (app_id, mailbox_id, seq, side, phase, body, server_rx, msg_id) "
+                    + "VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM messages "
+                    + "WHERE app_id = ?1 AND mailbox_id = ?2), ?3, ?4, ?5, ?6, ?7)")
             st.bind(1, key.app.rawValue)
             st.bind(2, key.id.rawValue)
             st.bind(3, message.side.rawValue)
