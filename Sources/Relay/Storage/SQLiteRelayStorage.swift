@@ -138,9 +138,15 @@ public final class SQLiteRelayStorage: RelayStorage {
             while try st.step() {
                 let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
                 let id = st.optionalText(6).flatMap { try? JSONParser.parse($0) } ?? .null
+                let body: String
+                if case .blob(let bytes) = st.value(4) {
+                    body = StoredBody.hex(bytes)
+                } else {
+                    body = st.text(4)
+                }
                 snapshot.mailboxes[key]?.messages.append(
                     StoredMessage(
-                        side: Side(st.text(2)), phase: Phase(st.text(3)), body: st.text(4),
+                        side: Side(st.text(2)), phase: Phase(st.text(3)), body: body,
                         serverRX: RelayInstant(secondsSince1970: st.double(5)), messageID: id))
             }
             // A mailbox was last touched no earlier than its newest message (`drain` writes no
@@ -254,7 +260,11 @@ public final class SQLiteRelayStorage: RelayStorage {
             st.bind(2, key.id.rawValue)
             st.bind(3, message.side.rawValue)
             st.bind(4, message.phase.rawValue)
-            st.bind(5, message.body)
+            if let bytes = StoredBody.bytes(message.body) {
+                try st.bind(5, .blob(bytes))
+            } else {
+                st.bind(5, message.body)
+            }
             st.bind(6, message.serverRX.secondsSince1970)
             st.bind(7, message.messageID == .null ? nil : JSONWriter.string(message.messageID))
             try st.step()
