@@ -27,7 +27,22 @@ enum RelaySchema {
             app_id TEXT NOT NULL, mailbox_id TEXT NOT NULL, side TEXT NOT NULL,
             phase TEXT NOT NULL, body TEXT NOT NULL, server_rx REAL NOT NULL, msg_id TEXT);
         CREATE INDEX messages_by_mailbox ON messages (app_id, mailbox_id);
+        """,
+        // 2: messages clustered by mailbox. A rowid table with a separate index wrote two
+        // b-tree pages per message (the table's and the index's); keyed by (app_id, mailbox_id,
+        // seq) without a rowid, a message is one page. `seq` orders a mailbox's messages; queued
+        // messages keep their rowid as it (increasing in the order they were added), and new
+        // ones take the mailbox's largest plus one.
         """
+        CREATE TABLE messages_v2 (
+            app_id TEXT NOT NULL, mailbox_id TEXT NOT NULL, seq INTEGER NOT NULL,
+            side TEXT NOT NULL, phase TEXT NOT NULL, body TEXT NOT NULL, server_rx REAL NOT NULL, msg_id TEXT,
+            PRIMARY KEY (app_id, mailbox_id, seq)) WITHOUT ROWID;
+        INSERT INTO messages_v2 (app_id, mailbox_id, seq, side, phase, body, server_rx, msg_id)
+            SELECT app_id, mailbox_id, rowid, side, phase, body, server_rx, msg_id FROM messages;
+        DROP TABLE messages;
+        ALTER TABLE messages_v2 RENAME TO messages;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -132,14 +132,21 @@ public final class SQLiteRelayStorage: RelayStorage {
                     mood: st.optionalText(5))
             }
             st = try db.statement(
-                "SELECT app_id, mailbox_id, side, phase, body, server_rx, msg_id FROM messages ORDER BY rowid"
+                "SELECT app_id, mailbox_id, side, phase, body, server_rx, msg_id FROM messages "
+                    + "ORDER BY app_id, mailbox_id, seq"
             )
             while try st.step() {
                 let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
                 let id = st.optionalText(6).flatMap { try? JSONParser.parse($0) } ?? .null
+                let body: String
+                if case .blob(let bytes) = st.value(4) {
+                    body = StoredBody.hex(bytes)
+                } else {
+                    body = st.text(4)
+                }
                 snapshot.mailboxes[key]?.messages.append(
                     StoredMessage(
-                        side: Side(st.text(2)), phase: Phase(st.text(3)), body: st.text(4),
+                        side: Side(st.text(2)), phase: Phase(st.text(3)), body: body,
                         serverRX: RelayInstant(secondsSince1970: st.double(5)), messageID: id))
             }
             // A mailbox was last touched no earlier than its newest message (`drain` writes no
@@ -246,13 +253,18 @@ public final class SQLiteRelayStorage: RelayStorage {
             try st.step()
         case .appendMessage(let key, let message):
             let st = try db.statement(
-                "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
-                    + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                "INSERT INTO messages (app_id, mailbox_id, seq, side, phase, body, server_rx, msg_id) "
+                    + "VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM messages "
+                    + "WHERE app_id = ?1 AND mailbox_id = ?2), ?3, ?4, ?5, ?6, ?7)")
             st.bind(1, key.app.rawValue)
             st.bind(2, key.id.rawValue)
             st.bind(3, message.side.rawValue)
             st.bind(4, message.phase.rawValue)
-            st.bind(5, message.body)
+            if let bytes = StoredBody.bytes(message.body) {
+                try st.bind(5, .blob(bytes))
+            } else {
+                st.bind(5, message.body)
+            }
             st.bind(6, message.serverRX.secondsSince1970)
             st.bind(7, message.messageID == .null ? nil : JSONWriter.string(message.messageID))
             try st.step()
