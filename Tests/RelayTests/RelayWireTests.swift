@@ -282,7 +282,7 @@ import Testing
         kill(relay.pid, SIGTERM)
         let (code, _) = try client.socket.waitUntilClosed(timeout: .seconds(10))
         #expect(code == .goingAway)
-        #expect(eventually { !relay.server.isRunning })
+        #expect(eventually(timeout: 30) { !relay.server.isRunning })
         let ended = relay.stop()
         #expect(!ended.signalled)
         #expect(ended.status == 0)
