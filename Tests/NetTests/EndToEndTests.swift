@@ -67,7 +67,13 @@ struct EndToEndTests {
         ws.close()
     }
 
+    /// The `/slow` route's handler runs as a task on the cooperative pool (two threads here),
+    /// which the suite's synchronous tests hold while they block: under load the task waited
+    /// longer than the client's default 30 s and the request timed out. The pool is the
+    /// process's, so the deadlines here are for a loaded machine; an answer that never comes
+    /// still fails the test.
     @Test func asyncAPIs() async throws {
+        let patience = Duration.seconds(180)
         let router = HTTPRouter()
         router.add(
             .get, "/slow",
@@ -87,14 +93,16 @@ struct EndToEndTests {
             })
         let server = try makeEchoServer(router: router)
         defer { server.shutdown() }
-        let slow = try await HTTPClient.request(.get, url: "http://127.0.0.1:\(server.port)/slow")
+        let slow = try await HTTPClient.request(
+            .get, url: "http://127.0.0.1:\(server.port)/slow", timeout: patience)
         let posted = try await HTTPClient.request(
-            .post, url: "http://127.0.0.1:\(server.port)/echo-json", json: ["k": "v"])
+            .post, url: "http://127.0.0.1:\(server.port)/echo-json", json: ["k": "v"], timeout: patience)
         #expect(posted.bodyText == #"{"k":"v"}"#)
         #expect(slow.bodyText == "done")
-        let blocking = try await HTTPClient.request(.get, url: "http://127.0.0.1:\(server.port)/blocking")
+        let blocking = try await HTTPClient.request(
+            .get, url: "http://127.0.0.1:\(server.port)/blocking", timeout: patience)
         #expect(blocking.bodyText == "worked")
-        let ws = try await WebSocketClient.open(url: "ws://127.0.0.1:\(server.port)/echo")
+        let ws = try await WebSocketClient.open(url: "ws://127.0.0.1:\(server.port)/echo", timeout: patience)
         let stream = ws.messages
         for i in 0..<10 { ws.send(text: "m\(i)") }
         var received: [WebSocketEvent] = []
