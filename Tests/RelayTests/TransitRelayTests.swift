@@ -13,12 +13,25 @@ import Testing
 
     /// Our relay with a transit port, metrics, and a short handshake time for the tests.
     static func relay(_ dir: ScratchDirectory) throws -> (RelayProcess, transitPort: UInt16) {
-        let transitPort = try TestSupport.freePort()
-        let relay = try RelayProcess(
-            databasePath: dir.path("relay.sqlite"), metrics: true,
-            arguments: ["--transit-listen", "127.0.0.1:\(transitPort)", "--transit-handshake-timeout", "3s"])
-        #expect(relay.log.contains("eleven-relay transit listening on tcp:127.0.0.1:\(transitPort)"))
-        return (relay, transitPort)
+        // Three ports, each free when asked and bound a moment later: under load another test
+        // took one in between ("Address already in use"), so a start that lost that race is
+        // made again on fresh ports.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let transitPort = try TestSupport.freePort()
+            do {
+                let relay = try RelayProcess(
+                    databasePath: dir.path("relay.sqlite"), metrics: true,
+                    arguments: [
+                        "--transit-listen", "127.0.0.1:\(transitPort)", "--transit-handshake-timeout", "3s",
+                    ])
+                #expect(relay.log.contains("eleven-relay transit listening on tcp:127.0.0.1:\(transitPort)"))
+                return (relay, transitPort)
+            } catch  where attempt < 3 && "\(error)".contains("Address already in use") {
+                continue
+            }
+        }
     }
 
     /// `wormhole send` of `path` and `wormhole receive` into `output`, both `--no-listen`.
