@@ -18,11 +18,7 @@ import Testing
 
     /// `eleven invite --short --yes`: Paul attends.
     @Test func personAttendedRepeatJoinSpendsNothing() async throws {
-        try await TestSupport.offPool {
-            let server = try ElevenServerUnderTest()
-            defer { server.stop() }
-            let relay = try ElevenRelayUnderTest()
-            defer { relay.stop() }
+        try await JoinScenariosCLI.withServerAndRelay { server, relay in
             let w = try JoinScenariosCLI.makeWorld(relayURL: relay.url, server: server)
             let first = try w.background(w.paul, ["invite", "--short", "--yes"])
             let sam = try ElevenHome("sam")

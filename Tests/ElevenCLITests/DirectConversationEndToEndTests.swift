@@ -34,11 +34,7 @@ import Testing
 
     /// `eleven invite --short --yes`: Paul attends Sam's join himself.
     @Test func personAttendedJoinerGetsNoDirectConversation() async throws {
-        try await TestSupport.offPool {
-            let server = try ElevenServerUnderTest()
-            defer { server.stop() }
-            let relay = try ElevenRelayUnderTest()
-            defer { relay.stop() }
+        try await JoinScenariosCLI.withServerAndRelay { server, relay in
             let w = try JoinScenariosCLI.makeWorld(relayURL: relay.url, server: server)
             try Self.directConversation(paul: w.paul)
             let invite = try w.background(w.paul, ["invite", "--short", "--yes"])
@@ -68,11 +64,7 @@ import Testing
 
     /// A member link minted after the direct conversation began.
     @Test func linkJoinerGetsNoDirectConversation() async throws {
-        try await TestSupport.offPool {
-            let server = try ElevenServerUnderTest()
-            defer { server.stop() }
-            let relay = try ElevenRelayUnderTest()
-            defer { relay.stop() }
+        try await JoinScenariosCLI.withServerAndRelay { server, relay in
             let w = try JoinScenariosCLI.makeWorld(relayURL: relay.url, server: server)
             try Self.directConversation(paul: w.paul)
             let link = try LinkEndToEndTests.mint(w.paul, [])

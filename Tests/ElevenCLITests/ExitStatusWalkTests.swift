@@ -8,11 +8,7 @@ import Testing
 /// loopback ports; everything else is a short run of a program.
 @Suite struct ExitStatusWalkTests {
     @Test func everyDocumentedStatusIsReached() async throws {
-        try await TestSupport.offPool {
-            let server = try ElevenServerUnderTest()
-            defer { server.stop() }
-            let relay = try ElevenRelayUnderTest()
-            defer { relay.stop() }
+        try await JoinScenariosCLI.withServerAndRelay { server, relay in
             let paul = try ElevenHome("paul")
             let lee = try ElevenHome("lee")
             let nobody = try ElevenHome("nobody")

@@ -98,11 +98,7 @@ final class GuessInjectingRelay: RelayAdversary, @unchecked Sendable {
     /// guess and refuses the reconnect, four times over: at most two guesses, then the invite is
     /// burned for good.
     @Test func approveThroughARelayThatRefusesTheReconnectGivesNoExtraGuess() async throws {
-        try await TestSupport.offPool {
-            let server = try ElevenServerUnderTest()
-            defer { server.stop() }
-            let relay = try ElevenRelayUnderTest()
-            defer { relay.stop() }
+        try await JoinScenariosCLI.withServerAndRelay { server, relay in
             let adversary = GuessInjectingRelay()
             let proxy = try AdversarialRelay(upstream: relay.url, adversary: adversary)
             defer { proxy.stop() }

@@ -28,6 +28,20 @@ enum JoinScenariosCLI {
         }
     }
 
+    /// A fresh `eleven-server` and `eleven-relay` for `body`, off the cooperative pool, both
+    /// stopped by process id afterwards.
+    static func withServerAndRelay(
+        _ body: @escaping @Sendable (ElevenServerUnderTest, ElevenRelayUnderTest) throws -> Void
+    ) async throws {
+        try await TestSupport.offPool {
+            let server = try ElevenServerUnderTest()
+            defer { server.stop() }
+            let relay = try ElevenRelayUnderTest()
+            defer { relay.stop() }
+            try body(server, relay)
+        }
+    }
+
     /// Paul's space with history: two threads, three messages.
     static func makeWorld(
         relayURL: String, server: ElevenServerUnderTest, crowdingSpoilsTheMailbox: Bool = true

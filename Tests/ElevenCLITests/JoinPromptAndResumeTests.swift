@@ -43,15 +43,24 @@ extension JoinScenariosCLI {
         #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
     }
 
-    /// SIGTERM to Sam's `eleven join` while Paul is asked: Sam exits 1 `interrupted`, Paul's
-    /// question notices at once ("Sam stopped waiting."), and the invite goes on attending.
-    static func signalledJoinerTellsTheInviter(_ w: World) throws {
+    /// Paul's `eleven invite --short` asking "Let Sam join Family?" while Sam's `eleven join`
+    /// waits for the answer.
+    static func samAwaitsPaulsAnswer(_ w: World) throws -> (
+        invite: ChildProcess, joining: ChildProcess, sam: ElevenHome
+    ) {
         let invite = try ChildProcess(
             eleven, ["invite", "--short"], environment: w.env(w.paul), input: .open)
         let code = try invite.value(afterPrefix: "Invite code:")
         let sam = try ElevenHome("sam")
         let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
         try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
+        return (invite, joining, sam)
+    }
+
+    /// SIGTERM to Sam's `eleven join` while Paul is asked: Sam exits 1 `interrupted`, Paul's
+    /// question notices at once ("Sam stopped waiting."), and the invite goes on attending.
+    static func signalledJoinerTellsTheInviter(_ w: World) throws {
+        let (invite, joining, _) = try samAwaitsPaulsAnswer(w)
         kill(joining.pid, SIGTERM)
         let samSaw = joining.finish(timeout: 60)
         #expect(samSaw.status == 1 && samSaw.stderr.contains("Interrupted."), "\(samSaw.stderr)")
@@ -64,12 +73,7 @@ extension JoinScenariosCLI {
     /// The space server goes down while Paul is asked: his yes cannot add Sam. Both sides exit 4,
     /// a server unavailable (before: Sam exited 6, as if Paul had said no).
     static func serverDownMidApprovalIsUnavailable(_ w: World) throws {
-        let invite = try ChildProcess(
-            eleven, ["invite", "--short"], environment: w.env(w.paul), input: .open)
-        let code = try invite.value(afterPrefix: "Invite code:")
-        let sam = try ElevenHome("sam")
-        let joining = try w.background(sam, ["join", code, "--name", "Sam", "--timeout", "240s"])
-        try invite.waitFor("Let Sam join Family? [y/N]", in: .stderr, timeout: 60)
+        let (invite, joining, sam) = try samAwaitsPaulsAnswer(w)
         // Down hard, as a crash or a lost network would take it.
         kill(w.server.pid, SIGKILL)
         #expect(TestSupport.eventually(timeout: 60) { !w.server.child.isRunning })

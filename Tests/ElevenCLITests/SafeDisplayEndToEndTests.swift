@@ -73,11 +73,7 @@ import Testing
     /// A joiner's name with a newline and an escape, as the inviter attending the join sees it
     /// (the space refuses such a member name, but the inviter sees it first, from the joiner).
     @Test func joinersNameStaysOnItsLine() async throws {
-        try await TestSupport.offPool {
-            let server = try ElevenServerUnderTest()
-            defer { server.stop() }
-            let relay = try ElevenRelayUnderTest()
-            defer { relay.stop() }
+        try await JoinScenariosCLI.withServerAndRelay { server, relay in
             let w = try JoinScenariosCLI.makeWorld(relayURL: relay.url, server: server)
             let invite = try w.background(w.paul, ["invite", "--short", "--yes"])
             let code = try invite.value(afterPrefix: "Invite code:")
