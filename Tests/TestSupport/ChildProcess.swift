@@ -36,6 +36,8 @@ public final class ChildProcess: @unchecked Sendable {
     public let port: UInt16
 
     private let process = Process()
+    /// Held from a child's first pipe to its spawn (see `init`).
+    private static let spawning = NSLock()
     private let input: Pipe?
     private let logFile: URL?
     /// Apart from `self`, so that the threads reading the pipes do not keep a dropped child alive.
@@ -60,39 +62,50 @@ public final class ChildProcess: @unchecked Sendable {
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         if let directory { process.currentDirectoryURL = directory }
-        switch input {
-        case .none:
-            self.input = nil
-            process.standardInput = FileHandle.nullDevice
-        case .data, .open:
-            let pipe = Pipe()
-            self.input = pipe
-            process.standardInput = pipe
-        }
-        var pipes: [(FileHandle, Stream)] = []
-        if let logFile {
-            if !FileManager.default.fileExists(atPath: logFile.path) {
-                _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        // Every child of this test process is started under one lock, from its first pipe to its
+        // spawn: Foundation's `run()` closes in the child only the descriptors open when it looked,
+        // so a pipe or the exit-notice socket that another thread opened meanwhile was inherited.
+        // A child holding another child's exit-notice socket hides that child's exit until it ends
+        // too: a server that had printed "stopped" was reported as not stopping on SIGTERM.
+        let (inputPipe, pipes) = try Self.spawning.withLock {
+            [process, output] () throws -> (Pipe?, [(FileHandle, Stream)]) in
+            let inputPipe: Pipe?
+            switch input {
+            case .none:
+                inputPipe = nil
+                process.standardInput = FileHandle.nullDevice
+            case .data, .open:
+                let pipe = Pipe()
+                inputPipe = pipe
+                process.standardInput = pipe
             }
-            let log = try FileHandle(forWritingTo: logFile)
-            log.seekToEndOfFile()
-            process.standardOutput = log
-            process.standardError = log
-        } else {
-            let outPipe = Pipe()
-            process.standardOutput = outPipe
-            pipes = [(outPipe.fileHandleForReading, .stdout)]
-            if showsErrors {
-                process.standardError = FileHandle.standardError
+            var pipes: [(FileHandle, Stream)] = []
+            if let logFile {
+                if !FileManager.default.fileExists(atPath: logFile.path) {
+                    _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+                }
+                let log = try FileHandle(forWritingTo: logFile)
+                log.seekToEndOfFile()
+                process.standardOutput = log
+                process.standardError = log
             } else {
-                let errPipe = Pipe()
-                process.standardError = errPipe
-                pipes.append((errPipe.fileHandleForReading, .stderr))
+                let outPipe = Pipe()
+                process.standardOutput = outPipe
+                pipes = [(outPipe.fileHandleForReading, .stdout)]
+                if showsErrors {
+                    process.standardError = FileHandle.standardError
+                } else {
+                    let errPipe = Pipe()
+                    process.standardError = errPipe
+                    pipes.append((errPipe.fileHandleForReading, .stderr))
+                }
             }
+            // Told, not polled: a benchmark times the child from its start to its exit.
+            process.terminationHandler = { [output] _ in output.markExited() }
+            try process.run()
+            return (inputPipe, pipes)
         }
-        // Told, not polled: a benchmark times the child from its start to its exit.
-        process.terminationHandler = { [output] _ in output.markExited() }
-        try process.run()
+        self.input = inputPipe
         pid = process.processIdentifier
         // Both pipes are drained as the child writes, each on its own thread: a chatty child must
         // never block on a full pipe (64 KiB) while the test waits for something else.
@@ -265,11 +278,22 @@ public final class ChildProcess: @unchecked Sendable {
     /// `isRunning` is looked at too, every 10 ms: under load the handler (Foundation starts a
     /// thread for it) was seen to come more than 10 s after a server had exited.
     private func waitForExit(until deadline: Date) -> Bool {
-        while process.isRunning {
+        while process.isRunning && !hasExited {
             guard Date() < deadline else { return false }
             _ = output.waitForExit(until: min(deadline, Date().addingTimeInterval(0.01)))
         }
         return true
+    }
+
+    /// Whether the kernel holds the child as ended (a zombie not yet collected), asked without
+    /// collecting it (`WNOWAIT`): Foundation collects it and sets `isRunning` on a thread of its
+    /// own, which a loaded machine runs late.
+    private var hasExited: Bool {
+        var info = siginfo_t()
+        let asked = waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT)
+        // ECHILD: Foundation has collected it already.
+        if asked != 0 { return errno == ECHILD }
+        return info._sifields._sigchld.si_pid == pid
     }
 
     /// Memory, descriptors, threads and CPU time of the child now (zeros once it has ended).
