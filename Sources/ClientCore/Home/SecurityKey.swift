@@ -294,6 +294,9 @@ public struct FIDO2Device: SecurityKeyDevice {
             try Self.check(fido_cred_set_rp(cred, relyingParty, "Eleven recovery"))
             try Self.check(fido_cred_set_user(cred, user, user.count, "eleven", "Eleven", nil))
             try Self.check(fido_cred_set_extensions(cred, FIDO_EXT_HMAC_SECRET))
+            // User verification asked for; with a PIN, libfido2 proves it with a PIN token and
+            // leaves the `uv` option off the wire, as CTAP2 wants.
+            if pin != nil { try Self.check(fido_cred_set_uv(cred, FIDO_OPT_TRUE)) }
             try Self.check(fido_dev_make_cred(device, cred, pin))
             let pointer = fido_cred_id_ptr(cred)
             let id =
@@ -315,6 +318,7 @@ public struct FIDO2Device: SecurityKeyDevice {
             try Self.check(fido_assert_allow_cred(assertion, credentialID, credentialID.count))
             try Self.check(fido_assert_set_extensions(assertion, FIDO_EXT_HMAC_SECRET))
             try Self.check(fido_assert_set_hmac_salt(assertion, salt, salt.count))
+            if pin != nil { try Self.check(fido_assert_set_uv(assertion, FIDO_OPT_TRUE)) }
             try Self.check(fido_dev_get_assert(device, assertion, pin))
             guard fido_assert_count(assertion) == 1, let pointer = fido_assert_hmac_secret_ptr(assertion, 0)
             else { throw FIDOStatus(FIDO_ERR_INVALID_ARGUMENT) }
