@@ -343,12 +343,13 @@ extension SpaceService {
 
     func revokeToken(_ text: Substring, space: SpaceRow, principal: Principal) throws -> APIResponse {
         let notFound = APIError.notFound("unknown_token", "There is no such token.")
-        guard let id = Base64URL.decode(String(text)), let token = try store.token(id: id, space: space.id)
+        // A member finds only their own tokens.
+        guard let id = Base64URL.decode(String(text)),
+            let token = try store.token(id: id, space: space.id, member: principal.member?.id)
         else {
             throw notFound
         }
-        if let member = principal.member, member.id != token.member { throw notFound }
-        try store.revokeToken(id: id, now: now)
+        try store.revokeToken(token, now: now)
         return .json(Done(ok: true))
     }
 

@@ -126,6 +126,53 @@ enum SpaceSchema {
         HomeSchema.migration,
         // 5: the email identity anchor (blind index only); see HomeStore.swift.
         HomeSchema.emailMigration,
+        // 6: wraps clustered by recipient. Keyed by (space, thread, recipient), a joiner's wraps
+        // for a space's threads sat on as many b-tree leaves (one per thread) and the recipient
+        // index on one more, every page written whole to the WAL: half of what a join wrote. Keyed
+        // by (space, recipient, thread) they are neighbours, one or two leaves, and the key
+        // serves both the lookups of one wrap and a member's list, so the index goes.
+        """
+        CREATE TABLE wraps_v2 (
+            space_id BLOB NOT NULL,
+            thread_id BLOB NOT NULL,
+            recipient BLOB NOT NULL,
+            signer_key BLOB NOT NULL,
+            sealed BLOB NOT NULL,
+            signature BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (space_id, recipient, thread_id),
+            FOREIGN KEY (space_id, thread_id) REFERENCES threads(space_id, thread_id)
+        ) WITHOUT ROWID;
+        INSERT INTO wraps_v2 (space_id, thread_id, recipient, signer_key, sealed, signature, created_at)
+            SELECT space_id, thread_id, recipient, signer_key, sealed, signature, created_at FROM wraps;
+        DROP TABLE wraps;
+        ALTER TABLE wraps_v2 RENAME TO wraps;
+        """,
+        // 7: device tokens keyed by (space, member, id). A token was three b-trees, each keyed by
+        // a random value (its id, its hash, and the index by member), so every sign-in wrote three
+        // leaves; keyed by its member, the member index goes and a sign-in writes two. A token
+        // is found by its hash (every request) or, to revoke it, by its member and id (an
+        // operator's lookup by id alone reads the space's tokens).
+        """
+        CREATE TABLE device_tokens_v2 (
+            id BLOB NOT NULL,
+            token_hash BLOB NOT NULL UNIQUE,
+            space_id BLOB NOT NULL,
+            member_id BLOB NOT NULL,
+            label TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            revoked_at INTEGER,
+            PRIMARY KEY (space_id, member_id, id),
+            FOREIGN KEY (space_id, member_id) REFERENCES members(space_id, member_id)
+        ) WITHOUT ROWID;
+        INSERT INTO device_tokens_v2
+            (id, token_hash, space_id, member_id, label, created_at, expires_at, revoked_at)
+            SELECT id, token_hash, space_id, member_id, label, created_at, expires_at, revoked_at
+            FROM device_tokens;
+        DROP TABLE device_tokens;
+        ALTER TABLE device_tokens_v2 RENAME TO device_tokens;
+        """,
     ]
 
     /// The space and home server's kind of file (one transaction for the missing migrations).

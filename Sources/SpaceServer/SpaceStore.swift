@@ -209,10 +209,18 @@ final class SpaceStore {
             .first.map(tokenRow)
     }
 
-    func token(id: [UInt8], space: SpaceID) throws -> TokenRow? {
-        try db.query(
-            "SELECT \(Self.tokenColumns) FROM device_tokens WHERE id = ? AND space_id = ?",
-            [.blob(id), .blob(space.bytes)]
+    /// The token `id` of `member` (a key lookup), or of any member of `space` (an operator's:
+    /// reads the space's tokens).
+    func token(id: [UInt8], space: SpaceID, member: MemberID?) throws -> TokenRow? {
+        guard let member else {
+            return try db.query(
+                "SELECT \(Self.tokenColumns) FROM device_tokens WHERE space_id = ? AND id = ?",
+                [.blob(space.bytes), .blob(id)]
+            ).first.map(tokenRow)
+        }
+        return try db.query(
+            "SELECT \(Self.tokenColumns) FROM device_tokens WHERE space_id = ? AND member_id = ? AND id = ?",
+            [.blob(space.bytes), .blob(member.bytes), .blob(id)]
         ).first.map(tokenRow)
     }
 
@@ -229,10 +237,13 @@ final class SpaceStore {
         ).map(tokenRow)
     }
 
-    func revokeToken(id: [UInt8], now: Int64) throws {
+    func revokeToken(_ token: TokenRow, now: Int64) throws {
         try db.query(
-            "UPDATE device_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-            [.integer(now), .blob(id)])
+            """
+            UPDATE device_tokens SET revoked_at = ?
+            WHERE space_id = ? AND member_id = ? AND id = ? AND revoked_at IS NULL
+            """,
+            [.integer(now), .blob(token.space.bytes), .blob(token.member.bytes), .blob(token.id)])
     }
 
     func revokeTokens(space: SpaceID, member: MemberID, now: Int64) throws {

@@ -224,6 +224,56 @@ struct StorageTests {
         #expect(bytes.wal < text.wal)
     }
 
+    @Test("a touch at the time of a side it opens or a message it adds writes no mailboxes page")
+    func touchesRideOnSidesAndMessages() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let key = MailboxKey(app: "a", id: MailboxID("m1"))
+        func at(_ seconds: Double) -> RelayInstant { RelayInstant(secondsSince1970: seconds) }
+        do {
+            let store = try SQLiteRelayStorage(path: path)
+            defer { store.close() }
+            /// The WAL pages `writes` commits, and the mailbox's `updated` as loaded after.
+            func commit(_ writes: [StorageOp]) throws -> (pages: Int64, updated: RelayInstant?) {
+                try store.checkpoint()
+                #expect(store.commit(writes) == nil)
+                let size = try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber
+                return (
+                    ((size?.int64Value ?? 0) - 32) / (4096 + 24), try store.load().mailboxes[key]?.updated
+                )
+            }
+            _ = try commit([.putMailbox(key, forNameplate: true, updated: at(1))])
+            // `open`: the mailbox is touched and the side attached at the same time (schema 2
+            // wrote the `mailboxes` page too: 2 pages).
+            let opened = try commit([
+                .touchMailbox(key, updated: at(2)),
+                .putMailboxSide(key, "s", MailboxSideRecord(opened: true, added: at(2))),
+            ])
+            #expect(opened.pages == 1)
+            #expect(opened.updated == at(2))
+            // `add`: the message's time.
+            let message = StoredMessage(
+                side: "s", phase: "pake", body: "ab", serverRX: at(3), messageID: .null)
+            let added = try commit([.appendMessage(key, message), .touchMailbox(key, updated: at(3))])
+            #expect(added.pages == 1)
+            #expect(added.updated == at(3))
+            // A touch of its own (the last listener left) is written; so is one at another time
+            // than the side beside it.
+            #expect(try commit([.touchMailbox(key, updated: at(4))]) == (1, at(4)))
+            let reopened = try commit([
+                .touchMailbox(key, updated: at(6)),
+                .putMailboxSide(key, "t", MailboxSideRecord(opened: true, added: at(5))),
+            ])
+            #expect(reopened.pages == 2)
+            #expect(reopened.updated == at(6))
+        }
+        // A restarted relay loads the same.
+        let again = try SQLiteRelayStorage(path: path)
+        defer { again.close() }
+        #expect(try again.load().mailboxes[key]?.updated == at(6))
+    }
+
     /// The pages one commit adding a message with `body` to one of `mailboxes` mailboxes (each
     /// holding two short messages) writes to the WAL, and the overflow pages `messages` has then.
     private func walPages(adding body: String, mailboxes: Int) throws -> (wal: Int64, overflow: Int64) {

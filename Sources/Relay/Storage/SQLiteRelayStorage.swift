@@ -149,12 +149,11 @@ public final class SQLiteRelayStorage: RelayStorage {
                         side: Side(st.text(2)), phase: Phase(st.text(3)), body: body,
                         serverRX: RelayInstant(secondsSince1970: st.double(5)), messageID: id))
             }
-            // A mailbox was last touched no earlier than its newest message (`drain` writes no
-            // touch that only repeats a message's time).
+            // A mailbox was last touched no earlier than its newest message or side (`drain`
+            // writes no touch that only repeats the time of a message or a side it adds).
             for (key, mailbox) in snapshot.mailboxes {
-                if let newest = mailbox.messages.last?.serverRX, newest > mailbox.updated {
-                    snapshot.mailboxes[key]?.updated = newest
-                }
+                let newest = ([mailbox.updated] + mailbox.sides.values.map(\.added)).max() ?? mailbox.updated
+                snapshot.mailboxes[key]?.updated = max(newest, mailbox.messages.last?.serverRX ?? newest)
             }
             return snapshot
         } catch {
@@ -175,16 +174,7 @@ public final class SQLiteRelayStorage: RelayStorage {
             guard let db = database else { throw RelayStorageError(.closed, "the store is closed") }
             do throws(SQLiteError) {
                 try db.writeTransaction { () throws(SQLiteError) in
-                    for (index, op) in writes.enumerated() {
-                        // A mailbox touched for the message just appended to it: the message's
-                        // own time says the same (`load` takes the newer of the two), and the
-                        // `mailboxes` page need not be written again for every message.
-                        if index > 0, case .touchMailbox(let key, let updated) = op,
-                            case .appendMessage(let appendedTo, let message) = writes[index - 1],
-                            appendedTo == key, message.serverRX == updated
-                        {
-                            continue
-                        }
+                    for (index, op) in writes.enumerated() where !Self.touchIsImplied(writes, at: index) {
                         try Self.apply(op, to: db)
                     }
                 }
@@ -192,6 +182,25 @@ public final class SQLiteRelayStorage: RelayStorage {
                 throw RelayStorageError(error, .write)
             }
         }
+    }
+
+    /// Whether `writes[index]` touches a mailbox at the time another write beside it already
+    /// records: the message just appended to it (`add`), or the side about to be attached to it
+    /// (`open`). `load` takes the newest of the three times, so the `mailboxes` page need not
+    /// be written in that commit.
+    static func touchIsImplied(_ writes: [StorageOp], at index: Int) -> Bool {
+        guard case .touchMailbox(let key, let updated) = writes[index] else { return false }
+        if index > 0, case .appendMessage(let appendedTo, let message) = writes[index - 1],
+            appendedTo == key, message.serverRX == updated
+        {
+            return true
+        }
+        if index + 1 < writes.count, case .putMailboxSide(let attachedTo, _, let side) = writes[index + 1],
+            attachedTo == key, side.added == updated
+        {
+            return true
+        }
+        return false
     }
 
     private static func apply(_ op: StorageOp, to db: SQLiteDatabase) throws(SQLiteError) {
