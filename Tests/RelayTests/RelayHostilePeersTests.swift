@@ -253,8 +253,10 @@ import Testing
                 """)
             #expect(honest == 5)
             #expect(dropped, "slow consumers dropped: \(slowConsumers())")
-            // Without back-pressure the answers alone would be 8 × 7.4 MB.
-            #expect(peakKB() < peakBefore + 32 * 1024, "peak \(peakBefore) kB → \(peakKB()) kB")
+            // Without back-pressure the answers alone would be 8 × 7.4 MB = 59 MB. With it the
+            // growth was 13 MB in a CI run and 36 MB beside a benchmark (more frames in flight across
+            // more of malloc's per-thread arenas), so 48 MB still tells the two apart.
+            #expect(peakKB() < peakBefore + 48 * 1024, "peak \(peakBefore) kB → \(peakKB()) kB")
             #expect(relay.server.isRunning)
             readers.removeAll()
         }
