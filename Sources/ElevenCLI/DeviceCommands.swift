@@ -592,7 +592,7 @@ private func runDeviceLink(_ arguments: ParsedArguments) throws {
     let grant: [UInt8]
     do {
         grant = try JoinRunner.join(
-            relayURL: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
+            relayURL: relay, nameplate: parsed.code.nameplate,
             words: parsed.code.secretWords, intent: .linkDevice, request: request, timeout: .seconds(wait),
             firstAnswer: .seconds(min(wait, 15))
         ) { progress in

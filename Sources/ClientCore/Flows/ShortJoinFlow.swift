@@ -49,7 +49,7 @@ public enum ShortJoinFlow {
             publicKeys: identity.publicKeys.text)
         var random = SystemRandom()
         return PendingJoin(
-            relay: relay, nameplate: Rendezvous.Nameplate(code.nameplate.description),
+            relay: relay, nameplate: code.nameplate,
             words: code.secretWords, request: request, createdAt: now, deadline: now + wait, using: &random)
     }
 

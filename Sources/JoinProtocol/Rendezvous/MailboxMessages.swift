@@ -1,46 +1,14 @@
 import Foundation
+import Mailbox
 
-/// Identifiers of the mailbox protocol. Distinct types so a side is never passed as a phase.
+/// The mailbox protocol's identifiers, as the client's machines name them. Each is defined once,
+/// in `Mailbox`, for the relay and the clients alike.
 public enum Rendezvous {
-    /// A client's random session identifier (10 lowercase hex characters, as every known client).
-    public struct Side: Hashable, Sendable, Codable, CustomStringConvertible {
-        public let value: String
-        public init(_ value: String) { self.value = value }
-        public var description: String { value }
-
-        /// A fresh side: 5 random bytes as hex.
-        public static func random<R: RandomNumberGenerator>(using rng: inout R) -> Side {
-            Side((0..<5).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &rng)) }.joined())
-        }
-    }
-
-    /// The short public number that points at a mailbox (the `42` of `coral-piano-42`).
-    public struct Nameplate: Hashable, Sendable, Codable, CustomStringConvertible {
-        public let value: String
-        public init(_ value: String) { self.value = value }
-        public var description: String { value }
-    }
-
-    /// The server's long random mailbox id.
-    public struct MailboxID: Hashable, Sendable, Codable, CustomStringConvertible {
-        public let value: String
-        public init(_ value: String) { self.value = value }
-        public var description: String { value }
-    }
-
-    /// A message label. Each side uses each phase once.
-    public struct Phase: Hashable, Sendable, Codable, CustomStringConvertible {
-        public let value: String
-        public init(_ value: String) { self.value = value }
-        public var description: String { value }
-        public static let pake = Phase("pake")
-        public static let version = Phase("version")
-    }
-
-    /// How a side feels when it closes a mailbox; the relay only counts these.
-    public enum Mood: String, Sendable, Codable {
-        case happy, lonely, scary, errory
-    }
+    public typealias Side = Mailbox.Side
+    public typealias Nameplate = Mailbox.Nameplate
+    public typealias MailboxID = Mailbox.MailboxID
+    public typealias Phase = Mailbox.Phase
+    public typealias Mood = Mailbox.Mood
 }
 
 /// A command from client to relay.
@@ -135,7 +103,7 @@ public enum ServerMessage: Equatable, Sendable {
                 body: body)
         case "nameplates":
             let list = object["nameplates"] as? [[String: Any]] ?? []
-            self = .nameplates(list.compactMap { ($0["id"] as? String).map(Rendezvous.Nameplate.init) })
+            self = .nameplates(list.compactMap { ($0["id"] as? String).map { Rendezvous.Nameplate($0) } })
         case "pong": self = .pong(object["pong"] as? Int)
         case "error":
             let orig = (object["orig"] as? [String: Any])?["type"] as? String

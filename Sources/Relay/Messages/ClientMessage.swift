@@ -1,3 +1,5 @@
+import Mailbox
+
 /// One client → server message, decoded.
 ///
 /// Decoding is split in two so the relay can answer in the deployed server's order: the

@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import Synchronization
 
 /// One value in a log line.
