@@ -72,7 +72,8 @@ let package = Package(
         .target(
             name: "SidecarBot",
             dependencies: [
-                "ClientCore", "JoinProtocol", "SpaceModel", "PAKE", "WordCodes", "SQLite", "CSodium",
+                "ClientCore", "JoinProtocol", "SpaceModel", "PAKE", "WordCodes", "SQLite", "Support",
+                "CSodium",
             ]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.

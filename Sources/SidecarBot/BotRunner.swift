@@ -3,6 +3,7 @@ import Foundation
 import JoinProtocol
 import PAKE
 import SpaceModel
+import Support
 import Synchronization
 
 /// `eleven-bot run`: reads the bot's inbox for invite requests and attends every open invite on
@@ -66,7 +67,7 @@ public final class BotRunner: Sendable {
             log("state_failed", ["message": "\(error)"])
         }
         var next = (try? store.inboxNext()) ?? 0
-        var backoff = configuration.pollInterval
+        var backoff = Backoff(first: Self.seconds(configuration.pollInterval), cap: 5)
         log("started", ["space": session.saved.space.base64URL, "member": session.saved.member.base64URL])
         while !isStopped {
             do {
@@ -85,14 +86,14 @@ public final class BotRunner: Sendable {
                     try store.setInboxNext(page.next)
                     next = page.next
                 }
-                backoff = configuration.pollInterval
+                backoff.reset()
                 if page.notes.isEmpty {
                     Thread.sleep(forTimeInterval: Self.seconds(configuration.pollInterval))
                 }
             } catch {
                 log("inbox_failed", ["message": "\(error)"])
-                Thread.sleep(forTimeInterval: Self.seconds(backoff))
-                backoff = min(backoff * 2, .seconds(5))
+                Thread.sleep(forTimeInterval: backoff.delay)
+                backoff.grow()
             }
         }
     }
@@ -211,7 +212,7 @@ public final class BotRunner: Sendable {
     /// attendant shares (``InviteAttendantDriver``); only the policy, the record and the
     /// inviter's notes are the bot's own.
     private func attend(_ id: String) {
-        var backoff = 0.2
+        var backoff = Backoff(first: 0.2, cap: 5)
         let worker = Worker()
         while !isStopped {
             guard let invite = try? store.invite(id), invite.attendant.isOpen else { return }
@@ -237,11 +238,11 @@ public final class BotRunner: Sendable {
                     ? ContinuousClock.now
                         + .seconds(max(1, invite.createdAt + configuration.recordTimeout - Self.now())) : nil
                 if try driver.run(until: until, shouldStop: { isStopped }) != nil { return }
-                backoff = 0.2
+                backoff.reset()
             } catch {
                 log("invite_retry", ["nameplate": invite.nameplate ?? "", "message": "\(error)"])
-                Thread.sleep(forTimeInterval: backoff)
-                backoff = min(backoff * 2, 5)
+                Thread.sleep(forTimeInterval: backoff.delay)
+                backoff.grow()
             }
         }
     }
