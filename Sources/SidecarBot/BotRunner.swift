@@ -22,8 +22,8 @@ public final class BotRunner: Sendable {
     private let admissions = AdmissionQueue()
     private let rosters = RosterCache()
     private let threadKeys = ThreadKeyCache()
-    private let limiter: Mutex<JoinRateLimiter>
-    private let workers = Mutex(Set<String>())
+    private let limiter: Locked<JoinRateLimiter>
+    private let workers = Locked(Set<String>())
     private let stopped = Atomic<Bool>(false)
 
     /// `log` receives one event per line for people and machines (never a secret).
@@ -34,7 +34,7 @@ public final class BotRunner: Sendable {
         self.store = store
         self.configuration = configuration
         emit = log
-        limiter = Mutex(JoinRateLimiter(limit: configuration.joinsPerMinute))
+        limiter = Locked(JoinRateLimiter(limit: configuration.joinsPerMinute))
         let identity = try store.identity()
         guard let saved = try store.space() else {
             throw BotError(
