@@ -61,7 +61,8 @@ let package = Package(
         .target(
             name: "ClientCore",
             dependencies: [
-                "SpaceModel", "JoinProtocol", "PAKE", "Net", "Support", "CSodium", "CFIDO2", "COpenSSL",
+                "SpaceModel", "JoinProtocol", "Mailbox", "PAKE", "Net", "Support", "CSodium", "CFIDO2",
+                "COpenSSL",
             ]),
         .target(
             name: "SpaceServer",
@@ -123,7 +124,8 @@ let package = Package(
         .testTarget(
             name: "ClientCoreTests",
             dependencies: [
-                "ClientCore", "JoinProtocol", "SpaceModel", "Support", "PAKE", "Net", "TestSupport",
+                "ClientCore", "JoinProtocol", "Mailbox", "SpaceModel", "Support", "PAKE", "Net",
+                "TestSupport",
                 "Adversaries",
             ]),
         .testTarget(

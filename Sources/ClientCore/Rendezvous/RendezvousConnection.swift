@@ -1,5 +1,6 @@
 import Foundation
 import JoinProtocol
+import Mailbox
 import Net
 import Support
 
@@ -127,8 +128,8 @@ public final class RendezvousConnection {
         }
         socket = fresh
         if case .welcome(_, nil) = decoded,
-            let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-            let welcome = object["welcome"] as? [String: Any],
+            case .object(let object)? = try? JSONParser.parse(text),
+            let welcome = object["welcome"]?.objectValue,
             let request = HashcashRequest(welcome: welcome)
         {
             fresh.send(text: HashcashRequest.submission(stamp: try solve(request)))
