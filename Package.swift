@@ -57,7 +57,8 @@ let package = Package(
         .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "CSodium"]),
         // The pure machines of a join: rendezvous, handshake and channel, verification words, an
         // invite's whole life (InviteAttendant); time and randomness passed in, no I/O.
-        .target(name: "JoinProtocol", dependencies: ["Mailbox", "PAKE", "WordCodes", "CSodium"]),
+        .target(
+            name: "JoinProtocol", dependencies: ["Mailbox", "PAKE", "WordCodes", "SpaceModel", "CSodium"]),
         .target(
             name: "ClientCore",
             dependencies: [

@@ -588,7 +588,7 @@ private func runDeviceLink(_ arguments: ParsedArguments) throws {
     let key = try homeErrors { try sync.deviceKey() }
     let request = JoinRequest(
         displayName: "", deviceLabel: String(deviceLabel(arguments).prefix(64)),
-        publicKeys: key.publicKeys.text)
+        publicKeys: JoinerKeys(key.publicKeys))
     let grant: [UInt8]
     do {
         grant = try JoinRunner.join(

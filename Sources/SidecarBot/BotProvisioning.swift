@@ -24,7 +24,7 @@ public enum BotProvisioning {
         }
         let identity = try store.identity()
         let request = JoinRequest(
-            displayName: name, deviceLabel: "eleven-bot", publicKeys: identity.publicKeys.text)
+            displayName: name, deviceLabel: "eleven-bot", publicKeys: JoinerKeys(identity.publicKeys))
         let grantBytes: [UInt8]
         do {
             grantBytes = try JoinRunner.join(

@@ -359,7 +359,7 @@ public final class BotRunner: Sendable {
             return .failed(refusal, mayBeMember: false)
         } catch {
             let seenNotMember =
-                (try? MemberPublicKeys(text: request.publicKeys)).map { keys in
+                (try? request.publicKeys.keys()).map { keys in
                     (try? rosters.refresh(session).roster).map { roster in
                         !roster.members.values.contains(where: { $0.keys == keys })
                     } ?? false

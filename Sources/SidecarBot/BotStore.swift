@@ -118,7 +118,7 @@ public struct BotInvite: Codable, Sendable {
         }
         let machine = try c.decodeIfPresent(RendezvousMachine.self, forKey: .machine)
         let admitting = try c.decodeIfPresent(Int.self, forKey: .admitting)
-        let keys = try c.decodeIfPresent(String.self, forKey: .admittingKeys)
+        let keys = try c.decodeIfPresent(JoinerKeys.self, forKey: .admittingKeys)
         let state: InviteAttendant.State
         switch try c.decode(State.self, forKey: .state) {
         case .usedUp: state = .ended(.usedUp, nameplate: nameplate)

@@ -45,7 +45,9 @@ struct JSONTextTests {
         let cases: [(JoinMessage, String)] = [
             (
                 .request(
-                    JoinRequest(displayName: "Sam \"x\" \\", deviceLabel: "laptop\n\u{1}", publicKeys: "k.k")),
+                    JoinRequest(
+                        displayName: "Sam \"x\" \\", deviceLabel: "laptop\n\u{1}",
+                        publicKeys: JoinerKeys(text: "k.k"))),
                 #"{"device_label":"laptop\n\u0001","display_name":"Sam \"x\" \\","public_keys":"k.k","type":"request","v":1}"#
             ),
             (

@@ -46,7 +46,7 @@ public enum ShortJoinFlow {
         let (identity, _) = try state.identity(create: true)
         let request = JoinRequest(
             displayName: String(name.prefix(64)), deviceLabel: String(deviceLabel.prefix(64)),
-            publicKeys: identity.publicKeys.text)
+            publicKeys: JoinerKeys(identity.publicKeys))
         var random = SystemRandom()
         return PendingJoin(
             relay: relay, nameplate: code.nameplate,

@@ -34,7 +34,7 @@ public enum JoinMessage: Equatable, Sendable {
         case .request(let r):
             members += [
                 ("display_name", .string(r.displayName)), ("device_label", .string(r.deviceLabel)),
-                ("public_keys", .string(r.publicKeys)),
+                ("public_keys", .string(r.publicKeys.text)),
             ]
         case .status(let s):
             members.append(("state", .string(s.state.wire)))
@@ -88,7 +88,7 @@ public enum JoinMessage: Equatable, Sendable {
                 JoinRequest(
                     displayName: try string("display_name", max: 128),
                     deviceLabel: try string("device_label", max: 128),
-                    publicKeys: try string("public_keys", max: 1024)))
+                    publicKeys: JoinerKeys(text: try string("public_keys", max: 1024))))
         case "status":
             self = .status(
                 JoinStatus(
@@ -115,10 +115,10 @@ public enum JoinMessage: Equatable, Sendable {
 public struct JoinRequest: Equatable, Sendable, Codable {
     public let displayName: String
     public let deviceLabel: String
-    /// The joiner's public keys in the key model's one-line text form.
-    public let publicKeys: String
+    /// The joiner's public keys (sent and stored in the key model's one-line text form).
+    public let publicKeys: JoinerKeys
 
-    public init(displayName: String, deviceLabel: String, publicKeys: String) {
+    public init(displayName: String, deviceLabel: String, publicKeys: JoinerKeys) {
         self.displayName = displayName
         self.deviceLabel = deviceLabel
         self.publicKeys = publicKeys
