@@ -22,7 +22,7 @@ public struct ClientMessage: Sendable, Equatable {
     ) -> Result<ClientMessage, ClientMessageError> {
         let value: JSONValue
         do {
-            value = try JSONParser.parse(payload)
+            value = try JSONParser.parse(Array(payload))
         } catch {
             return .failure(ClientMessageError(error: .notJSON(error), orig: .null))
         }
