@@ -45,7 +45,7 @@ let package = Package(
         // clients so each is defined once; no I/O.
         .target(name: "Mailbox"),
         .target(name: "WordCodes", dependencies: ["Mailbox"], exclude: ["README.md"]),
-        // Small shared mechanisms: one lock, a batch queue, a hand-off between threads.
+        // Small shared mechanisms: one lock, a batch queue, a hand-off between threads, back-off.
         .target(name: "Support"),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL", "Support"]),
         // The one SQLite layer: connection, statements, sync policy, schema versions, application
