@@ -3,6 +3,7 @@ import Foundation
 import JoinProtocol
 import PAKE
 import SpaceModel
+import Support
 import Synchronization
 
 /// `eleven-bot run`: reads the bot's inbox for invite requests and attends every open invite on
@@ -21,8 +22,8 @@ public final class BotRunner: Sendable {
     private let admissions = AdmissionQueue()
     private let rosters = RosterCache()
     private let threadKeys = ThreadKeyCache()
-    private let limiter: Mutex<JoinRateLimiter>
-    private let workers = Mutex(Set<String>())
+    private let limiter: Locked<JoinRateLimiter>
+    private let workers = Locked(Set<String>())
     private let stopped = Atomic<Bool>(false)
 
     /// `log` receives one event per line for people and machines (never a secret).
@@ -33,7 +34,7 @@ public final class BotRunner: Sendable {
         self.store = store
         self.configuration = configuration
         emit = log
-        limiter = Mutex(JoinRateLimiter(limit: configuration.joinsPerMinute))
+        limiter = Locked(JoinRateLimiter(limit: configuration.joinsPerMinute))
         let identity = try store.identity()
         guard let saved = try store.space() else {
             throw BotError(
@@ -66,7 +67,7 @@ public final class BotRunner: Sendable {
             log("state_failed", ["message": "\(error)"])
         }
         var next = (try? store.inboxNext()) ?? 0
-        var backoff = configuration.pollInterval
+        var backoff = Backoff(first: Self.seconds(configuration.pollInterval), cap: 5)
         log("started", ["space": session.saved.space.base64URL, "member": session.saved.member.base64URL])
         while !isStopped {
             do {
@@ -85,14 +86,14 @@ public final class BotRunner: Sendable {
                     try store.setInboxNext(page.next)
                     next = page.next
                 }
-                backoff = configuration.pollInterval
+                backoff.reset()
                 if page.notes.isEmpty {
                     Thread.sleep(forTimeInterval: Self.seconds(configuration.pollInterval))
                 }
             } catch {
                 log("inbox_failed", ["message": "\(error)"])
-                Thread.sleep(forTimeInterval: Self.seconds(backoff))
-                backoff = min(backoff * 2, .seconds(5))
+                Thread.sleep(forTimeInterval: backoff.delay)
+                backoff.grow()
             }
         }
     }
@@ -211,7 +212,7 @@ public final class BotRunner: Sendable {
     /// attendant shares (``InviteAttendantDriver``); only the policy, the record and the
     /// inviter's notes are the bot's own.
     private func attend(_ id: String) {
-        var backoff = 0.2
+        var backoff = Backoff(first: 0.2, cap: 5)
         let worker = Worker()
         while !isStopped {
             guard let invite = try? store.invite(id), invite.attendant.isOpen else { return }
@@ -237,11 +238,11 @@ public final class BotRunner: Sendable {
                     ? ContinuousClock.now
                         + .seconds(max(1, invite.createdAt + configuration.recordTimeout - Self.now())) : nil
                 if try driver.run(until: until, shouldStop: { isStopped }) != nil { return }
-                backoff = 0.2
+                backoff.reset()
             } catch {
                 log("invite_retry", ["nameplate": invite.nameplate ?? "", "message": "\(error)"])
-                Thread.sleep(forTimeInterval: backoff)
-                backoff = min(backoff * 2, 5)
+                Thread.sleep(forTimeInterval: backoff.delay)
+                backoff.grow()
             }
         }
     }
@@ -358,7 +359,7 @@ public final class BotRunner: Sendable {
             return .failed(refusal, mayBeMember: false)
         } catch {
             let seenNotMember =
-                (try? MemberPublicKeys(text: request.publicKeys)).map { keys in
+                (try? request.publicKeys.keys()).map { keys in
                     (try? rosters.refresh(session).roster).map { roster in
                         !roster.members.values.contains(where: { $0.keys == keys })
                     } ?? false

@@ -113,10 +113,12 @@ public struct BotInvite: Codable, Sendable {
         let uses = try c.decode(Int.self, forKey: .uses)
         let usesLeft = try c.decode(Int.self, forKey: .usesLeft)
         let use = try c.decode(Int.self, forKey: .use)
-        let nameplate = try c.decodeIfPresent(String.self, forKey: .nameplate).map(Rendezvous.Nameplate.init)
+        let nameplate = try c.decodeIfPresent(String.self, forKey: .nameplate).map {
+            Rendezvous.Nameplate($0)
+        }
         let machine = try c.decodeIfPresent(RendezvousMachine.self, forKey: .machine)
         let admitting = try c.decodeIfPresent(Int.self, forKey: .admitting)
-        let keys = try c.decodeIfPresent(String.self, forKey: .admittingKeys)
+        let keys = try c.decodeIfPresent(JoinerKeys.self, forKey: .admittingKeys)
         let state: InviteAttendant.State
         switch try c.decode(State.self, forKey: .state) {
         case .usedUp: state = .ended(.usedUp, nameplate: nameplate)

@@ -10,7 +10,7 @@ import Testing
 /// expiry, restarts.
 @Suite struct InviteAttendantTests {
     static let np = Rendezvous.Nameplate("42")
-    static let keys = "ed25519:sam x25519:sam"
+    static let keys = JoinerKeys(text: "ed25519:sam x25519:sam")
 
     static func connection(_ n: Int = 0) -> RendezvousMachine {
         RendezvousMachine(
@@ -27,7 +27,7 @@ import Testing
         return a
     }
 
-    static func attend(_ use: Int, _ n: Int = 0, keys: String? = nil, until: Int64 = 1000)
+    static func attend(_ use: Int, _ n: Int = 0, keys: JoinerKeys? = nil, until: Int64 = 1000)
         -> InviteAttendant.Action
     {
         .attend(nameplate: np, use: use, connection: connection(n), until: until, admittingKeys: keys)
@@ -222,7 +222,9 @@ import Testing
         #expect(a.taken == 0)
         _ = a.handle(.admitting(joinerKeys: Self.keys), now: 3)
         #expect(
-            a.handle(.admitting(joinerKeys: "other"), now: 3) == [Self.attend(0, keys: Self.keys, until: 100)]
+            a.handle(.admitting(joinerKeys: JoinerKeys(text: "other")), now: 3) == [
+                Self.attend(0, keys: Self.keys, until: 100)
+            ]
         )
         #expect(a.taken == 1)
     }

@@ -29,7 +29,7 @@ import Testing
     }
 
     static func request(_ name: String) -> JoinRequest {
-        JoinRequest(displayName: name, deviceLabel: "laptop", publicKeys: "keys-of-\(name)")
+        JoinRequest(displayName: name, deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys-of-\(name)"))
     }
 
     /// The grant carries stand-ins for the secrets that must never reach a wrong guesser.

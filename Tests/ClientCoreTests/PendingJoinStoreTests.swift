@@ -15,7 +15,9 @@ import Testing
         var random = SeededRandom(seed: [7])
         var join = PendingJoin(
             relay: "ws://127.0.0.1:1/v1", nameplate: Rendezvous.Nameplate("42"), words: "coral-piano",
-            request: JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys"), createdAt: 1,
+            request: JoinRequest(
+                displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys")),
+            createdAt: 1,
             deadline: 2, using: &random)
         try store.put(join)
         join.received.append(PendingJoin.Received(phase: .pake, body: [1, 2, 3]))

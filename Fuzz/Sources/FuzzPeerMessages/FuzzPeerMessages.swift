@@ -67,7 +67,8 @@ private func attackJoiner(_ bytes: [UInt8]) {
     var random = SeededRandom(seed: 7)
     var joiner = JoinerSession(
         words: "coral-piano", binding: binding,
-        request: JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys"), using: &random)
+        request: JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys")),
+        using: &random)
     for (phase, body) in split(bytes) {
         for output in joiner.handle(phase: phase, body: body, using: &random) {
             switch output {

@@ -46,10 +46,10 @@ public enum ShortJoinFlow {
         let (identity, _) = try state.identity(create: true)
         let request = JoinRequest(
             displayName: String(name.prefix(64)), deviceLabel: String(deviceLabel.prefix(64)),
-            publicKeys: identity.publicKeys.text)
+            publicKeys: JoinerKeys(identity.publicKeys))
         var random = SystemRandom()
         return PendingJoin(
-            relay: relay, nameplate: Rendezvous.Nameplate(code.nameplate.description),
+            relay: relay, nameplate: code.nameplate,
             words: code.secretWords, request: request, createdAt: now, deadline: now + wait, using: &random)
     }
 

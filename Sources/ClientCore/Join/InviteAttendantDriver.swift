@@ -248,7 +248,7 @@ public final class InviteAttendantDriver {
 
     private func attend(
         nameplate: Rendezvous.Nameplate, use: Int, saved: RendezvousMachine, expiresAt: Int64,
-        admittingKeys: String?, until: ContinuousClock.Instant?
+        admittingKeys: JoinerKeys?, until: ContinuousClock.Instant?
     ) throws -> InviteAttendant.Event? {
         let connection = try live ?? InviteAttendance.resume(relayURL: relayURL, machine: saved)
         live = nil
@@ -353,7 +353,7 @@ public final class InviteAttendantDriver {
     /// then the admission.
     private func decide(
         _ request: JoinRequest, _ verifier: [UInt8], nameplate: Rendezvous.Nameplate, use: Int,
-        admittingKeys: String?, joinerWaiting: () -> Bool
+        admittingKeys: JoinerKeys?, joinerWaiting: () -> Bool
     ) -> Decision {
         // Restarted while this use's joiner was being added: the same joiner (same keys,
         // replayed by the relay) is answered again; anyone else ends the use.

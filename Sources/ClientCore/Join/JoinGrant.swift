@@ -395,7 +395,7 @@ extension SpaceSession {
     ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
-            keys = try MemberPublicKeys(text: request.publicKeys)
+            keys = try request.publicKeys.keys()
         } catch {
             throw SpaceClientError(
                 .rejected, code: "invalid_request",

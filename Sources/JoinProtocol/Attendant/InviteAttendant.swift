@@ -75,7 +75,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         /// A joiner proved the code and is being added: their use is taken already. After a
         /// restart only the same joiner (the same public keys, replayed by the relay) is answered.
         case admitting(
-            nameplate: Rendezvous.Nameplate, use: Int, connection: RendezvousMachine, joinerKeys: String)
+            nameplate: Rendezvous.Nameplate, use: Int, connection: RendezvousMachine, joinerKeys: JoinerKeys)
         /// Over. `nameplate` is where the ending's notice was left, if it had one.
         case ended(Ending, nameplate: Rendezvous.Nameplate?)
     }
@@ -113,7 +113,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         /// The joiner's confirmation verified: their failure is given back.
         case codeProven
         /// A joiner proved the code and is about to be added: take their use now.
-        case admitting(joinerKeys: String)
+        case admitting(joinerKeys: JoinerKeys)
         /// Adding that joiner failed and they are seen not to be a member: give the use back.
         case admissionFailed
         /// The current use ended.
@@ -139,7 +139,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         /// whose use was taken before a restart (only they are answered).
         case attend(
             nameplate: Rendezvous.Nameplate, use: Int, connection: RendezvousMachine, until: Int64,
-            admittingKeys: String?)
+            admittingKeys: JoinerKeys?)
         /// Close the mailbox of an abandoned use (mood lonely), so its joiner hears nobody attends.
         case closeMailbox(RendezvousMachine)
         /// Leave `notice` on `nameplate` for late joiners.
