@@ -219,6 +219,18 @@ private func printInviter(_ event: InviterEvent, json: Bool) {
         report(
             json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
             "Someone tried a wrong code for your invite; after \(left) more it stops working.")
+    case .attemptReported(let name, let nameplate, let at, let outcome, let thisInvite):
+        let when = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(at)))
+        let which = thisInvite ? "this invite (number \(nameplate))" : "a code with the number \(nameplate)"
+        report(
+            json,
+            [
+                "event": "attempt_reported", "code": "attempt_reported", "name": name, "nameplate": nameplate,
+                "at": at, "outcome": outcome, "this_invite": thisInvite,
+            ],
+            "\(nameOf(name))'s device says \(which) did not check out for them at \(when), and this device "
+                + "never heard from them: someone may have tried to intercept the code."
+                + (thisInvite ? " It counts as a wrong code." : ""))
     case .burned:
         // For people the command's error says it (one message for one burn).
         if json { Terminal.json(["event": "burned", "code": "invite_burned"]) }
@@ -449,7 +461,11 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool, attending: Bool = 
             status: .unavailable)
     case .failed(.codeMismatch):
         return CLIError(
-            code: "code_mismatch", message: "That code didn't match. Codes work once: ask for a new one.",
+            code: "code_mismatch",
+            message:
+                "That code didn't match. Codes work once: ask for a new one. If you typed it right, someone "
+                + "may have tried to intercept it: tell the person who gave it to you. This device will "
+                + "also tell them when you next join.",
             status: .codeRejected)
     case .failed(.protocolError):
         return CLIError(code: "protocol_error", message: error.description, status: .failure)

@@ -8,6 +8,8 @@ enum JSONText {
     case strings([String])
     /// A JSON object's text, inserted as it is; see ``isSingleObject(_:)``.
     case object([UInt8])
+    /// An array of objects.
+    case objects([[String: JSONText]])
 
     /// `{"key":value,…}` with the keys sorted.
     static func object(_ members: [String: JSONText]) -> [UInt8] {
@@ -36,6 +38,13 @@ enum JSONText {
             }
             out.append(UInt8(ascii: "]"))
         case .object(let bytes): out.append(contentsOf: bytes)
+        case .objects(let list):
+            out.append(UInt8(ascii: "["))
+            for (index, members) in list.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: Self.object(members))
+            }
+            out.append(UInt8(ascii: "]"))
         }
     }
 

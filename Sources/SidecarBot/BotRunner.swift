@@ -23,6 +23,9 @@ public final class BotRunner: Sendable {
     private let threadKeys = ThreadKeyCache()
     private let limiter: Mutex<JoinRateLimiter>
     private let workers = Mutex(Set<String>())
+    /// Each invite worker's wake (``InviteAttendantDriver/wake``), to count an attempt reported on
+    /// its invite while it waits.
+    private let wakes = Mutex([String: Interruption]())
     private let stopped = Atomic<Bool>(false)
 
     /// `log` receives one event per line for people and machines (never a secret).
@@ -180,7 +183,8 @@ public final class BotRunner: Sendable {
                     invite.approvalUse = note.use
                 }
             }
-        case .inviteReady, .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined:
+        case .inviteReady, .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined,
+            .attemptReported:
             break
         }
         return true
@@ -214,9 +218,21 @@ public final class BotRunner: Sendable {
         var backoff = 0.2
         let worker = Worker()
         while !isStopped {
+            // The wake is in place before the invite is read: a report saved after this read
+            // wakes this run.
+            let wake = Interruption()
+            wakes.withLock { $0[id] = wake }
             guard let invite = try? store.invite(id), invite.attendant.isOpen else { return }
             let driver = self.driver(invite, worker)
+            driver.wake = wake
             do {
+                if !invite.reportedSides.isEmpty {
+                    // Counted (and saved) before they leave the list: a restart in between
+                    // counts nothing twice (the machine remembers the sides it counted).
+                    try driver.attemptsReported(invite.reportedSides)
+                    try store.update(id) { $0.reportedSides.removeAll(where: invite.reportedSides.contains) }
+                    if !driver.attendant.isOpen { return }
+                }
                 if invite.record == nil, let nameplate = invite.attendant.nameplate {
                     if !worker.readySent { try sendReady(invite, nameplate, worker) }
                     if Self.now() > invite.createdAt + configuration.recordTimeout {
@@ -271,6 +287,7 @@ public final class BotRunner: Sendable {
         hooks.log = { [unowned self] kind, detail in
             record(kind, nameplate: (try? store.invite(id))?.nameplate, detail, Self.now())
         }
+        hooks.codeProven = { [unowned self] request, _ in attemptsReported(request, joinedWith: id) }
         let driver = InviteAttendantDriver(
             attendant: invite.attendant, relayURL: invite.relay, secret: invite.secret, hooks: hooks)
         driver.inviterName = invite.inviterName
@@ -280,6 +297,7 @@ public final class BotRunner: Sendable {
             log("invite_ready", ["nameplate": nameplate.value])
             try sendReady(invite, nameplate, worker)
         }
+        driver.createdAt = invite.createdAt
         return driver
     }
 
@@ -372,6 +390,60 @@ public final class BotRunner: Sendable {
         }
     }
 
+    /// A joiner who proved the code of invite `current` reported earlier attempts of theirs that
+    /// failed after their code went out (``JoinAttemptReport``). One on an invite of the bot's
+    /// that the bot never heard from was answered by someone else: the inviter is told, and a
+    /// tested guess counts as a failure on that invite (its worker counts it; the current
+    /// invite's own driver counts its own). The report came through the confirmed channel of a
+    /// code the bot issued, so only someone given a code can send one; nameplates are public,
+    /// and such a person could burn an invite by speaking on its nameplate anyway.
+    private func attemptsReported(_ request: JoinRequest, joinedWith current: String) {
+        guard !request.failedAttempts.isEmpty else { return }
+        let now = Self.now()
+        let name = request.displayName.isEmpty ? "Someone" : request.displayName
+        let earliest = request.failedAttempts.map(\.at).min() ?? now
+        let invites = (try? store.invites(expiringAfter: earliest - 300)) ?? []
+        for report in request.failedAttempts {
+            let when = Self.time(report.at)
+            guard
+                let invite = invites.first(where: {
+                    $0.attendant.isAbout(report, relay: $0.relay, createdAt: $0.createdAt)
+                })
+            else {
+                record(
+                    "attempt_reported", nameplate: report.nameplate.value,
+                    "\(name) reported a code that did not check out (\(report.outcome)) at \(when) on a "
+                        + "nameplate of no invite of the bot's", now)
+                continue
+            }
+            // An attempt the bot heard itself was counted (or proved) then.
+            guard !invite.attendant.hasSeen(report.side) else { continue }
+            let counted = report.isTestedGuess && invite.attendant.isOpen
+            record(
+                "attempt_reported", nameplate: report.nameplate.value,
+                "\(name) reported an attempt (\(report.outcome)) at \(when) the bot never saw: someone may "
+                    + "have tried to intercept the code\(counted ? "; counted as a failed attempt" : "")", now
+            )
+            if counted, invite.id != current {
+                _ = try? store.update(invite.id) { $0.reportedSides.append(report.side) }
+                _ = wakes.withLock { $0[invite.id] }?.interrupt()
+            }
+            var note = AttendantNote(.attemptReported, id: invite.noteID)
+            note.name = request.displayName
+            note.nameplate = report.nameplate.value
+            note.reason = report.outcome
+            note.message =
+                "\(name)'s device says your invite \(invite.code ?? "") did not check out for them at \(when) "
+                + "and the bot never heard from them: someone may have tried to intercept the code."
+                + (counted ? " It counts as a failed attempt on that invite." : "")
+            tell(invite.inviter, note, roster: nil)
+        }
+    }
+
+    static func time(_ at: Int64) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(at)))
+    }
+
     /// The history line and the inviter's note for what the attendant reports.
     private func tell(_ report: InviteAttendant.Report, _ request: JoinRequest?, id: String, _ worker: Worker)
     {
@@ -396,6 +468,9 @@ public final class BotRunner: Sendable {
             record("refused", nameplate: nameplate, "a joiner was turned away: \(why)", now)
         case .wrongCode(let failure, _):
             record("wrong_code", nameplate: nameplate, "someone tried a wrong code (\(failure.code))", now)
+        case .attemptReported:
+            record(
+                "wrong_code", nameplate: nameplate, "a joiner's attempt the bot never saw was counted", now)
         case .ended(.usedUp):
             record("used_up", nameplate: nameplate, "every use of the invite was taken", now)
         case .ended(.burned):

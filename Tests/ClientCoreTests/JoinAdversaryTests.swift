@@ -73,7 +73,7 @@ import Testing
                 switch output {
                 case .send(let p, let b): logs[.joiner]!.append((p, b))
                 case .codeAccepted(let v): result.joinerVerifier = v
-                case .status: break
+                case .status, .codeSent, .codeProven: break
                 case .granted(let g): result.joinerGrant = g
                 case .refused(let r, _): result.joinerRefusal = r
                 case .failed(let f): result.joinerFailure = f
@@ -240,7 +240,7 @@ import Testing
                     case .granted(let g): samResult.joinerGrant = g
                     case .failed(let f): samResult.joinerFailure = f
                     case .refused(let r, _): samResult.joinerRefusal = r
-                    case .status: break
+                    case .status, .codeSent, .codeProven: break
                     }
                 }
             }

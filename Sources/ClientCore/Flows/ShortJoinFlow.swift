@@ -44,9 +44,12 @@ public enum ShortJoinFlow {
         now: Int64 = Int64(Date().timeIntervalSince1970)
     ) throws(LocalStateError) -> PendingJoin {
         let (identity, _) = try state.identity(create: true)
+        // Earlier attempts that never checked out travel inside this join's confirmed channel,
+        // so the attendant (and through it the inviter) hears of them.
         let request = JoinRequest(
             displayName: String(name.prefix(64)), deviceLabel: String(deviceLabel.prefix(64)),
-            publicKeys: identity.publicKeys.text)
+            publicKeys: identity.publicKeys.text,
+            failedAttempts: try FailedJoinAttemptStore(directory: state.directory).reports())
         var random = SystemRandom()
         return PendingJoin(
             relay: relay, nameplate: Rendezvous.Nameplate(code.nameplate.description),
@@ -68,6 +71,7 @@ public enum ShortJoinFlow {
     ) throws -> ShortJoinResult {
         if resuming { events(.resuming) }
         let joins = PendingJoinStore(directory: state.directory)
+        let attempts = FailedJoinAttemptStore(directory: state.directory)
         let (identity, _) = try state.identity(create: true)
         let wait = max(1, pending.deadline - now)
         let accepted = Locked(false)
@@ -96,6 +100,12 @@ public enum ShortJoinFlow {
                                 verification: VerificationWords.words(for: sas).joined(separator: " ")))
                     case .waitingForApproval(let inviter):
                         events(.waitingForApproval(inviter: inviter))
+                    case .codeSent:
+                        // Before the confirmation goes out: a relay posing as the attendant tests
+                        // its guess on it and may never let the attendant hear of it.
+                        try? attempts.update { $0.append(FailedJoinAttempt(pending, at: now)) }
+                    case .codeProven:
+                        try? attempts.update { $0.removeAll { $0.id == pending.id } }
                     }
                 },
                 // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
@@ -106,6 +116,11 @@ public enum ShortJoinFlow {
             return .alreadyJoined(message: message)
         } catch {
             try? joins.remove(pending.id)
+            // An attempt whose code went out and never checked out is kept, with how it ended,
+            // for the next attendant.
+            try? attempts.update { all in
+                for index in all.indices where all[index].id == pending.id { all[index].outcome = error.code }
+            }
             throw ShortJoinError(run: error, codeAccepted: accepted.withLock { $0 })
         }
         try? joins.remove(pending.id)
@@ -113,6 +128,10 @@ public enum ShortJoinFlow {
         let result = try grant.accept(
             identity: identity, state: state, deviceLabel: pending.request.deviceLabel,
             now: Int64(Date().timeIntervalSince1970), nameplate: pending.nameplate.value)
+        // The attendant granted the request that carried the earlier attempts: it heard of them.
+        try? attempts.update { all in
+            all.removeAll { attempt in pending.request.failedAttempts.contains { $0.side == attempt.side } }
+        }
         return .joined(result.saved, threads: grant.historyHint.threads, messages: grant.historyHint.messages)
     }
 }

@@ -12,7 +12,10 @@ import SpaceModel
 ///                                     ◀──  approval_needed {id, name}     (policy "ask")
 /// approval {id, approve}              ──▶
 ///                                     ◀──  joined {id, name, member} / invite_burned {id}
+///                                     ◀──  attempt_reported {id, name, nameplate, message}
 /// ```
+/// `attempt_reported`: a joiner who proved a code said an earlier attempt of theirs failed after
+/// their code went out and the bot never heard from them (someone else answered on the relay).
 /// The plaintext is a JSON object with `"v": 1` and `"type"`; anything else fails clearly.
 public struct AttendantNote: Codable, Sendable, Equatable {
     public static let currentVersion = 1
@@ -27,6 +30,7 @@ public struct AttendantNote: Codable, Sendable, Equatable {
         case approvalNeeded = "approval_needed"
         case approval
         case joined
+        case attemptReported = "attempt_reported"
     }
 
     public let v: Int
@@ -129,7 +133,7 @@ public struct AttendantNote: Codable, Sendable, Equatable {
             guard note.invite != nil else { throw AttendantNoteError("no invite record") }
         case .approval:
             guard note.approve != nil else { throw AttendantNoteError("no answer") }
-        case .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined:
+        case .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined, .attemptReported:
             break
         }
         self = note

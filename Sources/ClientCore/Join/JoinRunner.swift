@@ -36,6 +36,11 @@ public enum JoinProgress: Equatable, Sendable {
     case codeAccepted(sas: [UInt8])
     case waitingForApproval(inviter: String?)
     case reconnecting
+    /// The joiner's confirmation goes out as soon as this returns: whoever answered in the
+    /// mailbox can test one guess of the code against it. Record the attempt first.
+    case codeSent
+    /// The attendant's confirmation verified: the attempt checked out.
+    case codeProven
 }
 
 /// Points of a join for measuring where its time goes (`eleven-bench bot --phases`); nothing a
@@ -112,6 +117,10 @@ public enum JoinRunner {
                         guard !state.sent.contains(phase) else { continue }
                         try connection.send(phase: phase, body: body)
                         state.sent.append(phase)
+                    case .codeSent:
+                        if !state.sent.contains(.confirm) { progress(.codeSent) }
+                    case .codeProven:
+                        progress(.codeProven)
                     case .codeAccepted(let sas):
                         progress(.codeAccepted(sas: sas))
                     case .status(let status):
