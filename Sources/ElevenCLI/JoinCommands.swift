@@ -96,7 +96,8 @@ let joinCommands: [CommandGroup.Entry] = [
             ],
             discussion: """
                 Asks for the code when it is not given (so it need not sit in your shell history). \
-                Exit status 3: the code did not match (codes work once), or nobody is attending it \
+                Exit status 3: the code did not match (codes work once; if you typed it right, someone \
+                may have tried to intercept it, and your next join tells the inviter), or nobody is attending it \
                 (mistyped, used, burned or expired) or it is crowded; 4: the relay cannot be reached; \
                 6: the inviter declined; 7: the inviter did not answer in time. A full-length link \
                 shows its invite and joins once you say yes (--yes: at once); exit status 2: the \

@@ -8,20 +8,20 @@ import Testing
 
 /// A relay that poses as the attendant toward a joiner (issue #20 item 5): once armed, the
 /// first connection that claims a nameplate someone else claimed before (the attendant) is a
-/// joiner's. The relay lets it into the mailbox, swaps the attendant's key-agreement message for
-/// one of its own made with a guessed code, keeps every message of the joiner from the mailbox
-/// (the attendant never hears of it), tests its guess against the joiner's confirmation, and
-/// answers `abort`: the joiner sees a code that did not match, the attendant sees nothing.
+/// joiner's. From its claim on, the relay answers that joiner itself and passes nothing of it to
+/// the real mailbox (the attendant never hears of it): it hands the joiner a key-agreement
+/// message made with a guessed code, tests the guess on the joiner's confirmation, and answers
+/// `abort`: the joiner sees a code that did not match.
 final class AttendantImpostorRelay: RelayAdversary, @unchecked Sendable {
     private let lock = NSLock()
     private var armed = false
     /// The first connection to claim each nameplate: the attendant's.
     private var claimedBy: [String: Int] = [:]
-    private var joiner: (link: Int, nameplate: String)?
+    private var joinerLink: Int?
     private var impostor: JoinHandshake?
     private var impostorMessage: [UInt8] = []
     private var joinerPake: [UInt8]?
-    private var attendantSide = "0000000000"
+    private let impostorSide = "1a2b3c4d5e"
     private var result: String?
     let guess: String
 
@@ -33,13 +33,21 @@ final class AttendantImpostorRelay: RelayAdversary, @unchecked Sendable {
     /// What the impostor learned from the joiner's confirmation, once it came.
     var guessResult: String? { lock.withLock { result } }
 
+    /// A relay answer of `type` to the joiner, as the relay would send it.
+    private static func answer(_ type: String, _ fields: [String: String] = [:]) -> RelayEmission {
+        var object = fields
+        object["type"] = type
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return .deliver(.toClient, String(decoding: data, as: UTF8.self), delayMs: 0, inOrder: true)
+    }
+
     func intercept(_ frame: RelayFrame, proxy: AdversarialRelay) -> [RelayEmission] {
         lock.withLock {
             if frame.direction == .toRelay, frame.type == "claim", let nameplate = frame.nameplate {
                 if let first = claimedBy[nameplate] {
-                    if armed, first != frame.link, joiner == nil {
+                    if armed, first != frame.link, joinerLink == nil {
                         armed = false
-                        joiner = (frame.link, nameplate)
+                        joinerLink = frame.link
                         var random = SystemRandom()
                         impostor = JoinHandshake(
                             role: .attendant, words: guess,
@@ -51,20 +59,22 @@ final class AttendantImpostorRelay: RelayAdversary, @unchecked Sendable {
                     claimedBy[nameplate] = frame.link
                 }
             }
-            guard let joiner, joiner.link == frame.link else { return pass(frame) }
-            switch (frame.direction, frame.type, frame.phase) {
-            case (.toClient, "message", .pake?) where frame.side != nil:
-                // The attendant's message, replayed to the joiner: ours in its place.
-                attendantSide = frame.side ?? attendantSide
+            guard joinerLink == frame.link, frame.direction == .toRelay else { return pass(frame) }
+            switch (frame.type, frame.phase) {
+            case ("claim", _):
+                return [Self.answer("claimed", ["mailbox": "impostor"])]
+            case ("open", _):
+                // Its own key-agreement message, as if the attendant's were in the mailbox.
                 return [
-                    .deliver(.toClient, frame.replacingBody(impostorMessage), delayMs: 0, inOrder: true)
+                    .deliver(
+                        .toClient,
+                        RelayFrame.message(side: impostorSide, phase: .pake, body: impostorMessage),
+                        delayMs: 0, inOrder: true)
                 ]
-            case (.toClient, "message", _):
-                return []
-            case (.toRelay, "add", .pake?):
+            case ("add", .pake?):
                 joinerPake = frame.body
                 return []
-            case (.toRelay, "add", .confirm?):
+            case ("add", .confirm?):
                 // The one guess: the joiner's confirmation says whether the guessed code was right.
                 guard var impostor = self.impostor.take() else { return [] }
                 do {
@@ -76,14 +86,18 @@ final class AttendantImpostorRelay: RelayAdversary, @unchecked Sendable {
                 }
                 return [
                     .deliver(
-                        .toClient, RelayFrame.message(side: attendantSide, phase: .abort, body: [1]),
+                        .toClient, RelayFrame.message(side: impostorSide, phase: .abort, body: [1]),
                         delayMs: 0,
                         inOrder: true)
                 ]
-            case (.toRelay, "add", _):
-                return []
-            default:
+            case ("release", _):
+                return [Self.answer("released")]
+            case ("close", _):
+                return [Self.answer("closed")]
+            case ("bind", _), ("ping", _):
                 return pass(frame)
+            default:
+                return []
             }
         }
     }
@@ -158,5 +172,43 @@ final class AttendantImpostorRelay: RelayAdversary, @unchecked Sendable {
             "JoinerInterceptionTests: Ann with the first code afterwards: exit \(late.status) \(late.stdout)")
         #expect(late.status == 3, "\(late.stdout) \(late.stderr)")
         #expect(!FileManager.default.fileExists(atPath: ann.path + "/spaces.json"))
+    }
+}
+
+extension JoinerInterceptionTests {
+    /// The same with a person attending (`eleven invite --short`, two uses): Sam, intercepted,
+    /// types the same code again and gets through; Paul's device hears of the first attempt from
+    /// Sam's, counts it against this very invite once Sam's use ends, and with the default cap of
+    /// one failed attempt the invite stops working (its second use is not offered to anyone).
+    @Test func aPersonAttendingHearsTheReportAndCountsIt() async throws {
+        try await JoinScenariosCLI.withServerAndRelay { server, relay in
+            let adversary = AttendantImpostorRelay(guess: "abacus-abbey")
+            let proxy = try AdversarialRelay(upstream: relay.url, adversary: adversary)
+            defer { proxy.stop() }
+            let w = try JoinScenariosCLI.makeWorld(relayURL: proxy.url, server: server)
+            let invite = try w.background(w.paul, ["invite", "--short", "--yes", "--uses", "2"])
+            let code = try invite.value(afterPrefix: "Invite code:")
+            adversary.arm()
+            let sam = try ElevenHome("sam")
+            let failed = try w.run(sam, ["join", code, "--name", "Sam", "--timeout", "60s", "--json"])
+            let joined = try w.run(sam, ["join", code, "--name", "Sam", "--timeout", "60s"])
+            let paulSaw = invite.finish(timeout: 60)
+            print(
+                """
+                JoinerInterceptionTests person: the impostor's guess was \(adversary.guessResult ?? "never tested")
+                  Sam's first join: exit \(failed.status) \(failed.stdout)
+                  Sam's second join: exit \(joined.status) \(joined.stdout)\(joined.stderr)
+                  Paul's invite: exit \(paulSaw.status) \(paulSaw.stdout)\(paulSaw.stderr)
+                """)
+            #expect(failed.status == 3 && failed.stdout.contains("code_mismatch"), "\(failed.stdout)")
+            #expect(joined.status == 0, "\(joined.stdout) \(joined.stderr)")
+            #expect(paulSaw.stdout.contains("Sam joined Family."), "\(paulSaw.stdout)")
+            #expect(
+                paulSaw.stdout.contains("Sam's device says this invite")
+                    && paulSaw.stdout.contains("someone may have tried to intercept the code"),
+                "\(paulSaw.stdout)")
+            #expect(paulSaw.status == 3, "\(paulSaw.stdout) \(paulSaw.stderr)")
+            #expect(paulSaw.stderr.contains("it no longer works"), "\(paulSaw.stderr)")
+        }
     }
 }

@@ -56,6 +56,14 @@ public enum ShortJoinFlow {
             words: code.secretWords, request: request, createdAt: now, deadline: now + wait, using: &random)
     }
 
+    /// The attendant answered the request that carried the earlier attempts (a grant, or that
+    /// this device is a member already): it read them.
+    private static func forgetReported(_ pending: PendingJoin, _ attempts: FailedJoinAttemptStore) {
+        try? attempts.update { all in
+            all.removeAll { attempt in pending.request.failedAttempts.contains { $0.side == attempt.side } }
+        }
+    }
+
     /// The last join whose process was stopped, if any (`eleven join --resume`).
     public static func interrupted(state: LocalState) throws(LocalStateError) -> PendingJoin? {
         try PendingJoinStore(directory: state.directory).load().last
@@ -103,7 +111,9 @@ public enum ShortJoinFlow {
                     case .codeSent:
                         // Before the confirmation goes out: a relay posing as the attendant tests
                         // its guess on it and may never let the attendant hear of it.
-                        try? attempts.update { $0.append(FailedJoinAttempt(pending, at: now)) }
+                        try? attempts.update {
+                            $0.append(FailedJoinAttempt(pending, at: Int64(Date().timeIntervalSince1970)))
+                        }
                     case .codeProven:
                         try? attempts.update { $0.removeAll { $0.id == pending.id } }
                     }
@@ -113,6 +123,7 @@ public enum ShortJoinFlow {
         } catch .refused(alreadyMemberReason, let message) {
             // As with a link: a space this device is in already is left as it is.
             try? joins.remove(pending.id)
+            forgetReported(pending, attempts)
             return .alreadyJoined(message: message)
         } catch {
             try? joins.remove(pending.id)
@@ -128,10 +139,7 @@ public enum ShortJoinFlow {
         let result = try grant.accept(
             identity: identity, state: state, deviceLabel: pending.request.deviceLabel,
             now: Int64(Date().timeIntervalSince1970), nameplate: pending.nameplate.value)
-        // The attendant granted the request that carried the earlier attempts: it heard of them.
-        try? attempts.update { all in
-            all.removeAll { attempt in pending.request.failedAttempts.contains { $0.side == attempt.side } }
-        }
+        forgetReported(pending, attempts)
         return .joined(result.saved, threads: grant.historyHint.threads, messages: grant.historyHint.messages)
     }
 }
