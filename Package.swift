@@ -122,7 +122,7 @@ let package = Package(
             name: "SpaceServerTests",
             dependencies: [
                 "SpaceServer", "SpaceModel", "Support", "JoinProtocol", "ClientCore", "Net", "SQLite",
-                "TestSupport",
+                "TestSupport", "PAKE", "CFIDO2",
             ]),
         .testTarget(
             name: "ElevenCLITests",

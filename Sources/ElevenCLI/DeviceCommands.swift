@@ -54,8 +54,21 @@ let deviceCommands: [CommandGroup.Entry] = [
         CommandSpec(
             ["eleven", "sync"],
             summary: "Save changes to your home server and bring in your other devices' changes.",
-            options: [CommonOptions.json])
+            options: [
+                OptionSpec(
+                    "watch",
+                    help:
+                        "keep running: sync now and then, and ask about new devices that sign in (Ctrl-C ends)"
+                ),
+                CommonOptions.json,
+            ],
+            discussion: """
+                With --watch, a new device that signs in with your email address is noticed here: on a \
+                terminal this asks "Approve <device>? [y/N]" after showing the verification words the new \
+                device shows too; otherwise it says to run `eleven devices approve`.
+                """)
     ) { arguments in
+        if arguments.flag("watch") { return try watchSync(json: arguments.flag("json")) }
         let report = try homeErrors { try homeSync().sync() }
         if arguments.flag("json") {
             Terminal.json([
@@ -437,10 +450,19 @@ private func signInErrors<T>(_ body: () throws -> T) throws -> T {
 
 private func runApprove(_ arguments: ParsedArguments) throws {
     let json = arguments.flag("json")
-    let yes = arguments.flag("yes")
     let wait = try arguments.duration("timeout", max: 86_400) ?? 300
+    let approved = try approveDevice(
+        id: arguments.positional(0), timeout: Double(wait), yes: arguments.flag("yes"), json: json)
+    guard approved else {
+        throw CLIError(
+            code: "declined", message: "Not approved: you said no. Nothing was shared.", status: .refused)
+    }
+}
+
+/// Answers a waiting device (the words, then "Approve <label>? [y/N]"); true when approved.
+private func approveDevice(id: String?, timeout: Double, yes: Bool, json: Bool) throws -> Bool {
     let answer = try signInErrors {
-        try homeSync().approve(id: arguments.positional(0), timeout: Double(wait)) { label, words in
+        try homeSync().approve(id: id, timeout: timeout) { label, words in
             let check = words.joined(separator: " ")
             let name = label.isEmpty ? "the new device" : label
             if json {
@@ -452,15 +474,75 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         }
     }
     let name = answer.label.isEmpty ? "the new device" : answer.label
-    guard answer.approved else {
-        throw CLIError(
-            code: "declined", message: "Not approved: you said no. Nothing was shared.", status: .refused)
-    }
+    guard answer.approved else { return false }
     vaultChanged()
     if json {
         Terminal.json(["event": "approved", "label": answer.label])
     } else {
         Terminal.out("Approved \(name). It has your spaces now.")
+    }
+    return true
+}
+
+/// `eleven sync --watch`: syncs every half minute and looks for new devices every two seconds. A
+/// device waiting for approval is asked about on a terminal (the person is there to compare the
+/// words); elsewhere (a script, a service) the watch only says how to approve, once per request,
+/// since nobody could answer.
+private func watchSync(json: Bool) throws {
+    let sync = homeSync()
+    guard try homeErrors({ try sync.home() }) != nil else { throw homeErrorsRethrow(HomeError.notSignedIn) }
+    let report = try homeErrors { try sync.sync() }
+    if json {
+        Terminal.json(["event": "synced", "spaces": report.spaces, "watching": true])
+    } else {
+        Terminal.out(
+            "Up to date: \(spacesPhrase(report.spaces)). Watching for changes and new devices (Ctrl-C ends).")
+    }
+    let interactive = Terminal.isInteractive && !json
+    // Ctrl-C or SIGTERM ends the watch between looks (exit status 0); during an approval the
+    // process ends within 5 seconds.
+    let interruption = Interruption.onSignals(grace: 5)
+    var told: Set<String> = []
+    var lastSync = Date()
+    var lastLook = Date()
+    while !interruption.isInterrupted {
+        Thread.sleep(forTimeInterval: 0.25)
+        if Date().timeIntervalSince(lastLook) < 2 { continue }
+        lastLook = Date()
+        do {
+            if Date().timeIntervalSince(lastSync) >= 30 {
+                lastSync = Date()
+                _ = try sync.sync()
+            }
+            for request in try sync.pendingApprovals() where !request.answering && !told.contains(request.id)
+            {
+                guard interactive else {
+                    told.insert(request.id)
+                    if json {
+                        Terminal.json(["event": "approval_waiting", "id": request.id])
+                    } else {
+                        Terminal.out(
+                            "A new device is waiting to be let in. To approve it, run `eleven devices approve \(request.id)`."
+                        )
+                    }
+                    continue
+                }
+                Terminal.out("A new device signed in with your email address.")
+                do {
+                    if try !approveDevice(id: request.id, timeout: 300, yes: false, json: false) {
+                        Terminal.out("Not approved. Nothing was shared.")
+                    }
+                } catch let error as CLIError {
+                    Terminal.err(error.message)
+                }
+                told.insert(request.id)
+            }
+        } catch let error as SpaceClientError where error.kind == .unreachable {
+            // A server that is down for a while is waited for, not fatal to the watch.
+            continue
+        } catch {
+            throw homeErrorsRethrow(error)
+        }
     }
 }
 

@@ -377,6 +377,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
         report(json, ["event": "already_joined", "message": message], SafeText.line(message))
     case .joined(let saved, let threads, let messages):
         vaultChanged()
+        offerWayBackIn(json: json)
         if json {
             Terminal.json([
                 "event": "joined", "space": saved.space.base64URL, "name": saved.name,

@@ -269,6 +269,7 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
     }
     // Like every other way a space arrives: saved on the home server at once when signed in.
     vaultChanged()
+    offerWayBackIn(json: json)
     let spaceName = claimed.saved.name
     if json {
         Terminal.json([

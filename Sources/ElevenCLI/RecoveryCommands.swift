@@ -29,10 +29,13 @@ let recoveryCommands: [CommandGroup.Entry] = [
                 verboseOption, CommonOptions.json,
             ],
             discussion: """
-                With --file PATH, writes a new recovery file (readable only by you). Keep it in your \
-                password manager or on a removable drive: if you lose every device, \
-                `eleven recover --file PATH` on a new one brings your spaces back. Anyone who has the \
-                file can do that too; remove a lost one with `eleven recovery remove`.
+                With --file PATH, writes a new recovery file (readable only by you). Whoever holds \
+                it can open your spaces, with no password, so keep it as you would your passport: in your \
+                password manager or on a removable drive, not on the device itself. If you lose every \
+                device, `eleven recover --file PATH` on a new one brings your spaces back. A lost or \
+                copied file is made useless with `eleven recovery remove`. With --security-key, a \
+                hardware token that has a PIN is the way back in instead: a found token opens nothing \
+                without its PIN (tokens without a PIN are refused).
                 """)
     ) { arguments in
         let sync = homeSync()
@@ -62,8 +65,10 @@ let recoveryCommands: [CommandGroup.Entry] = [
         } else {
             Terminal.out("Added a way back in: \(path).")
             Terminal.out(
-                "Keep it in your password manager or on a removable drive. Anyone with it can restore your spaces."
+                "Anyone holding this file can open your spaces, with no password. Keep it as you would "
+                    + "your passport: in your password manager or on a removable drive, not on this device."
             )
+            Terminal.out("If it is lost or copied, `eleven recovery remove \"\(label)\"` makes it useless.")
             if arguments.flag("verbose") {
                 Terminal.out("(It is way back in \(id); the home server keeps only what it cannot read.)")
             }
@@ -146,7 +151,9 @@ let recoveryCommands: [CommandGroup.Entry] = [
         let report = try recoveryErrors {
             if securityKey {
                 let card = try SecurityKeyCard(bytes: try readCard(path))
-                let key = SecurityKey(path: try SecurityKey.firstDevice(), credentialID: card.credentialID)
+                let device = try FIDO2Device.first()
+                try SecurityKey.checkUsable(device)
+                let key = SecurityKey(device: device, credentialID: card.credentialID, pin: readTokenPIN())
                 if !json { Terminal.out("Touch your hardware token…") }
                 return try sync.recover(
                     home: card.home, anchor: card.anchor,
@@ -202,9 +209,12 @@ private func addSecurityKey(_ arguments: ParsedArguments, card path: String) thr
         guard access(path, F_OK) != 0 else {
             throw RecoveryError("file_exists", "\(path) already exists; choose a new name.")
         }
-        let device = try SecurityKey.firstDevice()
+        let device = try FIDO2Device.first()
+        // Refused before the PIN is asked for: a token without a PIN (a finder could use it).
+        try SecurityKey.checkUsable(device)
+        let pin = readTokenPIN()
         if !json { Terminal.out("Touch your hardware token (twice)…") }
-        let key = try SecurityKey.makeCredential(path: device)
+        let key = try SecurityKey.makeCredential(device: device, pin: pin)
         var random = SystemRandom()
         let salt = random.bytes(count: RecoveryAnchor.byteCount)
         let identity = try RecoveryAnchor.identity(key, salt: salt)
@@ -228,6 +238,23 @@ private func addSecurityKey(_ arguments: ParsedArguments, card path: String) thr
     }
 }
 
+/// The hardware token's PIN: asked for without echo on a terminal, else one line of standard
+/// input (for scripts). Empty when none is typed; the token is then refused with a clear error.
+private func readTokenPIN() -> String {
+    guard isatty(0) == 1 else { return readLine(strippingNewline: true) ?? "" }
+    writePrompt("PIN of your hardware token: ")
+    var original = termios()
+    guard tcgetattr(0, &original) == 0 else { return readLine(strippingNewline: true) ?? "" }
+    var quiet = original
+    quiet.c_lflag &= ~tcflag_t(ECHO)
+    tcsetattr(0, TCSAFLUSH, &quiet)
+    defer {
+        tcsetattr(0, TCSAFLUSH, &original)
+        writePrompt("\n")
+    }
+    return readLine(strippingNewline: true) ?? ""
+}
+
 /// Maps recovery errors (and home errors) to CLIErrors.
 private func recoveryErrors<T>(_ body: () throws -> T) throws -> T {
     do {
@@ -237,6 +264,10 @@ private func recoveryErrors<T>(_ body: () throws -> T) throws -> T {
             switch error.code {
             case "file_exists", "no_recovery_file", "invalid_security_key_card": .usage
             case "no_security_key", "security_key_unreachable": .unavailable
+            case "security_key_pin_wrong", "security_key_pin_required": .codeRejected
+            case "security_key_no_pin", "security_key_pin_blocked", "security_key_pin_paused",
+                "security_key_not_verified":
+                .refused
             case "invalid_recovery_file", "unsupported_recovery_file": .usage
             default: .failure
             }

@@ -55,6 +55,7 @@ let spaceCommands: [CommandGroup.Entry] = [
         }
         vaultChanged()
         nudgeTowardSigningIn(json: arguments.flag("json"))
+        offerWayBackIn(json: arguments.flag("json"))
         if arguments.flag("json") {
             Terminal.json([
                 "space": saved.space.base64URL, "name": saved.name, "server": saved.server,
@@ -101,6 +102,7 @@ let spaceCommands: [CommandGroup.Entry] = [
             return saved
         }
         vaultChanged()
+        offerWayBackIn(json: arguments.flag("json"))
         if arguments.flag("json") {
             Terminal.json(["space": saved.space.base64URL, "name": saved.name, "server": saved.server])
             return

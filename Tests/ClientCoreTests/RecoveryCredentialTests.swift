@@ -81,7 +81,10 @@ import Testing
         let expected: [(Int32, String)] = [
             (FIDO_ERR_NO_CREDENTIALS, "wrong_security_key"),
             (FIDO_ERR_UNSUPPORTED_EXTENSION, "security_key_unsupported"),
-            (FIDO_ERR_PIN_REQUIRED, "security_key_pin"), (FIDO_ERR_PIN_INVALID, "security_key_pin"),
+            (FIDO_ERR_PIN_REQUIRED, "security_key_pin_required"),
+            (FIDO_ERR_PIN_INVALID, "security_key_pin_wrong"),
+            (FIDO_ERR_PIN_NOT_SET, "security_key_no_pin"), (FIDO_ERR_PIN_BLOCKED, "security_key_pin_blocked"),
+            (FIDO_ERR_PIN_AUTH_BLOCKED, "security_key_pin_paused"),
             (FIDO_ERR_ACTION_TIMEOUT, "security_key_timeout"),
             (FIDO_ERR_USER_ACTION_TIMEOUT, "security_key_timeout"),
             (FIDO_ERR_OPERATION_DENIED, "security_key_denied"),
@@ -114,7 +117,8 @@ import Testing
                 == "invalid_credential")
         #expect(try SecurityKey.checkCredentialID([1, 2, 3]) == [1, 2, 3])
         // A salt of the wrong length is refused before any device is touched.
-        let key = SecurityKey(path: "/nonexistent/hidraw", credentialID: [1])
+        let key = SecurityKey(
+            device: FIDO2Device(path: "/nonexistent/hidraw"), credentialID: [1], pin: "1234")
         #expect(code { _ = try key.output(salt: [1]) } == "invalid_salt")
     }
 
@@ -140,10 +144,11 @@ import Testing
 
     /// With no security key plugged in (this machine): a clear "no security key found", and a
     /// device path that is not a key gives a clear error, not a crash.
-    @Test(.enabled(if: SecurityKey.devicePaths().isEmpty, "a security key is plugged in"))
+    @Test(.enabled(if: FIDO2Device.devicePaths().isEmpty, "a security key is plugged in"))
     func noDeviceFoundWhenNonePluggedIn() {
-        #expect(code { _ = try SecurityKey.firstDevice() } == "no_security_key")
-        let key = SecurityKey(path: "/nonexistent/hidraw", credentialID: [1])
+        #expect(code { _ = try FIDO2Device.first() } == "no_security_key")
+        let key = SecurityKey(
+            device: FIDO2Device(path: "/nonexistent/hidraw"), credentialID: [1], pin: "1234")
         let failure = code { _ = try key.output(salt: [UInt8](repeating: 0, count: 32)) }
         #expect(failure?.hasPrefix("security_key") == true, "\(failure ?? "")")
     }
@@ -151,9 +156,11 @@ import Testing
     /// The hardware part (make a credential, then the same output twice for one salt and another
     /// for a second salt) runs only with a security key plugged in; SKIPPED on machines without one.
     @Test(
-        .enabled(if: !SecurityKey.devicePaths().isEmpty, "no security key plugged in: hardware part skipped"))
+        .enabled(if: !FIDO2Device.devicePaths().isEmpty, "no security key plugged in: hardware part skipped"))
     func hardwareKeyGivesAStableOutputPerSalt() throws {
-        let key = try SecurityKey.makeCredential(path: try SecurityKey.firstDevice())
+        // The key must have a PIN; the test reads it from ELEVEN_TEST_TOKEN_PIN.
+        let pin = ProcessInfo.processInfo.environment["ELEVEN_TEST_TOKEN_PIN"] ?? ""
+        let key = try SecurityKey.makeCredential(device: try FIDO2Device.first(), pin: pin)
         let salt = [UInt8](repeating: 1, count: 32)
         let first = try key.output(salt: salt)
         #expect(first.count == 32)

@@ -26,7 +26,8 @@ import Testing
                     arguments: [
                         "--transit-listen", "127.0.0.1:\(transitPort)", "--transit-handshake-timeout", "3s",
                     ])
-                #expect(relay.log.contains("eleven-relay transit listening on tcp:127.0.0.1:\(transitPort)"))
+                // Printed after the mailbox's ready line, which is all `RelayProcess` waits for.
+                try relay.server.waitFor("eleven-relay transit listening on tcp:127.0.0.1:\(transitPort)")
                 return (relay, transitPort)
             } catch  where attempt < 3 && "\(error)".contains("Address already in use") {
                 continue

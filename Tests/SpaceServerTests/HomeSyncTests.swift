@@ -18,16 +18,22 @@ import Testing
         return HomeSync(state: state)
     }
 
+    /// A home server on a free loopback port, its database in `root`, started.
+    static func homeServer(in root: URL) throws -> SpaceHTTPServer {
+        var configuration = SpaceHTTPConfiguration(
+            databasePath: root.appendingPathComponent("home.sqlite").path)
+        configuration.listenAddresses = [SocketAddress(numericHost: "127.0.0.1", port: 0)!]
+        configuration.api.homeEnabled = true
+        let server = try SpaceHTTPServer(configuration: configuration)
+        try server.start()
+        return server
+    }
+
     @Test func concurrentEditsOnTwoDevicesAllSurvive() async throws {
         try await TestSupport.offPool {
             let root = try TestSupport.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: root) }
-            var configuration = SpaceHTTPConfiguration(
-                databasePath: root.appendingPathComponent("home.sqlite").path)
-            configuration.listenAddresses = [SocketAddress(numericHost: "127.0.0.1", port: 0)!]
-            configuration.api.homeEnabled = true
-            let server = try SpaceHTTPServer(configuration: configuration)
-            try server.start()
+            let server = try Self.homeServer(in: root)
             defer { server.shutdown() }
 
             let spaces = (0..<8).map {

@@ -48,4 +48,20 @@ extension HomeSync {
             return true
         }
     }
+
+    static let wayBackOfferFile = "way-back-offer"
+
+    /// Whether to offer a way back in now (after creating or joining a space): once per state
+    /// directory, only on a signed-in device whose account has none (no recovery file, no
+    /// hardware token). Remembered once the account was looked at, whatever the answer; a home
+    /// server that cannot be reached is asked again next time.
+    public func takeWayBackOffer() throws -> Bool {
+        guard try home() != nil, try directory.read(Self.wayBackOfferFile) == nil else { return false }
+        let none = try recoveryCredentials().isEmpty
+        return try directory.locked { () throws(LocalStateError) in
+            guard try directory.read(Self.wayBackOfferFile) == nil else { return false }
+            try directory.write(Self.wayBackOfferFile, Array("shown\n".utf8))
+            return none
+        }
+    }
 }
