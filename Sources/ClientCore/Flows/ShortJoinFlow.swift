@@ -111,8 +111,10 @@ public enum ShortJoinFlow {
                     case .codeSent:
                         // Before the confirmation goes out: a relay posing as the attendant tests
                         // its guess on it and may never let the attendant hear of it.
-                        try? attempts.update {
-                            $0.append(FailedJoinAttempt(pending, at: Int64(Date().timeIntervalSince1970)))
+                        try? attempts.update { all in
+                            // Once per join, also when a resumed join sends it after all.
+                            all.removeAll { $0.id == pending.id }
+                            all.append(FailedJoinAttempt(pending, at: Int64(Date().timeIntervalSince1970)))
                         }
                     case .codeProven:
                         try? attempts.update { $0.removeAll { $0.id == pending.id } }
