@@ -183,8 +183,13 @@ public final class BotRunner: Sendable {
                     invite.approvalUse = note.use
                 }
             }
-        case .inviteReady, .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined,
-            .attemptReported:
+        case .attemptReported:
+            // A member who joined another way (a full-length link) reporting an attempt of theirs;
+            // signed by them and checked against the roster like every note.
+            guard let report = note.attemptReport else { return true }
+            let name = roster.members[received.sender]?.name ?? ""
+            attemptsReported([report], by: name, joinedWith: nil)
+        case .inviteReady, .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined:
             break
         }
         return true
@@ -287,7 +292,9 @@ public final class BotRunner: Sendable {
         hooks.log = { [unowned self] kind, detail in
             record(kind, nameplate: (try? store.invite(id))?.nameplate, detail, Self.now())
         }
-        hooks.codeProven = { [unowned self] request, _ in attemptsReported(request, joinedWith: id) }
+        hooks.codeProven = { [unowned self] request, _ in
+            attemptsReported(request.failedAttempts, by: request.displayName, joinedWith: id)
+        }
         let driver = InviteAttendantDriver(
             attendant: invite.attendant, relayURL: invite.relay, secret: invite.secret, hooks: hooks)
         driver.inviterName = invite.inviterName
@@ -390,20 +397,23 @@ public final class BotRunner: Sendable {
         }
     }
 
-    /// A joiner who proved the code of invite `current` reported earlier attempts of theirs that
-    /// failed after their code went out (``JoinAttemptReport``). One on an invite of the bot's
+    /// A joiner who proved the code of invite `current` (or a member who joined by link: no
+    /// current invite) reported earlier attempts of theirs that failed after their code went out
+    /// (``JoinAttemptReport``). One on an invite of the bot's
     /// that the bot never heard from was answered by someone else: the inviter is told, and a
     /// tested guess counts as a failure on that invite (its worker counts it; the current
     /// invite's own driver counts its own). The report came through the confirmed channel of a
     /// code the bot issued, so only someone given a code can send one; nameplates are public,
     /// and such a person could burn an invite by speaking on its nameplate anyway.
-    private func attemptsReported(_ request: JoinRequest, joinedWith current: String) {
-        guard !request.failedAttempts.isEmpty else { return }
+    private func attemptsReported(
+        _ reports: [JoinAttemptReport], by joiner: String, joinedWith current: String?
+    ) {
+        guard !reports.isEmpty else { return }
         let now = Self.now()
-        let name = request.displayName.isEmpty ? "Someone" : request.displayName
-        let earliest = request.failedAttempts.map(\.at).min() ?? now
+        let name = joiner.isEmpty ? "Someone" : joiner
+        let earliest = reports.map(\.at).min() ?? now
         let invites = (try? store.invites(expiringAfter: earliest - 300)) ?? []
-        for report in request.failedAttempts {
+        for report in reports {
             let when = Self.time(report.at)
             guard
                 let invite = invites.first(where: {
@@ -429,7 +439,7 @@ public final class BotRunner: Sendable {
                 _ = wakes.withLock { $0[invite.id] }?.interrupt()
             }
             var note = AttendantNote(.attemptReported, id: invite.noteID)
-            note.name = request.displayName
+            note.name = joiner
             note.nameplate = report.nameplate.value
             note.reason = report.outcome
             note.message =

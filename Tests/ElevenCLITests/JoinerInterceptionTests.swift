@@ -107,64 +107,104 @@ final class AttendantImpostorRelay: RelayAdversary, @unchecked Sendable {
 /// failed attempt must reach the inviter, and the invite it was for must not stay live as if
 /// nothing happened (issue #20 item 5; `docs/threat-model.md`, "Guesses against a joiner").
 @Suite(.serialized) struct JoinerInterceptionTests {
+    /// A bot world whose relay (the hostile one, which the bot attends through and Sam joins
+    /// through) posed as the attendant when Sam tried `first`, Paul's code through the bot.
+    final class Intercepted {
+        let adversary: AttendantImpostorRelay
+        let world: BotWorld
+        let proxy: AdversarialRelay
+        let first: String
+        let sam: ElevenHome
+        let failed: ProcessResult
+
+        init() throws {
+            let adversary = AttendantImpostorRelay(guess: "abacus-abbey")
+            let world = try BotWorld()
+            var started: AdversarialRelay?
+            do {
+                let proxy = try world.attendThrough(adversary)
+                started = proxy
+                let first = try world.invite()
+                adversary.arm()
+                let sam = try ElevenHome("sam")
+                failed = try world.run(
+                    sam, ["join", first, "--name", "Sam", "--relay", proxy.url, "--timeout", "60s", "--json"])
+                (self.adversary, self.world, self.proxy, self.first, self.sam) = (
+                    adversary, world, proxy, first, sam
+                )
+            } catch {
+                started?.stop()
+                world.stop()
+                throw error
+            }
+        }
+
+        func stop() {
+            proxy.stop()
+            world.stop()
+        }
+
+        /// Paul's notes from the bot once they say someone may have intercepted a code (false
+        /// after 30 s).
+        func paulIsTold() -> (Bool, String) {
+            let notes = Locked("")
+            let told = TestSupport.eventually(timeout: 30) {
+                let seen = (try? world.run(world.paul, ["bot", "notes", "--keep"]))?.stdout ?? ""
+                notes.withLock { $0 = seen }
+                return seen.contains("intercept")
+            }
+            return (told, notes.withLock { $0 })
+        }
+
+        /// Whether the first invite left the bot's open ones (its worker counted the report),
+        /// with the bot's status. Open invites are listed as "  nameplate N  open  …" (the recent
+        /// history's lines begin with a date).
+        func firstInviteCloses() throws -> (Bool, String) {
+            let nameplate = first.split(separator: "-").last.map(String.init) ?? ""
+            let status = Locked("")
+            let closed = TestSupport.eventually(timeout: 30) {
+                let seen = (try? world.botCommand(["status", "--state", world.botState]))?.stdout ?? ""
+                status.withLock { $0 = seen }
+                return !seen.split(separator: "\n").contains { $0.hasPrefix("  nameplate \(nameplate)  ") }
+            }
+            return (closed, status.withLock { $0 })
+        }
+    }
+
     @Test func aJoinersFailedAttemptThroughAnImpostorReachesTheInviter() async throws {
         try await TestSupport.offPool { try Self.impostorAgainstABotInvite() }
     }
 
     static func impostorAgainstABotInvite() throws {
-        let adversary = AttendantImpostorRelay(guess: "abacus-abbey")
-        let world = try BotWorld()
-        defer { world.stop() }
-        // The relay everyone uses is the hostile one: the bot attends through it, Sam joins
-        // through it.
-        let proxy = try world.attendThrough(adversary)
-        defer { proxy.stop() }
-        let first = try world.invite()
-        adversary.arm()
-        let sam = try ElevenHome("sam")
-        let failed = try world.run(
-            sam, ["join", first, "--name", "Sam", "--relay", proxy.url, "--timeout", "60s", "--json"])
+        let w = try Intercepted()
+        defer { w.stop() }
+        let (world, sam, failed, first) = (w.world, w.sam, w.failed, w.first)
         // Sam's device keeps the failed attempt (sealed) until an attendant heard of it.
         let record = sam.path + "/failed-joins.sealed"
         let kept = FileManager.default.fileExists(atPath: record)
         // Paul sends a new code; this time the relay lets Sam through.
         let second = try world.invite()
         let joined = try world.run(
-            sam, ["join", second, "--name", "Sam", "--relay", proxy.url, "--timeout", "60s"])
+            sam, ["join", second, "--name", "Sam", "--relay", w.proxy.url, "--timeout", "60s"])
         // What Paul hears, and what became of the first invite.
-        let notes = Locked("")
-        let told = TestSupport.eventually(timeout: 30) {
-            let seen = (try? world.run(world.paul, ["bot", "notes", "--keep"]))?.stdout ?? ""
-            notes.withLock { $0 = seen }
-            return seen.contains("intercept")
-        }
-        // The bot counts the reported attempt on the first invite (its worker, woken): the
-        // invite leaves the open ones. Open invites are listed as "  nameplate N  open  …" (the
-        // recent history's lines begin with a date).
-        let nameplate = first.split(separator: "-").last.map(String.init) ?? ""
-        let statusText = Locked("")
-        let firstClosed = TestSupport.eventually(timeout: 30) {
-            let seen = (try? world.botCommand(["status", "--state", world.botState]))?.stdout ?? ""
-            statusText.withLock { $0 = seen }
-            return !seen.split(separator: "\n").contains { $0.hasPrefix("  nameplate \(nameplate)  ") }
-        }
-        let status = statusText.withLock { $0 }
+        let (told, notes) = w.paulIsTold()
+        let (firstClosed, status) = try w.firstInviteCloses()
         print(
             """
-            JoinerInterceptionTests: the impostor's guess was \(adversary.guessResult ?? "never tested")
+            JoinerInterceptionTests: the impostor's guess was \(w.adversary.guessResult ?? "never tested")
               Sam's first join (\(first)): exit \(failed.status) \(failed.stdout)\(failed.stderr)
               Sam's second join (\(second)): exit \(joined.status) \(joined.stdout)
-              Paul's notes: \(notes.withLock { $0 })
+              Paul's notes: \(notes)
               bot status: \(status)
             """)
-        #expect(adversary.guessResult?.hasPrefix("wrong") == true)
+        #expect(w.adversary.guessResult?.hasPrefix("wrong") == true)
         #expect(failed.status == 3, "\(failed.stdout) \(failed.stderr)")
         #expect(failed.stdout.contains("code_mismatch"), "\(failed.stdout)")
         #expect(joined.status == 0, "\(joined.stdout) \(joined.stderr)")
         #expect(kept)
         #expect(!FileManager.default.fileExists(atPath: record), "told once, then forgotten")
         // The inviter is told, and the first invite no longer works.
-        #expect(told, "\(notes.withLock { $0 })")
+        #expect(told, "\(notes)")
         #expect(firstClosed, "\(status)")
         let ann = try ElevenHome("ann")
         let late = try world.run(ann, ["join", first, "--name", "Ann", "--timeout", "10s", "--json"])
@@ -172,6 +212,31 @@ final class AttendantImpostorRelay: RelayAdversary, @unchecked Sendable {
             "JoinerInterceptionTests: Ann with the first code afterwards: exit \(late.status) \(late.stdout)")
         #expect(late.status == 3, "\(late.stdout) \(late.stderr)")
         #expect(!FileManager.default.fileExists(atPath: ann.path + "/spaces.json"))
+    }
+
+    /// Sam, intercepted, joins with a full-length link instead: once in, Sam's device tells the
+    /// space's bot (a note sealed to it, signed by Sam), and the bot handles the report as it
+    /// would one carried by a short-code join.
+    @Test func aJoinerWhoThenJoinsByLinkTellsTheBot() async throws {
+        try await TestSupport.offPool {
+            let w = try Intercepted()
+            defer { w.stop() }
+            let link = try LinkEndToEndTests.mint(w.world.paul, [])
+            let joined = try w.world.run(w.sam, ["join", link, "--name", "Sam", "--yes"])
+            let (told, notes) = w.paulIsTold()
+            let (closed, status) = try w.firstInviteCloses()
+            print(
+                """
+                JoinerInterceptionTests link: Sam's first join: exit \(w.failed.status) \(w.failed.stdout)
+                  Sam's link join: exit \(joined.status) \(joined.stdout)\(joined.stderr)
+                  Paul's notes: \(notes)
+                """)
+            #expect(w.failed.status == 3, "\(w.failed.stdout) \(w.failed.stderr)")
+            #expect(joined.status == 0, "\(joined.stdout) \(joined.stderr)")
+            #expect(told, "\(notes)")
+            #expect(closed, "\(status)")
+            #expect(!FileManager.default.fileExists(atPath: w.sam.path + "/failed-joins.sealed"))
+        }
     }
 }
 

@@ -56,6 +56,27 @@ public enum ShortJoinFlow {
             words: code.secretWords, request: request, createdAt: now, deadline: now + wait, using: &random)
     }
 
+    /// After joining `session`'s space another way (a full-length link): the failed attempts
+    /// this device has not told anyone go to the space's attendant (its bot), sealed to it and
+    /// signed by this member, each forgotten once the space server took it. Without a bot there
+    /// is nobody to tell here; they wait for the next short-code join. Returns how many went.
+    @discardableResult
+    public static func reportFailedAttempts(_ session: SpaceSession, state: LocalState) -> Int {
+        let attempts = FailedJoinAttemptStore(directory: state.directory)
+        guard let pending = try? attempts.load().filter({ $0.report != nil }), !pending.isEmpty,
+            let attendant = try? session.roster().attendant
+        else { return 0 }
+        var sent = 0
+        for attempt in pending.suffix(JoinAttemptReport.maxPerRequest) {
+            guard let report = attempt.report,
+                (try? session.send(.attemptReport(id: attempt.id, report), to: attendant)) != nil
+            else { continue }
+            try? attempts.update { $0.removeAll { $0.id == attempt.id } }
+            sent += 1
+        }
+        return sent
+    }
+
     /// The attendant answered the request that carried the earlier attempts (a grant, or that
     /// this device is a member already): it read them.
     private static func forgetReported(_ pending: PendingJoin, _ attempts: FailedJoinAttemptStore) {
