@@ -508,6 +508,8 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool, attending: Bool = 
         return CLIError(code: error.code, message: error.description, status: .unavailable)
     case .interrupted:
         return interruptedError()
+    case .unrecorded:
+        return CLIError(code: error.code, message: error.description, status: .localState)
     }
 }
 

@@ -130,19 +130,22 @@ public enum ShortJoinFlow {
                     case .waitingForApproval(let inviter):
                         events(.waitingForApproval(inviter: inviter))
                     case .codeSent:
-                        // Before the confirmation goes out: a relay posing as the attendant tests
-                        // its guess on it and may never let the attendant hear of it.
-                        try? attempts.update { all in
-                            // Once per join, also when a resumed join sends it after all.
-                            all.removeAll { $0.id == pending.id }
-                            all.append(FailedJoinAttempt(pending, at: Int64(Date().timeIntervalSince1970)))
-                        }
+                        break  // recorded by `recordAttempt` below
                     case .codeProven:
                         try? attempts.update { $0.removeAll { $0.id == pending.id } }
                     }
                 },
                 // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
-                save: { try? joins.put($0) }, interruption: interruption)
+                save: { try? joins.put($0) }, interruption: interruption,
+                // Before the confirmation goes out: a relay posing as the attendant tests its
+                // guess on it and may never let the attendant hear of it. Not recorded, not sent.
+                recordAttempt: {
+                    (try? attempts.update { all in
+                        // Once per join, also when a resumed join sends it after all.
+                        all.removeAll { $0.id == pending.id }
+                        all.append(FailedJoinAttempt(pending, at: Int64(Date().timeIntervalSince1970)))
+                    }) != nil
+                })
         } catch .refused(alreadyMemberReason, let message) {
             // As with a link: a space this device is in already is left as it is.
             try? joins.remove(pending.id)
