@@ -737,6 +737,8 @@ private func linkCLIError(_ error: Error, attendant: Bool) -> Error {
             status: .unavailable)
     case .failed, .relay, .interrupted:
         return CLIError(code: error.code, message: error.description, status: .failure)
+    case .unrecorded:
+        return CLIError(code: error.code, message: error.description, status: .localState)
     }
 }
 

@@ -72,9 +72,9 @@ private func attackJoiner(_ bytes: [UInt8]) {
     for (phase, body) in split(bytes) {
         for output in joiner.handle(phase: phase, body: body, using: &random) {
             switch output {
-            case .codeAccepted, .granted, .status, .refused:
+            case .codeAccepted, .codeProven, .granted, .status, .refused:
                 preconditionFailure("the joiner accepted an attacker who does not know the code")
-            case .send, .failed: break
+            case .send, .codeSent, .failed: break
             }
         }
     }

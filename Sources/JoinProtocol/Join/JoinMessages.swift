@@ -36,6 +36,9 @@ public enum JoinMessage: Equatable, Sendable {
                 ("display_name", .string(r.displayName)), ("device_label", .string(r.deviceLabel)),
                 ("public_keys", .string(r.publicKeys.text)),
             ]
+            if !r.failedAttempts.isEmpty {
+                members.append(("failed_attempts", .array(r.failedAttempts.map(\.json))))
+            }
         case .status(let s):
             members.append(("state", .string(s.state.wire)))
             if let name = s.inviterName { members.append(("inviter_name", .string(name))) }
@@ -88,7 +91,8 @@ public enum JoinMessage: Equatable, Sendable {
                 JoinRequest(
                     displayName: try string("display_name", max: 128),
                     deviceLabel: try string("device_label", max: 128),
-                    publicKeys: JoinerKeys(text: try string("public_keys", max: 1024))))
+                    publicKeys: JoinerKeys(text: try string("public_keys", max: 1024)),
+                    failedAttempts: try JoinAttemptReport.list(object["failed_attempts"])))
         case "status":
             self = .status(
                 JoinStatus(
@@ -117,11 +121,107 @@ public struct JoinRequest: Equatable, Sendable, Codable {
     public let deviceLabel: String
     /// The joiner's public keys (sent and stored in the key model's one-line text form).
     public let publicKeys: JoinerKeys
+    /// The joiner's earlier attempts whose code went out and never checked out
+    /// (``JoinAttemptReport``): told to this attendant inside the confirmed channel, which a
+    /// relay cannot strip without failing this join too.
+    public let failedAttempts: [JoinAttemptReport]
 
-    public init(displayName: String, deviceLabel: String, publicKeys: JoinerKeys) {
+    public init(
+        displayName: String, deviceLabel: String, publicKeys: JoinerKeys,
+        failedAttempts: [JoinAttemptReport] = []
+    ) {
         self.displayName = displayName
         self.deviceLabel = deviceLabel
         self.publicKeys = publicKeys
+        self.failedAttempts = failedAttempts
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case displayName, deviceLabel, publicKeys, failedAttempts
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        displayName = try c.decode(String.self, forKey: .displayName)
+        deviceLabel = try c.decode(String.self, forKey: .deviceLabel)
+        publicKeys = try c.decode(JoinerKeys.self, forKey: .publicKeys)
+        // Joins saved before the reports existed have none.
+        failedAttempts = try c.decodeIfPresent([JoinAttemptReport].self, forKey: .failedAttempts) ?? []
+    }
+
+    /// Without reports, the same text as before they existed (``JoinerKeysTests``).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(displayName, forKey: .displayName)
+        try c.encode(deviceLabel, forKey: .deviceLabel)
+        try c.encode(publicKeys, forKey: .publicKeys)
+        if !failedAttempts.isEmpty { try c.encode(failedAttempts, forKey: .failedAttempts) }
+    }
+}
+
+/// A joiner's attempt that failed after its confirmation went out: whoever answered on that
+/// nameplate could test one guess of the code against it, and the attendant that issued the code
+/// may never have seen it (a relay posing as the attendant). The joiner keeps it and tells the
+/// next attendant it proves a code to (`docs/join-protocol.md`, "Failed attempts a joiner saw").
+public struct JoinAttemptReport: Equatable, Sendable, Codable {
+    /// The relay the attempt went through, as the joiner named it.
+    public let relay: String
+    public let nameplate: Rendezvous.Nameplate
+    /// The joiner's side in that mailbox: an attendant that counted the attempt itself saw it.
+    public let side: Rendezvous.Side
+    /// When the confirmation went out (Unix seconds, the joiner's clock).
+    public let at: Int64
+    /// How the attempt ended (a stable code: `code_mismatch`, `timed_out`, …).
+    public let outcome: String
+
+    /// At most this many go in one request (the oldest are dropped first).
+    public static let maxPerRequest = 8
+
+    /// Whether the attempt was a tested guess: the joiner heard its code did not match (an
+    /// `abort`, or a confirmation that did not verify) or a protocol violation. An attempt that
+    /// only got no answer (`timed_out`, `interrupted`) may be an inviter who was offline while
+    /// the joiner's messages waited in the real mailbox: it is told, never counted.
+    public var isTestedGuess: Bool { outcome == "code_mismatch" || outcome == "protocol_error" }
+
+    public init(
+        relay: String, nameplate: Rendezvous.Nameplate, side: Rendezvous.Side, at: Int64, outcome: String
+    ) {
+        self.relay = relay
+        self.nameplate = nameplate
+        self.side = side
+        self.at = at
+        self.outcome = outcome
+    }
+
+    var json: JSONValue {
+        .object(
+            JSONObject([
+                "at": .number(JSONNumber(Int(at))), "nameplate": .string(nameplate.value),
+                "outcome": .string(outcome), "relay": .string(relay), "side": .string(side.value),
+            ]))
+    }
+
+    /// The reports of a request (none when absent); anything malformed fails the request.
+    static func list(_ value: JSONValue?) throws(JoinHandshakeError) -> [JoinAttemptReport] {
+        guard let value else { return [] }
+        guard case .array(let list) = value, list.count <= maxPerRequest else {
+            throw .badMessage("'failed_attempts' is malformed")
+        }
+        var out: [JoinAttemptReport] = []
+        for item in list {
+            guard let entry = item.objectValue,
+                let relay = entry["relay"]?.stringValue, relay.utf8.count <= 512,
+                let nameplate = entry["nameplate"]?.stringValue, (1...16).contains(nameplate.utf8.count),
+                let side = entry["side"]?.stringValue, (1...64).contains(side.utf8.count),
+                let at = entry["at"]?.integerValue,
+                let outcome = entry["outcome"]?.stringValue, outcome.utf8.count <= 64
+            else { throw .badMessage("'failed_attempts' is malformed") }
+            out.append(
+                JoinAttemptReport(
+                    relay: relay, nameplate: Rendezvous.Nameplate(nameplate), side: Rendezvous.Side(side),
+                    at: Int64(at), outcome: outcome))
+        }
+        return out
     }
 }
 
