@@ -37,17 +37,21 @@ import Testing
             let joined = try w.run(xerxesia, ["join", code, "--name", Self.botJoiner])
             #expect(joined.status == 0, "\(joined.stderr)")
             // A short code the owner attends himself.
-            let attending = try ChildProcess(eleven, ["invite", "--short", "--yes"], environment: w.env(w.paul))
+            let attending = try ChildProcess(
+                eleven, ["invite", "--short", "--yes"], environment: w.env(w.paul))
             let ownCode = try attending.value(afterPrefix: "Invite code:")
             let valdemar = try ElevenHome("valdemar")
             let attended = try w.run(valdemar, ["join", ownCode, "--name", Self.attendedJoiner])
             #expect(attended.status == 0, "\(attended.stderr)")
             #expect(attending.finish(timeout: 30).status == 0)
-            for (home, text) in [(w.paul, "hello all"), (yolanthe, "hi"), (xerxesia, "hey"), (valdemar, "yo")] {
+            for (home, text) in [
+                (w.paul, "hello all"), (yolanthe, "hi"), (xerxesia, "hey"), (valdemar, "yo"),
+            ] {
                 let sent = try w.run(home, ["send", text])
                 #expect(sent.status == 0, "\(sent.stderr)")
             }
-            let privately = try w.run(wilhelmina, ["send", "--thread", "\(Self.owner) & \(Self.directInvitee)", "psst"])
+            let privately = try w.run(
+                wilhelmina, ["send", "--thread", "\(Self.owner) & \(Self.directInvitee)", "psst"])
             #expect(privately.status == 0, "\(privately.stderr)")
 
             // Members still see every name: the last joiner reads them all, and the messages'
@@ -61,8 +65,9 @@ import Testing
             #expect(read.stdout.contains("\(Self.owner): hello all"), "\(read.stdout)")
             #expect(read.stdout.contains("\(Self.linkInvitee): hi"), "\(read.stdout)")
             #expect(read.stdout.contains("\(Self.botJoiner): hey"), "\(read.stdout)")
-            let private = try w.run(w.paul, ["read", "--thread", "\(Self.owner) & \(Self.directInvitee)"])
-            #expect(private.stdout.contains("\(Self.directInvitee): psst"), "\(private.stdout)")
+            let conversation = try w.run(
+                w.paul, ["read", "--thread", "\(Self.owner) & \(Self.directInvitee)"])
+            #expect(conversation.stdout.contains("\(Self.directInvitee): psst"), "\(conversation.stdout)")
 
             // The server's files while it runs (the -wal holds the latest writes), then after it
             // stopped (checkpointed), and everything it logged.
