@@ -126,6 +126,11 @@ enum SpaceSchema {
         HomeSchema.migration,
         // 5: the email identity anchor (blind index only); see HomeStore.swift.
         HomeSchema.emailMigration,
+        // 6: an invite's names sealed under its link (the invitee's and the inviter's), instead of
+        // person_name in clear, which only invites minted by older clients fill.
+        """
+        ALTER TABLE key_invites ADD COLUMN sealed_names BLOB;
+        """,
     ]
 
     /// The space and home server's kind of file (one transaction for the missing migrations).

@@ -439,9 +439,9 @@ struct SpaceFixtureForServer {
         let harness = try APIHarness()
         var space = try TestSpace.create(harness)
         _ = try space.add("Sam")
-        #expect(try harness.api.schemaVersion() == 5)
+        #expect(try harness.api.schemaVersion() == 6)
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 5)
+        #expect(try reopened.schemaVersion() == 6)
         #expect(try reopened.dumpTables() == harness.dump())
         // A cold server rebuilds and re-verifies the roster from stored events.
         let reply = reopened.handle(

@@ -50,15 +50,30 @@ public struct SpaceSession: Sendable {
         let anonymous = try SpaceClient(server: server)
         let space = SpaceID.random()
         let owner = MemberID.random()
-        let genesis = identity.createSpace(space, as: owner, ownerName: ownerName)
+        // The names thread's key seals the owner's name in the very first event; the thread
+        // itself is made once the space exists.
+        let names = (thread: ThreadID.random(), key: ThreadKey.random())
+        let genesis = identity.createSpace(
+            space, as: owner,
+            ownerSealedName: SealedName.seal(
+                ownerName, key: names.key, space: space, thread: names.thread, member: owner))
         let created = try anonymous.createSpace(name: name, genesis: genesis, deviceLabel: deviceLabel)
         let saved = SavedSpace(
             space: created.space, name: name, server: anonymous.server, member: created.owner,
             ownerSigningKey: identity.publicKeys.signing.description, deviceToken: created.deviceToken.token,
             adminToken: created.adminToken)
         let session = try SpaceSession(saved: saved, identity: identity)
-        _ = try session.createThread(named: defaultThreadName)
+        _ = try session.startThreads(names: names)
         return saved
+    }
+
+    /// A new space's first threads: the default thread, then the names thread (made in that
+    /// order, so the default is the oldest thread that holds messages). Returns the default one.
+    func startThreads(names: (thread: ThreadID, key: ThreadKey)) throws(SpaceClientError) -> ThreadID {
+        let roster = try roster()
+        let first = try createThread(named: Self.defaultThreadName, roster: roster).thread
+        _ = try createThread(named: "", roster: roster, purpose: .names, preset: names)
+        return first
     }
 
     /// Opens a space this device was added to (by public key): signs in with the device key and
@@ -103,13 +118,16 @@ public struct SpaceSession: Sendable {
         } catch {
             throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
         }
+        var roster: Roster
         do throws(KeyModelError) {
-            return try Roster.verify(events: events, ownerKey: ownerKey)
+            roster = try Roster.verify(events: events, ownerKey: ownerKey)
         } catch {
             throw SpaceClientError(
                 .verification, code: error.code.rawValue,
                 message: "The member list from \(client.server) does not check out: \(error.message)")
         }
+        revealNames(in: &roster)
+        return roster
     }
 
     /// Adds a member by public keys, then wraps the key of every thread of the whole space this
@@ -124,7 +142,7 @@ public struct SpaceSession: Sendable {
                 .rejected, code: "already_member",
                 message: "That key already belongs to \(Self.label(existing)) in \(saved.name).")
         }
-        let record = MemberRecord(id: .random(), keys: keys, rights: rights, name: name)
+        let record = try sealedRecord(keys: keys, rights: rights, name: name, roster: roster)
         let event = try signed { () throws(KeyModelError) in
             try roster.nextEvent(.memberAdded(record), signedBy: identity, invite: invite)
         }
@@ -162,16 +180,18 @@ public struct SpaceSession: Sendable {
         return keys
     }
 
-    /// Every thread of the space, with names where this device holds the key.
+    /// Every thread of the space that holds messages (not the names thread), with names where
+    /// this device holds the key.
     public func threads(roster: Roster, keys: [ThreadID: ThreadKey]) throws(SpaceClientError) -> [SpaceThread]
     {
-        try client.threads(saved.space).map { info in
+        try client.threads(saved.space).compactMap { info in
             var name: String?
             var opened: ThreadMetadata?
             if let key = keys[info.id], let metadata = info.metadata {
                 opened = ThreadMetadata.open(metadata, key: key, roster: roster)
                 name = opened?.name ?? info.id.base64URL
             }
+            if opened?.purpose == .names { return nil }
             return SpaceThread(
                 id: info.id, name: name, createdBy: info.createdBy, createdAt: info.createdAt,
                 metadata: opened)
@@ -185,17 +205,23 @@ public struct SpaceSession: Sendable {
     }
 
     /// Makes a thread for the whole space with a new key wrapped to every current member of
-    /// `roster`; `continues` names the thread it takes over from (``ThreadMetadata/continues``).
-    func createThread(named name: String, roster: Roster, continues: ThreadID? = nil)
+    /// `roster`; `continues` names the thread it takes over from (``ThreadMetadata/continues``);
+    /// `purpose` and `preset` (its id and key, when chosen beforehand) make the names thread.
+    func createThread(
+        named name: String, roster: Roster, continues: ThreadID? = nil,
+        purpose: ThreadMetadata.Purpose? = nil,
+        preset: (thread: ThreadID, key: ThreadKey)? = nil
+    )
         throws(SpaceClientError) -> (thread: ThreadID, key: ThreadKey)
     {
-        let thread = ThreadID.random()
-        let key = ThreadKey.random()
+        let thread = preset?.thread ?? ThreadID.random()
+        let key = preset?.key ?? ThreadKey.random()
         let wraps = roster.members.values.sorted { $0.id < $1.id }.map { member in
             identity.wrap(key, for: member, in: saved.space, thread: thread)
         }
         let metadata = ThreadMetadata(
-            name: name, audience: .space, continues: continues, keyMadeAt: roster.nextSequence
+            name: name, audience: .space, continues: continues, keyMadeAt: roster.nextSequence,
+            purpose: purpose
         ).sealed(by: identity, key: key, space: saved.space, thread: thread, author: saved.member)
         try client.createThread(saved.space, thread: thread, wraps: wraps, metadata: metadata)
         return (thread, key)

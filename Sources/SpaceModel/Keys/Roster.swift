@@ -76,7 +76,7 @@ public struct Roster: Sendable, Equatable {
         }
         space = event.space
         self.owner = owner.id
-        members = [owner.id: MemberRecord(id: owner.id, keys: owner.keys, rights: .all, name: owner.name)]
+        members = [owner.id: owner.with(rights: .all)]
         bySigningKey = [owner.keys.signing: owner.id]
         formerMembers = [:]
         head = event.hash
@@ -140,7 +140,7 @@ public struct Roster: Sendable, Equatable {
                 throw KeyModelError(
                     .invalidEvent, "A member record grants rights this version does not know.")
             }
-            members[id] = MemberRecord(id: id, keys: record.keys, rights: rights, name: record.name)
+            members[id] = record.with(rights: rights)
         case .memberAdded(let record):
             guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
                 throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not add members.")
@@ -366,18 +366,43 @@ public struct Roster: Sendable, Equatable {
         members[id] ?? formerMembers[id]
     }
 
+    /// Fills in each sealed name (``SealedName``) that `open` opens on this device, for current
+    /// and former members; a name that would not pass as one in clear stays unopened.
+    public mutating func revealNames(_ open: (SealedName, MemberID) -> String?) {
+        func revealed(_ records: [MemberID: MemberRecord]) -> [MemberID: MemberRecord] {
+            records.mapValues { record in
+                guard let sealed = record.sealedName, let name = open(sealed, record.id),
+                    (try? Self.checkName(name)) != nil
+                else { return record }
+                return record.named(name)
+            }
+        }
+        members = revealed(members)
+        formerMembers = revealed(formerMembers)
+    }
+
+    /// Whether some sealed name is not yet opened here.
+    public var hasSealedNames: Bool {
+        members.values.contains { $0.sealedName != nil && $0.name.isEmpty }
+            || formerMembers.values.contains { $0.sealedName != nil && $0.name.isEmpty }
+    }
+
     private static func label(_ member: MemberRecord) -> String {
         member.name.isEmpty ? "Member \(member.id)" : member.name
     }
 
-    private static func checkRecord(_ record: MemberRecord) throws(KeyModelError) {
-        guard record.name.utf8.count <= MemberRecord.maximumNameByteCount else {
+    private static func checkName(_ name: String) throws(KeyModelError) {
+        guard name.utf8.count <= MemberRecord.maximumNameByteCount else {
             throw KeyModelError(.invalidEvent, "A member name is at most 128 bytes long.")
         }
-        guard !record.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw KeyModelError(.invalidEvent, "A member name cannot contain control characters.")
         }
+    }
+
+    private static func checkRecord(_ record: MemberRecord) throws(KeyModelError) {
+        try checkName(record.name)
         guard MemberRights.all.isSuperset(of: record.rights) else {
             throw KeyModelError(.invalidEvent, "A member record grants rights this version does not know.")
         }
