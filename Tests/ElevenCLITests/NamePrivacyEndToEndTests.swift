@@ -1,4 +1,5 @@
 import Foundation
+import Net
 import TestSupport
 import Testing
 
@@ -80,6 +81,66 @@ import Testing
         }
     }
 
+    /// A sealed space: its server is never told the space's name, so its public card answers no
+    /// name or picture; a person invited by link reads the name from the link (its branding key),
+    /// one admitted by short code from whoever admits them, and nothing the server stores, serves
+    /// or logs holds the name.
+    @Test func aSealedSpaceNameReachesMembersOnly() async throws {
+        try await TestSupport.offPool {
+            let relay = try ElevenRelayUnderTest()
+            defer { relay.stop() }
+            let server = try ElevenServerUnderTest(quiet: false)
+            defer { server.stop() }
+            let env = ["ELEVEN_RELAY": relay.url]
+            let owner = try ElevenHome("zebulon")
+            let created = try owner.run(
+                [
+                    "space", "create", Self.sealedSpace, "--sealed", "--server", server.url, "--as",
+                    Self.owner, "--json",
+                ],
+                environment: env)
+            #expect(created.status == 0, "\(created.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any]
+            let space = try #require(object?["space"] as? String)
+            // The public card says nothing useful; there is no picture.
+            let group = try HTTPClient.send(.get, url: "\(server.url)/api/group?space=\(space)")
+            #expect(group.status.code == 200)
+            let card = try JSONSerialization.jsonObject(with: Data(group.body)) as? [String: Any]
+            #expect(card?["name"] as? String == "", "\(card ?? [:])")
+            #expect(card?["avatar"] == nil || card?["avatar"] is NSNull)
+            #expect(
+                try HTTPClient.send(.get, url: "\(server.url)/api/server-avatar?space=\(space)").status.code
+                    == 404)
+            // A link carries the name sealed: its holder reads it, the server does not.
+            let link = try LinkEndToEndTests.mint(owner, ["--name", Self.linkInvitee])
+            let yolanthe = try ElevenHome("yolanthe")
+            let shown = try yolanthe.json(["invite", "show", link, "--json"])
+            #expect(shown["spaceName"] as? String == Self.sealedSpace, "\(shown)")
+            #expect(shown["sealed"] as? Bool == true)
+            let joined = try LinkEndToEndTests.join(yolanthe, link, ["--yes"])
+            #expect(joined.status == 0, "\(joined.stderr)")
+            #expect(try yolanthe.run(["spaces"]).stdout.contains(Self.sealedSpace))
+            // A short code: the attending owner hands the name over the join's own channel.
+            let attending = try ChildProcess(
+                eleven, ["invite", "--short", "--yes"],
+                environment: ["ELEVEN_HOME": owner.path, "ELEVEN_SPACE": "", "ELEVEN_RELAY": relay.url])
+            let code = try attending.value(afterPrefix: "Invite code:")
+            let valdemar = try ElevenHome("valdemar")
+            let attended = try valdemar.run(["join", code, "--name", Self.attendedJoiner], environment: env)
+            #expect(attended.status == 0, "\(attended.stderr)")
+            #expect(attending.finish(timeout: 30).status == 0)
+            #expect(try valdemar.run(["spaces"]).stdout.contains(Self.sealedSpace))
+
+            var leaks = Self.leaks(in: Self.files(server.directory), names: [Self.sealedSpace])
+            server.stop()
+            leaks += Self.leaks(in: Self.files(server.directory), names: [Self.sealedSpace])
+            leaks += Self.leaks(in: [("server log", Data(server.child.log.utf8))], names: [Self.sealedSpace])
+            #expect(leaks.isEmpty, "what the space server holds: \(Set(leaks).sorted())")
+        }
+    }
+
+    static let sealedSpace = "Xylophonia"
+
     /// Every regular file under `directory`, read now.
     static func files(_ directory: URL) -> [(String, Data)] {
         let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)
@@ -92,7 +153,7 @@ import Testing
     }
 
     /// "name in file (encoding)" for each name found in `files`.
-    static func leaks(in files: [(String, Data)]) -> [String] {
+    static func leaks(in files: [(String, Data)], names: [String] = names) -> [String] {
         var leaks: [String] = []
         for (file, data) in files {
             let lowered = Data(data.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 })

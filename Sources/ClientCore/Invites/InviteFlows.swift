@@ -161,7 +161,10 @@ extension InviteLink {
         case .setup:
             break
         }
-        let brandingKey = options.sealedBranding ? BrandingKey.random() : nil
+        // A sealed space's server knows no name (an empty one): its links carry the name sealed.
+        var spaceIsSealed = false
+        if shape != .device { spaceIsSealed = try session.client.spaceInfo(saved.space).name.isEmpty }
+        let brandingKey = options.sealedBranding || spaceIsSealed ? BrandingKey.random() : nil
         let inviterName = roster.members[saved.member]?.name ?? ""
         let names = InviteNames(person: options.personName, inviter: inviterName.isEmpty ? nil : inviterName)
         _ = try session.client.mintKeyInvite(

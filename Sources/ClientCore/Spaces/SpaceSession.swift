@@ -42,10 +42,12 @@ public struct SpaceSession: Sendable {
     }
 
     /// Creates a space on `server` owned by `identity`, with a first thread named
-    /// ``defaultThreadName``. Returns what to save.
+    /// ``defaultThreadName``. Returns what to save. `sealed`: the server is not told the space's
+    /// name (its public card shows none); members learn it from whoever lets them in, and links
+    /// carry it sealed under their branding key.
     public static func createSpace(
         name: String, server: String, identity: DeviceIdentity, ownerName: String = "",
-        deviceLabel: String? = nil
+        deviceLabel: String? = nil, sealed: Bool = false
     ) throws(SpaceClientError) -> SavedSpace {
         let anonymous = try SpaceClient(server: server)
         let space = SpaceID.random()
@@ -57,7 +59,8 @@ public struct SpaceSession: Sendable {
             space, as: owner,
             ownerSealedName: SealedName.seal(
                 ownerName, key: names.key, space: space, thread: names.thread, member: owner))
-        let created = try anonymous.createSpace(name: name, genesis: genesis, deviceLabel: deviceLabel)
+        let created = try anonymous.createSpace(
+            name: sealed ? "" : name, genesis: genesis, deviceLabel: deviceLabel)
         let saved = SavedSpace(
             space: created.space, name: name, server: anonymous.server, member: created.owner,
             ownerSigningKey: identity.publicKeys.signing.description, deviceToken: created.deviceToken.token,
