@@ -35,8 +35,8 @@ let spaceCommands: [CommandGroup.Entry] = [
                 OptionSpec("as", value: "NAME", help: "your name in the space"),
                 OptionSpec(
                     "sealed",
-                    help: "keep the space's name from the server: its public card shows no name or picture, and "
-                        + "links carry the name for the people they invite"),
+                    help: "keep the space's name from the server: its public card shows no name or "
+                        + "picture, and links carry the name for the people they invite"),
                 CommonOptions.json,
             ],
             positionals: [PositionalSpec("NAME", help: "the space's name, e.g. Family")])
