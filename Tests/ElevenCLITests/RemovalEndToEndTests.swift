@@ -106,6 +106,62 @@ import Testing
     }
 }
 
+/// Issue #21 item 1, with the bot: Sam joined by a code the bot attended. Once Paul removes him,
+/// the joins the bot attends and its re-wraps hand Sam nothing new, the bot goes on admitting, and
+/// the newcomers read what followed the removal.
+@Suite(.serialized) struct BotRemovalEndToEndTests {
+    @Test func theBotHandsARemovedMemberNothingAndGoesOn() async throws {
+        try await TestSupport.offPool {
+            let w = try BotWorld()
+            defer { w.stop() }
+            let sam = try ElevenHome("sam")
+            let samJoined = try w.run(sam, ["join", try w.invite(), "--name", "Sam"])
+            #expect(samJoined.status == 0, "\(samJoined.stderr)")
+            #expect(try w.run(sam, ["send", "before the removal"]).status == 0)
+            let state = LocalState.standard(environment: ["ELEVEN_HOME": sam.path])
+            let samSpace = try #require(try state.spaces().spaces.first)
+            let samIdentity = try state.identity(for: samSpace)
+            func wrapsToSam() throws -> [[String]] {
+                try TestSupport.querySQL(
+                    database: w.server.database,
+                    "SELECT hex(thread_id) FROM wraps WHERE recipient = X'\(samSpace.member.bytes.hex)' ORDER BY 1"
+                )
+            }
+            let wrapsBefore = try wrapsToSam()
+            #expect(!wrapsBefore.isEmpty)
+
+            let removed = try w.run(w.paul, ["members", "remove", "Sam"])
+            #expect(removed.status == 0, "\(removed.stderr)")
+            #expect(try w.run(w.paul, ["send", "secret after Sam left"]).status == 0)
+            // The bot attends the next joins as before: each newcomer reads what followed.
+            for name in ["Lee", "Kim"] {
+                let home = try ElevenHome(name.lowercased())
+                let joined = try w.run(home, ["join", try w.invite(), "--name", name])
+                #expect(joined.status == 0, "\(joined.stderr)")
+                let read = try w.run(home, ["read"])
+                #expect(
+                    read.stdout.contains("Paul: secret after Sam left\n"), "\(read.stdout) \(read.stderr)")
+                #expect(try w.run(home, ["send", "\(name) after Sam left"]).status == 0)
+            }
+            #expect(try w.run(w.paul, ["read"]).stdout.hasSuffix("Kim: Kim after Sam left\n"))
+            // Nothing new was wrapped to Sam, by the bot or anyone.
+            #expect(try wrapsToSam() == wrapsBefore)
+            // Sam: refused, and every key he was ever given opens nothing written after.
+            let sent = try w.run(sam, ["send", "still here"])
+            #expect(sent.status == 6, "\(sent.stdout) \(sent.stderr)")
+            let read = try w.run(sam, ["read"])
+            #expect(read.status == 6, "\(read.stdout) \(read.stderr)")
+            let readable = try RemovalEndToEndTests.readableWithEveryKeyEverGiven(
+                database: w.server.database, member: samSpace.member, identity: samIdentity)
+            print("Sam's keys open: \(readable)")
+            #expect(readable.contains("before the removal"))
+            for text in ["secret after Sam left", "Lee after Sam left", "Kim after Sam left"] {
+                #expect(!readable.contains(text), "\(text)")
+            }
+        }
+    }
+}
+
 /// Issue #21 item 1, devices: Paul's laptop (A) removes his phone (B), which holds the same member
 /// identity (linking adopts it). A gives Paul a new identity in Family at once; the phone's
 /// requests are refused, and no key it was ever given opens what Paul and Ann write afterwards.

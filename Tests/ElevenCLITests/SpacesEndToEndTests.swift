@@ -214,6 +214,8 @@ final class ElevenServerUnderTest {
     let url: String
     /// `ELEVEN_SERVER_HOME`: the server's database files.
     let directory: URL
+    /// The server's SQLite database (in `directory`).
+    var database: String { directory.appendingPathComponent("eleven-server.sqlite").path }
     private var stopped = false
 
     /// `quiet`: without request logs (`--quiet`); a test that inspects the logs turns it off.
