@@ -107,6 +107,8 @@ extension InviteLink {
             // Every link carries the names thread's key, a direct conversation's included: the
             // joiner seals their own name with it and reads everyone's.
             let names = try session.namesThread(roster: roster, threadKeys: heldKeys, threads: threadList)
+            // The invite's signer's id, which stands for whoever claims the link.
+            let signerID = MemberID.random()
             if shape == .dm {
                 let thread = ThreadID.random()
                 let key = ThreadKey.random()
@@ -115,8 +117,12 @@ extension InviteLink {
                         .refused, code: "not_member", message: "You are not a member of \(saved.name).")
                 }
                 let title = options.personName.map { "\(SpaceSession.label(me)) & \($0)" } ?? "direct"
-                // For the two of them only: no attendant hands its key to a later joiner.
-                let metadata = ThreadMetadata(name: title, audience: .members).sealed(
+                // For the two of them only: no attendant hands its key to a later joiner, and
+                // whoever writes after someone left continues it for the two (`members`).
+                let metadata = ThreadMetadata(
+                    name: title, audience: .members, keyMadeAt: roster.nextSequence,
+                    members: [saved.member, signerID]
+                ).sealed(
                     by: session.identity, key: key, space: saved.space, thread: thread, author: saved.member)
                 try session.client.createThread(
                     saved.space, thread: thread,
@@ -139,7 +145,7 @@ extension InviteLink {
             // nothing afterwards, even to a server that stores what it likes.
             let signer = DeviceIdentity.generate()
             let record = MemberRecord(
-                id: .random(), keys: signer.publicKeys, rights: options.rights.union(.invite),
+                id: signerID, keys: signer.publicKeys, rights: options.rights.union(.invite),
                 name: SpaceSession.inviteSignerName)
             let now = Int64(Date().timeIntervalSince1970)
             let uses = shape == .member ? options.uses : 1

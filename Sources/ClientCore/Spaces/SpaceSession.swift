@@ -210,21 +210,23 @@ public struct SpaceSession: Sendable {
     /// Makes a thread for the whole space with a new key wrapped to every current member of
     /// `roster`; `continues` names the thread it takes over from (``ThreadMetadata/continues``);
     /// `purpose` and `preset` (its id and key, when chosen beforehand) make the names thread.
+    /// `members`: instead, a thread for these current members only (``ThreadMetadata/Audience/members``).
     func createThread(
         named name: String, roster: Roster, continues: ThreadID? = nil,
         purpose: ThreadMetadata.Purpose? = nil,
-        preset: (thread: ThreadID, key: ThreadKey)? = nil
+        preset: (thread: ThreadID, key: ThreadKey)? = nil, members: Set<MemberID>? = nil
     )
         throws(SpaceClientError) -> (thread: ThreadID, key: ThreadKey)
     {
         let thread = preset?.thread ?? ThreadID.random()
         let key = preset?.key ?? ThreadKey.random()
-        let wraps = roster.members.values.sorted { $0.id < $1.id }.map { member in
+        let recipients = roster.members.values.filter { members?.contains($0.id) ?? true }
+        let wraps = recipients.sorted { $0.id < $1.id }.map { member in
             identity.wrap(key, for: member, in: saved.space, thread: thread)
         }
         let metadata = ThreadMetadata(
-            name: name, audience: .space, continues: continues, keyMadeAt: roster.nextSequence,
-            purpose: purpose
+            name: name, audience: members == nil ? .space : .members, continues: continues,
+            keyMadeAt: roster.nextSequence, purpose: purpose, members: members.map { $0.sorted() }
         ).sealed(by: identity, key: key, space: saved.space, thread: thread, author: saved.member)
         try client.createThread(saved.space, thread: thread, wraps: wraps, metadata: metadata)
         return (thread, key)

@@ -31,6 +31,11 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
     public let audience: Audience?
     /// Nil for a thread of messages.
     public let purpose: Purpose?
+    /// For a thread of a set of members (``Audience/members``): who it is for, as member ids
+    /// (a link's signer stands for whoever claims the link), so that whoever writes after
+    /// someone left can continue it for those who remain. Nil for the space's threads and in
+    /// older metadata.
+    public let members: [MemberID]?
     /// The thread this one continues with a new key after someone who could read it left
     /// (`docs/key-model.md`); nil for a thread of its own.
     public let continues: ThreadID?
@@ -44,16 +49,17 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
     private static let currentFormat = "eleven-thread-1"
 
     enum CodingKeys: String, CodingKey {
-        case name, audience, format, continues, keyMadeAt, purpose
+        case name, audience, format, continues, keyMadeAt, purpose, members
     }
 
     public init(
         name: String, audience: Audience, continues: ThreadID? = nil, keyMadeAt: UInt64? = nil,
-        purpose: Purpose? = nil
+        purpose: Purpose? = nil, members: [MemberID]? = nil
     ) {
         self.name = name
         self.audience = audience
         self.purpose = purpose
+        self.members = members
         self.continues = continues
         self.keyMadeAt = keyMadeAt
         format = Self.currentFormat
@@ -69,6 +75,7 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
             name = String(decoding: plaintext, as: UTF8.self)
             audience = nil
             purpose = nil
+            members = nil
             continues = nil
             keyMadeAt = nil
             format = ""

@@ -29,6 +29,8 @@ public struct Roster: Sendable, Equatable {
     public private(set) var removedAt: [MemberID: UInt64] = [:]
     /// Link signers by member id, current and retired (``Delegation``).
     public private(set) var delegations: [MemberID: Delegation] = [:]
+    /// Who claimed each link: the members a link's signer added, by the signer's id.
+    public private(set) var admittedBy: [MemberID: [MemberID]] = [:]
     /// Hash of the last event applied.
     public private(set) var head: EventHash
     /// The sequence number the next event must carry.
@@ -226,6 +228,7 @@ public struct Roster: Sendable, Equatable {
             members[record.id] = record
             bySigningKey[record.keys.signing] = record.id
             delegations[signer.id]?.usesLeft -= 1
+            admittedBy[signer.id, default: []].append(record.id)
             if delegation.usesLeft == 1 { try retire(signer.id) }
         case .memberRemoved(let id) where id == signer.id:
             try retire(id)
@@ -342,6 +345,23 @@ public struct Roster: Sendable, Equatable {
     /// was invited to read.
     public func hasLostMemberSince(_ sequence: UInt64) -> Bool {
         removedAt.contains { id, at in at >= sequence && !isLinkSigner(id) }
+    }
+
+    /// The current members who are `ids` now: each id itself while a member, the identity that
+    /// replaced it after a re-key, and for a link's signer whoever claimed the link.
+    public func currentMembers(standingFor ids: [MemberID]) -> Set<MemberID> {
+        var replacedBy: [MemberID: MemberID] = [:]
+        for (new, old) in newIdentities { replacedBy[old] = new }
+        var result: Set<MemberID> = []
+        var pending = ids
+        var seen: Set<MemberID> = []
+        while let id = pending.popLast() {
+            guard seen.insert(id).inserted else { continue }
+            if members[id] != nil, delegations[id] == nil { result.insert(id) }
+            if let next = replacedBy[id] { pending.append(next) }
+            pending += admittedBy[id] ?? []
+        }
+        return result
     }
 
     /// Whether `id` is or was a full-length link's signer, which adds claimers and nothing else:
