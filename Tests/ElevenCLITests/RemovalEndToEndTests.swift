@@ -23,26 +23,9 @@ import Testing
     static func readableWithEveryKeyEverGiven(
         database: String, member: MemberID, identity: DeviceIdentity
     ) throws -> [String] {
-        let events = try TestSupport.querySQL(database: database, "SELECT body FROM events ORDER BY sequence")
-            .map {
-                try JSONDecoder().decode(MembershipEvent.self, from: Data($0[0].utf8))
-            }
-        guard case .spaceCreated(let owner) = try #require(events.first).change else { return [] }
-        let roster = try Roster.verify(events: events, ownerKey: owner.keys.signing)
+        let roster = try storedRoster(database: database)
+        let keys = try keysEverGiven(database: database, member: member, identity: identity)
         func bytes(_ hex: String) throws -> [UInt8] { try #require(LinkSignerAttackTests.bytes(hex: hex)) }
-        var keys: [ThreadID: ThreadKey] = [:]
-        let wraps = try TestSupport.querySQL(
-            database: database,
-            "SELECT space_id, thread_id, recipient, signer_key, sealed, signature FROM wraps "
-                + "WHERE recipient = X'\(member.bytes.hex)'")
-        for row in wraps {
-            let wrap = try KeyWrap(
-                space: SpaceID(bytes: bytes(row[0])), thread: ThreadID(bytes: bytes(row[1])),
-                recipient: MemberID(bytes: bytes(row[2])), signer: SigningPublicKey(bytes: bytes(row[3])),
-                sealed: bytes(row[4]), signature: Signature(bytes: bytes(row[5])))
-            keys[wrap.thread] = try wrap.open(with: identity)
-        }
-        #expect(!keys.isEmpty, "no key was ever given: the test could not fail")
         let messages = try TestSupport.querySQL(
             database: database,
             "SELECT space_id, thread_id, message_id, author, nonce, ciphertext, signature FROM messages "
@@ -58,6 +41,55 @@ import Testing
             else { return nil }
             return String(decoding: plain, as: UTF8.self)
         }
+    }
+
+    /// The members' names sealed in the stored events that every key ever wrapped to `member`
+    /// opens.
+    static func namesOpenableWithEveryKeyEverGiven(
+        database: String, member: MemberID, identity: DeviceIdentity
+    ) throws -> [String] {
+        var roster = try storedRoster(database: database)
+        let keys = try keysEverGiven(database: database, member: member, identity: identity)
+        let space = roster.space
+        roster.revealNames { sealed, id in
+            keys[sealed.thread].flatMap { sealed.open(key: $0, space: space, member: id) }
+        }
+        return (roster.members.values.map(\.name) + roster.formerMembers.values.map(\.name)).filter {
+            !$0.isEmpty
+        }
+    }
+
+    /// The roster the server's stored events verify to.
+    static func storedRoster(database: String) throws -> Roster {
+        let events = try TestSupport.querySQL(database: database, "SELECT body FROM events ORDER BY sequence")
+            .map {
+                try JSONDecoder().decode(MembershipEvent.self, from: Data($0[0].utf8))
+            }
+        guard case .spaceCreated(let owner) = try #require(events.first).change else {
+            throw CocoaError(.fileReadCorruptFile)
+        }
+        return try Roster.verify(events: events, ownerKey: owner.keys.signing)
+    }
+
+    /// Every thread key the server holds a wrap of to `member`, opened with `identity`.
+    static func keysEverGiven(
+        database: String, member: MemberID, identity: DeviceIdentity
+    ) throws -> [ThreadID: ThreadKey] {
+        func bytes(_ hex: String) throws -> [UInt8] { try #require(LinkSignerAttackTests.bytes(hex: hex)) }
+        var keys: [ThreadID: ThreadKey] = [:]
+        let wraps = try TestSupport.querySQL(
+            database: database,
+            "SELECT space_id, thread_id, recipient, signer_key, sealed, signature FROM wraps "
+                + "WHERE recipient = X'\(member.bytes.hex)'")
+        for row in wraps {
+            let wrap = try KeyWrap(
+                space: SpaceID(bytes: bytes(row[0])), thread: ThreadID(bytes: bytes(row[1])),
+                recipient: MemberID(bytes: bytes(row[2])), signer: SigningPublicKey(bytes: bytes(row[3])),
+                sealed: bytes(row[4]), signature: Signature(bytes: bytes(row[5])))
+            keys[wrap.thread] = try wrap.open(with: identity)
+        }
+        #expect(!keys.isEmpty, "no key was ever given: the test could not fail")
+        return keys
     }
 
     @Test func aRemovedMemberCanNeitherSendNorReadWhatFollows() async throws {
@@ -158,6 +190,13 @@ import Testing
             for text in ["secret after Sam left", "Lee after Sam left", "Kim after Sam left"] {
                 #expect(!readable.contains(text), "\(text)")
             }
+            // Nor the names given after: they are sealed under a names thread continued for
+            // those who remain.
+            let names = try RemovalEndToEndTests.namesOpenableWithEveryKeyEverGiven(
+                database: w.server.database, member: samSpace.member, identity: samIdentity)
+            print("Names Sam's keys open: \(names.sorted())")
+            #expect(names.contains("Sam") && names.contains("Paul"), "\(names)")
+            #expect(!names.contains("Lee") && !names.contains("Kim"), "\(names)")
         }
     }
 }

@@ -128,7 +128,10 @@ extension InviteLink {
                     saved.space, thread: thread,
                     wraps: [session.identity.wrap(key, for: me, in: saved.space, thread: thread)],
                     metadata: metadata)
-                payload.threads = [(thread, key), names]
+                // Every names thread, so that names sealed under an earlier one open too.
+                let allNames = SpaceSession.namesThreads(heldKeys, threads: threadList, roster: roster)
+                    .map { ($0.thread, $0.key) }.filter { $0.0 != names.thread }
+                payload.threads = [(thread, key)] + allNames + [names]
             } else {
                 // The whole space's threads only: never a direct conversation.
                 let shared = SpaceSession.sharedThreadKeys(heldKeys, threads: threadList, roster: roster)

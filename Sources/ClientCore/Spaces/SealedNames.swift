@@ -28,7 +28,9 @@ extension SpaceSession {
 
     /// The names thread this device holds, made now (wrapped to every current member) when the
     /// space has none yet: what moves a space from before names were sealed to sealed names
-    /// for every name given from then on.
+    /// for every name given from then on. When someone who held its key has left since it was
+    /// made, it is continued first under a new key wrapped to the current members, so no name
+    /// given from then on opens with a key a former member holds.
     func namesThread(
         roster: Roster, threadKeys known: [ThreadID: ThreadKey]? = nil,
         threads known2: [SpaceWire.ThreadInfo]? = nil
@@ -37,8 +39,13 @@ extension SpaceSession {
         if let known { keys = known } else { keys = try threadKeys(roster: roster) }
         let threads: [SpaceWire.ThreadInfo]
         if let known2 { threads = known2 } else { threads = try client.threads(saved.space) }
-        if let names = Self.namesThread(keys, threads: threads, roster: roster) { return names }
-        return try createThread(named: "", roster: roster, purpose: .names)
+        guard let names = Self.namesThreads(keys, threads: threads, roster: roster).last else {
+            return try createThread(named: "", roster: roster, purpose: .names)
+        }
+        guard roster.hasLostMemberSince(names.metadata.keyMadeAt ?? 0) else {
+            return (names.thread, names.key)
+        }
+        return try createThread(named: "", roster: roster, continues: names.thread, purpose: .names)
     }
 
     /// Opens every sealed name in `roster` this device holds the key to (asking for its wraps

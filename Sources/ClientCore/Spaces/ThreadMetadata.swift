@@ -158,19 +158,36 @@ extension SpaceSession {
 
     /// The space's names thread as this device holds it: of the threads whose verified metadata
     /// says they are for names, the oldest (then the smallest id), so every member seals under
-    /// the same one even when two were made at once. Nil when there is none (a space from
-    /// before names were sealed) or this device holds no key to it.
+    /// the same one even when two were made at once, followed to its newest successor (one
+    /// continues it after someone who held its key left, as a message thread does). Nil when
+    /// there is none (a space from before names were sealed) or this device holds no key to it.
     public static func namesThread(
         _ keys: [ThreadID: ThreadKey], threads: [SpaceWire.ThreadInfo]?, roster: Roster
     ) -> (thread: ThreadID, key: ThreadKey)? {
-        let candidates = (threads ?? []).filter { info in
-            guard let key = keys[info.id], let metadata = info.metadata else { return false }
-            return verifiedMetadata(info.id, metadata, key, roster)?.purpose == .names
+        namesThreads(keys, threads: threads, roster: roster).last.map { ($0.thread, $0.key) }
+    }
+
+    /// Every names thread this device holds, the oldest first and the one to seal under last,
+    /// with its metadata: a direct conversation's link carries them all, so its holder reads the
+    /// names sealed under earlier ones too.
+    static func namesThreads(
+        _ keys: [ThreadID: ThreadKey], threads: [SpaceWire.ThreadInfo]?, roster: Roster
+    ) -> [(thread: ThreadID, key: ThreadKey, metadata: ThreadMetadata, createdAt: Int64)] {
+        let all = (threads ?? []).compactMap {
+            info -> (thread: ThreadID, key: ThreadKey, metadata: ThreadMetadata, createdAt: Int64)? in
+            guard let key = keys[info.id], let text = info.metadata,
+                let metadata = verifiedMetadata(info.id, text, key, roster), metadata.purpose == .names
+            else { return nil }
+            return (info.id, key, metadata, info.createdAt)
+        }.sorted { ($0.createdAt, $0.thread) < ($1.createdAt, $1.thread) }
+        guard var current = all.first else { return [] }
+        var chain = [current]
+        while let next = all.first(where: { $0.metadata.continues == current.thread }),
+            !chain.contains(where: { $0.thread == next.thread })
+        {
+            chain.append(next)
+            current = next
         }
-        guard
-            let oldest = candidates.min(by: { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }),
-            let key = keys[oldest.id]
-        else { return nil }
-        return (oldest.id, key)
+        return all.filter { one in !chain.contains { $0.thread == one.thread } } + chain
     }
 }
