@@ -214,6 +214,8 @@ extension SpaceService {
             try applyRekey(old: old, record: record, space: space, sequence: event.sequence)
         case .spaceCreated:
             throw APIError.badRequest("invalid_event", "A space is created only once.")
+        case .memberRenamed:
+            break
         }
         pendingRosters[space] = updated
         pendingChanges.append(.membership(space: space, sequence: event.sequence))

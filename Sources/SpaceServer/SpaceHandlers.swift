@@ -269,7 +269,7 @@ extension SpaceService {
         switch (expect, event.change) {
         case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved), (.any, .rightsChanged):
             break
-        case (.adding, .memberRekeyed), (.any, .memberRekeyed): break
+        case (.adding, .memberRekeyed), (.any, .memberRekeyed), (.any, .memberRenamed): break
         case (.removing(let text), .memberRemoved(let id)):
             guard text == Substring(id.base64URL) else {
                 throw APIError.badRequest(
@@ -306,7 +306,8 @@ extension SpaceService {
             try store.setRights(rights, of: id, space: space.id)
         case .memberRekeyed(let old, let record):
             try applyRekey(old: old, record: record, space: space.id, sequence: event.sequence)
-        case .spaceCreated:
+        case .spaceCreated, .memberRenamed:
+            // A new name is sealed: the members table keeps none.
             break
         }
         pendingRosters[space.id] = updated

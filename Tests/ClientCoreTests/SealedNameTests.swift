@@ -93,6 +93,39 @@ import Testing
         #expect(fast == events)
     }
 
+    @Test func aMemberRenamesThemselvesAndOnlyAnAdminRenamesOthers() throws {
+        var fixture = try SpaceFixture()
+        let (ann, annRecord) = try fixture.addMember(name: "Ann")
+        let (cat, _) = try fixture.addMember(name: "Cat", rights: .admin)
+        func box(_ name: String, _ id: MemberID) -> SealedName {
+            SealedName.seal(name, key: names.key, space: fixture.space, thread: names.thread, member: id)
+        }
+        // Ann may not rename the owner; Cat (admin) may rename Ann but not the owner.
+        #expect(
+            errorCode {
+                _ = try fixture.roster.applying(
+                    fixture.roster.nextEvent(
+                        .memberRenamed(fixture.ownerID, box("X", fixture.ownerID)), signedBy: ann))
+            } == .notAuthorised)
+        #expect(
+            errorCode {
+                _ = try fixture.roster.applying(
+                    fixture.roster.nextEvent(
+                        .memberRenamed(fixture.ownerID, box("X", fixture.ownerID)), signedBy: cat))
+            } == .notAuthorised)
+        try fixture.append(
+            fixture.roster.nextEvent(.memberRenamed(annRecord.id, box("Annie", annRecord.id)), signedBy: ann))
+        var roster = try Roster.verify(
+            events: served(fixture.events), ownerKey: fixture.owner.publicKeys.signing)
+        reveal(&roster, space: fixture.space)
+        #expect(roster.members[annRecord.id]?.name == "Annie")
+        try fixture.append(
+            fixture.roster.nextEvent(.memberRenamed(annRecord.id, box("Ann B", annRecord.id)), signedBy: cat))
+        roster = try Roster.verify(events: served(fixture.events), ownerKey: fixture.owner.publicKeys.signing)
+        reveal(&roster, space: fixture.space)
+        #expect(roster.members[annRecord.id]?.name == "Ann B")
+    }
+
     @Test func boxesOfNoNameSizeAreRefused() {
         #expect(
             errorCode { _ = try SealedName(thread: .random(), box: [UInt8](repeating: 0, count: 39)) }

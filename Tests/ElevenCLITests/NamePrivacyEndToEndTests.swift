@@ -16,6 +16,8 @@ import Testing
     static let directInvitee = "Wilhelmina"
     static let botJoiner = "Xerxesiana"
     static let attendedJoiner = "Valdemarus"
+    /// The name the attended joiner takes later (`eleven members rename`).
+    static let renamed = "Ulyssandra"
     static let names = [owner, bot, linkInvitee, directInvitee, botJoiner, attendedJoiner]
 
     @Test func theSpaceServerHoldsNoMemberOrInviteeName() async throws {
@@ -70,13 +72,20 @@ import Testing
                 w.paul, ["read", "--thread", "\(Self.owner) & \(Self.directInvitee)"])
             #expect(conversation.stdout.contains("\(Self.directInvitee): psst"), "\(conversation.stdout)")
 
+            // A member renames themselves: the others read the new name, the server gets a box.
+            let renaming = try w.run(valdemar, ["members", "rename", Self.renamed])
+            #expect(renaming.status == 0, "\(renaming.stderr)")
+            let listed = try w.run(w.paul, ["members"]).stdout
+            #expect(listed.contains(Self.renamed) && !listed.contains(Self.attendedJoiner), "\(listed)")
+
             // The server's files while it runs (the -wal holds the latest writes), then after it
             // stopped (checkpointed), and everything it logged.
-            var leaks = Self.leaks(in: Self.files(w.server.directory))
+            let scanned = Self.names + [Self.renamed]
+            var leaks = Self.leaks(in: Self.files(w.server.directory), names: scanned)
             w.killBot()
             w.server.stop()
-            leaks += Self.leaks(in: Self.files(w.server.directory))
-            leaks += Self.leaks(in: [("server log", Data(w.server.child.log.utf8))])
+            leaks += Self.leaks(in: Self.files(w.server.directory), names: scanned)
+            leaks += Self.leaks(in: [("server log", Data(w.server.child.log.utf8))], names: scanned)
             #expect(leaks.isEmpty, "names the space server holds: \(Set(leaks).sorted())")
         }
     }

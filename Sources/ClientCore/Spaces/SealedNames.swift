@@ -48,6 +48,27 @@ extension SpaceSession {
         return try createThread(named: "", roster: roster, continues: names.thread, purpose: .names)
     }
 
+    /// Gives `member` (this device's member by default) a new name, sealed under the names
+    /// thread in a signed `member_renamed` event: the server stores only the box. Returns the
+    /// record as it was.
+    @discardableResult
+    public func rename(_ member: MemberID? = nil, to name: String) throws(SpaceClientError) -> MemberRecord {
+        let roster = try roster()
+        let id = member ?? saved.member
+        guard let previous = roster.members[id] else {
+            throw SpaceClientError(
+                .rejected, code: "unknown_member", message: "\(id) is not a member of \(saved.name).")
+        }
+        let names = try namesThread(roster: roster)
+        let sealed = SealedName.seal(
+            name, key: names.key, space: saved.space, thread: names.thread, member: id)
+        let event = try signed { () throws(KeyModelError) in
+            try roster.nextEvent(.memberRenamed(id, sealed), signedBy: identity)
+        }
+        _ = try client.appendEvent(event)
+        return previous
+    }
+
     /// Opens every sealed name in `roster` this device holds the key to (asking for its wraps
     /// only when some name is sealed). A name that does not open stays empty: it shows as the
     /// member's id, as a name never given does.

@@ -134,6 +134,9 @@ public enum MembershipChange: Hashable, Sendable {
     /// A member who lost every device is re-admitted with a new identity: `old` becomes a former
     /// member (their past messages still verify) and `new` takes their place and rights.
     case memberRekeyed(old: MemberID, new: MemberRecord)
+    /// A current member's name becomes this one, sealed for members (``SealedName``). Signed by
+    /// the member themselves or an admin.
+    case memberRenamed(MemberID, SealedName)
 
     var tag: String {
         switch self {
@@ -142,6 +145,7 @@ public enum MembershipChange: Hashable, Sendable {
         case .memberRemoved: "member_removed"
         case .rightsChanged: "rights_changed"
         case .memberRekeyed: "member_rekeyed"
+        case .memberRenamed: "member_renamed"
         }
     }
 }
@@ -205,6 +209,10 @@ public struct MembershipEvent: Hashable, Sendable {
             encoder.append(member.keys.signing.bytes)
             encoder.append(member.rights.rawValue)
             Self.appendName(of: member, to: &encoder)
+        case .memberRenamed(let id, let sealed):
+            encoder.append(id.bytes)
+            encoder.append(sealed.thread.bytes)
+            encoder.append(sealed.box)
         }
         encoder.append(signer.bytes)
         // Events without an invite keep the encoding they always had.
@@ -281,6 +289,7 @@ extension DeviceIdentity {
 extension MembershipEvent: Codable {
     private enum CodingKeys: String, CodingKey {
         case version, space, sequence, previous, type, member, memberID, rights, signer, invite, signature
+        case sealedName
     }
 
     /// The JSON form's version.
@@ -307,6 +316,10 @@ extension MembershipEvent: Codable {
             change = .memberRekeyed(
                 old: try c.decode(MemberID.self, forKey: .memberID),
                 new: try c.decode(MemberRecord.self, forKey: .member))
+        case "member_renamed":
+            change = .memberRenamed(
+                try c.decode(MemberID.self, forKey: .memberID),
+                try c.decode(SealedName.self, forKey: .sealedName))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "unknown event type \"\(type)\"")
@@ -341,6 +354,9 @@ extension MembershipEvent: Codable {
         case .memberRekeyed(let old, let member):
             try c.encode(old, forKey: .memberID)
             try c.encode(member, forKey: .member)
+        case .memberRenamed(let id, let sealed):
+            try c.encode(id, forKey: .memberID)
+            try c.encode(sealed, forKey: .sealedName)
         }
         try c.encode(signer, forKey: .signer)
         try c.encodeIfPresent(invite, forKey: .invite)

@@ -176,6 +176,15 @@ public struct Roster: Sendable, Equatable {
             try retire(id)
         case .memberRekeyed(let old, let record):
             try applyRekey(old: old, record: record, signer: signer)
+        case .memberRenamed(let id, let sealed):
+            // A member names themselves; an admin may correct anyone's name but the owner's.
+            guard id == signer.id || (signerRights.contains(.admin) && id != owner) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not rename that member.")
+            }
+            guard let record = members[id] else {
+                throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
+            }
+            members[id] = MemberRecord(id: id, keys: record.keys, rights: record.rights, sealedName: sealed)
         }
         head = event.hash
         nextSequence += 1
