@@ -1,5 +1,6 @@
 import Foundation
 import SpaceModel
+import TestSupport
 import Testing
 
 @testable import ClientCore
@@ -131,5 +132,46 @@ import Testing
                 _ = try SealedName(
                     thread: .random(), box: [UInt8](repeating: 0, count: SealedName.maximumBoxByteCount + 1))
             } == .invalidLength)
+    }
+}
+
+/// A space from before names were sealed, against a real `eleven-server`: its names in clear still
+/// read, and the next name given is sealed under a names thread made for the occasion, which the
+/// new member is wrapped like every shared thread.
+@Suite struct OldSpaceNamesTests {
+    @Test func aSpaceFromBeforeSealedNamesReadsBothFormsAndSealsTheNext() throws {
+        let server = try InviteLinkEndToEndTests.RunningServer()
+        let identity = DeviceIdentity.generate()
+        // Made as before: the owner's name in clear, a first thread, no names thread.
+        let anonymous = try SpaceClient(server: server.url)
+        let owner = MemberID.random()
+        let created = try anonymous.createSpace(
+            name: "Family", genesis: identity.createSpace(.random(), as: owner, ownerName: "Paul"))
+        let paul = try SpaceSession(
+            saved: SavedSpace(
+                space: created.space, name: "Family", server: anonymous.server, member: created.owner,
+                ownerSigningKey: identity.publicKeys.signing.description,
+                deviceToken: created.deviceToken.token,
+                adminToken: created.adminToken),
+            identity: identity)
+        _ = try paul.createThread(named: SpaceSession.defaultThreadName)
+        let before = try paul.roster()
+        let heldBefore = try paul.threadKeys(roster: before)
+        let threadsBefore = try paul.client.threads(created.space)
+        #expect(SpaceSession.namesThread(heldBefore, threads: threadsBefore, roster: before) == nil)
+
+        let ann = DeviceIdentity.generate()
+        let record = try paul.addMember(keys: ann.publicKeys, name: "Annabelle")
+        #expect(record.sealedName != nil)
+        let annSaved = try SpaceSession.join(
+            server: server.url, space: created.space, member: record.id, identity: ann)
+        for session in [paul, try SpaceSession(saved: annSaved, identity: ann)] {
+            let roster = try session.roster()
+            #expect(roster.members[owner]?.name == "Paul" && roster.members[owner]?.sealedName == nil)
+            #expect(roster.members[record.id]?.name == "Annabelle")
+        }
+        let stored = try TestSupport.querySQL(database: server.databasePath, "SELECT body FROM events")
+        #expect(stored.count == 2 && stored.allSatisfy { !$0[0].contains("Annabelle") }, "\(stored)")
+        #expect(stored.contains { $0[0].contains("Paul") })
     }
 }
