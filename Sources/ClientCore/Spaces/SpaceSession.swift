@@ -114,7 +114,11 @@ public struct SpaceSession: Sendable {
     }
 
     /// `events` verified from the saved owner key.
-    func verifiedRoster(_ events: [MembershipEvent]) throws(SpaceClientError) -> Roster {
+    /// `revealing`: open the sealed names with this device's keys (fetched for it); a caller that
+    /// fetches the keys anyway passes false and reveals with them (``revealNames(in:threadKeys:)``).
+    func verifiedRoster(_ events: [MembershipEvent], revealing: Bool = true) throws(SpaceClientError)
+        -> Roster
+    {
         let ownerKey: SigningPublicKey
         do throws(LocalStateError) {
             ownerKey = try saved.ownerKey()
@@ -129,7 +133,7 @@ public struct SpaceSession: Sendable {
                 .verification, code: error.code.rawValue,
                 message: "The member list from \(client.server) does not check out: \(error.message)")
         }
-        revealNames(in: &roster)
+        if revealing { revealNames(in: &roster) }
         return roster
     }
 
@@ -237,8 +241,10 @@ public struct SpaceSession: Sendable {
     public func open(thread text: String?) throws(SpaceClientError)
         -> (roster: Roster, keys: [ThreadID: ThreadKey], thread: SpaceThread)
     {
-        let roster = try roster()
+        // One request for the keys, which open the names too.
+        var roster = try verifiedRoster(try client.events(saved.space), revealing: false)
         let keys = try threadKeys(roster: roster)
+        revealNames(in: &roster, threadKeys: keys)
         return (roster, keys, try resolveThread(text, roster: roster, keys: keys))
     }
 
