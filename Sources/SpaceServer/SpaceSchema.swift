@@ -173,6 +173,11 @@ enum SpaceSchema {
         DROP TABLE device_tokens;
         ALTER TABLE device_tokens_v2 RENAME TO device_tokens;
         """,
+        // 8: an invite's names sealed under its link (the invitee's and the inviter's), instead of
+        // person_name in clear, which only invites minted by older clients fill.
+        """
+        ALTER TABLE key_invites ADD COLUMN sealed_names BLOB;
+        """,
     ]
 
     /// The space and home server's kind of file (one transaction for the missing migrations).

@@ -50,7 +50,7 @@ import Testing
         #expect(try space.read(as: joiner, thread: keys[9].0) == [])
     }
 
-    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 and 7")
+    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 8")
     func migrationKeepsWrapsAndTokens() throws {
         let (harness, spaceBefore, keys) = try Self.space(threads: 3, members: 4)
         var space = spaceBefore
@@ -86,12 +86,13 @@ import Testing
                 DROP TABLE device_tokens;
                 ALTER TABLE device_tokens_v1 RENAME TO device_tokens;
                 CREATE INDEX device_tokens_member ON device_tokens(space_id, member_id);
+                ALTER TABLE key_invites DROP COLUMN sealed_names;
                 PRAGMA user_version=5;
                 """)
             #expect(try db.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'index'") >= 2)
         }
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 7)
+        #expect(try reopened.schemaVersion() == 8)
         #expect(try reopened.dumpTables() == before)
         let check = try SQLiteDatabase(path: harness.databasePath)
         defer { check.close() }
