@@ -86,26 +86,32 @@ public struct APIResponse: Sendable {
 }
 
 /// A refused request: an HTTP status, a stable code and a message a person can act on. Sent as
-/// `{ "error": code, "message": text }`.
+/// `{ "error": code, "message": text }`, plus `"triesLeft": n` where a wrong answer may be tried
+/// again, so a client decides by fields, never by the message's words.
 public struct APIError: Error, Sendable, Equatable {
     public let status: Int
     public let code: String
     public let message: String
+    /// How many more tries the same challenge allows (`code_invalid`); nil where none is counted.
+    public let triesLeft: Int?
 
-    public init(_ status: Int, _ code: String, _ message: String) {
+    public init(_ status: Int, _ code: String, _ message: String, triesLeft: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
+        self.triesLeft = triesLeft
     }
 
     private struct Body: Encodable {
         let error: String
         let message: String
+        let triesLeft: Int?
     }
 
     var response: APIResponse {
         let body =
-            (try? APIResponse.encoder.encode(Body(error: code, message: message))).map { Array($0) } ?? []
+            (try? APIResponse.encoder.encode(Body(error: code, message: message, triesLeft: triesLeft)))
+            .map { Array($0) } ?? []
         return APIResponse(status: status, body: body)
     }
 

@@ -78,11 +78,12 @@ extension SpaceService {
                 "Too many codes or wrong tries for this address or from here; try again in \(minutes) minutes."
             )
         case .wrongCode(let left):
-            return APIError.badRequest(
-                "code_invalid",
+            return APIError(
+                400, "code_invalid",
                 left > 0
                     ? "That code is not right; \(left) more tries with it."
-                    : "That code is not right. Ask for a new one.")
+                    : "That code is not right. Ask for a new one.",
+                triesLeft: left)
         case .expired:
             return APIError.badRequest("code_expired", "That code has expired. Ask for a new one.")
         case .busy:

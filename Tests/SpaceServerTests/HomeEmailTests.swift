@@ -130,6 +130,8 @@ import Testing
         let wrong = try w.verify(asked.string("challenge"), Self.wrong(code))
         #expect(wrong.status == 400 && wrong.error == "code_invalid", "\(wrong.json)")
         #expect(wrong.string("message").contains("4 more tries"))
+        // The count is a field of its own, so clients never read it out of the message.
+        #expect(wrong.json["triesLeft"] as? Int == 4, "\(wrong.json)")
         #expect(try w.verify(asked.string("challenge"), code).status == 200)
         #expect(try w.verify(asked.string("challenge"), code).error == "code_invalid")
 
