@@ -412,19 +412,27 @@ private func proveEmailAddress(_ address: String, server: String?, sync: HomeSyn
                 code: "code_missing", message: "No code was typed. Run the command again to get a new one.",
                 status: .codeRejected)
         }
-        do {
-            return try signInErrors {
-                try sync.proveEmail(server: server, challenge: sent.challenge, code: line)
-            }
-        } catch let error as CLIError
-            where error.code == "code_invalid" && error.message.contains("more tries")
-        {
-            if json {
-                Terminal.json(["event": "code_invalid", "message": error.message])
-            } else {
-                Terminal.err(error.message)
+        // A wrong code the server still counts tries for is asked again; the server says how many
+        // are left in a field of its own, never only in the message.
+        let proved: HomeWire.EmailProved? = try signInErrors {
+            do {
+                return try sync.proveEmail(server: server, challenge: sent.challenge, code: line)
+            } catch let error as SpaceClientError
+                where error.code == "code_invalid" && (error.triesLeft ?? 0) > 0
+            {
+                if json {
+                    Terminal.json(
+                        [
+                            "event": "code_invalid", "message": error.message,
+                            "triesLeft": error.triesLeft ?? 0,
+                        ])
+                } else {
+                    Terminal.err(error.message)
+                }
+                return nil
             }
         }
+        if let proved { return proved }
     }
 }
 

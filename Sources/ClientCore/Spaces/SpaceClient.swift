@@ -263,6 +263,7 @@ public struct SpaceClient: Sendable {
     private struct ErrorBody: Decodable {
         let error: String
         let message: String
+        let triesLeft: Int?
     }
 
     private func refusal(_ response: HTTPResponse) -> SpaceClientError {
@@ -276,7 +277,8 @@ public struct SpaceClient: Sendable {
         }
         let kind: SpaceClientError.Kind = (status == 401 || status == 403) ? .refused : .rejected
         return SpaceClientError(
-            kind, code: body.error, message: "\(server) refused: \(body.message)", status: status)
+            kind, code: body.error, message: "\(server) refused: \(body.message)", status: status,
+            triesLeft: body.triesLeft)
     }
 
     private func invalidResponse(_ detail: String) -> SpaceClientError {

@@ -21,12 +21,16 @@ public struct SpaceClientError: Error, Sendable, Equatable, CustomStringConverti
     public let message: String
     /// The HTTP status, when the server answered.
     public let status: Int?
+    /// How many more tries the server allows the same challenge (its `triesLeft`, sent with
+    /// `code_invalid`), so callers never read the count out of the message.
+    public let triesLeft: Int?
 
-    public init(_ kind: Kind, code: String, message: String, status: Int? = nil) {
+    public init(_ kind: Kind, code: String, message: String, status: Int? = nil, triesLeft: Int? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
         self.status = status
+        self.triesLeft = triesLeft
     }
 
     public var description: String { message }
