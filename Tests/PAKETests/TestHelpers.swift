@@ -1,7 +1,6 @@
 import CSodium
 import Foundation
 import PAKE
-import SpaceModel
 import Testing
 
 extension [UInt8] {
