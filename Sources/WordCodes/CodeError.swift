@@ -28,16 +28,16 @@ public enum CodeError: Error, Hashable, Sendable, CustomStringConvertible {
     public var code: String {
         switch self {
         case .empty: "empty"
-        case .tooLong: "too-long"
-        case .unsupportedScript: "unsupported-script"
-        case .invalidCharacter: "invalid-character"
-        case .missingNameplate: "missing-nameplate"
-        case .invalidNameplate: "invalid-nameplate"
-        case .misplacedNameplate: "misplaced-nameplate"
-        case .tooFewWords: "too-few-words"
-        case .tooManyWords: "too-many-words"
-        case .unknownWord: "unknown-word"
-        case .ambiguousWord: "ambiguous-word"
+        case .tooLong: "too_long"
+        case .unsupportedScript: "unsupported_script"
+        case .invalidCharacter: "invalid_character"
+        case .missingNameplate: "missing_nameplate"
+        case .invalidNameplate: "invalid_nameplate"
+        case .misplacedNameplate: "misplaced_nameplate"
+        case .tooFewWords: "too_few_words"
+        case .tooManyWords: "too_many_words"
+        case .unknownWord: "unknown_word"
+        case .ambiguousWord: "ambiguous_word"
         }
     }
 

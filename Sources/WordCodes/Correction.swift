@@ -28,16 +28,16 @@ public enum Correction: Hashable, Sendable, CustomStringConvertible {
     /// Stable identifier of the case.
     public var code: String {
         switch self {
-        case .readFromLink: "read-from-link"
-        case .unicodeNormalized: "unicode-normalized"
-        case .accentsRemoved: "accents-removed"
+        case .readFromLink: "read_from_link"
+        case .unicodeNormalized: "unicode_normalized"
+        case .accentsRemoved: "accents_removed"
         case .lowercased: "lowercased"
-        case .quotesRemoved: "quotes-removed"
-        case .separatorsNormalized: "separators-normalized"
-        case .nameplateMoved: "nameplate-moved"
-        case .nameplateLeadingZeros: "nameplate-leading-zeros"
+        case .quotesRemoved: "quotes_removed"
+        case .separatorsNormalized: "separators_normalized"
+        case .nameplateMoved: "nameplate_moved"
+        case .nameplateLeadingZeros: "nameplate_leading_zeros"
         case .completed: "completed"
-        case .typoCorrected: "typo-corrected"
+        case .typoCorrected: "typo_corrected"
         }
     }
 

@@ -303,7 +303,7 @@ final class HomeServerUnderTest {
         try expect(["device", "remove", "phone"], status: 5, code: "not_signed_in")
         try expect(["signin"], status: 2, code: "usage")
         try expect(["star", "Family"], status: 5, code: "no_spaces")
-        try expect(["device", "link", "not a code"], status: 3, code: "missing-nameplate")
+        try expect(["device", "link", "not a code"], status: 3, code: "missing_nameplate")
         let port = try TestSupport.freePort()
         try expect(["signin", "--server", "http://127.0.0.1:\(port)"], status: 4, code: "connection_refused")
         try expect(["signin", "--server", "ftp://x"], status: 2, code: "invalid_url")

@@ -70,14 +70,14 @@ import Testing
 
     @Test(arguments: [
         ("", "empty"), ("   \n\t", "empty"), ("--- ...", "empty"), ("https://h/invite#", "empty"),
-        ("coral-piano", "missing-nameplate"), ("coral-piano-0", "invalid-nameplate"),
-        ("coral-piano-1234567", "invalid-nameplate"), ("coral-42-piano", "misplaced-nameplate"),
-        ("4-coral-piano-2", "misplaced-nameplate"), ("coral-42", "too-few-words"), ("42", "too-few-words"),
-        ("a-b-c-d-e-f-g-h-i-42", "too-many-words"), ("coral-zqxj-42", "unknown-word"),
-        ("coral-piano!-42", "invalid-character"), ("coral-пиано-42", "unsupported-script"),
-        ("соral-piano-42", "unsupported-script"), ("coral-ピアノ-42", "unsupported-script"),
-        ("coral-straße-42", "invalid-character"), ("coral-piano-٤٢", "invalid-character"),
-        ("coral-piano-42 😀", "invalid-character"), ("coral-piano-4.2", "misplaced-nameplate"),
+        ("coral-piano", "missing_nameplate"), ("coral-piano-0", "invalid_nameplate"),
+        ("coral-piano-1234567", "invalid_nameplate"), ("coral-42-piano", "misplaced_nameplate"),
+        ("4-coral-piano-2", "misplaced_nameplate"), ("coral-42", "too_few_words"), ("42", "too_few_words"),
+        ("a-b-c-d-e-f-g-h-i-42", "too_many_words"), ("coral-zqxj-42", "unknown_word"),
+        ("coral-piano!-42", "invalid_character"), ("coral-пиано-42", "unsupported_script"),
+        ("соral-piano-42", "unsupported_script"), ("coral-ピアノ-42", "unsupported_script"),
+        ("coral-straße-42", "invalid_character"), ("coral-piano-٤٢", "invalid_character"),
+        ("coral-piano-42 😀", "invalid_character"), ("coral-piano-4.2", "misplaced_nameplate"),
     ])
     func errorsNameTheProblem(_ text: String, _ code: String) {
         do {
@@ -141,7 +141,7 @@ import Testing
             }
             #expect(word == typed)
             #expect(expected.isSubset(of: Set(candidates)))
-            #expect(error.code == "ambiguous-word")
+            #expect(error.code == "ambiguous_word")
         }
     }
 
@@ -171,7 +171,7 @@ import Testing
                         corrected += 1
                     } catch {
                         #expect(
-                            ["ambiguous-word", "unknown-word"].contains(error.code), "\(typed): \(error)")
+                            ["ambiguous_word", "unknown_word"].contains(error.code), "\(typed): \(error)")
                         refused += 1
                     }
                 }
