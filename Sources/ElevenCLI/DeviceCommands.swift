@@ -418,7 +418,7 @@ private func proveEmailAddress(_ address: String, server: String?, sync: HomeSyn
             do {
                 return try sync.proveEmail(server: server, challenge: sent.challenge, code: line)
             } catch let error as SpaceClientError
-                where error.code == "code_invalid" && (error.triesLeft ?? 0) > 0
+                where error.typedCode == .codeInvalid && (error.triesLeft ?? 0) > 0
             {
                 if json {
                     Terminal.json(

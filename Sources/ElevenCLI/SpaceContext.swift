@@ -29,10 +29,10 @@ func withSpaceErrors<T>(_ body: () throws -> T) throws -> T {
 }
 
 func cliError(_ error: SpaceClientError) -> CLIError {
-    switch error.code {
+    switch error.typedCode {
     // What the command line named or gave was wrong, not the server: a usage error, as the
     // README's table has it, whichever side noticed.
-    case "invalid_url", "unknown_thread", "message_too_large", "body_too_large", "invalid_field":
+    case .invalidURL, .unknownThread, .messageTooLarge, .bodyTooLarge, .invalidField:
         return CLIError(code: error.code, message: error.message, status: .usage)
     default: break
     }

@@ -374,7 +374,7 @@ public final class BotRunner: Sendable {
                 keys: threadKeys)
             worker.admitted = record.id
             return .granted(grant.encoded())
-        } catch  where error.code == "already_member" {
+        } catch  where error.typedCode == .alreadyMember {
             // Their device is in the space already: nothing changes and the use is not spent.
             let refusal = BotRefusal(
                 "already_member", "You are already in \(session.saved.name); nothing changed."

@@ -128,6 +128,18 @@ import Testing
         #expect(missing.isEmpty, "missing from docs/errors.md: \(missing.sorted { $0.key < $1.key })")
     }
 
+    /// The cases callers match a server's error by keep the wire spelling, both ways, and an
+    /// unknown code keeps its own.
+    @Test func typedServerCodesKeepTheirSpelling() throws {
+        let codes = try Self.sourceCodes()
+        for code in SpaceErrorCode.known {
+            #expect(SpaceErrorCode(code.spelling) == code)
+            #expect(codes[code.spelling] != nil, "\(code) is spelled nowhere in Sources")
+        }
+        #expect(SpaceErrorCode("made_up_code") == .other("made_up_code"))
+        #expect(Set(SpaceErrorCode.known.map(\.spelling)).count == SpaceErrorCode.known.count)
+    }
+
     @Test func theCheckCatchesWhatItShould() {
         #expect(!Self.isSnakeCase("unknown-word") && !Self.isSnakeCase("pake.message_length"))
         #expect(Self.isSnakeCase("refused_<reason>") && Self.isSnakeCase("http_<status>"))

@@ -346,7 +346,7 @@ final class InviterAttendant {
             let (grant, record) = try session.admit(request: request, invite: signed, readmit: readmit)
             admitted = record
             return .granted(grant.encoded())
-        } catch  where error.code == alreadyMemberReason {
+        } catch  where error.typedCode == .alreadyMember {
             // Their device is in the space already: nothing to add, and their use is not spent.
             alreadyMember = true
             return .failed(alreadyMemberRefusal(session.saved.name), mayBeMember: false)

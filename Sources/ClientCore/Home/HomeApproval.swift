@@ -82,7 +82,7 @@ extension HomeSync {
                     proof: key.homeProof(.approval, anchor: anchor, payload: payload, now: now()),
                     reveal: reveal?.key, nonce: reveal?.nonce, label: reveal?.label))
         } catch {
-            guard error.code == "unknown_approval" else { throw error }
+            guard error.typedCode == .unknownApproval else { throw error }
             throw HomeError(
                 "timed_out", "The request expired before one of your devices answered. Sign in again.")
         }

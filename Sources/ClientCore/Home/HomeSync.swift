@@ -285,7 +285,7 @@ public struct HomeSync: Sendable {
         let first = try client(&home)
         do {
             return try body(first)
-        } catch let error as SpaceClientError where error.status == 401 && error.code.hasPrefix("session_") {
+        } catch let error as SpaceClientError where error.status == 401 && error.typedCode.isSessionEnded {
             return try body(try client(&home, renew: true))
         }
     }
@@ -338,7 +338,7 @@ public struct HomeSync: Sendable {
 
     private static func isConflict(_ error: Error) -> Bool {
         guard let error = error as? SpaceClientError else { return false }
-        return error.code == "version_conflict" || error.code == "key_rotated"
+        return error.typedCode == .versionConflict || error.typedCode == .keyRotated
     }
 
     /// Keeps what the home server now holds: the spaces locally, the vault copy, nothing pending
@@ -605,7 +605,7 @@ public struct HomeSync: Sendable {
                             generation: newKey.generation), merged, pin
                     )
                 } catch
-                    where Self.isConflict(error) || (error as? SpaceClientError)?.code == "devices_changed"
+                    where Self.isConflict(error) || (error as? SpaceClientError)?.typedCode == .devicesChanged
                 {
                     return nil
                 }

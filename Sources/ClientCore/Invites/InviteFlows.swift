@@ -299,8 +299,8 @@ extension InviteLink {
             } catch {
                 // Another claim of a multi-use invite moved the roster on, or a thread was created
                 // meanwhile: build on the new head with the new keys.
-                let retried = ["event_out_of_order", "event_chain_broken", "invite_keys_changed"]
-                guard attempt < 4, retried.contains(error.code) else {
+                let retried: [SpaceErrorCode] = [.eventOutOfOrder, .eventChainBroken, .inviteKeysChanged]
+                guard attempt < 4, retried.contains(error.typedCode) else {
                     throw error
                 }
             }

@@ -164,8 +164,8 @@ public final class AdmissionQueue: @unchecked Sendable {
                 }
                 return (events.count, nil)
             } catch
-                where (error.status == 400 && error.code == "missing_field")
-                || (error.status == 413 && error.code == "too_many_events")
+                where (error.status == 400 && error.typedCode == .missingField)
+                || (error.status == 413 && error.typedCode == .tooManyEvents)
             {
                 // The server knows only `{"event"}` (an older one), or takes fewer at once:
                 // nothing was stored; one at a time from now on.

@@ -533,7 +533,6 @@ extension SpaceSession {
     /// taken or previous hash not its head): the chain moved on since it was read.
     static func chainMoved(_ error: SpaceClientError) -> Bool {
         error.status == 409
-            && (error.code == KeyModelError.Code.eventOutOfOrder.rawValue
-                || error.code == KeyModelError.Code.eventChainBroken.rawValue)
+            && (error.typedCode == .eventOutOfOrder || error.typedCode == .eventChainBroken)
     }
 }
