@@ -37,6 +37,7 @@ package enum Domain {
     package static let membershipEventHash = "eleven/membership-event-hash/v1"
     package static let inboxNote = "eleven/inbox-note/v1"
     package static let signIn = "eleven/sign-in/v1"
+    package static let signInChallenge = "eleven/sign-in-challenge/v1"
     package static let homeRequest = "eleven/home-request/v1"
     package static let homeAnchorIndex = "eleven/home-anchor-index/v1"
     package static let homeAccount = "eleven/home-account/v1"
