@@ -1,7 +1,9 @@
 import ClientCore
 import Foundation
+import Net
 import SpaceModel
 import SpaceServer
+import TestSupport
 import Testing
 
 /// A client that deviates from the sign-in protocol: replays a signed challenge, alters or
@@ -135,5 +137,44 @@ import Testing
         let second = try #require(harness.dump()["used_sign_in_challenges"])
         #expect(second.count == 1)
         #expect(second != first)
+    }
+
+    @Test("the real eleven-server killed between challenge and sign-in accepts it once when back")
+    func killedServer() async throws {
+        try await TestSupport.offPool {
+            let dir = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let port = try TestSupport.freePort()
+            let server = RestartingServer(
+                TestSupport.productPath("eleven-server"),
+                [
+                    "--listen", "127.0.0.1:\(port)", "--db", dir.appendingPathComponent("s.sqlite").path,
+                    "--quiet",
+                ],
+                port: port)
+            try server.start()
+            defer { server.stop() }
+            let url = "http://127.0.0.1:\(port)"
+            let identity = DeviceIdentity.generate()
+            let saved = try SpaceSession.createSpace(
+                name: "Family", server: url, identity: identity, ownerName: "Paul")
+            let base = "\(url)/api/spaces/\(saved.space)"
+            let asked = try HTTPClient.send(
+                .post, url: base + "/sign-in/challenge",
+                json: SpaceWire.ChallengeRequest(member: saved.member))
+            #expect(asked.status.code == 201)
+            let challenge = try JSONDecoder().decode(SpaceWire.Challenge.self, from: Data(asked.body))
+            let proof = try identity.signIn(
+                to: saved.space, as: saved.member,
+                challenge: try #require(Base64URL.decode(challenge.challenge)))
+
+            try server.killAndRestart()
+            let request = SpaceWire.SignInRequest(proof: proof, label: "phone")
+            let first = try HTTPClient.send(.post, url: base + "/sign-in", json: request)
+            #expect(first.status.code == 201, "\(String(decoding: first.body, as: UTF8.self))")
+            let again = try HTTPClient.send(.post, url: base + "/sign-in", json: request)
+            #expect(again.status.code == 401)
+            #expect(String(decoding: again.body, as: UTF8.self).contains("challenge_invalid"))
+        }
     }
 }
