@@ -172,6 +172,10 @@ final class SpaceService {
     /// When used sign-in challenges are next cleared (at most once per challenge lifetime, so
     /// a sign-in rarely writes the page they leave from).
     var nextUsedChallengeCleanup: Int64 = 0
+    /// Used challenges that expired before this were cleared, so no challenge that old is
+    /// accepted even when the clock goes back (it would look unexpired and unused again). A
+    /// restart starts it again from its first clearing.
+    var usedChallengesClearedBefore: Int64 = 0
     /// New devices waiting for an enrolled device's approval (memory only, short-lived).
     var homeApprovals: [String: PendingApproval] = [:]
 

@@ -376,7 +376,7 @@ extension SpaceService {
         guard
             let challenge = SignInChallenge(
                 checking: proof.challenge, space: space.id, member: proof.member, key: challengeKey),
-            challenge.expiresAt >= now
+            challenge.expiresAt >= max(now, usedChallengesClearedBefore)
         else {
             throw invalid
         }
@@ -394,6 +394,7 @@ extension SpaceService {
         guard try store.useChallenge(challenge) else { throw invalid }
         if now >= nextUsedChallengeCleanup {
             try store.deleteUsedChallenges(expiredBefore: now)
+            usedChallengesClearedBefore = max(usedChallengesClearedBefore, now)
             nextUsedChallengeCleanup = now + configuration.challengeLifetime
         }
         return .json(

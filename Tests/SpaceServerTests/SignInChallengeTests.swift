@@ -139,6 +139,24 @@ import Testing
         #expect(second != first)
     }
 
+    @Test("a used challenge cleared after it expired stays refused when the clock goes back")
+    func clockGoesBack() throws {
+        let harness = try APIHarness()
+        var space = try TestSpace.create(harness)
+        let sam = try space.add("Sam")
+        let lifetime = SpaceServerConfiguration().challengeLifetime
+        let bytes = try challenge(harness, space, for: sam)
+        let proof = try sam.identity.signIn(to: space.space, as: sam.id, challenge: bytes)
+        #expect(try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof]).status == 201)
+        // Past its expiry, another sign-in clears the used one; then the clock is set back.
+        harness.clock.advance(by: lifetime + 1)
+        #expect(try signIn(harness, space, sam, challenge: challenge(harness, space, for: sam)).status == 201)
+        harness.clock.advance(by: -lifetime)
+        let replay = try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof])
+        #expect(replay.status == 401, "\(replay.json)")
+        #expect(replay.error == "challenge_invalid")
+    }
+
     @Test("the real eleven-server killed between challenge and sign-in accepts it once when back")
     func killedServer() async throws {
         try await TestSupport.offPool {
