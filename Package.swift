@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "eleven-bench", targets: ["ElevenBench"]),
         .executable(name: "eleven-bot", targets: ["ElevenBot"]),
         .library(name: "PAKE", targets: ["PAKE"]),
+        .library(name: "Mailbox", targets: ["Mailbox"]),
         .library(name: "WordCodes", targets: ["WordCodes"]),
         .library(name: "Net", targets: ["Net"]),
         .library(name: "Relay", targets: ["Relay"]),
@@ -40,23 +41,29 @@ let package = Package(
 
         // Modules.
         .target(name: "PAKE", dependencies: ["CSodium", "COpenSSL"]),
-        .target(name: "WordCodes", exclude: ["README.md"]),
-        // Small shared mechanisms: one lock, a batch queue, a hand-off between threads.
+        // The mailbox protocol's identifiers and its JSON codec, shared by the relay and the
+        // clients so each is defined once; no I/O.
+        .target(name: "Mailbox"),
+        .target(name: "WordCodes", dependencies: ["Mailbox"], exclude: ["README.md"]),
+        // Small shared mechanisms: one lock, a batch queue, a hand-off between threads, back-off.
         .target(name: "Support"),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL", "Support"]),
         // The one SQLite layer: connection, statements, sync policy, schema versions, application
         // ids, storage-failure classes.
         .target(name: "SQLite", dependencies: ["CSQLite"]),
-        .target(name: "Relay", dependencies: ["Net", "SQLite", "CPostgres", "COpenSSL", "Support"]),
+        .target(
+            name: "Relay", dependencies: ["Mailbox", "Net", "SQLite", "CPostgres", "COpenSSL", "Support"]),
         // Keys, roster, invites and the wire types of the space and home APIs; no I/O.
         .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "CSodium"]),
         // The pure machines of a join: rendezvous, handshake and channel, verification words, an
         // invite's whole life (InviteAttendant); time and randomness passed in, no I/O.
-        .target(name: "JoinProtocol", dependencies: ["PAKE", "WordCodes", "CSodium"]),
+        .target(
+            name: "JoinProtocol", dependencies: ["Mailbox", "PAKE", "WordCodes", "SpaceModel", "CSodium"]),
         .target(
             name: "ClientCore",
             dependencies: [
-                "SpaceModel", "JoinProtocol", "PAKE", "Net", "Support", "CSodium", "CFIDO2", "COpenSSL",
+                "SpaceModel", "JoinProtocol", "Mailbox", "PAKE", "Net", "Support", "CSodium", "CFIDO2",
+                "COpenSSL",
             ]),
         .target(
             name: "SpaceServer",
@@ -67,7 +74,8 @@ let package = Package(
         .target(
             name: "SidecarBot",
             dependencies: [
-                "ClientCore", "JoinProtocol", "SpaceModel", "PAKE", "WordCodes", "SQLite", "CSodium",
+                "ClientCore", "JoinProtocol", "SpaceModel", "PAKE", "WordCodes", "SQLite", "Support",
+                "CSodium",
             ]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
@@ -87,7 +95,8 @@ let package = Package(
         .executableTarget(
             name: "ElevenBench",
             dependencies: [
-                "PAKE", "WordCodes", "Net", "Relay", "CSodium", "SpaceModel", "Support", "SpaceServer",
+                "PAKE", "WordCodes", "Mailbox", "Net", "Relay", "CSodium", "SpaceModel", "Support",
+                "SpaceServer",
                 "JoinProtocol", "ClientCore", "SidecarBot", "TestSupport", "LoadHarness", "CLISupport",
             ]),
 
@@ -111,11 +120,13 @@ let package = Package(
         .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "TestSupport"]),
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "Net", "SQLite", "Support", "TestSupport"]),
+        .testTarget(
+            name: "RelayTests", dependencies: ["Relay", "Mailbox", "Net", "SQLite", "Support", "TestSupport"]),
         .testTarget(
             name: "ClientCoreTests",
             dependencies: [
-                "ClientCore", "JoinProtocol", "SpaceModel", "Support", "PAKE", "Net", "TestSupport",
+                "ClientCore", "JoinProtocol", "Mailbox", "SpaceModel", "Support", "PAKE", "Net",
+                "TestSupport",
                 "Adversaries",
             ]),
         .testTarget(

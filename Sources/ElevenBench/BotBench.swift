@@ -294,7 +294,8 @@ private func measureBotRow(
                         relayURL: relayURL, nameplate: Rendezvous.Nameplate(code.nameplate),
                         words: code.words,
                         request: JoinRequest(
-                            displayName: "Joiner", deviceLabel: "bench", publicKeys: joiner.publicKeys.text),
+                            displayName: "Joiner", deviceLabel: "bench",
+                            publicKeys: JoinerKeys(joiner.publicKeys)),
                         timeout: .seconds(30), firstAnswer: .seconds(10), step: { marks.mark($0) }
                     ) { _ in }
                     marks.mark(at: 4)
@@ -355,7 +356,8 @@ private func measureSelfAttended(threads: Int, seconds: Double, relayURL: String
                 let grant = try JoinRunner.join(
                     relayURL: relayURL, nameplate: Rendezvous.Nameplate(nameplate), words: words,
                     request: JoinRequest(
-                        displayName: "Joiner", deviceLabel: "bench", publicKeys: joiner.publicKeys.text),
+                        displayName: "Joiner", deviceLabel: "bench", publicKeys: JoinerKeys(joiner.publicKeys)
+                    ),
                     timeout: .seconds(30)
                 ) { _ in }
                 _ = try JoinGrant(decoding: grant).open(

@@ -57,7 +57,7 @@ let botCommands: [CommandGroup.Entry] = [
         var shown = 0
         for received in page.notes {
             guard case .success(let note) = received.content,
-                [.joined, .inviteBurned, .inviteEnded, .inviteRefused].contains(note.type)
+                [.joined, .inviteBurned, .inviteEnded, .inviteRefused, .attemptReported].contains(note.type)
             else { continue }
             shown += 1
             if json {

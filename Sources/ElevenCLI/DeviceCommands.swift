@@ -670,11 +670,11 @@ private func runDeviceLink(_ arguments: ParsedArguments) throws {
     let key = try homeErrors { try sync.deviceKey() }
     let request = JoinRequest(
         displayName: "", deviceLabel: String(deviceLabel(arguments).prefix(64)),
-        publicKeys: key.publicKeys.text)
+        publicKeys: JoinerKeys(key.publicKeys))
     let grant: [UInt8]
     do {
         grant = try JoinRunner.join(
-            relayURL: relay, nameplate: Rendezvous.Nameplate(parsed.code.nameplate.description),
+            relayURL: relay, nameplate: parsed.code.nameplate,
             words: parsed.code.secretWords, intent: .linkDevice, request: request, timeout: .seconds(wait),
             firstAnswer: .seconds(min(wait, 15))
         ) { progress in
@@ -737,6 +737,8 @@ private func linkCLIError(_ error: Error, attendant: Bool) -> Error {
             status: .unavailable)
     case .failed, .relay, .interrupted:
         return CLIError(code: error.code, message: error.description, status: .failure)
+    case .unrecorded:
+        return CLIError(code: error.code, message: error.description, status: .localState)
     }
 }
 

@@ -96,7 +96,8 @@ let joinCommands: [CommandGroup.Entry] = [
             ],
             discussion: """
                 Asks for the code when it is not given (so it need not sit in your shell history). \
-                Exit status 3: the code did not match (codes work once), or nobody is attending it \
+                Exit status 3: the code did not match (codes work once; if you typed it right, someone \
+                may have tried to intercept it, and your next join tells the inviter), or nobody is attending it \
                 (mistyped, used, burned or expired) or it is crowded; 4: the relay cannot be reached; \
                 6: the inviter declined; 7: the inviter did not answer in time. A full-length link \
                 shows its invite and joins once you say yes (--yes: at once); exit status 2: the \
@@ -219,6 +220,18 @@ private func printInviter(_ event: InviterEvent, json: Bool) {
         report(
             json, ["event": "failed_attempt", "code": "code_mismatch", "failures_left": left],
             "Someone tried a wrong code for your invite; after \(left) more it stops working.")
+    case .attemptReported(let name, let nameplate, let at, let outcome, let thisInvite):
+        let when = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(at)))
+        let which = thisInvite ? "this invite (number \(nameplate))" : "a code with the number \(nameplate)"
+        report(
+            json,
+            [
+                "event": "attempt_reported", "code": "attempt_reported", "name": name, "nameplate": nameplate,
+                "at": at, "outcome": outcome, "this_invite": thisInvite,
+            ],
+            "\(nameOf(name))'s device says \(which) did not check out for them at \(when), and this device "
+                + "never heard from them: someone may have tried to intercept the code."
+                + (thisInvite ? " It counts as a wrong code." : ""))
     case .burned:
         // For people the command's error says it (one message for one burn).
         if json { Terminal.json(["event": "burned", "code": "invite_burned"]) }
@@ -450,7 +463,11 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool, attending: Bool = 
             status: .unavailable)
     case .failed(.codeMismatch):
         return CLIError(
-            code: "code_mismatch", message: "That code didn't match. Codes work once: ask for a new one.",
+            code: "code_mismatch",
+            message:
+                "That code didn't match. Codes work once: ask for a new one. If you typed it right, someone "
+                + "may have tried to intercept it: tell the person who gave it to you. This device will "
+                + "also tell them when you next join.",
             status: .codeRejected)
     case .failed(.protocolError):
         return CLIError(code: "protocol_error", message: error.description, status: .failure)
@@ -491,6 +508,8 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool, attending: Bool = 
         return CLIError(code: error.code, message: error.description, status: .unavailable)
     case .interrupted:
         return interruptedError()
+    case .unrecorded:
+        return CLIError(code: error.code, message: error.description, status: .localState)
     }
 }
 

@@ -267,6 +267,11 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
             spaces.save(joined)
         }
     }
+    // Earlier short codes that did not check out: the space's bot hears of them now (sealed to
+    // it, signed by this new member), as a short-code join would have told its attendant.
+    if let session = try? SpaceSession(saved: joined, identity: claimed.identity) {
+        ShortJoinFlow.reportFailedAttempts(session, state: state)
+    }
     // Like every other way a space arrives: saved on the home server at once when signed in.
     vaultChanged()
     offerWayBackIn(json: json)

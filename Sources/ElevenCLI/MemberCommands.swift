@@ -120,4 +120,41 @@ let memberCommands: [CommandGroup.Entry] = [
         }
         Terminal.out("Removed \(displayName(record)) from \(session.saved.shownName).")
     },
+    .init(
+        CommandSpec(
+            ["eleven", "members", "rename"],
+            summary: "Change your name in a space (or, as an admin, someone's).",
+            options: [
+                CommonOptions.space,
+                OptionSpec("member", value: "MEMBER", help: "whose name (admins only; default: yours)"),
+                CommonOptions.json,
+            ],
+            positionals: [PositionalSpec("NAME", help: "the new name")],
+            discussion: "Only the space's members can read the new name; its server keeps it encrypted."
+        )
+    ) { arguments in
+        guard let name = try checkedName(arguments.positional(0), field: "NAME"), !name.isEmpty else {
+            throw CLIError.usage("the new name is missing", help: nil)
+        }
+        let session = try openSpace(arguments)
+        let previous = try withSpaceErrors { () throws -> MemberRecord in
+            var member: MemberID?
+            if let wanted = arguments.value("member") {
+                guard let record = SpaceSession.findMember(wanted, in: try session.roster()) else {
+                    throw CLIError(
+                        code: "unknown_member",
+                        message:
+                            "\(session.saved.shownName) has no current member \"\(wanted)\". Run `eleven members`.",
+                        status: .usage)
+                }
+                member = record.id
+            }
+            return try session.rename(member, to: name)
+        }
+        if arguments.flag("json") {
+            Terminal.json(["member": previous.id.base64URL, "name": name, "previous": previous.name])
+            return
+        }
+        Terminal.out("\(displayName(previous)) is now \(SafeText.line(name)) in \(session.saved.shownName).")
+    },
 ]

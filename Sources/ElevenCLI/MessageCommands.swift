@@ -2,6 +2,7 @@ import CLISupport
 import ClientCore
 import Foundation
 import SpaceModel
+import Support
 
 /// `eleven thread create`, `eleven threads`, `eleven send`, `eleven read`.
 let messageCommands: [CommandGroup.Entry] = [
@@ -123,7 +124,8 @@ let messageCommands: [CommandGroup.Entry] = [
 /// `eleven read -f` across a server that restarts or a network that drops: says so once, waits
 /// with back-off (0.5 s growing to 10 s), tries again, and says when it is back.
 struct FollowReconnect {
-    private var delay: Double?
+    private var backoff = Backoff(first: 0.5, cap: 10)
+    private var lost = false
 
     /// Failures worth waiting out: the server unreachable, or an answer cut off.
     static func isPassing(_ error: SpaceClientError) -> Bool {
@@ -131,17 +133,18 @@ struct FollowReconnect {
     }
 
     mutating func failed(_ error: SpaceClientError) {
-        if delay == nil {
+        if !lost {
             Terminal.err("Lost the connection to the server (\(error.message)); reconnecting…")
         }
-        let wait = delay ?? 0.5
-        Thread.sleep(forTimeInterval: wait)
-        delay = min(wait * 2, 10)
+        lost = true
+        Thread.sleep(forTimeInterval: backoff.delay)
+        backoff.grow()
     }
 
     mutating func succeeded() {
-        guard delay != nil else { return }
-        delay = nil
+        guard lost else { return }
+        lost = false
+        backoff.reset()
         Terminal.err("Reconnected.")
     }
 }

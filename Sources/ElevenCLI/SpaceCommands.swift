@@ -33,6 +33,10 @@ let spaceCommands: [CommandGroup.Entry] = [
                     "server", value: "URL", help: "the space server (http://host:port or https://host)",
                     environment: "ELEVEN_SERVER"),
                 OptionSpec("as", value: "NAME", help: "your name in the space"),
+                OptionSpec(
+                    "sealed",
+                    help: "keep the space's name from the server: its public card shows no name or "
+                        + "picture, and links carry the name for the people they invite"),
                 CommonOptions.json,
             ],
             positionals: [PositionalSpec("NAME", help: "the space's name, e.g. Family")])
@@ -48,7 +52,8 @@ let spaceCommands: [CommandGroup.Entry] = [
         let saved = try withSpaceErrors {
             let (identity, _) = try state.identity(create: true)
             let saved = try SpaceSession.createSpace(
-                name: name, server: server, identity: identity, ownerName: ownerName)
+                name: name, server: server, identity: identity, ownerName: ownerName,
+                sealed: arguments.flag("sealed"))
             // Re-read under the lock now: a parallel command may have saved a space meanwhile.
             try state.updateSpaces { $0.save(saved) }
             return saved

@@ -1,65 +1,7 @@
-/// Compact JSON for the small objects ClientCore writes by hand on every join (relay frames,
-/// join messages), without Foundation's `JSONSerialization`, which boxes every value and escapes
-/// long strings slowly. Keys come out sorted (as `.sortedKeys` writes them); strings are escaped
-/// as RFC 8259 asks.
+/// Two scans over a join message's JSON text that let a grant (a JSON object another layer
+/// wrote) travel as the bytes it was written as, without parsing it only to write it again. The
+/// messages themselves are read and written by the mailbox protocol's one codec (`Mailbox`).
 enum JSONText {
-    case string(String)
-    case int(Int)
-    case strings([String])
-    /// A JSON object's text, inserted as it is; see ``isSingleObject(_:)``.
-    case object([UInt8])
-
-    /// `{"key":value,…}` with the keys sorted.
-    static func object(_ members: [String: JSONText]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(128)
-        out.append(UInt8(ascii: "{"))
-        for (index, key) in members.keys.sorted().enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            writeString(key, into: &out)
-            out.append(UInt8(ascii: ":"))
-            members[key]?.write(into: &out)
-        }
-        out.append(UInt8(ascii: "}"))
-        return out
-    }
-
-    private func write(into out: inout [UInt8]) {
-        switch self {
-        case .string(let text): Self.writeString(text, into: &out)
-        case .int(let value): out.append(contentsOf: String(value).utf8)
-        case .strings(let list):
-            out.append(UInt8(ascii: "["))
-            for (index, text) in list.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                Self.writeString(text, into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let bytes): out.append(contentsOf: bytes)
-        }
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    static func writeString(_ text: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0F)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
     /// Whether `bytes` is one JSON object and nothing else as far as nesting goes: it opens with
     /// `{` and the brace that closes it is the last byte (strings and escapes skipped). Enough to
     /// insert it as a member's value without its text reaching the members around it; whether

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Support
 
 /// Idle keep-alive HTTP client connections, by origin and TLS settings (``HTTPClient`` uses
 /// the shared one). A connection is here only between a complete response that allows reuse
@@ -19,7 +19,7 @@ final class HTTPConnectionPool: Sendable {
         let since: UInt64
     }
 
-    private let idle = Mutex<[String: [Entry]]>([:])
+    private let idle = Locked<[String: [Entry]]>([:])
 
     init(maxIdlePerOrigin: Int = 16, idleTime: Duration = .seconds(4)) {
         self.maxIdlePerOrigin = maxIdlePerOrigin

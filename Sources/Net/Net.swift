@@ -105,15 +105,28 @@ public struct NetError: Error, Sendable, Equatable, CustomStringConvertible {
     public let code: Code
     /// What went wrong, for people.
     public let message: String
+    /// The `errno` of the system call that failed, when one did: callers that tell causes apart
+    /// (a refused connection from an unreachable host) match this, never the message's text.
+    public let systemError: Int32?
 
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+        self.systemError = nil
+    }
+
+    private init(_ code: Code, _ message: String, systemError: Int32) {
+        self.code = code
+        self.message = message
+        self.systemError = systemError
     }
 
     static func system(_ code: Code, _ call: String, _ err: Int32) -> NetError {
-        NetError(code, "\(call) failed: \(String(cString: strerror(err)))")
+        NetError(code, "\(call) failed: \(String(cString: strerror(err)))", systemError: err)
     }
+
+    /// Nothing listened at the address: the peer's host answered the connection with a refusal.
+    public var isConnectionRefused: Bool { code == .connectFailed && systemError == ECONNREFUSED }
 
     public var description: String { "\(message) [\(code.rawValue)]" }
 }

@@ -1,68 +1,8 @@
 import Foundation
+import Mailbox
 
-/// Identifiers of the mailbox protocol. Each is its own type so a nameplate can never be passed
-/// where a mailbox id or a side is expected; all are opaque strings on the wire.
-
-/// The application scope chosen by clients (`lothar.com/wormhole/text-or-file-xfer`,
-/// `elevenmessenger.com/join`, …). Nameplates and mailboxes of different AppIDs never meet.
-public struct AppID: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    public let rawValue: String
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { self.rawValue = value }
-    public var description: String { rawValue }
-}
-
-/// One client session's random identifier (10 hex characters for the stock clients).
-public struct Side: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    public let rawValue: String
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { self.rawValue = value }
-    public var description: String { rawValue }
-}
-
-/// A short decimal name (`7` in `7-guitarist-revenge`) that points at a mailbox.
-///
-/// Only ASCII digits are valid (`^[0-9]+$`, at most ``maximumLength`` characters); the reference
-/// server's `\d` also admits other Unicode digits, which no client produces.
-public struct Nameplate: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let rawValue: String
-    /// The reference server's limit for claimed nameplates.
-    public static let maximumLength = 40
-
-    /// A validated nameplate, or nil when `rawValue` is empty, too long or not all digits.
-    public init?(validating rawValue: String) {
-        guard !rawValue.isEmpty, rawValue.utf8.count <= Self.maximumLength,
-            rawValue.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
-        else { return nil }
-        self.rawValue = rawValue
-    }
-
-    /// A nameplate from a number the relay chose itself.
-    init(number: Int) { self.rawValue = String(number) }
-
-    /// Storage loads trust what they wrote.
-    init(trusted rawValue: String) { self.rawValue = rawValue }
-
-    public static func < (lhs: Nameplate, rhs: Nameplate) -> Bool { lhs.rawValue < rhs.rawValue }
-    public var description: String { rawValue }
-}
-
-/// The long random name of a mailbox (13 lowercase base32 characters when the relay makes it;
-/// clients may open any string as a standalone mailbox).
-public struct MailboxID: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    public let rawValue: String
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { self.rawValue = value }
-    public var description: String { rawValue }
-}
-
-/// The label of a client-to-client message (`pake`, `version`, `0`, …).
-public struct Phase: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    public let rawValue: String
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { self.rawValue = value }
-    public var description: String { rawValue }
-}
+/// The relay's own identifiers and addresses. The mailbox protocol's (``AppID``, ``Side``,
+/// ``Nameplate``, ``MailboxID``, ``Phase``) live in `Mailbox`, shared with the clients.
 
 /// The glue's handle for one WebSocket connection. The core never interprets it.
 public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {

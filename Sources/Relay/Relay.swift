@@ -3,9 +3,10 @@
 ///
 /// Layers, inside out:
 ///
-/// - `JSON/`, `Messages/`: a strict JSON reader/writer that keeps member order and number text
-///   (so `orig`, `id` and `pong` echo exactly), ``ClientMessage`` decoding with the deployed
-///   server's error strings (``RelayError``), and ``ServerMessage`` encoding.
+/// - `Messages/`: ``ClientMessage`` decoding with the deployed server's error strings
+///   (``RelayError``), and ``ServerMessage`` encoding, over the `Mailbox` module's strict JSON
+///   reader/writer, which keeps member order and number text (so `orig`, `id` and `pong` echo
+///   exactly), and its identifiers (shared with the clients).
 /// - `Rules/`: ``RelayCore``, the state machine. ``RelayEvent`` in (connection opened, frame
 ///   received, connection closed, tick), ``RelayOutput`` out: ``StorageOp`` writes to commit
 ///   first, then ``RelayAction``s (send a frame, close a connection). Clock and randomness are

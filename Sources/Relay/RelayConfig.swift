@@ -1,3 +1,4 @@
+import Mailbox
 import Support
 
 /// Everything an operator can tune, with defaults that are safe on the public internet. The
@@ -99,7 +100,7 @@ public struct ExpiryPolicy: Sendable, Equatable {
     /// The idle time after which a mailbox of `app` expires.
     public func idleSeconds(for app: AppID) -> Double {
         var best: Rule?
-        for rule in rules where app.rawValue.hasPrefix(rule.appIDPrefix) {
+        for rule in rules where app.value.hasPrefix(rule.appIDPrefix) {
             if best.map({ rule.appIDPrefix.count > $0.appIDPrefix.count }) ?? true { best = rule }
         }
         return best?.idleSeconds ?? defaultIdleSeconds

@@ -24,12 +24,11 @@ public enum BotProvisioning {
         }
         let identity = try store.identity()
         let request = JoinRequest(
-            displayName: name, deviceLabel: "eleven-bot", publicKeys: identity.publicKeys.text)
-        let nameplate = parsed.code.nameplate.description
+            displayName: name, deviceLabel: "eleven-bot", publicKeys: JoinerKeys(identity.publicKeys))
         let grantBytes: [UInt8]
         do {
             grantBytes = try JoinRunner.join(
-                relayURL: relay, nameplate: Rendezvous.Nameplate(nameplate), words: parsed.code.secretWords,
+                relayURL: relay, nameplate: parsed.code.nameplate, words: parsed.code.secretWords,
                 request: request, timeout: timeout, firstAnswer: .seconds(15)
             ) { _ in }
         } catch {
@@ -39,7 +38,7 @@ public enum BotProvisioning {
             let grant = try JoinGrant(decoding: grantBytes)
             let (saved, _) = try grant.open(
                 identity: identity, deviceLabel: "eleven-bot", now: Int64(Date().timeIntervalSince1970),
-                nameplate: nameplate)
+                nameplate: parsed.code.nameplate.value)
             try store.saveSpace(saved)
             return saved
         } catch let error as BotError {

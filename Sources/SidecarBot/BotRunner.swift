@@ -3,6 +3,7 @@ import Foundation
 import JoinProtocol
 import PAKE
 import SpaceModel
+import Support
 import Synchronization
 
 /// `eleven-bot run`: reads the bot's inbox for invite requests and attends every open invite on
@@ -21,8 +22,11 @@ public final class BotRunner: Sendable {
     private let admissions = AdmissionQueue()
     private let rosters = RosterCache()
     private let threadKeys = ThreadKeyCache()
-    private let limiter: Mutex<JoinRateLimiter>
-    private let workers = Mutex(Set<String>())
+    private let limiter: Locked<JoinRateLimiter>
+    private let workers = Locked(Set<String>())
+    /// Each invite worker's wake (``InviteAttendantDriver/wake``), to count an attempt reported on
+    /// its invite while it waits.
+    private let wakes = Locked([String: Interruption]())
     private let stopped = Atomic<Bool>(false)
 
     /// `log` receives one event per line for people and machines (never a secret).
@@ -33,7 +37,7 @@ public final class BotRunner: Sendable {
         self.store = store
         self.configuration = configuration
         emit = log
-        limiter = Mutex(JoinRateLimiter(limit: configuration.joinsPerMinute))
+        limiter = Locked(JoinRateLimiter(limit: configuration.joinsPerMinute))
         let identity = try store.identity()
         guard let saved = try store.space() else {
             throw BotError(
@@ -66,7 +70,7 @@ public final class BotRunner: Sendable {
             log("state_failed", ["message": "\(error)"])
         }
         var next = (try? store.inboxNext()) ?? 0
-        var backoff = configuration.pollInterval
+        var backoff = Backoff(first: Self.seconds(configuration.pollInterval), cap: 5)
         log("started", ["space": session.saved.space.base64URL, "member": session.saved.member.base64URL])
         while !isStopped {
             do {
@@ -85,14 +89,14 @@ public final class BotRunner: Sendable {
                     try store.setInboxNext(page.next)
                     next = page.next
                 }
-                backoff = configuration.pollInterval
+                backoff.reset()
                 if page.notes.isEmpty {
                     Thread.sleep(forTimeInterval: Self.seconds(configuration.pollInterval))
                 }
             } catch {
                 log("inbox_failed", ["message": "\(error)"])
-                Thread.sleep(forTimeInterval: Self.seconds(backoff))
-                backoff = min(backoff * 2, .seconds(5))
+                Thread.sleep(forTimeInterval: backoff.delay)
+                backoff.grow()
             }
         }
     }
@@ -180,6 +184,12 @@ public final class BotRunner: Sendable {
                     invite.approvalUse = note.use
                 }
             }
+        case .attemptReported:
+            // A member who joined another way (a full-length link) reporting an attempt of theirs;
+            // signed by them and checked against the roster like every note.
+            guard let report = note.attemptReport else { return true }
+            let name = roster.members[received.sender]?.name ?? ""
+            attemptsReported([report], by: name, joinedWith: nil)
         case .inviteReady, .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined:
             break
         }
@@ -211,12 +221,24 @@ public final class BotRunner: Sendable {
     /// attendant shares (``InviteAttendantDriver``); only the policy, the record and the
     /// inviter's notes are the bot's own.
     private func attend(_ id: String) {
-        var backoff = 0.2
+        var backoff = Backoff(first: 0.2, cap: 5)
         let worker = Worker()
         while !isStopped {
+            // The wake is in place before the invite is read: a report saved after this read
+            // wakes this run.
+            let wake = Interruption()
+            wakes.withLock { $0[id] = wake }
             guard let invite = try? store.invite(id), invite.attendant.isOpen else { return }
             let driver = self.driver(invite, worker)
+            driver.wake = wake
             do {
+                if !invite.reportedSides.isEmpty {
+                    // Counted (and saved) before they leave the list: a restart in between
+                    // counts nothing twice (the machine remembers the sides it counted).
+                    try driver.attemptsReported(invite.reportedSides)
+                    try store.update(id) { $0.reportedSides.removeAll(where: invite.reportedSides.contains) }
+                    if !driver.attendant.isOpen { return }
+                }
                 if invite.record == nil, let nameplate = invite.attendant.nameplate {
                     if !worker.readySent { try sendReady(invite, nameplate, worker) }
                     if Self.now() > invite.createdAt + configuration.recordTimeout {
@@ -237,11 +259,11 @@ public final class BotRunner: Sendable {
                     ? ContinuousClock.now
                         + .seconds(max(1, invite.createdAt + configuration.recordTimeout - Self.now())) : nil
                 if try driver.run(until: until, shouldStop: { isStopped }) != nil { return }
-                backoff = 0.2
+                backoff.reset()
             } catch {
                 log("invite_retry", ["nameplate": invite.nameplate ?? "", "message": "\(error)"])
-                Thread.sleep(forTimeInterval: backoff)
-                backoff = min(backoff * 2, 5)
+                Thread.sleep(forTimeInterval: backoff.delay)
+                backoff.grow()
             }
         }
     }
@@ -271,6 +293,9 @@ public final class BotRunner: Sendable {
         hooks.log = { [unowned self] kind, detail in
             record(kind, nameplate: (try? store.invite(id))?.nameplate, detail, Self.now())
         }
+        hooks.codeProven = { [unowned self] request, _ in
+            attemptsReported(request.failedAttempts, by: request.displayName, joinedWith: id)
+        }
         let driver = InviteAttendantDriver(
             attendant: invite.attendant, relayURL: invite.relay, secret: invite.secret, hooks: hooks)
         driver.inviterName = invite.inviterName
@@ -280,6 +305,7 @@ public final class BotRunner: Sendable {
             log("invite_ready", ["nameplate": nameplate.value])
             try sendReady(invite, nameplate, worker)
         }
+        driver.createdAt = invite.createdAt
         return driver
     }
 
@@ -358,7 +384,7 @@ public final class BotRunner: Sendable {
             return .failed(refusal, mayBeMember: false)
         } catch {
             let seenNotMember =
-                (try? MemberPublicKeys(text: request.publicKeys)).map { keys in
+                (try? request.publicKeys.keys()).map { keys in
                     (try? rosters.refresh(session).roster).map { roster in
                         !roster.members.values.contains(where: { $0.keys == keys })
                     } ?? false
@@ -370,6 +396,63 @@ public final class BotRunner: Sendable {
             worker.refusal = refusal
             return .failed(refusal, mayBeMember: !seenNotMember)
         }
+    }
+
+    /// A joiner who proved the code of invite `current` (or a member who joined by link: no
+    /// current invite) reported earlier attempts of theirs that failed after their code went out
+    /// (``JoinAttemptReport``). One on an invite of the bot's
+    /// that the bot never heard from was answered by someone else: the inviter is told, and a
+    /// tested guess counts as a failure on that invite (its worker counts it; the current
+    /// invite's own driver counts its own). The report came through the confirmed channel of a
+    /// code the bot issued, so only someone given a code can send one; nameplates are public,
+    /// and such a person could burn an invite by speaking on its nameplate anyway.
+    private func attemptsReported(
+        _ reports: [JoinAttemptReport], by joiner: String, joinedWith current: String?
+    ) {
+        guard !reports.isEmpty else { return }
+        let now = Self.now()
+        let name = joiner.isEmpty ? "Someone" : joiner
+        let earliest = reports.map(\.at).min() ?? now
+        let invites = (try? store.invites(expiringAfter: earliest - 300)) ?? []
+        for report in reports {
+            let when = Self.time(report.at)
+            guard
+                let invite = invites.first(where: {
+                    $0.attendant.isAbout(report, relay: $0.relay, createdAt: $0.createdAt)
+                })
+            else {
+                record(
+                    "attempt_reported", nameplate: report.nameplate.value,
+                    "\(name) reported a code that did not check out (\(report.outcome)) at \(when) on a "
+                        + "nameplate of no invite of the bot's", now)
+                continue
+            }
+            // An attempt the bot heard itself was counted (or proved) then.
+            guard !invite.attendant.hasSeen(report.side) else { continue }
+            let counted = report.isTestedGuess && invite.attendant.isOpen
+            record(
+                "attempt_reported", nameplate: report.nameplate.value,
+                "\(name) reported an attempt (\(report.outcome)) at \(when) the bot never saw: someone may "
+                    + "have tried to intercept the code\(counted ? "; counted as a failed attempt" : "")", now
+            )
+            if counted, invite.id != current {
+                _ = try? store.update(invite.id) { $0.reportedSides.append(report.side) }
+                _ = wakes.withLock { $0[invite.id] }?.interrupt()
+            }
+            var note = AttendantNote(.attemptReported, id: invite.noteID)
+            note.name = joiner
+            note.nameplate = report.nameplate.value
+            note.reason = report.outcome
+            note.message =
+                "\(name)'s device says your invite \(invite.code ?? "") did not check out for them at \(when) "
+                + "and the bot never heard from them: someone may have tried to intercept the code."
+                + (counted ? " It counts as a failed attempt on that invite." : "")
+            tell(invite.inviter, note, roster: nil)
+        }
+    }
+
+    static func time(_ at: Int64) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(at)))
     }
 
     /// The history line and the inviter's note for what the attendant reports.
@@ -396,6 +479,9 @@ public final class BotRunner: Sendable {
             record("refused", nameplate: nameplate, "a joiner was turned away: \(why)", now)
         case .wrongCode(let failure, _):
             record("wrong_code", nameplate: nameplate, "someone tried a wrong code (\(failure.code))", now)
+        case .attemptReported:
+            record(
+                "wrong_code", nameplate: nameplate, "a joiner's attempt the bot never saw was counted", now)
         case .ended(.usedUp):
             record("used_up", nameplate: nameplate, "every use of the invite was taken", now)
         case .ended(.burned):

@@ -44,6 +44,9 @@ public struct BotInvite: Codable, Sendable {
     public var approvalUse: Int?
     /// The inviter's signed record was refused: the worker ends the invite.
     public var cancelRequested = false
+    /// Joiners' attempts on this invite that the bot never saw, reported by joiners who proved
+    /// another code: the invite's worker counts them (``InviteAttendant/Event/attemptReported(side:)``).
+    public var reportedSides: [Rendezvous.Side] = []
     public var attendant: InviteAttendant
 
     public init(
@@ -86,7 +89,7 @@ public struct BotInvite: Codable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case id, noteID, inviter, inviterName, secret, relay, ask, createdAt, record, approval, approvalUse
-        case cancelRequested, attendant
+        case cancelRequested, attendant, reportedSides
         // Invites saved before the attendant machine: its pieces one by one.
         case nameplate, machine, use, usesLeft, uses, failures, maxFailures, expiresAt, state, admitting
         case admittingKeys
@@ -106,6 +109,7 @@ public struct BotInvite: Codable, Sendable {
         approval = try c.decodeIfPresent(Bool.self, forKey: .approval)
         approvalUse = try c.decodeIfPresent(Int.self, forKey: .approvalUse)
         cancelRequested = try c.decodeIfPresent(Bool.self, forKey: .cancelRequested) ?? false
+        reportedSides = try c.decodeIfPresent([Rendezvous.Side].self, forKey: .reportedSides) ?? []
         if let attendant = try c.decodeIfPresent(InviteAttendant.self, forKey: .attendant) {
             self.attendant = attendant
             return
@@ -113,10 +117,12 @@ public struct BotInvite: Codable, Sendable {
         let uses = try c.decode(Int.self, forKey: .uses)
         let usesLeft = try c.decode(Int.self, forKey: .usesLeft)
         let use = try c.decode(Int.self, forKey: .use)
-        let nameplate = try c.decodeIfPresent(String.self, forKey: .nameplate).map(Rendezvous.Nameplate.init)
+        let nameplate = try c.decodeIfPresent(String.self, forKey: .nameplate).map {
+            Rendezvous.Nameplate($0)
+        }
         let machine = try c.decodeIfPresent(RendezvousMachine.self, forKey: .machine)
         let admitting = try c.decodeIfPresent(Int.self, forKey: .admitting)
-        let keys = try c.decodeIfPresent(String.self, forKey: .admittingKeys)
+        let keys = try c.decodeIfPresent(JoinerKeys.self, forKey: .admittingKeys)
         let state: InviteAttendant.State
         switch try c.decode(State.self, forKey: .state) {
         case .usedUp: state = .ended(.usedUp, nameplate: nameplate)
@@ -155,6 +161,7 @@ public struct BotInvite: Codable, Sendable {
         try c.encodeIfPresent(approval, forKey: .approval)
         try c.encodeIfPresent(approvalUse, forKey: .approvalUse)
         try c.encode(cancelRequested, forKey: .cancelRequested)
+        if !reportedSides.isEmpty { try c.encode(reportedSides, forKey: .reportedSides) }
         try c.encode(attendant, forKey: .attendant)
     }
 }
@@ -366,10 +373,19 @@ public final class BotStore: @unchecked Sendable {
 
     /// Every invite still being attended.
     public func openInvites() throws(BotError) -> [BotInvite] {
+        try invites(where: "state IN ('allocating', 'awaiting_record', 'open')")
+    }
+
+    /// Every invite, open or ended, that had not expired by `time`.
+    public func invites(expiringAfter time: Int64) throws(BotError) -> [BotInvite] {
+        try invites(where: "expires_at >= ?", [.integer(time)])
+    }
+
+    private func invites(where condition: String, _ arguments: [SQLValue] = []) throws(BotError)
+        -> [BotInvite]
+    {
         let rows = try run {
-            try $0.query(
-                "SELECT body FROM invites WHERE state IN ('allocating', 'awaiting_record', 'open') ORDER BY id"
-            )
+            try $0.query("SELECT body FROM invites WHERE \(condition) ORDER BY id", arguments)
         }
         var invites: [BotInvite] = []
         for row in rows {

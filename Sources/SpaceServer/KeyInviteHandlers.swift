@@ -121,6 +121,13 @@ extension SpaceService {
             }
             return data
         }
+        let names = try body.sealedNames.map { text throws(APIError) in
+            let data = try bytes(text, field: "sealedNames")
+            guard data.count <= 1024 else {
+                throw APIError.badRequest("invalid_field", "Field sealedNames is larger than 1024 bytes.")
+            }
+            return data
+        }
         guard try store.keyInvite(body.id) == nil else {
             throw APIError.conflict("invite_exists", "An invite with that id already exists.")
         }
@@ -179,7 +186,8 @@ extension SpaceService {
             KeyInviteRow(
                 id: body.id, space: body.space, shape: body.shape, sealed: sealed, verifier: verifier,
                 inviter: inviter, inviteMember: inviteMember, rights: rights, personName: body.personName,
-                spaceName: spaceName, sealedBranding: branding, createdAt: now, expiresAt: expiresAt,
+                spaceName: spaceName, sealedBranding: branding, sealedNames: names, createdAt: now,
+                expiresAt: expiresAt,
                 usesLeft: body.uses))
         return .json(KeyInviteWire.Minted(id: body.id, expiresAt: expiresAt), status: 201)
     }
@@ -206,6 +214,8 @@ extension SpaceService {
             try applyRekey(old: old, record: record, space: space, sequence: event.sequence)
         case .spaceCreated:
             throw APIError.badRequest("invalid_event", "A space is created only once.")
+        case .memberRenamed:
+            break
         }
         pendingRosters[space] = updated
         pendingChanges.append(.membership(space: space, sequence: event.sequence))
@@ -227,7 +237,11 @@ extension SpaceService {
                 avatar = space.avatarType == nil ? nil : "/api/server-avatar?space=\(space.id)"
             }
             let roster = try roster(space.id)
-            if let inviter = row.inviter { inviterName = roster.everMember(inviter)?.name }
+            // A name in clear only from spaces made before names were sealed (the sealed one,
+            // opened on members' devices only, is empty here).
+            if let inviter = row.inviter, let name = roster.everMember(inviter)?.name, !name.isEmpty {
+                inviterName = name
+            }
             head = EventHead(sequence: roster.nextSequence - 1, hash: roster.head.description)
         }
         return .json(
@@ -242,7 +256,8 @@ extension SpaceService {
                 signerWraps: try row.inviteMember.map {
                     try store.wraps(space: row.space, recipient: $0, thread: nil)
                 },
-                retiredByLastUse: try row.inviteMember.map { try roster(row.space).isLinkSigner($0) }))
+                retiredByLastUse: try row.inviteMember.map { try roster(row.space).isLinkSigner($0) },
+                sealedNames: row.sealedNames.map(Base64URL.encode)))
     }
 
     // MARK: Claim

@@ -13,6 +13,8 @@ struct KeyInviteRow {
     let personName: String?
     let spaceName: String?
     let sealedBranding: [UInt8]?
+    /// The invitee's and inviter's names, sealed under the link (``InviteNames``).
+    let sealedNames: [UInt8]?
     let createdAt: Int64
     let expiresAt: Int64
     let usesLeft: Int
@@ -23,8 +25,8 @@ extension SpaceStore {
         try db.query(
             """
             INSERT INTO key_invites (id, space_id, shape, sealed, verifier, inviter, invite_member, rights,
-                person_name, space_name, sealed_branding, created_at, expires_at, uses_left)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                person_name, space_name, sealed_branding, created_at, expires_at, uses_left, sealed_names)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 .blob(row.id.bytes), .blob(row.space.bytes), .text(row.shape.rawValue), .blob(row.sealed),
@@ -33,6 +35,7 @@ extension SpaceStore {
                 .integer(Int64(bitPattern: row.rights.rawValue)), row.personName.map { .text($0) } ?? .null,
                 row.spaceName.map { .text($0) } ?? .null, row.sealedBranding.map { .blob($0) } ?? .null,
                 .integer(row.createdAt), .integer(row.expiresAt), .integer(Int64(row.usesLeft)),
+                row.sealedNames.map { .blob($0) } ?? .null,
             ])
     }
 
@@ -40,7 +43,7 @@ extension SpaceStore {
         let rows = try db.query(
             """
             SELECT space_id, shape, sealed, verifier, inviter, invite_member, rights, person_name, space_name,
-                sealed_branding, created_at, expires_at, uses_left
+                sealed_branding, created_at, expires_at, uses_left, sealed_names
             FROM key_invites WHERE id = ?
             """, [.blob(id.bytes)])
         guard let row = rows.first, let shape = InviteShape(rawValue: row[1].text ?? "") else { return nil }
@@ -49,7 +52,8 @@ extension SpaceStore {
             verifier: row[3].blob ?? [], inviter: try row[4].blob.map { try MemberID(bytes: $0) },
             inviteMember: try row[5].blob.map { try MemberID(bytes: $0) },
             rights: MemberRights(rawValue: UInt64(bitPattern: row[6].integer ?? 0)), personName: row[7].text,
-            spaceName: row[8].text, sealedBranding: row[9].blob, createdAt: row[10].integer ?? 0,
+            spaceName: row[8].text, sealedBranding: row[9].blob, sealedNames: row[13].blob,
+            createdAt: row[10].integer ?? 0,
             expiresAt: row[11].integer ?? 0, usesLeft: Int(row[12].integer ?? 0))
     }
 

@@ -1,4 +1,4 @@
-import Synchronization
+import Support
 
 /// Long-poll bookkeeping: clients waiting for the next message of a thread, woken by the
 /// ``SpaceAPI`` observer after a commit.
@@ -13,7 +13,7 @@ final class MessageWaits: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The key of a thread.
     static func key(space: String, thread: String) -> String { "\(space)/\(thread)" }

@@ -1,6 +1,6 @@
 import Foundation
 import Net
-import Synchronization
+import Support
 
 /// Everything `eleven-server` needs to run: where to listen, the database, TLS, limits.
 public struct SpaceHTTPConfiguration: Sendable {
@@ -263,7 +263,7 @@ public final class SpaceHTTPServer: Sendable {
 /// Holds a long-poll's timer so a wake-up can cancel it, whichever comes first. (A timer that
 /// still fires finds its waiter gone and does nothing.)
 private final class LoopTimerBox: Sendable {
-    private let state = Mutex<(timer: LoopTimer?, cancelled: Bool)>((nil, false))
+    private let state = Locked<(timer: LoopTimer?, cancelled: Bool)>((nil, false))
 
     func set(_ timer: LoopTimer) {
         let cancelled = state.withLock { state in

@@ -35,8 +35,10 @@ extension SpaceService {
     /// Creates a space from its owner's self-signed first event (a `POST /api/spaces`, or the
     /// claim of a setup invite): the space, its owner, the event, an admin token and the owner's
     /// first device token.
+    /// An empty `name` makes a sealed space: the server keeps no branding, so its public
+    /// endpoints answer no name and no picture (`docs/key-model.md`, "Names").
     func bootstrapSpace(name: String, genesis: MembershipEvent, deviceLabel: String?) throws -> CreatedSpace {
-        try checkName(name, field: "name", allowEmpty: false)
+        if !name.isEmpty { try checkName(name, field: "name", allowEmpty: false) }
         let roster = try check { () throws(KeyModelError) in try Roster(genesis: genesis) }
         guard try store.space(roster.space) == nil else {
             throw APIError.conflict("space_exists", "A space with that id already exists.")
@@ -267,7 +269,7 @@ extension SpaceService {
         switch (expect, event.change) {
         case (.adding, .memberAdded), (.any, .memberAdded), (.any, .memberRemoved), (.any, .rightsChanged):
             break
-        case (.adding, .memberRekeyed), (.any, .memberRekeyed): break
+        case (.adding, .memberRekeyed), (.any, .memberRekeyed), (.any, .memberRenamed): break
         case (.removing(let text), .memberRemoved(let id)):
             guard text == Substring(id.base64URL) else {
                 throw APIError.badRequest(
@@ -304,7 +306,8 @@ extension SpaceService {
             try store.setRights(rights, of: id, space: space.id)
         case .memberRekeyed(let old, let record):
             try applyRekey(old: old, record: record, space: space.id, sequence: event.sequence)
-        case .spaceCreated:
+        case .spaceCreated, .memberRenamed:
+            // A new name is sealed: the members table keeps none.
             break
         }
         pendingRosters[space.id] = updated

@@ -173,7 +173,12 @@ enum SpaceSchema {
         DROP TABLE device_tokens;
         ALTER TABLE device_tokens_v2 RENAME TO device_tokens;
         """,
-        // 8: sign-in challenges the server checks by their tag (`SignInChallenge`), under a
+        // 8: an invite's names sealed under its link (the invitee's and the inviter's), instead of
+        // person_name in clear, which only invites minted by older clients fill.
+        """
+        ALTER TABLE key_invites ADD COLUMN sealed_names BLOB;
+        """,
+        // 9: sign-in challenges the server checks by their tag (`SignInChallenge`), under a
         // secret of its own: asking for one no longer commits; only used ones are kept, keyed
         // by expiry so new ones append at the end and the expired leave from the start.
         """

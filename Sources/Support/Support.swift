@@ -3,5 +3,6 @@
 /// - ``Locked``: a value behind a lock (the one lock type; why not `Mutex` is in its comment).
 /// - ``BatchQueue``: group handling of work that goes one batch at a time (group commit).
 /// - ``Handoff``: a value handed from one thread to a blocking waiter, with a time limit.
+/// - ``Backoff``: the delay between retries, grown after each failure, reset by a success.
 /// - ``WormholeLimits``: the message size the relay and the clients agree on.
 public enum SupportModule {}

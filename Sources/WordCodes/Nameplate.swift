@@ -1,18 +1,19 @@
-/// The number the relay allocates for a rendezvous: a positive decimal of at most six digits.
-/// It says nothing about the code's words.
-public struct Nameplate: Hashable, Sendable, Comparable, CustomStringConvertible {
-    /// Largest nameplate: six decimal digits.
+@_exported import struct Mailbox.Nameplate
+
+/// A code's nameplate is the mailbox protocol's ``Nameplate`` (one definition, in `Mailbox`),
+/// narrowed to what Eleven's relay allocates and a person types: a positive decimal of at most
+/// six digits, written without leading zeros. It says nothing about the code's words.
+extension Nameplate {
+    /// Largest nameplate in a code: six decimal digits.
     public static let maximum = 999_999
 
-    public let value: Int
-
-    /// A nameplate, or nil unless 1 ≤ value ≤ 999 999.
+    /// A code's nameplate, or nil unless 1 ≤ value ≤ 999 999.
     public init?(_ value: Int) {
         guard (1...Self.maximum).contains(value) else { return nil }
-        self.value = value
+        self.init(number: value)
     }
 
-    /// Parses exactly one to six ASCII digits with a positive value ("42", "007").
+    /// Parses exactly one to six ASCII digits with a positive value ("42", "007" is 7).
     public init(parsing text: String) throws(CodeError) {
         let digits = Array(text.utf8)
         guard !digits.isEmpty, digits.count <= 6,
@@ -22,9 +23,4 @@ public struct Nameplate: Hashable, Sendable, Comparable, CustomStringConvertible
         guard let nameplate = Nameplate(value) else { throw .invalidNameplate(text) }
         self = nameplate
     }
-
-    /// Decimal, no leading zeros: the form the relay uses.
-    public var description: String { String(value) }
-
-    public static func < (lhs: Nameplate, rhs: Nameplate) -> Bool { lhs.value < rhs.value }
 }

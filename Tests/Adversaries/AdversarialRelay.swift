@@ -20,7 +20,7 @@ public struct RelayFrame: Sendable {
     }
 
     public var type: String { object["type"] as? String ?? "" }
-    public var phase: Rendezvous.Phase? { (object["phase"] as? String).map(Rendezvous.Phase.init) }
+    public var phase: Rendezvous.Phase? { (object["phase"] as? String).map { Rendezvous.Phase($0) } }
     public var body: [UInt8]? { (object["body"] as? String).flatMap(Hex.decode) }
     public var side: String? { object["side"] as? String }
     public var nameplate: String? { object["nameplate"] as? String }

@@ -190,7 +190,8 @@ private func temporaryDirectory() throws -> String {
             BotInvite.self, from: Data(old(state: "open", admitting: 3).utf8))
         #expect(
             admitting.attendant.state
-                == .admitting(nameplate: .init("7"), use: 3, connection: machine, joinerKeys: "k"))
+                == .admitting(
+                    nameplate: .init("7"), use: 3, connection: machine, joinerKeys: JoinerKeys(text: "k")))
         #expect(admitting.usesLeft == 2 && admitting.attendant.failures == 1 && admitting.expiresAt == 900)
         #expect(admitting.attendant.policy == .init(uses: 5, maxFailures: 4, expiresAt: 900))
         let attending = try JSONDecoder().decode(

@@ -37,7 +37,8 @@ struct RunReport: Sendable {
 }
 
 enum AdversarialRuns {
-    static let request = JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys-of-sam")
+    static let request = JoinRequest(
+        displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys-of-sam"))
 
     /// Random code words (2 or 3 of them), as the SPAKE2 password sees them.
     static func words(_ rng: inout SeededRandom) -> String {
@@ -403,12 +404,16 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
         let eveFirst = !rightGuess && run % 2 == 0
         if eveFirst {
             // A wrong guesser may try Paul first, in her own name.
-            _ = eveAsJoiner(JoinRequest(displayName: "Eve", deviceLabel: "x", publicKeys: "keys-of-eve"))
+            _ = eveAsJoiner(
+                JoinRequest(displayName: "Eve", deviceLabel: "x", publicKeys: JoinerKeys(text: "keys-of-eve"))
+            )
         }
         let (samResult, samVerifier) = AdversarialRuns.join(
             url: proxy.url, nameplate: nameplate, words: words)
         if !rightGuess && !eveFirst {
-            _ = eveAsJoiner(JoinRequest(displayName: "Eve", deviceLabel: "x", publicKeys: "keys-of-eve"))
+            _ = eveAsJoiner(
+                JoinRequest(displayName: "Eve", deviceLabel: "x", publicKeys: JoinerKeys(text: "keys-of-eve"))
+            )
         }
         let paulOutcome = paul.outcome.take(timeout: 25)
         let paulDecided = paul.decided.take(timeout: 0)

@@ -167,7 +167,7 @@ extension MembershipChange {
     fileprivate var record: MemberRecord? {
         switch self {
         case .spaceCreated(let record), .memberAdded(let record), .memberRekeyed(_, let record): record
-        case .memberRemoved, .rightsChanged: nil
+        case .memberRemoved, .rightsChanged, .memberRenamed: nil
         }
     }
 }

@@ -1,5 +1,6 @@
 import ClientCore
 import Foundation
+import Mailbox
 import Testing
 
 /// The proof of work eleven does for a relay's `permission-required` (the relay accepting the
@@ -44,13 +45,31 @@ import Testing
     }
 
     @Test func theWelcomesRequestIsRead() {
-        let welcome: [String: Any] = [
-            "motd": "hi", "permission-required": ["hashcash": ["bits": 16, "resource": "eleven-relay"]],
-        ]
-        #expect(HashcashRequest(welcome: welcome) == HashcashRequest(bits: 16, resource: "eleven-relay"))
-        #expect(HashcashRequest(welcome: ["motd": "hi"]) == nil)
+        func welcome(_ text: String) -> JSONObject {
+            (try? JSONParser.parse(text))?.objectValue ?? JSONObject()
+        }
+        #expect(
+            HashcashRequest(
+                welcome: welcome(
+                    #"{"motd":"hi","permission-required":{"hashcash":{"bits":16,"resource":"eleven-relay"}}}"#
+                ))
+                == HashcashRequest(bits: 16, resource: "eleven-relay"))
+        #expect(
+            HashcashRequest(
+                welcome: welcome(#"{"permission-required":{"hashcash":{"bits":16.0,"resource":"r"}}}"#))
+                == HashcashRequest(bits: 16, resource: "r"))
+        #expect(HashcashRequest(welcome: welcome(#"{"motd":"hi"}"#)) == nil)
+        #expect(
+            HashcashRequest(
+                welcome: welcome(#"{"permission-required":{"hashcash":{"bits":"16","resource":"r"}}}"#))
+                == nil)
         #expect(
             HashcashRequest.submission(stamp: "1:16:x:r::a:b")
                 == #"{"method":"hashcash","stamp":"1:16:x:r::a:b","type":"submit-permissions"}"#)
+        // A '/' in the relay's resource goes out as it is, as Python's client and the relay write
+        // it (Foundation's writer sent "\/", the same JSON string).
+        #expect(
+            HashcashRequest.submission(stamp: "1:16:x:r/s::a:b")
+                == #"{"method":"hashcash","stamp":"1:16:x:r/s::a:b","type":"submit-permissions"}"#)
     }
 }

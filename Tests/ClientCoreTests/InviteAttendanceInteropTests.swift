@@ -25,7 +25,7 @@ enum InviteAttendanceScenarios {
     typealias Box = JoinScenarios.Box
 
     static func request(_ name: String) -> JoinRequest {
-        JoinRequest(displayName: name, deviceLabel: "laptop", publicKeys: "keys-of-\(name)")
+        JoinRequest(displayName: name, deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys-of-\(name)"))
     }
 
     /// A joiner on another thread; its result lands in the box.

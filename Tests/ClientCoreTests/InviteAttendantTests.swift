@@ -10,7 +10,7 @@ import Testing
 /// expiry, restarts.
 @Suite struct InviteAttendantTests {
     static let np = Rendezvous.Nameplate("42")
-    static let keys = "ed25519:sam x25519:sam"
+    static let keys = JoinerKeys(text: "ed25519:sam x25519:sam")
 
     static func connection(_ n: Int = 0) -> RendezvousMachine {
         RendezvousMachine(
@@ -27,7 +27,7 @@ import Testing
         return a
     }
 
-    static func attend(_ use: Int, _ n: Int = 0, keys: String? = nil, until: Int64 = 1000)
+    static func attend(_ use: Int, _ n: Int = 0, keys: JoinerKeys? = nil, until: Int64 = 1000)
         -> InviteAttendant.Action
     {
         .attend(nameplate: np, use: use, connection: connection(n), until: until, admittingKeys: keys)
@@ -122,6 +122,45 @@ import Testing
         _ = a.handle(.prepared(connection: Self.connection(3)), now: 8)
         #expect(Self.use(&a, .wrongCode(.codeMismatch), admitting: false).last == .report(.ended(.burned)))
         #expect(a.ending == .burned)
+    }
+
+    /// A joiner's attempt on this invite that a relay posing as the attendant answered, reported
+    /// later by the joiner (issue #20 item 5): counted once, never for a joiner this invite heard
+    /// itself, and the one that reaches the cap burns the invite.
+    @Test func aReportedAttemptTheAttendantNeverSawCountsOnce() {
+        var a = Self.attending(uses: 2, maxFailures: 2)
+        // Sam speaks in the real mailbox (side "5a4d…"), proves the code and is let in.
+        var heard = Self.connection()
+        _ = heard.received(.message(side: Rendezvous.Side("5a4d000000"), phase: .pake, body: [1]))
+        _ = a.handle(.joinerSpoke(connection: heard), now: 5)
+        _ = a.handle(.codeProven, now: 5)
+        #expect(a.hasSeen(Rendezvous.Side("5a4d000000")))
+        // Sam's own attempt, reported: heard already, so nothing changes.
+        #expect(a.handle(.attemptReported(side: Rendezvous.Side("5a4d000000")), now: 6) == [])
+        #expect(a.failures == 0)
+        // An attempt this invite never heard: one failure, once however often it is reported.
+        let unseen = Rendezvous.Side("eeee000000")
+        #expect(
+            a.handle(.attemptReported(side: unseen), now: 6) == [.report(.attemptReported(failuresLeft: 1))])
+        #expect(a.handle(.attemptReported(side: unseen), now: 7) == [])
+        #expect(a.failures == 1 && a.isOpen)
+        // The next unseen one reaches the cap: burned, the mailbox closed, the notice left.
+        let actions = a.handle(.attemptReported(side: Rendezvous.Side("ffff000000")), now: 8)
+        #expect(actions.first == .report(.attemptReported(failuresLeft: 0)))
+        #expect(actions.contains(.leaveNotice(nameplate: Self.np, .burned)))
+        #expect(actions.last == .report(.ended(.burned)))
+        #expect(a.ending == .burned)
+        // Whether a report is about this invite: its relay, nameplate and lifetime.
+        let report = { (relay: String, nameplate: String, at: Int64) in
+            JoinAttemptReport(
+                relay: relay, nameplate: Rendezvous.Nameplate(nameplate), side: unseen, at: at,
+                outcome: "code_mismatch")
+        }
+        #expect(a.isAbout(report("ws://r", "42", 500), relay: "ws://r", createdAt: 400))
+        #expect(!a.isAbout(report("ws://other", "42", 500), relay: "ws://r", createdAt: 400))
+        #expect(!a.isAbout(report("ws://r", "43", 500), relay: "ws://r", createdAt: 400))
+        #expect(!a.isAbout(report("ws://r", "42", 10), relay: "ws://r", createdAt: 400), "before it existed")
+        #expect(!a.isAbout(report("ws://r", "42", 2000), relay: "ws://r", createdAt: 400), "after it expired")
     }
 
     @Test func aUseIsTakenBeforeTheJoinerIsAddedAndGivenBackOnlyWhenSafe() {
@@ -222,7 +261,9 @@ import Testing
         #expect(a.taken == 0)
         _ = a.handle(.admitting(joinerKeys: Self.keys), now: 3)
         #expect(
-            a.handle(.admitting(joinerKeys: "other"), now: 3) == [Self.attend(0, keys: Self.keys, until: 100)]
+            a.handle(.admitting(joinerKeys: JoinerKeys(text: "other")), now: 3) == [
+                Self.attend(0, keys: Self.keys, until: 100)
+            ]
         )
         #expect(a.taken == 1)
     }

@@ -238,8 +238,14 @@ import Testing
         let samSession = try SpaceSession(saved: sam.saved, identity: sam.identity)
         let roster = try samSession.roster()
         let keys = try samSession.threadKeys(roster: roster)
-        // Only the DM's key: the space's general thread is not part of a DM invite.
-        #expect(Array(keys.keys) == [dm])
+        // Only the DM's key and the names thread's (which holds no message, only what opens
+        // members' names): the space's general thread is not part of a DM invite.
+        let names = try #require(
+            SpaceSession.namesThread(
+                keys, threads: try samSession.client.threads(sam.saved.space), roster: roster))
+        #expect(Set(keys.keys) == [dm, names.thread])
+        #expect(roster.members[sam.saved.member]?.name == "Sam")
+        #expect(roster.members.values.contains { $0.name == "Paul" })
         let thread = try samSession.resolveThread(dm.base64URL, roster: roster, keys: keys)
         #expect(thread.name == "Paul & Sam")
         try samSession.send("hi Paul", to: dm, keys: keys)

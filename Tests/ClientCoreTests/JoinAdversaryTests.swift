@@ -29,7 +29,7 @@ import Testing
     }
 
     static func request(_ name: String) -> JoinRequest {
-        JoinRequest(displayName: name, deviceLabel: "laptop", publicKeys: "keys-of-\(name)")
+        JoinRequest(displayName: name, deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys-of-\(name)"))
     }
 
     /// The grant carries stand-ins for the secrets that must never reach a wrong guesser.
@@ -73,7 +73,7 @@ import Testing
                 switch output {
                 case .send(let p, let b): logs[.joiner]!.append((p, b))
                 case .codeAccepted(let v): result.joinerVerifier = v
-                case .status: break
+                case .status, .codeSent, .codeProven: break
                 case .granted(let g): result.joinerGrant = g
                 case .refused(let r, _): result.joinerRefusal = r
                 case .failed(let f): result.joinerFailure = f
@@ -240,7 +240,7 @@ import Testing
                     case .granted(let g): samResult.joinerGrant = g
                     case .failed(let f): samResult.joinerFailure = f
                     case .refused(let r, _): samResult.joinerRefusal = r
-                    case .status: break
+                    case .status, .codeSent, .codeProven: break
                     }
                 }
             }
@@ -518,7 +518,10 @@ import Testing
         let attendant = AttendantSession(
             words: "w1-w2", binding: Self.binding, inviterName: nil, announceWaiting: false, using: &random)
         guard case .send(_, let pake) = attendant.start.first else { return }
-        #expect(joiner.handle(phase: .pake, body: pake, using: &random).count == 1)
+        // The confirmation, announced first so the caller records the attempt before it goes out.
+        let answer = joiner.handle(phase: .pake, body: pake, using: &random)
+        #expect(answer.count == 2 && answer.first == .codeSent)
+        #expect(answer.last.map { if case .send(.confirm, _) = $0 { true } else { false } } == true)
         // Until the confirmation verified the notice still ends the join: an attendant that
         // stopped attending leaves it in a mailbox it spoke in already (no guess is offered).
         #expect(

@@ -88,6 +88,43 @@ import Testing
         #expect(r.joiner == nil)
     }
 
+    /// A request carries the joiner's failed attempts (issue #20 item 5): they round-trip, a
+    /// request without them (an older joiner) has none, and a malformed or oversized list fails
+    /// the request clearly.
+    @Test func aRequestCarriesTheJoinersFailedAttempts() throws {
+        let reports = (0..<3).map {
+            JoinAttemptReport(
+                relay: "wss://relay.example/v1", nameplate: Rendezvous.Nameplate("\(40 + $0)"),
+                side: Rendezvous.Side("abcdef012\($0)"), at: 1_700_000_000 + Int64($0),
+                outcome: "code_mismatch")
+        }
+        let request = JoinRequest(
+            displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "k"),
+            failedAttempts: reports)
+        let decoded = try JoinMessage(decoding: JoinMessage.request(request).encoded(), allowed: ["request"])
+        #expect(decoded == .request(request))
+        #expect(reports.allSatisfy { $0.isTestedGuess })
+        let plain = JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "k"))
+        #expect(
+            !String(decoding: JoinMessage.request(plain).encoded(), as: UTF8.self).contains("failed_attempts")
+        )
+        for bad in [
+            #"[{"relay":"r","nameplate":"1","side":"s","at":"soon","outcome":"x"}]"#, #""none""#,
+            "["
+                + Array(
+                    repeating: #"{"relay":"r","nameplate":"1","side":"s","at":1,"outcome":"x"}"#, count: 9
+                )
+                .joined(separator: ",") + "]",
+        ] {
+            let text =
+                #"{"v":1,"type":"request","display_name":"S","device_label":"l","public_keys":"k","failed_attempts":"#
+                + bad + "}"
+            #expect(throws: JoinHandshakeError.self) {
+                try JoinMessage(decoding: Array(text.utf8), allowed: ["request"])
+            }
+        }
+    }
+
     @Test func intentAppIDAndNameplateAreBound() {
         let others = [
             JoinBinding(intent: .linkDevice, nameplate: Rendezvous.Nameplate("42")),

@@ -67,7 +67,8 @@ import Testing
         var random = SeededRandom(seed: seed(run, 0, 0))
         var joiner = JoinerSession(
             words: words, binding: binding,
-            request: JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys-of-Sam"),
+            request: JoinRequest(
+                displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys-of-Sam")),
             using: &random)
         var attendant = AttendantSession(
             words: words, binding: binding, inviterName: "Paul", announceWaiting: true, using: &random)
@@ -114,7 +115,8 @@ import Testing
             if phase == .request {
                 // Its own keys in the request: what the inviter would admit.
                 let mine = JoinRequest(
-                    displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys-of-Mallory")
+                    displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys-of-Mallory")
+                )
                 plain = JoinMessage.request(mine).encoded()
             }
             if forgeReveal && phase.value == "reveal" {
@@ -179,7 +181,7 @@ import Testing
             guard let j = r.joinerShown, let a = r.attendantShown else { continue }
             reachedBoth += 1
             // The inviter is asked about the man in the middle's keys, never Sam's.
-            #expect(r.attendantRequest?.publicKeys == "keys-of-Mallory")
+            #expect(r.attendantRequest?.publicKeys.text == "keys-of-Mallory")
             let joinerWords = VerificationWords.words(for: j).joined(separator: " ")
             let attendantWords = VerificationWords.words(for: a).joined(separator: " ")
             if Self.prefix(j, bits: 4) == Self.prefix(a, bits: 4) { matchesOn4Bits += 1 }

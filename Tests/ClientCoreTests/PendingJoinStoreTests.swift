@@ -15,7 +15,9 @@ import Testing
         var random = SeededRandom(seed: [7])
         var join = PendingJoin(
             relay: "ws://127.0.0.1:1/v1", nameplate: Rendezvous.Nameplate("42"), words: "coral-piano",
-            request: JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys"), createdAt: 1,
+            request: JoinRequest(
+                displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys")),
+            createdAt: 1,
             deadline: 2, using: &random)
         try store.put(join)
         join.received.append(PendingJoin.Received(phase: .pake, body: [1, 2, 3]))
@@ -36,5 +38,49 @@ import Testing
         // A damaged file is a clear error, not a crash.
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: store.directory.file("joins.sealed")))
         #expect(throws: LocalStateError.self) { try store.load() }
+    }
+
+    /// Failed attempts a joiner keeps for the next attendant (issue #20 item 5): reported only
+    /// once finished, the newest at most ``JoinAttemptReport/maxPerRequest``, and an old saved
+    /// request without them still opens.
+    @Test func failedAttemptsAreReportedOnceFinished() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("eleven-failed-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let store = FailedJoinAttemptStore(
+            directory: StateDirectory(path: base.appendingPathComponent("home").path))
+        var random = SeededRandom(seed: [8])
+        let joins = (0..<10).map { n in
+            PendingJoin(
+                relay: "ws://127.0.0.1:1/v1", nameplate: Rendezvous.Nameplate("\(n + 1)"),
+                words: "coral-piano",
+                request: JoinRequest(
+                    displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys")),
+                createdAt: 1,
+                deadline: 2, using: &random)
+        }
+        try store.update { $0.append(FailedJoinAttempt(joins[0], at: 100)) }
+        #expect(try store.reports().isEmpty, "a join that may still be resumed is not reported")
+        try store.update { $0[0].outcome = "code_mismatch" }
+        let report = try store.reports()
+        #expect(
+            report.count == 1 && report[0].nameplate.value == "1" && report[0].side == joins[0].machine.side)
+        #expect(report[0].at == 100 && report[0].isTestedGuess)
+        try store.update { all in
+            for join in joins.dropFirst() {
+                var attempt = FailedJoinAttempt(join, at: 200)
+                attempt.outcome = "timed_out"
+                all.append(attempt)
+            }
+        }
+        let reports = try store.reports()
+        #expect(reports.count == JoinAttemptReport.maxPerRequest)
+        #expect(reports.last?.nameplate.value == "10" && reports.last?.isTestedGuess == false)
+        let sealed = try Data(contentsOf: URL(fileURLWithPath: store.directory.file("failed-joins.sealed")))
+        #expect(sealed.range(of: Data("ws://127.0.0.1".utf8)) == nil)
+        try store.update { $0.removeAll() }
+        #expect(!FileManager.default.fileExists(atPath: store.directory.file("failed-joins.sealed")))
+        // A request saved before the reports existed decodes with none.
+        let old = #"{"displayName":"Sam","deviceLabel":"laptop","publicKeys":"keys"}"#
+        #expect(try JSONDecoder().decode(JoinRequest.self, from: Data(old.utf8)).failedAttempts.isEmpty)
     }
 }

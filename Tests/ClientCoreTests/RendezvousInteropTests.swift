@@ -39,7 +39,8 @@ import Testing
 
 /// Join scenarios over any mailbox relay.
 enum JoinScenarios {
-    static let request = JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys-of-sam")
+    static let request = JoinRequest(
+        displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys-of-sam"))
 
     typealias Box = Handoff
 

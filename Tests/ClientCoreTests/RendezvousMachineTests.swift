@@ -166,4 +166,58 @@ import Testing
         #expect(Hex.decode("ABcd") == [0xab, 0xcd])
         #expect(Hex.encode([0, 255]) == "00ff")
     }
+
+    /// The frames a client sends, byte for byte: stock relays and the interop suites saw exactly
+    /// these (members in key order, RFC 8259 escapes), whichever codec writes them.
+    @Test func clientMessagesKeepTheirBytes() {
+        let cases: [(ClientMessage, String)] = [
+            (
+                .bind(
+                    appID: "elevenmessenger.com/join", side: "0a1b2c3d4e", clientVersion: ["eleven", "0.1"]),
+                #"{"appid":"elevenmessenger.com/join","client_version":["eleven","0.1"],"side":"0a1b2c3d4e","type":"bind"}"#
+            ),
+            (
+                .bind(appID: "a\"b\\c\n\r\t\u{1}é", side: "s", clientVersion: []),
+                #"{"appid":"a\"b\\c\n\r\t\u0001é","client_version":[],"side":"s","type":"bind"}"#
+            ),
+            (.allocate, #"{"type":"allocate"}"#),
+            (.claim(Rendezvous.Nameplate("42")), #"{"nameplate":"42","type":"claim"}"#),
+            (.release(nil), #"{"type":"release"}"#),
+            (.release(Rendezvous.Nameplate("42")), #"{"nameplate":"42","type":"release"}"#),
+            (.open(Rendezvous.MailboxID("abc")), #"{"mailbox":"abc","type":"open"}"#),
+            (.add(phase: .pake, body: [0xde, 0xad]), #"{"body":"dead","phase":"pake","type":"add"}"#),
+            (.add(phase: Rendezvous.Phase("0"), body: []), #"{"body":"","phase":"0","type":"add"}"#),
+            (.close(nil, mood: .happy), #"{"mood":"happy","type":"close"}"#),
+            (
+                .close(Rendezvous.MailboxID("abc"), mood: .lonely),
+                #"{"mailbox":"abc","mood":"lonely","type":"close"}"#
+            ),
+            (.list, #"{"type":"list"}"#),
+            (.ping(7), #"{"ping":7,"type":"ping"}"#),
+            (.ping(-3), #"{"ping":-3,"type":"ping"}"#),
+        ]
+        for (message, wire) in cases {
+            #expect(message.json == wire)
+        }
+    }
+
+    @Test func serverMessagesDecodeAsTheRelayWrites() throws {
+        #expect(
+            try ServerMessage(json: #"{"type":"welcome","welcome":{"motd":"hi"},"server_tx":1.0}"#)
+                == .welcome(motd: "hi", error: nil))
+        #expect(
+            try ServerMessage(json: #"{"type":"welcome","server_tx":1.0}"#) == .welcome(motd: nil, error: nil)
+        )
+        #expect(try ServerMessage(json: #"{"type":"ack","id":null,"server_tx":1.0}"#) == .ack)
+        #expect(try ServerMessage(json: #"{"type":"pong","pong":5,"server_tx":1.0}"#) == .pong(5))
+        #expect(try ServerMessage(json: #"{"type":"pong","pong":"x","server_tx":1.0}"#) == .pong(nil))
+        #expect(
+            try ServerMessage(json: #"{"type":"nameplates","nameplates":[{"id":"1"},{"id":23},{"id":"45"}]}"#)
+                == .nameplates([Rendezvous.Nameplate("1"), Rendezvous.Nameplate("45")]))
+        #expect(try ServerMessage(json: #"{"type":"error","error":"boom"}"#) == .error("boom", origType: nil))
+        #expect(try ServerMessage(json: #"{"type":"error"}"#) == .error("unspecified error", origType: nil))
+        #expect(
+            try ServerMessage(json: #"{"type":"claimed","mailbox":"m1"}"#)
+                == .claimed(Rendezvous.MailboxID("m1")))
+    }
 }

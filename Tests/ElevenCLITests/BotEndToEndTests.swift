@@ -20,16 +20,21 @@ final class BotWorld: @unchecked Sendable {
     static let elevenBot = TestSupport.productPath("eleven-bot")
 
     /// `beforeBot` runs once Paul's space has its history, before the bot joins it.
-    /// `relayArguments` go to `eleven-relay`.
-    init(relayArguments: [String] = [], beforeBot: (BotWorld) throws -> Void = { _ in }) throws {
+    /// `relayArguments` go to `eleven-relay`. `owner` and `botName`: the names the owner and the
+    /// bot go by; `quietServer: false` keeps the server's request log.
+    init(
+        relayArguments: [String] = [], owner: String = "Paul", botName: String = "Bot",
+        quietServer: Bool = true,
+        beforeBot: (BotWorld) throws -> Void = { _ in }
+    ) throws {
         relay = try ElevenRelayUnderTest(arguments: relayArguments)
-        server = try ElevenServerUnderTest()
+        server = try ElevenServerUnderTest(quiet: quietServer)
         paul = try ElevenHome("paul")
         directory = try TestSupport.temporaryDirectory()
         botState = directory.appendingPathComponent("bot").path
         keyFile = directory.appendingPathComponent("bot.key").path
         #expect(
-            try run(paul, ["space", "create", "Family", "--server", server.url, "--as", "Paul"]).status == 0)
+            try run(paul, ["space", "create", "Family", "--server", server.url, "--as", owner]).status == 0)
         #expect(try run(paul, ["send", "Welcome", "to", "Family"]).status == 0)
         #expect(try run(paul, ["send", "Dinner at eight"]).status == 0)
         #expect(try run(paul, ["thread", "create", "plans"]).status == 0)
@@ -40,12 +45,12 @@ final class BotWorld: @unchecked Sendable {
         #expect(initialised.status == 0, "\(initialised.stderr)")
         let invite = try ChildProcess(eleven, ["invite", "--short", "--yes"], environment: env(paul))
         let code = try invite.value(afterPrefix: "Invite code:")
-        let joined = try botCommand(["join", code, "--state", botState, "--name", "Bot"])
+        let joined = try botCommand(["join", code, "--state", botState, "--name", botName])
         #expect(joined.status == 0, "\(joined.stderr)")
         #expect(invite.finish(timeout: 20).status == 0)
-        let enabled = try run(paul, ["bot", "enable", "--member", "Bot"])
+        let enabled = try run(paul, ["bot", "enable", "--member", botName])
         #expect(enabled.status == 0, "\(enabled.stderr)")
-        #expect(enabled.stdout.contains("Bot now attends short-code invites for Family"))
+        #expect(enabled.stdout.contains("\(botName) now attends short-code invites for Family"))
         try startBot()
     }
 

@@ -1,3 +1,4 @@
+import ClientCore
 import Foundation
 import TestSupport
 import Testing
@@ -59,6 +60,48 @@ import Testing
             #expect(joined.status == 0, "\(joined.stderr)")
             #expect(joined.stdout.contains("Joined Family: 2 threads, 3 messages."), "\(joined.stdout)")
             try Self.expectSharedThreadsOnly(sam)
+        }
+    }
+
+    /// Issue #21 item 1 for direct conversations: after a removal the next message in a direct
+    /// conversation goes under a new key, wrapped to those of its two people who remain, without a
+    /// step from anyone; the removed party's keys open nothing written there afterwards.
+    @Test func aDirectConversationContinuesForThoseWhoRemain() async throws {
+        try await LinkEndToEndTests().withServer { server in
+            let paul = try LinkEndToEndTests.paul(server)
+            let lee = try ElevenHome("lee")
+            let leeJoined = try LinkEndToEndTests.join(
+                lee, try LinkEndToEndTests.mint(paul, ["--dm", "--name", "Lee"]), ["--yes"])
+            #expect(leeJoined.status == 0, "\(leeJoined.stderr)")
+            let ann = try ElevenHome("ann")
+            let annJoined = try LinkEndToEndTests.join(
+                ann, try LinkEndToEndTests.mint(paul, ["--name", "Ann"]), ["--yes"])
+            #expect(annJoined.status == 0, "\(annJoined.stderr)")
+            let conversation = ["--thread", "Paul & Lee"]
+            #expect(try paul.run(["send"] + conversation + ["before anyone left"]).status == 0)
+            let state = LocalState.standard(environment: ["ELEVEN_HOME": lee.path])
+            let leeSpace = try #require(try state.spaces().spaces.first)
+            let leeIdentity = try state.identity(for: leeSpace)
+
+            // Ann, who is not in it, leaves the space: the conversation goes on for Paul and Lee.
+            #expect(try paul.run(["members", "remove", "Ann"]).status == 0)
+            #expect(try paul.run(["send"] + conversation + ["after Ann left"]).status == 0)
+            let leeRead = try lee.run(["read"] + conversation)
+            #expect(
+                leeRead.stdout == "Paul: before anyone left\nPaul: after Ann left\n",
+                "\(leeRead.stdout) \(leeRead.stderr)")
+            #expect(try lee.run(["send"] + conversation + ["Lee after Ann left"]).status == 0)
+            #expect(try paul.run(["read"] + conversation).stdout.hasSuffix("Lee: Lee after Ann left\n"))
+
+            // Lee is removed: what Paul writes there next is under a key Lee was never given.
+            #expect(try paul.run(["members", "remove", "Lee"]).status == 0)
+            #expect(try paul.run(["send"] + conversation + ["after Lee left"]).status == 0)
+            #expect(try paul.run(["read"] + conversation).stdout.hasSuffix("Paul: after Lee left\n"))
+            let readable = try RemovalEndToEndTests.readableWithEveryKeyEverGiven(
+                server, member: leeSpace.member, identity: leeIdentity)
+            print("Lee's keys open: \(readable)")
+            #expect(readable.contains("after Ann left") && readable.contains("Lee after Ann left"))
+            #expect(!readable.contains("after Lee left"))
         }
     }
 

@@ -147,12 +147,9 @@ final class GuessInjectingRelay: RelayAdversary, @unchecked Sendable {
         let adversary = GuessInjectingRelay()
         let world = try BotWorld()
         defer { world.stop() }
-        let proxy = try AdversarialRelay(upstream: world.relay.url, adversary: adversary)
-        defer { proxy.stop() }
         // The bot reaches the relay through the proxy; people reach it directly.
-        world.killBot()
-        world.botRelay = proxy.url
-        try world.startBot()
+        let proxy = try world.attendThrough(adversary)
+        defer { proxy.stop() }
         let killed = Locked(false)
         let botPid = Locked(world.bot?.pid)
         adversary.afterGuess = {
@@ -188,5 +185,17 @@ final class GuessInjectingRelay: RelayAdversary, @unchecked Sendable {
         #expect(late.status == 3, "\(late.stdout) \(late.stderr)")
         #expect(late.stdout.contains("invite_burned"), "\(late.stdout)")
         #expect(!FileManager.default.fileExists(atPath: sam.path + "/spaces.json"))
+    }
+}
+
+extension BotWorld {
+    /// Restarts the bot so that it attends through a hostile proxy in front of the relay
+    /// (returned; stop it when done).
+    func attendThrough(_ adversary: any RelayAdversary) throws -> AdversarialRelay {
+        let proxy = try AdversarialRelay(upstream: relay.url, adversary: adversary)
+        killBot()
+        botRelay = proxy.url
+        try startBot()
+        return proxy
     }
 }

@@ -23,26 +23,9 @@ import Testing
     static func readableWithEveryKeyEverGiven(
         database: String, member: MemberID, identity: DeviceIdentity
     ) throws -> [String] {
-        let events = try TestSupport.querySQL(database: database, "SELECT body FROM events ORDER BY sequence")
-            .map {
-                try JSONDecoder().decode(MembershipEvent.self, from: Data($0[0].utf8))
-            }
-        guard case .spaceCreated(let owner) = try #require(events.first).change else { return [] }
-        let roster = try Roster.verify(events: events, ownerKey: owner.keys.signing)
+        let roster = try storedRoster(database: database)
+        let keys = try keysEverGiven(database: database, member: member, identity: identity)
         func bytes(_ hex: String) throws -> [UInt8] { try #require(LinkSignerAttackTests.bytes(hex: hex)) }
-        var keys: [ThreadID: ThreadKey] = [:]
-        let wraps = try TestSupport.querySQL(
-            database: database,
-            "SELECT space_id, thread_id, recipient, signer_key, sealed, signature FROM wraps "
-                + "WHERE recipient = X'\(member.bytes.hex)'")
-        for row in wraps {
-            let wrap = try KeyWrap(
-                space: SpaceID(bytes: bytes(row[0])), thread: ThreadID(bytes: bytes(row[1])),
-                recipient: MemberID(bytes: bytes(row[2])), signer: SigningPublicKey(bytes: bytes(row[3])),
-                sealed: bytes(row[4]), signature: Signature(bytes: bytes(row[5])))
-            keys[wrap.thread] = try wrap.open(with: identity)
-        }
-        #expect(!keys.isEmpty, "no key was ever given: the test could not fail")
         let messages = try TestSupport.querySQL(
             database: database,
             "SELECT space_id, thread_id, message_id, author, nonce, ciphertext, signature FROM messages "
@@ -58,6 +41,55 @@ import Testing
             else { return nil }
             return String(decoding: plain, as: UTF8.self)
         }
+    }
+
+    /// The members' names sealed in the stored events that every key ever wrapped to `member`
+    /// opens.
+    static func namesOpenableWithEveryKeyEverGiven(
+        database: String, member: MemberID, identity: DeviceIdentity
+    ) throws -> [String] {
+        var roster = try storedRoster(database: database)
+        let keys = try keysEverGiven(database: database, member: member, identity: identity)
+        let space = roster.space
+        roster.revealNames { sealed, id in
+            keys[sealed.thread].flatMap { sealed.open(key: $0, space: space, member: id) }
+        }
+        return (roster.members.values.map(\.name) + roster.formerMembers.values.map(\.name)).filter {
+            !$0.isEmpty
+        }
+    }
+
+    /// The roster the server's stored events verify to.
+    static func storedRoster(database: String) throws -> Roster {
+        let events = try TestSupport.querySQL(database: database, "SELECT body FROM events ORDER BY sequence")
+            .map {
+                try JSONDecoder().decode(MembershipEvent.self, from: Data($0[0].utf8))
+            }
+        guard case .spaceCreated(let owner) = try #require(events.first).change else {
+            throw CocoaError(.fileReadCorruptFile)
+        }
+        return try Roster.verify(events: events, ownerKey: owner.keys.signing)
+    }
+
+    /// Every thread key the server holds a wrap of to `member`, opened with `identity`.
+    static func keysEverGiven(
+        database: String, member: MemberID, identity: DeviceIdentity
+    ) throws -> [ThreadID: ThreadKey] {
+        func bytes(_ hex: String) throws -> [UInt8] { try #require(LinkSignerAttackTests.bytes(hex: hex)) }
+        var keys: [ThreadID: ThreadKey] = [:]
+        let wraps = try TestSupport.querySQL(
+            database: database,
+            "SELECT space_id, thread_id, recipient, signer_key, sealed, signature FROM wraps "
+                + "WHERE recipient = X'\(member.bytes.hex)'")
+        for row in wraps {
+            let wrap = try KeyWrap(
+                space: SpaceID(bytes: bytes(row[0])), thread: ThreadID(bytes: bytes(row[1])),
+                recipient: MemberID(bytes: bytes(row[2])), signer: SigningPublicKey(bytes: bytes(row[3])),
+                sealed: bytes(row[4]), signature: Signature(bytes: bytes(row[5])))
+            keys[wrap.thread] = try wrap.open(with: identity)
+        }
+        #expect(!keys.isEmpty, "no key was ever given: the test could not fail")
+        return keys
     }
 
     @Test func aRemovedMemberCanNeitherSendNorReadWhatFollows() async throws {
@@ -102,6 +134,69 @@ import Testing
             #expect(readable.contains("before the removal"))
             #expect(!readable.contains("secret after Sam left"))
             #expect(!readable.contains("Ann after Sam left"))
+        }
+    }
+}
+
+/// Issue #21 item 1, with the bot: Sam joined by a code the bot attended. Once Paul removes him,
+/// the joins the bot attends and its re-wraps hand Sam nothing new, the bot goes on admitting, and
+/// the newcomers read what followed the removal.
+@Suite(.serialized) struct BotRemovalEndToEndTests {
+    @Test func theBotHandsARemovedMemberNothingAndGoesOn() async throws {
+        try await TestSupport.offPool {
+            let w = try BotWorld()
+            defer { w.stop() }
+            let sam = try ElevenHome("sam")
+            let samJoined = try w.run(sam, ["join", try w.invite(), "--name", "Sam"])
+            #expect(samJoined.status == 0, "\(samJoined.stderr)")
+            #expect(try w.run(sam, ["send", "before the removal"]).status == 0)
+            let state = LocalState.standard(environment: ["ELEVEN_HOME": sam.path])
+            let samSpace = try #require(try state.spaces().spaces.first)
+            let samIdentity = try state.identity(for: samSpace)
+            func wrapsToSam() throws -> [[String]] {
+                try TestSupport.querySQL(
+                    database: w.server.database,
+                    "SELECT hex(thread_id) FROM wraps WHERE recipient = X'\(samSpace.member.bytes.hex)' ORDER BY 1"
+                )
+            }
+            let wrapsBefore = try wrapsToSam()
+            #expect(!wrapsBefore.isEmpty)
+
+            let removed = try w.run(w.paul, ["members", "remove", "Sam"])
+            #expect(removed.status == 0, "\(removed.stderr)")
+            #expect(try w.run(w.paul, ["send", "secret after Sam left"]).status == 0)
+            // The bot attends the next joins as before: each newcomer reads what followed.
+            for name in ["Lee", "Kim"] {
+                let home = try ElevenHome(name.lowercased())
+                let joined = try w.run(home, ["join", try w.invite(), "--name", name])
+                #expect(joined.status == 0, "\(joined.stderr)")
+                let read = try w.run(home, ["read"])
+                #expect(
+                    read.stdout.contains("Paul: secret after Sam left\n"), "\(read.stdout) \(read.stderr)")
+                #expect(try w.run(home, ["send", "\(name) after Sam left"]).status == 0)
+            }
+            #expect(try w.run(w.paul, ["read"]).stdout.hasSuffix("Kim: Kim after Sam left\n"))
+            // Nothing new was wrapped to Sam, by the bot or anyone.
+            #expect(try wrapsToSam() == wrapsBefore)
+            // Sam: refused, and every key he was ever given opens nothing written after.
+            let sent = try w.run(sam, ["send", "still here"])
+            #expect(sent.status == 6, "\(sent.stdout) \(sent.stderr)")
+            let read = try w.run(sam, ["read"])
+            #expect(read.status == 6, "\(read.stdout) \(read.stderr)")
+            let readable = try RemovalEndToEndTests.readableWithEveryKeyEverGiven(
+                database: w.server.database, member: samSpace.member, identity: samIdentity)
+            print("Sam's keys open: \(readable)")
+            #expect(readable.contains("before the removal"))
+            for text in ["secret after Sam left", "Lee after Sam left", "Kim after Sam left"] {
+                #expect(!readable.contains(text), "\(text)")
+            }
+            // Nor the names given after: they are sealed under a names thread continued for
+            // those who remain.
+            let names = try RemovalEndToEndTests.namesOpenableWithEveryKeyEverGiven(
+                database: w.server.database, member: samSpace.member, identity: samIdentity)
+            print("Names Sam's keys open: \(names.sorted())")
+            #expect(names.contains("Sam") && names.contains("Paul"), "\(names)")
+            #expect(!names.contains("Lee") && !names.contains("Kim"), "\(names)")
         }
     }
 }

@@ -212,16 +212,21 @@ struct ElevenHome {
 final class ElevenServerUnderTest {
     let child: ChildProcess
     let url: String
+    /// `ELEVEN_SERVER_HOME`: the server's database files.
+    let directory: URL
+    /// The server's SQLite database (in `directory`).
+    var database: String { directory.appendingPathComponent("eleven-server.sqlite").path }
     private var stopped = false
 
-    init(arguments extra: [String] = [], scheme: String = "http") throws {
+    /// `quiet`: without request logs (`--quiet`); a test that inspects the logs turns it off.
+    init(arguments extra: [String] = [], scheme: String = "http", quiet: Bool = true) throws {
         let port = try TestSupport.freePort()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "eleven-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         url = "\(scheme)://127.0.0.1:\(port)"
         child = try ChildProcess(
-            elevenServer, ["--listen", "127.0.0.1:\(port)", "--quiet"] + extra,
+            elevenServer, ["--listen", "127.0.0.1:\(port)"] + (quiet ? ["--quiet"] : []) + extra,
             environment: ["ELEVEN_SERVER_HOME": directory.path], port: port, timeout: 20)
     }
 

@@ -181,7 +181,7 @@ public final class BotLoadWorld: @unchecked Sendable {
             let grant = try JoinRunner.join(
                 relayURL: relayURL, nameplate: Rendezvous.Nameplate(nameplate), words: words,
                 request: JoinRequest(
-                    displayName: "Joiner", deviceLabel: "load", publicKeys: joiner.publicKeys.text),
+                    displayName: "Joiner", deviceLabel: "load", publicKeys: JoinerKeys(joiner.publicKeys)),
                 timeout: timeout, firstAnswer: timeout
             ) { _ in }
             // As `eleven join` does: sign in, fetch the member list, check the grant against it.

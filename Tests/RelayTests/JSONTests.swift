@@ -1,3 +1,4 @@
+import Mailbox
 import Testing
 
 @testable import Relay

@@ -1,3 +1,4 @@
+import Mailbox
 import Testing
 
 @testable import Relay
@@ -18,7 +19,7 @@ struct NameplateCandidatesTests {
             let count = [1, 5, 32, 100].randomElement(using: &random)!
             let sample = NameplateAllocator.sample(
                 range, free: .init(live: taken), count: count, using: &random)
-            let numbers = sample.compactMap { Int($0.rawValue) }
+            let numbers = sample.compactMap { Int($0.value) }
             let free = range.filter { !taken.contains(Nameplate(number: $0)) }.count
             #expect(numbers.count == sample.count, "round \(round)")
             #expect(numbers.allSatisfy(range.contains), "round \(round)")
@@ -37,7 +38,7 @@ struct NameplateCandidatesTests {
             for name in NameplateAllocator.sample(
                 100..<1000, free: .init(live: taken), count: 32, using: &random)
             {
-                seen[Int(name.rawValue) ?? 0, default: 0] += 1
+                seen[Int(name.value) ?? 0, default: 0] += 1
             }
         }
         // 64,000 picks over 850 free names: about 75 each.
@@ -52,12 +53,12 @@ struct NameplateCandidatesTests {
         var random = SeededRandom(seed: 9)
         let taken: Set<Nameplate> = [Nameplate(number: 3), Nameplate(number: 42)]
         let names = NameplateAllocator.candidates(taken: .init(live: taken), count: 32, using: &random)
-        let lengths = names.map { min(4, $0.rawValue.count) }
+        let lengths = names.map { min(4, $0.value.count) }
         #expect(lengths == lengths.sorted())
-        #expect(Set(names.prefix(8).map(\.rawValue)) == ["1", "2", "4", "5", "6", "7", "8", "9"])
-        #expect(names.filter { $0.rawValue.count == 2 }.count == 32)
-        #expect(names.filter { $0.rawValue.count == 3 }.count == 32)
-        #expect(names.filter { $0.rawValue.count > 3 }.count == 16)
+        #expect(Set(names.prefix(8).map(\.value)) == ["1", "2", "4", "5", "6", "7", "8", "9"])
+        #expect(names.filter { $0.value.count == 2 }.count == 32)
+        #expect(names.filter { $0.value.count == 3 }.count == 32)
+        #expect(names.filter { $0.value.count > 3 }.count == 16)
         #expect(!names.contains(Nameplate(number: 42)))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import Support
 import TestSupport
 import Testing
@@ -149,7 +150,7 @@ struct PostgresStorageTests {
         #expect(done.withLock { $0 } == 50)
         #expect(store.statistics.transactions == 2)
         #expect(store.statistics.batches == 51)
-        #expect(try store.load().mailboxes[key]?.messages.map(\.phase.rawValue) == (0..<50).map(String.init))
+        #expect(try store.load().mailboxes[key]?.messages.map(\.phase.value) == (0..<50).map(String.init))
         #expect(store.openConnections <= 4, "the pool stays bounded")
         store.close()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import TestSupport
 import Testing
 
@@ -49,7 +50,7 @@ struct PostgresWriteBatchTests {
         let app = AppID("a\"p{p},\\")
         let box = MailboxKey(app: app, id: "m,1")
         let other = MailboxKey(app: app, id: "NULL")
-        let plate = NameplateKey(app: app, name: Nameplate(trusted: "7"))
+        let plate = NameplateKey(app: app, name: Nameplate("7"))
         func message(_ phase: String) -> StoredMessage {
             StoredMessage(
                 side: "s\"", phase: Phase(phase), body: "{\"b\":\"\\\\\"}", serverRX: at(3), messageID: .null)
@@ -86,10 +87,10 @@ struct PostgresWriteBatchTests {
         expected.apply(first + second)
         let loaded = try store.load()
         #expect(loaded == expected)
-        #expect(loaded.mailboxes[box]?.messages.map(\.phase.rawValue) == ["new1", "new2"])
+        #expect(loaded.mailboxes[box]?.messages.map(\.phase.value) == ["new1", "new2"])
         #expect(loaded.mailboxes[box]?.updated == at(6))
         #expect(loaded.mailboxes[other]?.updated == at(8))
-        #expect(loaded.nameplates[plate]?.sides.keys.map(\.rawValue) == ["y"])
+        #expect(loaded.nameplates[plate]?.sides.keys.map(\.value) == ["y"])
         store.close()
     }
 

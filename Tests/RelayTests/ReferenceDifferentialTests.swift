@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import TestSupport
 import Testing
 
@@ -236,7 +237,7 @@ struct ReferenceDifferentialTests {
             }
             let ours: [(Int, JSONValue)] = h.last.actions.compactMap {
                 guard case .send(let message, let to) = $0 else { return nil }
-                if case .claimed(let id) = message { mailbox = id.rawValue }
+                if case .claimed(let id) = message { mailbox = id.value }
                 return (
                     Int(to.rawValue), .object(message.jsonObject(serverTX: RelayInstant(secondsSince1970: 0)))
                 )

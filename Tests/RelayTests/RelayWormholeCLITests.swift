@@ -104,7 +104,7 @@ import Testing
             }
             storage.close()
             return snapshot.mailboxes.values.map {
-                Set($0.messages.filter { $0.phase.rawValue == "pake" }.map(\.side)).count
+                Set($0.messages.filter { $0.phase.value == "pake" }.map(\.side)).count
             }
             .max() ?? 0
         }

@@ -1,3 +1,4 @@
+import Mailbox
 import Testing
 
 @testable import Relay
@@ -38,17 +39,17 @@ struct RulesTests {
             Issue.record("no allocation: \(allocated)")
             return
         }
-        #expect((1...9).contains(Int(nameplate.rawValue) ?? 0), "first allocation is one digit")
-        let claimedA = h.send(a, ["type": "claim", "nameplate": .string(nameplate.rawValue), "id": "7165"])
+        #expect((1...9).contains(Int(nameplate.value) ?? 0), "first allocation is one digit")
+        let claimedA = h.send(a, ["type": "claim", "nameplate": .string(nameplate.value), "id": "7165"])
         guard claimedA.count == 2, case .claimed(let mailbox) = claimedA[1] else {
             Issue.record("claim failed: \(claimedA)")
             return
         }
         #expect(claimedA[0] == .ack(id: "7165"))
-        #expect(mailbox.rawValue.count == 13)
-        #expect(mailbox.rawValue.allSatisfy { "abcdefghijklmnopqrstuvwxyz234567".contains($0) })
+        #expect(mailbox.value.count == 13)
+        #expect(mailbox.value.allSatisfy { "abcdefghijklmnopqrstuvwxyz234567".contains($0) })
         #expect(
-            h.send(a, ["type": "open", "mailbox": .string(mailbox.rawValue), "id": "6762"]) == [
+            h.send(a, ["type": "open", "mailbox": .string(mailbox.value), "id": "6762"]) == [
                 .ack(id: "6762")
             ])
         h.now += 1
@@ -63,9 +64,9 @@ struct RulesTests {
         // B joins: claims the same nameplate, gets the same mailbox, and the replay.
         h.connect(b)
         h.send(b, ["type": "bind", "appid": "example.com/test-app", "side": "5d489821d6"])
-        #expect(h.claim(b, nameplate.rawValue) == mailbox)
+        #expect(h.claim(b, nameplate.value) == mailbox)
         #expect(
-            h.send(b, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
+            h.send(b, ["type": "open", "mailbox": .string(mailbox.value)]) == [
                 .ack(id: .null), .message(pakeA),
             ])
         h.now += 1
@@ -77,7 +78,7 @@ struct RulesTests {
 
         // Both release: the nameplate goes away, the mailbox stays.
         #expect(
-            h.send(b, ["type": "release", "nameplate": .string(nameplate.rawValue)]) == [
+            h.send(b, ["type": "release", "nameplate": .string(nameplate.value)]) == [
                 .ack(id: .null), .released,
             ])
         #expect(h.core.state.nameplates.count == 1)
@@ -88,7 +89,7 @@ struct RulesTests {
 
         // Both close happy: the first close keeps the mailbox, the second deletes it.
         #expect(
-            h.send(a, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]) == [
+            h.send(a, ["type": "close", "mailbox": .string(mailbox.value), "mood": "happy"]) == [
                 .ack(id: .null), .closed,
             ])
         #expect(h.core.state.mailboxes.count == 1)
@@ -112,20 +113,20 @@ struct RulesTests {
             Issue.record("no allocation")
             return
         }
-        let mailbox = h.claim(1, name.rawValue)
+        let mailbox = h.claim(1, name.value)
         #expect(h.last.dependsOn == allocation, "re-claiming only reveals the allocation")
-        h.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        h.send(1, ["type": "open", "mailbox": .string(mailbox.value)])
         #expect(h.last.dependsOn == allocation, "opening a mailbox the side already has only touches it")
         h.send(1, ["type": "add", "phase": "0", "body": "00"])
         let add = h.last.event
         #expect(h.last.dependsOn == add)
         h.bound(2, side: "bbbb")
-        h.claim(2, name.rawValue)
+        h.claim(2, name.value)
         #expect(h.last.dependsOn == h.last.event, "a new side row is durable")
         h.send(2, #"{"type":"ping","ping":1}"#)
         #expect(h.last.dependsOn == 0)
         h.bound(3, side: "bbbb")
-        h.send(3, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        h.send(3, ["type": "open", "mailbox": .string(mailbox.value)])
         #expect(h.last.dependsOn > add, "the replay reveals the messages and the side rows")
     }
 
@@ -324,7 +325,7 @@ struct RulesTests {
                 Issue.record("allocate failed: \(replies)")
                 return
             }
-            names.append(name.rawValue)
+            names.append(name.value)
         }
         #expect(Set(names.prefix(9)) == Set((1...9).map(String.init)), "all of 1-9 before two digits")
         #expect(names.suffix(3).allSatisfy { $0.count == 2 })
@@ -338,7 +339,7 @@ struct RulesTests {
             Issue.record("allocate failed")
             return
         }
-        #expect(during.rawValue.count == 2)
+        #expect(during.value.count == 2)
         // Once the resting time is over, it comes back.
         h.now += 2
         h.bound(21, side: "side21")
@@ -357,19 +358,19 @@ struct RulesTests {
         h.bound(10, side: "attendant")
         _ = h.claim(10, "5")
         #expect(h.send(10, ["type": "release", "nameplate": "5"]).last == .released)
-        #expect(h.core.state.nameplates.keys.contains { $0.name.rawValue == "5" } == false)
+        #expect(h.core.state.nameplates.keys.contains { $0.name.value == "5" } == false)
         // A stranger's allocation does not get it...
         h.bound(11, side: "stranger")
         guard case .allocated(let given) = h.send(11, #"{"type":"allocate"}"#).last else {
             Issue.record("allocate failed")
             return
         }
-        #expect(given.rawValue != "5")
+        #expect(given.value != "5")
         #expect(h.core.gauges.restingNameplates == 1)
         // ...while the attendant (a fresh side, as for the next use of an invite) claims it back.
         h.bound(12, side: "attendant-next")
         let mailbox = h.claim(12, "5")
-        #expect(h.core.state.nameplates.first { $0.key.name.rawValue == "5" }?.value.mailbox == mailbox)
+        #expect(h.core.state.nameplates.first { $0.key.name.value == "5" }?.value.mailbox == mailbox)
 
         var reference = CoreHarness(config: RelayConfig(limits: .unlimited, nameplateReuseDelay: 0), seed: 11)
         for n in 1...9 where n != 5 {
@@ -395,7 +396,7 @@ struct RulesTests {
             case 0..<3:
                 h.bound(next, side: "s\(next)")
                 if case .allocated(let name) = h.send(next, #"{"type":"allocate"}"#).last {
-                    holding.append((next, name.rawValue))
+                    holding.append((next, name.value))
                 }
                 next += 1
             case 3..<5:
@@ -436,20 +437,20 @@ struct RulesTests {
         let short99 = Set((1..<100).map { Nameplate(number: $0) })
         for _ in 0..<50 {
             #expect(
-                NameplateAllocator.allocate(taken: .init(live: short99), using: &random)?.rawValue.count == 3)
+                NameplateAllocator.allocate(taken: .init(live: short99), using: &random)?.value.count == 3)
         }
         // Every short name resting (none live): a long one.
         var resting: [Nameplate: RelayInstant] = [:]
         for name in all999 { resting[name] = RelayInstant(secondsSince1970: 0) }
         let pastRest = NameplateAllocator.allocate(taken: .init(live: [], resting: resting), using: &random)
-        #expect((pastRest?.rawValue.count ?? 0) >= 4)
+        #expect((pastRest?.value.count ?? 0) >= 4)
         let long = NameplateAllocator.allocate(taken: .init(live: all999), using: &random)
-        #expect((long?.rawValue.count ?? 0) >= 4)
-        #expect((long?.rawValue.count ?? 99) <= 6)
+        #expect((long?.value.count ?? 0) >= 4)
+        #expect((long?.value.count ?? 99) <= 6)
         // A generator stuck at its maximum always proposes 999999: when that is taken too,
         // allocation gives up after its 1000 tries instead of looping.
         var stuck = ConstantRandom()
-        #expect(NameplateAllocator.allocate(taken: .init(live: all999), using: &stuck)?.rawValue == "999999")
+        #expect(NameplateAllocator.allocate(taken: .init(live: all999), using: &stuck)?.value == "999999")
         #expect(
             NameplateAllocator.allocate(
                 taken: .init(live: all999.union([Nameplate(number: 999_999)])), using: &stuck)
@@ -469,15 +470,15 @@ struct RulesTests {
         #expect(h.core.state == before)
         h.bound(4, side: "cccc")
         #expect(
-            h.send(4, ["type": "open", "mailbox": .string(mailbox.rawValue)]).last?.errorText == "crowded")
+            h.send(4, ["type": "open", "mailbox": .string(mailbox.value)]).last?.errorText == "crowded")
         h.bound(5, side: "cccc")
         #expect(
-            h.send(5, ["type": "close", "mailbox": .string(mailbox.rawValue)]).last?.errorText == "crowded")
+            h.send(5, ["type": "close", "mailbox": .string(mailbox.value)]).last?.errorText == "crowded")
         #expect(h.core.state == before)
         #expect(h.core.metrics.errors[.crowded] == 3)
         // The two real sides finish normally and everything is deleted.
-        h.send(1, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"])
-        h.send(2, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"])
+        h.send(1, ["type": "close", "mailbox": .string(mailbox.value), "mood": "happy"])
+        h.send(2, ["type": "close", "mailbox": .string(mailbox.value), "mood": "happy"])
         #expect(h.core.state == .empty)
     }
 
@@ -498,7 +499,7 @@ struct RulesTests {
         var h = CoreHarness()
         h.bound(1, side: "aaaa")
         let mailbox = h.claim(1, "12")
-        h.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        h.send(1, ["type": "open", "mailbox": .string(mailbox.value)])
         h.send(1, ["type": "add", "phase": "pake", "body": "01"])
         let pake = try #require(h.sent(to: 1).last?.stored)
         h.disconnect(1)
@@ -506,7 +507,7 @@ struct RulesTests {
 
         h.bound(2, side: "bbbb")
         #expect(h.claim(2, "12") == mailbox)
-        h.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        h.send(2, ["type": "open", "mailbox": .string(mailbox.value)])
         h.send(2, ["type": "add", "phase": "pake", "body": "02"])
         let pakeB = try #require(h.sent(to: 2).last?.stored)
 
@@ -514,7 +515,7 @@ struct RulesTests {
         h.bound(3, side: "aaaa")
         #expect(h.claim(3, "12") == mailbox)
         #expect(
-            h.send(3, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
+            h.send(3, ["type": "open", "mailbox": .string(mailbox.value)]) == [
                 .ack(id: .null), .message(pake), .message(pakeB),
             ])
         // A re-sends an add whose echo it missed: stored twice (clients de-duplicate).
@@ -525,7 +526,7 @@ struct RulesTests {
         h.send(3, ["type": "close", "mood": "happy"])
         h.bound(4, side: "aaaa")
         #expect(
-            h.send(4, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]) == [
+            h.send(4, ["type": "close", "mailbox": .string(mailbox.value), "mood": "happy"]) == [
                 .ack(id: .null), .closed,
             ])
     }
@@ -550,16 +551,16 @@ struct RulesTests {
         h.bound(2, side: "bbbb")
         #expect(h.claim(2, "3") == mailbox)
         #expect(
-            h.send(1, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "scary"]).last
+            h.send(1, ["type": "close", "mailbox": .string(mailbox.value), "mood": "scary"]).last
                 == .closed)
         #expect(
-            h.send(2, ["type": "close", "mailbox": .string(mailbox.rawValue), "mood": "happy"]).last
+            h.send(2, ["type": "close", "mailbox": .string(mailbox.value), "mood": "happy"]).last
                 == .closed)
         #expect(h.core.state == .empty)
         #expect(h.core.metrics.mailboxResults == ["scary": 1])
         // Closing a mailbox that no longer exists is harmless.
         h.bound(3, side: "aaaa")
-        #expect(h.send(3, ["type": "close", "mailbox": .string(mailbox.rawValue)]).last == .closed)
+        #expect(h.send(3, ["type": "close", "mailbox": .string(mailbox.value)]).last == .closed)
         #expect(h.core.state == .empty)
     }
 

@@ -1,3 +1,4 @@
+import Mailbox
 import Testing
 
 @testable import Relay
@@ -20,7 +21,7 @@ struct SharedCoreTests {
         #expect(request.connection == ConnectionID(1) && request.nameplate.isAllocation)
         #expect(Set(request.nameplate.candidates.prefix(9)) == Set((1..<10).map { Nameplate(number: $0) }))
         #expect(request.nameplate.candidates.count == 9 + 32 + 32 + 16, "short ones first, then longer")
-        let lengths = request.nameplate.candidates.map(\.rawValue.count)
+        let lengths = request.nameplate.candidates.map(\.value.count)
         #expect(
             Array(lengths.prefix(73)) == lengths.prefix(73).sorted()
                 && lengths.dropFirst(73).allSatisfy { $0 >= 4 })
@@ -41,7 +42,7 @@ struct SharedCoreTests {
             ])
         #expect(!one.last.writes.contains(created), "the store wrote the nameplate itself")
         let mailbox = request.nameplate.mailbox
-        one.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        one.send(1, ["type": "open", "mailbox": .string(mailbox.value)])
         one.send(1, ["type": "add", "phase": "pake", "body": "a1"])
         #expect(one.sent(to: 1).last?.stored?.body == "a1")
 
@@ -57,7 +58,7 @@ struct SharedCoreTests {
                 to: ConnectionID(2)))
         #expect(two.sent(to: 2) == [.claimed(mailbox)])
         #expect(
-            two.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)]).last?.stored?.body == "a1")
+            two.send(2, ["type": "open", "mailbox": .string(mailbox.value)]).last?.stored?.body == "a1")
         two.send(2, ["type": "add", "phase": "pake", "body": "b2"])
         let fromTwo = two.last.writes
         let delivered = one.handle(.replicated(fromTwo), durable: fromTwo)
@@ -128,7 +129,7 @@ extension SharedCoreTests {
                 to: ConnectionID(1)), durable: [.deleteNameplate(key), .putNameplate(key, mailbox: mailbox)])
         #expect(h.sent(to: 1) == [.claimed(mailbox)], "not crowded by the released sides")
         #expect(h.core.state.nameplates[key]?.mailbox == mailbox)
-        #expect(h.core.state.nameplates[key]?.sides.keys.map(\.rawValue) == ["cccc"])
+        #expect(h.core.state.nameplates[key]?.sides.keys.map(\.value) == ["cccc"])
     }
 
     @Test("the expiry leader deletes what sides released and closed on different nodes at once")

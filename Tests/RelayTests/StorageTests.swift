@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import SQLite
 import Support
 import Testing
@@ -44,7 +45,7 @@ enum StorageScenarios {
         #expect(store.commit(h.last.writes) == nil)
         let mailbox = h.claim(1, "42")
         #expect(store.commit(h.last.writes) == nil)
-        h.send(1, ["type": "open", "mailbox": .string(mailbox.rawValue)])
+        h.send(1, ["type": "open", "mailbox": .string(mailbox.value)])
         #expect(store.commit(h.last.writes) == nil)
         h.send(1, ["type": "add", "phase": "pake", "body": "a1a1", "id": "0001"])
         #expect(store.commit(h.last.writes) == nil)
@@ -58,7 +59,7 @@ enum StorageScenarios {
         resumed.bound(2, side: "bbbb")
         #expect(resumed.claim(2, "42") == mailbox, "the nameplate survived")
         #expect(
-            resumed.send(2, ["type": "open", "mailbox": .string(mailbox.rawValue)]) == [
+            resumed.send(2, ["type": "open", "mailbox": .string(mailbox.value)]) == [
                 .ack(id: .null), .message(pake),
             ])
         resumed.bound(3, side: "aaaa")
@@ -99,7 +100,7 @@ func randomTraffic(_ h: inout CoreHarness, seed: UInt64, steps: Int, onWrites: (
             let c = live.randomElement(using: &random)!
             let nameplate = String(Int.random(in: 1...3, using: &random))
             let mailbox =
-                h.core.state.mailboxes.keys.map(\.id.rawValue).sorted().randomElement(using: &random) ?? "mx"
+                h.core.state.mailboxes.keys.map(\.id.value).sorted().randomElement(using: &random) ?? "mx"
             let commands: [String] = [
                 #"{"type":"allocate"}"#,
                 #"{"type":"claim","nameplate":"\#(nameplate)"}"#,
@@ -168,7 +169,7 @@ struct StorageTests {
                 try old.query(
                     "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES (?1, ?2, ?3, ?4)",
                     [
-                        .text(key.app.rawValue), .text(key.id.rawValue), .integer(forNameplate ? 1 : 0),
+                        .text(key.app.value), .text(key.id.value), .integer(forNameplate ? 1 : 0),
                         .integer(Int64(updated.secondsSince1970)),
                     ])
             case .appendMessage(let key, let m):
@@ -176,8 +177,8 @@ struct StorageTests {
                     "INSERT INTO messages (app_id, mailbox_id, side, phase, body, server_rx, msg_id) "
                         + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                     [
-                        .text(key.app.rawValue), .text(key.id.rawValue), .text(m.side.rawValue),
-                        .text(m.phase.rawValue), .text(m.body), .integer(Int64(m.serverRX.secondsSince1970)),
+                        .text(key.app.value), .text(key.id.value), .text(m.side.value),
+                        .text(m.phase.value), .text(m.body), .integer(Int64(m.serverRX.secondsSince1970)),
                         m.messageID == .null ? .null : .text(JSONWriter.string(m.messageID)),
                     ])
             default:
@@ -192,7 +193,7 @@ struct StorageTests {
         let store = try SQLiteRelayStorage(path: path)
         #expect(try store.schemaVersion() == 2)
         #expect(try store.load() == expected)
-        #expect(try store.load().mailboxes[second]?.messages.map(\.phase.rawValue) == ["p0", "p1", "p2"])
+        #expect(try store.load().mailboxes[second]?.messages.map(\.phase.value) == ["p0", "p1", "p2"])
         // New messages go after the migrated ones.
         let more: [StorageOp] = [
             .appendMessage(first, message("q2", 10)), .appendMessage(second, message("p3", 11)),
@@ -203,7 +204,7 @@ struct StorageTests {
         store.close()
         let reopened = try SQLiteRelayStorage(path: path)
         #expect(try reopened.load() == expected)
-        #expect(try reopened.load().mailboxes[first]?.messages.map(\.phase.rawValue) == ["q0", "q1", "q2"])
+        #expect(try reopened.load().mailboxes[first]?.messages.map(\.phase.value) == ["q0", "q1", "q2"])
         reopened.close()
     }
 
@@ -465,7 +466,7 @@ struct StorageTests {
         #expect(done.withLock { $0 } == 50)
         #expect(store.statistics.transactions == 2)
         #expect(store.statistics.batches == 51)
-        #expect(try store.load().mailboxes[key]?.messages.map(\.phase.rawValue) == (0..<50).map(String.init))
+        #expect(try store.load().mailboxes[key]?.messages.map(\.phase.value) == (0..<50).map(String.init))
         store.close()
     }
 

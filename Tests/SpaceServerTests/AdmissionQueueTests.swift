@@ -12,7 +12,8 @@ import Testing
 @Suite struct AdmissionQueueTests {
     private func joiner(_ name: String) -> JoinRequest {
         JoinRequest(
-            displayName: name, deviceLabel: "phone", publicKeys: DeviceIdentity.generate().publicKeys.text)
+            displayName: name, deviceLabel: "phone",
+            publicKeys: JoinerKeys(DeviceIdentity.generate().publicKeys))
     }
 
     private func invite(_ session: SpaceSession) -> SignedInvite {
@@ -77,7 +78,7 @@ import Testing
         #expect(events.count == start + 12)
         for (request, member) in zip(requests, members) {
             #expect(verified.members[member.id]?.name == request.displayName)
-            #expect(verified.members[member.id]?.keys == (try MemberPublicKeys(text: request.publicKeys)))
+            #expect(verified.members[member.id]?.keys == (try request.publicKeys.keys()))
         }
         #expect(Set(members.map(\.id)).count == 12)
         let counts = queue.counts
@@ -101,7 +102,7 @@ import Testing
         let start = try rosters.refresh(session).events.count
         // The chain moves behind the cache's back.
         let ann = joiner("Ann")
-        _ = try session.addMember(keys: try MemberPublicKeys(text: ann.publicKeys), name: "Ann")
+        _ = try session.addMember(keys: try ann.publicKeys.keys(), name: "Ann")
 
         let bea = MemberRecord(id: .random(), keys: DeviceIdentity.generate().publicKeys, name: "Bea")
         let added = try queue.add(bea, invite: nil, session: session, rosters: rosters)
@@ -112,7 +113,7 @@ import Testing
 
         // Ann's keys under another id: refused, and nothing is sent for it.
         let again = MemberRecord(
-            id: .random(), keys: try MemberPublicKeys(text: ann.publicKeys), name: "Ann 2")
+            id: .random(), keys: try ann.publicKeys.keys(), name: "Ann 2")
         #expect {
             try queue.add(again, invite: nil, session: session, rosters: rosters)
         } throws: { error in

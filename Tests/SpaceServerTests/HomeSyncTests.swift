@@ -45,7 +45,8 @@ import Testing
             #expect(try a.signIn(server: server.baseURL, label: "a").spaces == 8)
             let b = try Self.device("b", spaces: [], in: root)
             let grant = try a.approveLink(
-                JoinRequest(displayName: "", deviceLabel: "b", publicKeys: try b.deviceKey().publicKeys.text))
+                JoinRequest(
+                    displayName: "", deviceLabel: "b", publicKeys: JoinerKeys(try b.deviceKey().publicKeys)))
             #expect(try b.completeLink(grant: grant).spaces == 8)
 
             // A stars the even spaces, B the odd ones, each syncing after every change, at once.

@@ -202,7 +202,8 @@ import Testing
             // After a rotation, the older generation's wrap and vault come back.
             let b = try world.device("b", spaces: 0)
             let grant = try a.approveLink(
-                JoinRequest(displayName: "", deviceLabel: "b", publicKeys: try b.deviceKey().publicKeys.text))
+                JoinRequest(
+                    displayName: "", deviceLabel: "b", publicKeys: JoinerKeys(try b.deviceKey().publicKeys)))
             _ = try b.completeLink(grant: grant)
             _ = try a.sync()
             let beforeRotation = try world.account(of: a)
@@ -269,7 +270,8 @@ import Testing
             _ = try a.signIn(server: world.url, label: "a")
             let b = try world.device("b", spaces: 0)
             let grant = try a.approveLink(
-                JoinRequest(displayName: "", deviceLabel: "b", publicKeys: try b.deviceKey().publicKeys.text))
+                JoinRequest(
+                    displayName: "", deviceLabel: "b", publicKeys: JoinerKeys(try b.deviceKey().publicKeys)))
             _ = try a.sync()
             let account = try world.account(of: a)
             let evil = VaultKey.random(generation: account.generation + 1)

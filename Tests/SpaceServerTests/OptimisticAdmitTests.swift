@@ -13,7 +13,7 @@ import Testing
         let identity = DeviceIdentity.generate()
         return (
             identity,
-            JoinRequest(displayName: name, deviceLabel: "phone", publicKeys: identity.publicKeys.text)
+            JoinRequest(displayName: name, deviceLabel: "phone", publicKeys: JoinerKeys(identity.publicKeys))
         )
     }
 
@@ -29,7 +29,7 @@ import Testing
 
         // The chain moves behind the cache's back: the owner adds someone directly.
         let (_, other) = request("Ann")
-        _ = try session.addMember(keys: try MemberPublicKeys(text: other.publicKeys), name: "Ann")
+        _ = try session.addMember(keys: try other.publicKeys.keys(), name: "Ann")
         #expect(rosters.verified?.events.count == start)
 
         let (_, bea) = request("Bea")

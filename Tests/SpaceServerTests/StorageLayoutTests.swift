@@ -9,11 +9,11 @@ import Testing
 /// What a join writes to the space server's database, b-tree pages each written whole to the WAL:
 /// migration 6 keys `wraps` by (space, recipient, thread), so handing a new member the keys of
 /// every thread writes a page or two, not one per thread; migration 7 keys device tokens by
-/// their member, so a sign-in writes two b-trees for its token, not three; migration 8 makes a
+/// their member, so a sign-in writes two b-trees for its token, not three; migration 9 makes a
 /// sign-in challenge that the server checks by its tag, so asking for one writes nothing.
 @Suite struct StorageLayoutTests {
-    /// Turns a schema-8 file back into schema 7's tables (the server's secret goes with them).
-    static let undoSchema8 = """
+    /// Turns a schema-9 file back into schema 8's tables (the server's secret goes with them).
+    static let undoSchema9 = """
         DROP TABLE used_sign_in_challenges;
         DROP TABLE server_secrets;
         CREATE TABLE sign_in_challenges (
@@ -63,7 +63,7 @@ import Testing
         #expect(try space.read(as: joiner, thread: keys[9].0) == [])
     }
 
-    @Test("a schema-5 database keeps its wraps and tokens through migrations 6, 7 and 8")
+    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 9")
     func migrationKeepsWrapsAndTokens() throws {
         let (harness, spaceBefore, keys) = try Self.space(threads: 3, members: 4)
         var space = spaceBefore
@@ -76,7 +76,7 @@ import Testing
         do {
             let db = try SQLiteDatabase(path: harness.databasePath)
             defer { db.close() }
-            try db.execute(Self.undoSchema8)
+            try db.execute(Self.undoSchema9)
             try db.execute(
                 """
                 CREATE TABLE wraps_v1 (
@@ -100,12 +100,13 @@ import Testing
                 DROP TABLE device_tokens;
                 ALTER TABLE device_tokens_v1 RENAME TO device_tokens;
                 CREATE INDEX device_tokens_member ON device_tokens(space_id, member_id);
+                ALTER TABLE key_invites DROP COLUMN sealed_names;
                 PRAGMA user_version=5;
                 """)
             #expect(try db.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'index'") >= 2)
         }
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 8)
+        #expect(try reopened.schemaVersion() == 9)
         #expect(try reopened.dumpTables() == before)
         let check = try SQLiteDatabase(path: harness.databasePath)
         defer { check.close() }

@@ -72,7 +72,7 @@ import Testing
         #expect(Nameplate(-3) == nil)
         #expect(Nameplate(1_000_000) == nil)
         #expect(Nameplate(999_999)?.description == "999999")
-        #expect(try Nameplate(parsing: "042").value == 42)
+        #expect(try Nameplate(parsing: "042") == Nameplate(42))
         for bad in ["", "0", "000", "1234567", "4a", "-1", "4 2", "٤٢"] {
             #expect(throws: CodeError.invalidNameplate(bad)) { try Nameplate(parsing: bad) }
         }

@@ -34,7 +34,7 @@ import Testing
         #expect(try parse("coral piano 42").corrections == [.separatorsNormalized])
         #expect(try parse("42-coral-piano").corrections == [.nameplateMoved])
         #expect(try parse("coral-piano42").corrections == [.separatorsNormalized])
-        #expect(try parse("coral-piano-007").code.nameplate.value == 7)
+        #expect(try parse("coral-piano-007").code.nameplate.value == "7")
         #expect(try parse("coral-piano-007").corrections == [.nameplateLeadingZeros(typed: "007", read: "7")])
         #expect(try parse("\"coral-piano-42\"").corrections == [.quotesRemoved])
         #expect(try parse("coral-pian-42").corrections == [.completed(typed: "pian", word: "piano")])

@@ -67,13 +67,14 @@ private func attackJoiner(_ bytes: [UInt8]) {
     var random = SeededRandom(seed: 7)
     var joiner = JoinerSession(
         words: "coral-piano", binding: binding,
-        request: JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: "keys"), using: &random)
+        request: JoinRequest(displayName: "Sam", deviceLabel: "laptop", publicKeys: JoinerKeys(text: "keys")),
+        using: &random)
     for (phase, body) in split(bytes) {
         for output in joiner.handle(phase: phase, body: body, using: &random) {
             switch output {
-            case .codeAccepted, .granted, .status, .refused:
+            case .codeAccepted, .codeProven, .granted, .status, .refused:
                 preconditionFailure("the joiner accepted an attacker who does not know the code")
-            case .send, .failed: break
+            case .send, .codeSent, .failed: break
             }
         }
     }

@@ -10,17 +10,22 @@ public final class Interruption: Sendable {
     private let flag = Locked(false)
     /// Interrupting the parent interrupts this too (one attendant of several stops the others).
     private let parent: Interruption?
+    /// Interrupted too whenever this holds (looked at by each wait).
+    private let condition: (@Sendable () -> Bool)?
     /// The signal watchers of ``onSignals(grace:)``, alive as long as this.
     private let watchers = Locked<[SignalWatcher]>([])
 
-    public init(parent: Interruption? = nil) {
+    public init(parent: Interruption? = nil, when condition: (@Sendable () -> Bool)? = nil) {
         self.parent = parent
+        self.condition = condition
     }
 
     /// Asks every wait that looks at this to stop.
     public func interrupt() { flag.withLock { $0 = true } }
 
-    public var isInterrupted: Bool { flag.withLock { $0 } || parent?.isInterrupted == true }
+    public var isInterrupted: Bool {
+        flag.withLock { $0 } || parent?.isInterrupted == true || condition?() == true
+    }
 
     /// How often a wait looks: short enough that the other side hears at once, long enough that
     /// a waiting process costs nothing.

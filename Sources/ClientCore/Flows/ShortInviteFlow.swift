@@ -23,6 +23,11 @@ public enum InviterEvent: Equatable, Sendable {
     case joinerLeft(name: String)
     /// A wrong code; `failuresLeft` more and the invite stops working.
     case failedAttempt(failuresLeft: Int)
+    /// A joiner who proved the code says an earlier attempt of theirs failed after their code
+    /// went out (``JoinAttemptReport``): on `nameplate` at `at`, ending with `outcome`.
+    /// `thisInvite`: it was this invite's nameplate and this device never heard from them, so
+    /// someone else answered them (a tested guess counts as a failed attempt).
+    case attemptReported(name: String, nameplate: String, at: Int64, outcome: String, thisInvite: Bool)
     case burned
     /// An attended pending invite expired (`eleven approve`).
     case expired(spaceName: String)
@@ -284,15 +289,31 @@ final class InviterAttendant {
                 }
             }
         }
+        let attendant = Locked(invite.attendant)
         hooks.codeProven = { [events] request, sas in
             events(
                 .codeProven(
                     name: request.displayName,
                     verification: VerificationWords.words(for: sas).joined(separator: " ")))
+            // The driver counts the ones on this invite; the person hears of every one.
+            let current = attendant.withLock { $0 }
+            for report in request.failedAttempts {
+                let mine = current.isAbout(report, relay: invite.relay, createdAt: invite.createdAt)
+                guard !(mine && current.hasSeen(report.side)) else { continue }
+                events(
+                    .attemptReported(
+                        name: request.displayName, nameplate: report.nameplate.value, at: report.at,
+                        outcome: report.outcome, thisInvite: mine))
+            }
+        }
+        hooks.save = { state in
+            attendant.withLock { $0 = state }
+            try save(state)
         }
         let driver = InviteAttendantDriver(
             attendant: invite.attendant, relayURL: invite.relay, secret: invite.secret, hooks: hooks)
         driver.inviterName = inviterName
+        driver.createdAt = invite.createdAt
         return driver
     }
 
@@ -355,9 +376,9 @@ final class InviterAttendant {
                 admitFailure = nil
                 throw failure
             }
-        case .wrongCode(_, let left) where left > 0:
+        case .wrongCode(_, let left) where left > 0, .attemptReported(let left) where left > 0:
             events(.failedAttempt(failuresLeft: left))
-        case .wrongCode:
+        case .wrongCode, .attemptReported:
             break  // the ending says it
         case .ended(.burned):
             events(.burned)

@@ -44,13 +44,45 @@ public enum ShortJoinFlow {
         now: Int64 = Int64(Date().timeIntervalSince1970)
     ) throws(LocalStateError) -> PendingJoin {
         let (identity, _) = try state.identity(create: true)
+        // Earlier attempts that never checked out travel inside this join's confirmed channel,
+        // so the attendant (and through it the inviter) hears of them.
         let request = JoinRequest(
             displayName: String(name.prefix(64)), deviceLabel: String(deviceLabel.prefix(64)),
-            publicKeys: identity.publicKeys.text)
+            publicKeys: JoinerKeys(identity.publicKeys),
+            failedAttempts: try FailedJoinAttemptStore(directory: state.directory).reports())
         var random = SystemRandom()
         return PendingJoin(
-            relay: relay, nameplate: Rendezvous.Nameplate(code.nameplate.description),
+            relay: relay, nameplate: code.nameplate,
             words: code.secretWords, request: request, createdAt: now, deadline: now + wait, using: &random)
+    }
+
+    /// After joining `session`'s space another way (a full-length link): the failed attempts
+    /// this device has not told anyone go to the space's attendant (its bot), sealed to it and
+    /// signed by this member, each forgotten once the space server took it. Without a bot there
+    /// is nobody to tell here; they wait for the next short-code join. Returns how many went.
+    @discardableResult
+    public static func reportFailedAttempts(_ session: SpaceSession, state: LocalState) -> Int {
+        let attempts = FailedJoinAttemptStore(directory: state.directory)
+        guard let pending = try? attempts.load().filter({ $0.report != nil }), !pending.isEmpty,
+            let attendant = try? session.roster().attendant
+        else { return 0 }
+        var sent = 0
+        for attempt in pending.suffix(JoinAttemptReport.maxPerRequest) {
+            guard let report = attempt.report,
+                (try? session.send(.attemptReport(id: attempt.id, report), to: attendant)) != nil
+            else { continue }
+            try? attempts.update { $0.removeAll { $0.id == attempt.id } }
+            sent += 1
+        }
+        return sent
+    }
+
+    /// The attendant answered the request that carried the earlier attempts (a grant, or that
+    /// this device is a member already): it read them.
+    private static func forgetReported(_ pending: PendingJoin, _ attempts: FailedJoinAttemptStore) {
+        try? attempts.update { all in
+            all.removeAll { attempt in pending.request.failedAttempts.contains { $0.side == attempt.side } }
+        }
     }
 
     /// The last join whose process was stopped, if any (`eleven join --resume`).
@@ -68,6 +100,7 @@ public enum ShortJoinFlow {
     ) throws -> ShortJoinResult {
         if resuming { events(.resuming) }
         let joins = PendingJoinStore(directory: state.directory)
+        let attempts = FailedJoinAttemptStore(directory: state.directory)
         let (identity, _) = try state.identity(create: true)
         let wait = max(1, pending.deadline - now)
         let accepted = Locked(false)
@@ -96,16 +129,35 @@ public enum ShortJoinFlow {
                                 verification: VerificationWords.words(for: sas).joined(separator: " ")))
                     case .waitingForApproval(let inviter):
                         events(.waitingForApproval(inviter: inviter))
+                    case .codeSent:
+                        break  // recorded by `recordAttempt` below
+                    case .codeProven:
+                        try? attempts.update { $0.removeAll { $0.id == pending.id } }
                     }
                 },
                 // Saved at every step (sealed), so `eleven join --resume` carries on after a kill.
-                save: { try? joins.put($0) }, interruption: interruption)
+                save: { try? joins.put($0) }, interruption: interruption,
+                // Before the confirmation goes out: a relay posing as the attendant tests its
+                // guess on it and may never let the attendant hear of it. Not recorded, not sent.
+                recordAttempt: {
+                    (try? attempts.update { all in
+                        // Once per join, also when a resumed join sends it after all.
+                        all.removeAll { $0.id == pending.id }
+                        all.append(FailedJoinAttempt(pending, at: Int64(Date().timeIntervalSince1970)))
+                    }) != nil
+                })
         } catch .refused(alreadyMemberReason, let message) {
             // As with a link: a space this device is in already is left as it is.
             try? joins.remove(pending.id)
+            forgetReported(pending, attempts)
             return .alreadyJoined(message: message)
         } catch {
             try? joins.remove(pending.id)
+            // An attempt whose code went out and never checked out is kept, with how it ended,
+            // for the next attendant.
+            try? attempts.update { all in
+                for index in all.indices where all[index].id == pending.id { all[index].outcome = error.code }
+            }
             throw ShortJoinError(run: error, codeAccepted: accepted.withLock { $0 })
         }
         try? joins.remove(pending.id)
@@ -113,6 +165,7 @@ public enum ShortJoinFlow {
         let result = try grant.accept(
             identity: identity, state: state, deviceLabel: pending.request.deviceLabel,
             now: Int64(Date().timeIntervalSince1970), nameplate: pending.nameplate.value)
+        forgetReported(pending, attempts)
         return .joined(result.saved, threads: grant.historyHint.threads, messages: grant.historyHint.messages)
     }
 }

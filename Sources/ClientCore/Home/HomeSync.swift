@@ -502,7 +502,7 @@ public struct HomeSync: Sendable {
     public func approveLink(_ request: JoinRequest) throws -> [UInt8] {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
-            keys = try MemberPublicKeys(text: request.publicKeys)
+            keys = try request.publicKeys.keys()
         } catch {
             throw HomeError("invalid_device_key", "The new device sent something that is not valid.")
         }

@@ -102,6 +102,13 @@ extension InviteLink {
                     .refused, code: "not_authorised",
                     message: "You may not invite people to \(saved.name): ask an admin for the invite right.")
             }
+            let heldKeys = try session.threadKeys(roster: roster)
+            let threadList = try session.client.threads(saved.space)
+            // Every link carries the names thread's key, a direct conversation's included: the
+            // joiner seals their own name with it and reads everyone's.
+            let names = try session.namesThread(roster: roster, threadKeys: heldKeys, threads: threadList)
+            // The invite's signer's id, which stands for whoever claims the link.
+            let signerID = MemberID.random()
             if shape == .dm {
                 let thread = ThreadID.random()
                 let key = ThreadKey.random()
@@ -110,22 +117,30 @@ extension InviteLink {
                         .refused, code: "not_member", message: "You are not a member of \(saved.name).")
                 }
                 let title = options.personName.map { "\(SpaceSession.label(me)) & \($0)" } ?? "direct"
-                // For the two of them only: no attendant hands its key to a later joiner.
-                let metadata = ThreadMetadata(name: title, audience: .members).sealed(
+                // For the two of them only: no attendant hands its key to a later joiner, and
+                // whoever writes after someone left continues it for the two (`members`).
+                let metadata = ThreadMetadata(
+                    name: title, audience: .members, keyMadeAt: roster.nextSequence,
+                    members: [saved.member, signerID]
+                ).sealed(
                     by: session.identity, key: key, space: saved.space, thread: thread, author: saved.member)
                 try session.client.createThread(
                     saved.space, thread: thread,
                     wraps: [session.identity.wrap(key, for: me, in: saved.space, thread: thread)],
                     metadata: metadata)
-                payload.threads = [(thread, key)]
+                // Every names thread, so that names sealed under an earlier one open too.
+                let allNames = SpaceSession.namesThreads(heldKeys, threads: threadList, roster: roster)
+                    .map { ($0.thread, $0.key) }.filter { $0.0 != names.thread }
+                payload.threads = [(thread, key)] + allNames + [names]
             } else {
                 // The whole space's threads only: never a direct conversation.
-                let shared = SpaceSession.sharedThreadKeys(
-                    try session.threadKeys(roster: roster), threads: try session.client.threads(saved.space),
-                    roster: roster)
-                payload.threads = shared.sorted { $0.key < $1.key }
-                    .prefix(InvitePayload.maximumThreads).map { ($0.key, $0.value) }
+                let shared = SpaceSession.sharedThreadKeys(heldKeys, threads: threadList, roster: roster)
+                    .filter { $0.key != names.thread }
+                let ordered: [(ThreadID, ThreadKey)] = shared.sorted { $0.key < $1.key }
+                    .prefix(InvitePayload.maximumThreads - 1).map { ($0.key, $0.value) }
+                payload.threads = ordered + [names]
             }
+            payload.namesThread = names.thread
             // The invite's signer: admitted now, it admits whoever claims the link.
             // The inviter's signed record of its uses and expiry goes with it: every member's
             // roster retires it when the uses are spent, and the inviter's devices when it expires
@@ -133,7 +148,7 @@ extension InviteLink {
             // nothing afterwards, even to a server that stores what it likes.
             let signer = DeviceIdentity.generate()
             let record = MemberRecord(
-                id: .random(), keys: signer.publicKeys, rights: options.rights.union(.invite),
+                id: signerID, keys: signer.publicKeys, rights: options.rights.union(.invite),
                 name: SpaceSession.inviteSignerName)
             let now = Int64(Date().timeIntervalSince1970)
             let uses = shape == .member ? options.uses : 1
@@ -155,17 +170,23 @@ extension InviteLink {
         case .setup:
             break
         }
-        let brandingKey = options.sealedBranding ? BrandingKey.random() : nil
+        // A sealed space's server knows no name (an empty one): its links carry the name sealed.
+        var spaceIsSealed = false
+        if shape != .device { spaceIsSealed = try session.client.spaceInfo(saved.space).name.isEmpty }
+        let brandingKey = options.sealedBranding || spaceIsSealed ? BrandingKey.random() : nil
+        let inviterName = roster.members[saved.member]?.name ?? ""
+        let names = InviteNames(person: options.personName, inviter: inviterName.isEmpty ? nil : inviterName)
         _ = try session.client.mintKeyInvite(
             KeyInviteWire.MintRequest(
                 id: keys.id, space: saved.space, shape: shape,
                 sealed: Base64URL.encode(payload.seal(id: keys.id, wrapKey: keys.wrapKey)),
                 verifier: Base64URL.encode(keys.verifier), expiresIn: options.expiresIn,
-                uses: shape == .member ? options.uses : 1, personName: options.personName,
+                uses: shape == .member ? options.uses : 1,
                 rights: shape == .device ? nil : options.rights, inviteEvent: inviteEvent,
                 sealedBranding: brandingKey.map {
                     Base64URL.encode(SealedBranding.seal(saved.name, key: $0, id: keys.id))
-                }))
+                },
+                sealedNames: Base64URL.encode(names.sealed(with: keys))))
         return InviteLink(
             server: session.client.server, name: options.personName ?? saved.name, secret: secret,
             brandingKey: brandingKey)
@@ -187,7 +208,9 @@ extension InviteLink {
                 id: keys.id, space: space, shape: .setup,
                 sealed: Base64URL.encode(payload.seal(id: keys.id, wrapKey: keys.wrapKey)),
                 verifier: Base64URL.encode(keys.verifier), expiresIn: options.expiresIn, uses: 1,
-                personName: options.personName, spaceName: spaceName))
+                spaceName: spaceName,
+                sealedNames: Base64URL.encode(
+                    InviteNames(person: options.personName, inviter: nil).sealed(with: keys))))
         return InviteLink(server: client.server, name: options.personName ?? spaceName, secret: secret)
     }
 
@@ -204,19 +227,31 @@ extension InviteLink {
         return (invite.spaceName, false)
     }
 
+    /// The names sealed into the invite for the link's holder (``InviteNames``), else those an
+    /// older client sent in clear.
+    func names(of invite: KeyInviteWire.Invite, _ keys: LinkKeys) -> InviteNames {
+        if let text = invite.sealedNames, let box = Base64URL.decode(text),
+            let names = InviteNames.open(box, with: keys)
+        {
+            return names
+        }
+        return InviteNames(person: invite.personName, inviter: invite.inviterName)
+    }
+
     /// Reads the invite's card from its server without consuming it. Fails when the link does not
     /// open the invite (a changed link), or with the server's `invite_expired` / `invite_used`.
     public func inspect() throws(SpaceClientError) -> InviteCard {
         let keys = secret.derive()
         let invite = try fetch(keys)
         let (spaceName, sealed) = branding(of: invite, id: keys.id)
+        let names = names(of: invite, keys)
         return InviteCard(
             server: server, space: invite.space, spaceName: spaceName, avatar: invite.avatar,
             // The name slot holds the space's name when no person was named: not a name to suggest.
-            suggestedName: invite.personName
+            suggestedName: names.person
                 ?? name.flatMap { $0 == invite.spaceName || $0 == spaceName ? nil : $0 },
             inviter: invite.inviter,
-            inviterName: invite.inviterName,
+            inviterName: names.inviter ?? invite.inviterName,
             shape: invite.shape, expiresAt: invite.expiresAt, usesLeft: invite.usesLeft, isSealed: sealed)
     }
 
@@ -279,7 +314,12 @@ extension InviteLink {
         let claimSecret = keys.claimSecret.withUnsafeBytes { Base64URL.encode($0) }
         switch invite.shape {
         case .setup:
-            let genesis = identity.createSpace(invite.space, as: .random(), ownerName: name ?? "")
+            let owner = MemberID.random()
+            let names = (thread: ThreadID.random(), key: ThreadKey.random())
+            let genesis = identity.createSpace(
+                invite.space, as: owner,
+                ownerSealedName: SealedName.seal(
+                    name ?? "", key: names.key, space: invite.space, thread: names.thread, member: owner))
             let claimed = try client.claimKeyInvite(
                 keys.id,
                 KeyInviteWire.ClaimRequest(
@@ -289,17 +329,22 @@ extension InviteLink {
                 ownerSigningKey: identity.publicKeys.signing.description,
                 deviceToken: claimed.deviceToken.token,
                 adminToken: claimed.adminToken)
-            let thread = try SpaceSession(saved: saved, identity: identity).createThread(
-                named: SpaceSession.defaultThreadName)
+            let thread = try SpaceSession(saved: saved, identity: identity).startThreads(names: names)
             return ClaimedInvite(saved: saved, identity: identity, shape: .setup, thread: thread)
         case .member, .dm:
             guard let signer = payload.identity, let signerID = payload.member, let head = invite.head,
                 let hashBytes = Base64URL.decode(head.hash), let previous = try? EventHash(bytes: hashBytes),
                 head.sequence < UInt64.max - 2
             else { throw InvitePayload.unreadable("it lacks the invite's signer or the space's state") }
+            let chosen = name ?? names(of: invite, keys).person ?? self.name ?? ""
+            let id = MemberID.random()
+            // Sealed under the names thread the link carries; a link minted before names were
+            // sealed carries none, and the name goes in clear as it always did.
             let record = MemberRecord(
-                id: .random(), keys: identity.publicKeys, rights: invite.rights,
-                name: name ?? invite.personName ?? self.name ?? "")
+                id: id, keys: identity.publicKeys, rights: invite.rights, name: chosen,
+                sealedName: payload.names.map {
+                    SealedName.seal(chosen, key: $0.key, space: invite.space, thread: $0.thread, member: id)
+                })
             let added = MembershipEvent.make(
                 space: invite.space, sequence: head.sequence + 1, previous: previous,
                 change: .memberAdded(record),
@@ -325,7 +370,8 @@ extension InviteLink {
                 invite, payload, member: record.id, identity: identity, claimed: claimed,
                 signerWraps: fromSigner)
             return ClaimedInvite(
-                saved: saved, identity: identity, shape: invite.shape, thread: payload.threads.first?.0)
+                saved: saved, identity: identity, shape: invite.shape,
+                thread: payload.threads.first { $0.0 != payload.namesThread }?.0)
         case .device:
             guard let adopted = payload.identity, let member = payload.member else {
                 throw InvitePayload.unreadable("it lacks the identity to adopt")

@@ -1,4 +1,5 @@
 import Foundation
+import JoinProtocol
 import SpaceModel
 
 /// The notes members and the space's attendant (the sidecar bot) exchange through their inboxes
@@ -12,7 +13,13 @@ import SpaceModel
 ///                                     ◀──  approval_needed {id, name}     (policy "ask")
 /// approval {id, approve}              ──▶
 ///                                     ◀──  joined {id, name, member} / invite_burned {id}
+///                                     ◀──  attempt_reported {id, name, nameplate, message}
+/// attempt_reported {id, relay, nameplate, side, at, reason}  ──▶   (a member who joined by link)
 /// ```
+/// `attempt_reported`, bot → member: a joiner said an earlier attempt of theirs failed after their
+/// code went out and the bot never heard from them (someone else answered on the relay). Member →
+/// bot: that report itself, from a member who joined with a full-length link (a short-code
+/// joiner's travels in its join request).
 /// The plaintext is a JSON object with `"v": 1` and `"type"`; anything else fails clearly.
 public struct AttendantNote: Codable, Sendable, Equatable {
     public static let currentVersion = 1
@@ -27,6 +34,7 @@ public struct AttendantNote: Codable, Sendable, Equatable {
         case approvalNeeded = "approval_needed"
         case approval
         case joined
+        case attemptReported = "attempt_reported"
     }
 
     public let v: Int
@@ -58,10 +66,14 @@ public struct AttendantNote: Codable, Sendable, Equatable {
     public var use: Int?
     // approval
     public var approve: Bool?
+    // attempt_reported (member → bot): a ``JoinAttemptReport``, with `nameplate` and `reason`
+    public var relay: String?
+    public var side: String?
+    public var at: Int64?
 
     enum CodingKeys: String, CodingKey {
         case v, type, id, words, uses, ask, nameplate, invite, reason, message, name, member, verification
-        case use, approve
+        case use, approve, relay, side, at
         case expiresAt = "expires_at"
         case maxFailures = "max_failures"
         case inviterName = "inviter_name"
@@ -88,6 +100,28 @@ public struct AttendantNote: Codable, Sendable, Equatable {
         note.ask = ask
         note.inviterName = inviterName
         return note
+    }
+
+    /// A member's report of a failed attempt of theirs to the space's attendant.
+    public static func attemptReport(id: String, _ report: JoinAttemptReport) -> AttendantNote {
+        var note = AttendantNote(.attemptReported, id: id)
+        note.relay = report.relay
+        note.nameplate = report.nameplate.value
+        note.side = report.side.value
+        note.at = report.at
+        note.reason = report.outcome
+        return note
+    }
+
+    /// The report a member sent, when this note is one.
+    public var attemptReport: JoinAttemptReport? {
+        guard type == .attemptReported, let relay, relay.utf8.count <= 512, let nameplate,
+            (1...16).contains(nameplate.utf8.count), let side, (1...64).contains(side.utf8.count), let at,
+            let reason, reason.utf8.count <= 64
+        else { return nil }
+        return JoinAttemptReport(
+            relay: relay, nameplate: Rendezvous.Nameplate(nameplate), side: Rendezvous.Side(side), at: at,
+            outcome: reason)
     }
 
     /// A note carrying a reason code and a human message.
@@ -129,7 +163,7 @@ public struct AttendantNote: Codable, Sendable, Equatable {
             guard note.invite != nil else { throw AttendantNoteError("no invite record") }
         case .approval:
             guard note.approve != nil else { throw AttendantNoteError("no answer") }
-        case .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined:
+        case .inviteRefused, .inviteBurned, .inviteEnded, .approvalNeeded, .joined, .attemptReported:
             break
         }
         self = note

@@ -1,5 +1,6 @@
 import JoinProtocol
 import PAKE
+import Support
 
 /// Why an attendant turns a joiner away after they proved the code, and what that does to the
 /// invite (``InviteAttendant/UseOutcome``).
@@ -98,6 +99,15 @@ public final class InviteAttendantDriver {
     public var interruption: Interruption?
     /// A nameplate was allocated and saved: the code can be shown now.
     public var onAllocated: (Rendezvous.Nameplate) throws -> Void = { _ in }
+    /// When the invite was made (Unix seconds): a reported attempt older than that is about
+    /// another invite that had the same nameplate.
+    public var createdAt: Int64 = 0
+    /// Once set, a wait with no joiner in the mailbox ends and ``run(until:untilAttending:shouldStop:)``
+    /// returns nil (the invite stays as saved): the owner has something to tell this invite
+    /// (``attemptsReported(_:)``). A joiner already in the mailbox is attended to the end first.
+    public var wake: Interruption?
+    /// Attempts on this very invite that its joiners reported, counted before the next step.
+    private let reported = Locked<[Rendezvous.Side]>([])
     private var hooks: InviteAttendantHooks
     /// The current use's connection, kept open from preparing it to attending it (one relay
     /// connection per use).
@@ -135,6 +145,15 @@ public final class InviteAttendantDriver {
                 }
             }
             guard let step else { return attendant.ending }
+            let queued = reported.withLock { queue in
+                defer { queue = [] }
+                return queue
+            }
+            if !queued.isEmpty {
+                // The step stays what it was unless the count ended the invite.
+                try attemptsReported(queued)
+                if let ending = attendant.ending { return ending }
+            }
             if shouldStop() || interruption?.isInterrupted == true { return nil }
             if untilAttending, case .attend = step { return nil }
             guard let event = try perform(step: step, until: until) else { return nil }
@@ -142,6 +161,22 @@ public final class InviteAttendantDriver {
             try hooks.save(attendant)
             // Saved before the code is shown: a code shown is a code attended.
             if case .allocated(let nameplate, _) = event { try onAllocated(nameplate) }
+        }
+    }
+
+    /// Counts attempts on this invite that joiners reported and this attendant never saw
+    /// (``InviteAttendant/Event/attemptReported(side:)``), each saved before it is acted on.
+    /// Call between runs; the invite may end (burned).
+    public func attemptsReported(_ sides: [Rendezvous.Side]) throws {
+        for side in sides where attendant.isOpen {
+            let actions = attendant.handle(.attemptReported(side: side), now: hooks.now())
+            try hooks.save(attendant)
+            for action in actions {
+                switch action {
+                case .allocate, .prepare, .attend: break
+                default: try perform(action)
+                }
+            }
         }
     }
 
@@ -248,7 +283,7 @@ public final class InviteAttendantDriver {
 
     private func attend(
         nameplate: Rendezvous.Nameplate, use: Int, saved: RendezvousMachine, expiresAt: Int64,
-        admittingKeys: String?, until: ContinuousClock.Instant?
+        admittingKeys: JoinerKeys?, until: ContinuousClock.Instant?
     ) throws -> InviteAttendant.Event? {
         let connection = try live ?? InviteAttendance.resume(relayURL: relayURL, machine: saved)
         live = nil
@@ -258,6 +293,11 @@ public final class InviteAttendantDriver {
         var refusal: AttendantRefusal?
         var joinerSpoke = false
         if case .attending(_, _, _, true) = attendant.state { joinerSpoke = true }
+        // A wake ends only a wait nobody has spoken in yet.
+        let spoke = Locked(joinerSpoke)
+        let stop = wake.map { wake in
+            Interruption(parent: interruption) { wake.isInterrupted && !spoke.withLock { $0 } }
+        }
         let outcome: InviteAttendance.Outcome
         do {
             outcome = try InviteAttendance.attendOne(
@@ -271,6 +311,7 @@ public final class InviteAttendantDriver {
                     // The attempt counts before the joiner's message is looked at, and from now
                     // on a restart must hear the joiner again from the start. Nothing is looked
                     // at that was not saved.
+                    spoke.withLock { $0 = true }
                     _ = self.attendant.handle(
                         .joinerSpoke(connection: machine.replayingPeer()), now: self.hooks.now())
                     return (try? self.hooks.save(self.attendant)) != nil
@@ -283,9 +324,17 @@ public final class InviteAttendantDriver {
                     // it back when the relay replays the same joiner. One sealed write per join
                     // fewer.
                     _ = self.attendant.handle(.codeProven, now: self.hooks.now())
+                    // Earlier attempts of this joiner on this very invite that never reached it:
+                    // counted once this use is over (the machine is mid-step now).
+                    let missed = request.failedAttempts.filter {
+                        $0.isTestedGuess
+                            && self.attendant.isAbout($0, relay: self.relayURL, createdAt: self.createdAt)
+                            && !self.attendant.hasSeen($0.side)
+                    }
+                    self.reported.withLock { $0 += missed.map(\.side) }
                     self.hooks.codeProven(request, verifier)
                 },
-                interruption: interruption,
+                interruption: stop ?? interruption,
                 decide: { request, verifier, joinerWaiting in
                     let decision = self.decide(
                         request, verifier, nameplate: nameplate, use: use, admittingKeys: admittingKeys,
@@ -353,7 +402,7 @@ public final class InviteAttendantDriver {
     /// then the admission.
     private func decide(
         _ request: JoinRequest, _ verifier: [UInt8], nameplate: Rendezvous.Nameplate, use: Int,
-        admittingKeys: String?, joinerWaiting: () -> Bool
+        admittingKeys: JoinerKeys?, joinerWaiting: () -> Bool
     ) -> Decision {
         // Restarted while this use's joiner was being added: the same joiner (same keys,
         // replayed by the relay) is answered again; anyone else ends the use.

@@ -395,7 +395,7 @@ extension SpaceSession {
     ) throws(SpaceClientError) -> (grant: JoinGrant, member: MemberRecord) {
         let keys: MemberPublicKeys
         do throws(KeyModelError) {
-            keys = try MemberPublicKeys(text: request.publicKeys)
+            keys = try request.publicKeys.keys()
         } catch {
             throw SpaceClientError(
                 .rejected, code: "invalid_request",
@@ -430,7 +430,20 @@ extension SpaceSession {
             (events, roster) = try rosters.refresh(self)
             (earlier, alreadyMember) = known()
         }
+        // The thread list first: it gives the history hint and tells the key cache whether a
+        // thread is new (else the wraps it opened before are current); with the keys, it gives
+        // the names thread the joiner's name is sealed under.
+        let threadList = try? client.threads(saved.space)
+        let heldKeys =
+            if let cachedKeys {
+                try cachedKeys.refresh(self, roster: roster, threads: threadList?.map(\.id))
+            } else {
+                try threadKeys(roster: roster)
+            }
         let record: MemberRecord
+        // The names thread the joiner's name is sealed under: made just now when the space had
+        // none, so not among `heldKeys` yet.
+        var madeNames: (thread: ThreadID, key: ThreadKey)?
         if let earlier, case .memberAdded(let added) = earlier.change {
             guard roster.members[added.id] != nil else {
                 throw SpaceClientError(
@@ -448,7 +461,9 @@ extension SpaceSession {
                     .rejected, code: "already_member",
                     message: "That key already belongs to \(Self.label(alreadyMember)) in \(saved.name).")
             }
-            record = MemberRecord(id: .random(), keys: keys, rights: [], name: request.displayName)
+            let names = try namesThread(roster: roster, threadKeys: heldKeys, threads: threadList)
+            madeNames = names
+            record = sealedRecord(keys: keys, rights: [], name: request.displayName, names: names)
             if let rosters {
                 (events, roster) = try (admissions ?? AdmissionQueue()).add(
                     record, invite: carryInvite ? invite : nil, session: self, rosters: rosters)
@@ -462,20 +477,12 @@ extension SpaceSession {
                 events.append(event)
             }
         }
-        // The thread list first: it gives the history hint and tells the key cache whether a
-        // thread is new (else the wraps it opened before are current).
-        let threadList = try? client.threads(saved.space)
-        let heldKeys =
-            if let cachedKeys {
-                try cachedKeys.refresh(self, roster: roster, threads: threadList?.map(\.id))
-            } else {
-                try threadKeys(roster: roster)
-            }
         // A new member is given the whole space's threads only, never a direct conversation or a
         // thread for a set of members (as its creator sealed into its metadata). A re-admitted
         // member gets back what this device holds.
-        let threadKeys =
+        var threadKeys =
             readmit != nil ? heldKeys : Self.sharedThreadKeys(heldKeys, threads: threadList, roster: roster)
+        if let madeNames { threadKeys[madeNames.thread] = madeNames.key }
         var wraps: [KeyWrap] = []
         for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
             let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
@@ -486,10 +493,14 @@ extension SpaceSession {
             wraps.append(wrap)
         }
         // The history hint counts what the server holds in the threads the joiner gets keys to
-        // (one request; reading every message just to count them cost more than the join).
+        // (one request; reading every message just to count them cost more than the join), the
+        // names thread aside: it holds no messages.
         let messages = (threadList ?? []).reduce(0) { total, info in
             total + (threadKeys[info.id] != nil ? info.messages ?? 0 : 0)
         }
+        let namesThread =
+            madeNames?.thread ?? Self.namesThread(heldKeys, threads: threadList, roster: roster)?.thread
+        let hintedThreads = threadKeys.keys.filter { $0 != namesThread }.count
         // Every thread's wrap in one request (one commit on the server).
         if earlier == nil && !wraps.isEmpty {
             for start in stride(from: 0, to: wraps.count, by: 500) {
@@ -504,7 +515,7 @@ extension SpaceSession {
                 let inviter = roster.members[invite.inviter]
             {
                 (me.id == inviter.id ? [me] : [me, inviter]).map {
-                    MemberRecord(id: $0.id, keys: $0.keys, rights: roster.rights(of: $0.id), name: $0.name)
+                    $0.with(rights: roster.rights(of: $0.id))
                 }
             } else {
                 nil
@@ -512,7 +523,7 @@ extension SpaceSession {
         let grant = JoinGrant(
             space: .init(server: saved.server, id: saved.space, name: saved.name),
             ownerSigningKey: saved.ownerSigningKey, memberID: record.id, deviceToken: nil, wraps: wraps,
-            invite: invite, historyHint: .init(threads: threadKeys.count, messages: messages),
+            invite: invite, historyHint: .init(threads: hintedThreads, messages: messages),
             checkpoint: events.last(where: { $0.change.adds(record.id) }).map(ChainCheckpoint.init),
             vouched: vouched)
         return (grant, record)

@@ -8,6 +8,9 @@ public enum JoinRunError: Error, Equatable, Sendable, CustomStringConvertible {
     case refused(reason: String, message: String)
     /// The person stopped the wait (``Interruption``); the other side was told.
     case interrupted
+    /// This device could not record that its code was about to go out, so it did not send it
+    /// (a full disk): an attempt nobody could report later is not made.
+    case unrecorded
 
     public var code: String {
         switch self {
@@ -15,6 +18,7 @@ public enum JoinRunError: Error, Equatable, Sendable, CustomStringConvertible {
         case .failed(let f): f.code
         case .refused(let reason, _): "refused_\(reason)"
         case .interrupted: "interrupted"
+        case .unrecorded: "state_unwritable"
         }
     }
 
@@ -24,6 +28,9 @@ public enum JoinRunError: Error, Equatable, Sendable, CustomStringConvertible {
         case .failed(let f): f.description
         case .refused(_, let message): message
         case .interrupted: "Interrupted."
+        case .unrecorded:
+            "This device cannot record the join attempt, so the code was not sent. Free some disk space "
+                + "and try again."
         }
     }
 }
@@ -36,6 +43,11 @@ public enum JoinProgress: Equatable, Sendable {
     case codeAccepted(sas: [UInt8])
     case waitingForApproval(inviter: String?)
     case reconnecting
+    /// The joiner's confirmation goes out as soon as this returns: whoever answered in the
+    /// mailbox can test one guess of the code against it. Record the attempt first.
+    case codeSent
+    /// The attendant's confirmation verified: the attempt checked out.
+    case codeProven
 }
 
 /// Points of a join for measuring where its time goes (`eleven-bench bot --phases`); nothing a
@@ -80,11 +92,13 @@ public enum JoinRunner {
     /// killed at any point calls this again with the last saved state and carries on: the same
     /// key-agreement randomness, the peer messages already seen fed again, nothing sent twice.
     /// `interruption`: once set, the joiner tells the attendant it left (phase `left`), closes
-    /// the mailbox and throws `.interrupted`.
+    /// the mailbox and throws `.interrupted`. `recordAttempt` is called right before the
+    /// confirmation goes out (``JoinProgress/codeSent``); false: it is not sent and the join fails
+    /// with `.unrecorded`.
     public static func join(
         _ pending: PendingJoin, timeout: Duration, firstAnswer: Duration? = nil,
         step: ((JoinStep) -> Void)? = nil, progress: @escaping (JoinProgress) -> Void,
-        save: (PendingJoin) -> Void, interruption: Interruption? = nil
+        save: (PendingJoin) -> Void, interruption: Interruption? = nil, recordAttempt: () -> Bool = { true }
     ) throws(JoinRunError) -> [UInt8] {
         var state = pending
         var random = SystemRandom()
@@ -112,6 +126,15 @@ public enum JoinRunner {
                         guard !state.sent.contains(phase) else { continue }
                         try connection.send(phase: phase, body: body)
                         state.sent.append(phase)
+                    case .codeSent:
+                        guard !state.sent.contains(.confirm) else { continue }
+                        progress(.codeSent)
+                        guard recordAttempt() else {
+                            connection.close(mood: .errory, timeout: .seconds(2))
+                            throw JoinRunError.unrecorded
+                        }
+                    case .codeProven:
+                        progress(.codeProven)
                     case .codeAccepted(let sas):
                         progress(.codeAccepted(sas: sas))
                     case .status(let status):

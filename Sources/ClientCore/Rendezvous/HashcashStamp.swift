@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import Mailbox
 
 /// What a relay's welcome asks for before `bind` (`permission-required`): a Hashcash stamp
 /// of `bits` leading zero bits for `resource`.
@@ -14,20 +15,24 @@ public struct HashcashRequest: Equatable, Sendable {
 
     /// The request in a welcome object (`{"permission-required": {"hashcash": {"bits": …,
     /// "resource": …}}}`), nil when it asks for none.
-    public init?(welcome: [String: Any]) {
-        guard let required = welcome["permission-required"] as? [String: Any],
-            let hashcash = required["hashcash"] as? [String: Any],
-            let bits = (hashcash["bits"] as? NSNumber)?.intValue,
-            let resource = hashcash["resource"] as? String
+    public init?(welcome: JSONObject) {
+        guard let hashcash = welcome["permission-required"]?.objectValue?["hashcash"]?.objectValue,
+            case .number(let number)? = hashcash["bits"], let value = number.doubleValue,
+            value.isFinite, abs(value) < 1e15,
+            let resource = hashcash["resource"]?.stringValue
         else { return nil }
-        self.init(bits: bits, resource: resource)
+        // A fractional count is cut to its whole part, as Foundation's number did before.
+        self.init(bits: Int(value), resource: resource)
     }
 
-    /// The `submit-permissions` command carrying `stamp`.
+    /// The `submit-permissions` command carrying `stamp`, written by the mailbox protocol's one
+    /// codec (members in key order).
     public static func submission(stamp: String) -> String {
-        let object: [String: Any] = ["type": "submit-permissions", "method": "hashcash", "stamp": stamp]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        JSONWriter.string(
+            .object(
+                JSONObject([
+                    "method": "hashcash", "stamp": .string(stamp), "type": "submit-permissions",
+                ])))
     }
 }
 

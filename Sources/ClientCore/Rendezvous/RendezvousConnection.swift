@@ -1,5 +1,6 @@
 import Foundation
 import JoinProtocol
+import Mailbox
 import Net
 import Support
 
@@ -47,11 +48,11 @@ public final class RendezvousConnection {
     private var events: [RendezvousEvent] = []
     private let connectTimeout: Duration
     /// Back-off after a lost connection: first delay, growth factor and cap, as Python's client.
-    private let backoff: (first: Double, factor: Double, cap: Double) = (0.25, 1.5, 10)
+    static let backoff = Backoff(first: 0.25, factor: 1.5, cap: 10)
     /// The back-off in force: the delay before the next reconnect attempt, and when that attempt
     /// may be made. Kept across waits, so a caller that waits in short slices (an interruptible
     /// wait polls every quarter second) does not turn the back-off into four reconnects a second.
-    private var reconnectDelay = 0.25
+    private var reconnect = RendezvousConnection.backoff
     private var nextReconnect: ContinuousClock.Instant?
     /// Called with each reconnect attempt's delay, for progress output ("Reconnecting…").
     public var onReconnect: ((Double) -> Void)?
@@ -84,7 +85,7 @@ public final class RendezvousConnection {
     public func start() throws(RelayConnectionError) {
         // A flaky network can drop the very first handshake: try a few times, briefly, before
         // telling the person the relay cannot be reached. A malformed URL fails at once.
-        var delay = backoff.first
+        var retry = Self.backoff
         for attempt in 1...Self.firstConnectAttempts {
             do {
                 let fresh = try WebSocketClient.connect(
@@ -98,8 +99,8 @@ public final class RendezvousConnection {
                 guard attempt < Self.firstConnectAttempts, error.code != .invalidURL else {
                     throw .unreachable(url: url, reason: Self.reason(error))
                 }
-                Thread.sleep(forTimeInterval: delay)
-                delay *= backoff.factor
+                Thread.sleep(forTimeInterval: retry.delay)
+                retry.grow()
             }
         }
     }
@@ -127,8 +128,8 @@ public final class RendezvousConnection {
         }
         socket = fresh
         if case .welcome(_, nil) = decoded,
-            let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-            let welcome = object["welcome"] as? [String: Any],
+            case .object(let object)? = try? JSONParser.parse(text),
+            let welcome = object["welcome"]?.objectValue,
             let request = HashcashRequest(welcome: welcome)
         {
             fresh.send(text: HashcashRequest.submission(stamp: try solve(request)))
@@ -263,14 +264,14 @@ public final class RendezvousConnection {
                     Thread.sleep(forTimeInterval: Self.seconds(min(at, deadline) - now))
                     continue
                 }
-                onReconnect?(reconnectDelay)
-                reconnectDelay = min(reconnectDelay * backoff.factor, backoff.cap)
-                nextReconnect = now + .milliseconds(Int(reconnectDelay * 1000))
+                onReconnect?(reconnect.delay)
+                reconnect.grow()
+                nextReconnect = now + .milliseconds(Int(reconnect.delay * 1000))
                 if let fresh = try? WebSocketClient.connect(
                     url: url, options: Self.options, timeout: min(connectTimeout, remaining)),
                     try begin(fresh, timeout: min(connectTimeout, remaining))
                 {
-                    reconnectDelay = backoff.first
+                    reconnect.reset()
                     nextReconnect = nil
                 }
                 continue
@@ -293,7 +294,7 @@ public final class RendezvousConnection {
                 self.socket = nil
                 machine.disconnected()
                 // The first attempt waits the first delay, as before.
-                nextReconnect = ContinuousClock.now + .milliseconds(Int(reconnectDelay * 1000))
+                nextReconnect = ContinuousClock.now + .milliseconds(Int(reconnect.delay * 1000))
                 continue
             }
             try perform(machine.received(try Self.decode(message).1))

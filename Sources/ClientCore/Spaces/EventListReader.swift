@@ -126,6 +126,7 @@ struct EventListReader {
         var keys: MemberPublicKeys?
         var rights: MemberRights?
         var name: String?
+        var sealed: SealedName?
         var object = ObjectScan(keys: Self.memberKeys)
         while let key = nextKey(&object) {
             let read: Bool
@@ -133,15 +134,31 @@ struct EventListReader {
             case 0: read = Self.got(&id, identifier())
             case 1: read = Self.got(&keys, publicKeys())
             case 2: read = Self.got(&rights, memberRights())
-            default: read = Self.got(&name, string())
+            case 3: read = Self.got(&name, string())
+            default: read = Self.got(&sealed, sealedName())
             }
             if !read { return nil }
         }
-        guard !object.failed, let id, let keys, let rights, let name else { return nil }
-        return MemberRecord(id: id, keys: keys, rights: rights, name: name)
+        guard !object.failed, let id, let keys, let rights, name != nil || sealed != nil else { return nil }
+        // As `MemberRecord`'s decoder: beside a sealed name, a name in clear is not signed.
+        return MemberRecord(
+            id: id, keys: keys, rights: rights, name: sealed == nil ? name ?? "" : "", sealedName: sealed)
     }
 
-    private static let memberKeys = Self.keys("id", "keys", "rights", "name")
+    private mutating func sealedName() -> SealedName? {
+        var thread: ThreadID?
+        var box: [UInt8]?
+        var object = ObjectScan(keys: Self.sealedNameKeys)
+        while let key = nextKey(&object) {
+            let read = key == 0 ? Self.got(&thread, identifier()) : Self.got(&box, byteString())
+            if !read { return nil }
+        }
+        guard !object.failed, let thread, let box else { return nil }
+        return try? SealedName(thread: thread, box: box)
+    }
+
+    private static let memberKeys = Self.keys("id", "keys", "rights", "name", "sealedName")
+    private static let sealedNameKeys = Self.keys("thread", "box")
     private static let publicKeyKeys = Self.keys("encryption", "signing")
     private static let inviteKeys = Self.keys(
         "v", "space", "inviter", "inviter_key", "nameplate", "created_at", "expires_at", "uses", "signature")

@@ -295,7 +295,7 @@ public struct SpaceClient: Sendable {
         case .timedOut: code = "timed_out"
         case .resolveFailed: code = "unknown_host"
         case .tlsError, .handshakeFailed: code = "tls_failed"
-        case .connectFailed where detail.lowercased().contains("refused"): code = "connection_refused"
+        case .connectFailed where error.isConnectionRefused: code = "connection_refused"
         default: code = "unreachable"
         }
         return SpaceClientError(

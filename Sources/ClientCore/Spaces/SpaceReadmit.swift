@@ -31,9 +31,9 @@ extension SpaceSession {
                 .rejected, code: "already_member",
                 message: "That key already belongs to \(Self.label(existing)) in \(saved.name).")
         }
-        let record = MemberRecord(
-            id: .random(), keys: keys, rights: roster.rights(of: old),
-            name: name.isEmpty ? previous.name : name)
+        let record = try sealedRecord(
+            keys: keys, rights: roster.rights(of: old), name: name.isEmpty ? previous.name : name,
+            roster: roster)
         let event = try signed { () throws(KeyModelError) in
             try roster.nextEvent(.memberRekeyed(old: old, new: record), signedBy: identity)
         }

@@ -42,23 +42,41 @@ public struct SpaceSession: Sendable {
     }
 
     /// Creates a space on `server` owned by `identity`, with a first thread named
-    /// ``defaultThreadName``. Returns what to save.
+    /// ``defaultThreadName``. Returns what to save. `sealed`: the server is not told the space's
+    /// name (its public card shows none); members learn it from whoever lets them in, and links
+    /// carry it sealed under their branding key.
     public static func createSpace(
         name: String, server: String, identity: DeviceIdentity, ownerName: String = "",
-        deviceLabel: String? = nil
+        deviceLabel: String? = nil, sealed: Bool = false
     ) throws(SpaceClientError) -> SavedSpace {
         let anonymous = try SpaceClient(server: server)
         let space = SpaceID.random()
         let owner = MemberID.random()
-        let genesis = identity.createSpace(space, as: owner, ownerName: ownerName)
-        let created = try anonymous.createSpace(name: name, genesis: genesis, deviceLabel: deviceLabel)
+        // The names thread's key seals the owner's name in the very first event; the thread
+        // itself is made once the space exists.
+        let names = (thread: ThreadID.random(), key: ThreadKey.random())
+        let genesis = identity.createSpace(
+            space, as: owner,
+            ownerSealedName: SealedName.seal(
+                ownerName, key: names.key, space: space, thread: names.thread, member: owner))
+        let created = try anonymous.createSpace(
+            name: sealed ? "" : name, genesis: genesis, deviceLabel: deviceLabel)
         let saved = SavedSpace(
             space: created.space, name: name, server: anonymous.server, member: created.owner,
             ownerSigningKey: identity.publicKeys.signing.description, deviceToken: created.deviceToken.token,
             adminToken: created.adminToken)
         let session = try SpaceSession(saved: saved, identity: identity)
-        _ = try session.createThread(named: defaultThreadName)
+        _ = try session.startThreads(names: names)
         return saved
+    }
+
+    /// A new space's first threads: the default thread, then the names thread (made in that
+    /// order, so the default is the oldest thread that holds messages). Returns the default one.
+    func startThreads(names: (thread: ThreadID, key: ThreadKey)) throws(SpaceClientError) -> ThreadID {
+        let roster = try roster()
+        let first = try createThread(named: Self.defaultThreadName, roster: roster).thread
+        _ = try createThread(named: "", roster: roster, purpose: .names, preset: names)
+        return first
     }
 
     /// Opens a space this device was added to (by public key): signs in with the device key and
@@ -96,20 +114,27 @@ public struct SpaceSession: Sendable {
     }
 
     /// `events` verified from the saved owner key.
-    func verifiedRoster(_ events: [MembershipEvent]) throws(SpaceClientError) -> Roster {
+    /// `revealing`: open the sealed names with this device's keys (fetched for it); a caller that
+    /// fetches the keys anyway passes false and reveals with them (``revealNames(in:threadKeys:)``).
+    func verifiedRoster(_ events: [MembershipEvent], revealing: Bool = true) throws(SpaceClientError)
+        -> Roster
+    {
         let ownerKey: SigningPublicKey
         do throws(LocalStateError) {
             ownerKey = try saved.ownerKey()
         } catch {
             throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
         }
+        var roster: Roster
         do throws(KeyModelError) {
-            return try Roster.verify(events: events, ownerKey: ownerKey)
+            roster = try Roster.verify(events: events, ownerKey: ownerKey)
         } catch {
             throw SpaceClientError(
                 .verification, code: error.code.rawValue,
                 message: "The member list from \(client.server) does not check out: \(error.message)")
         }
+        if revealing { revealNames(in: &roster) }
+        return roster
     }
 
     /// Adds a member by public keys, then wraps the key of every thread of the whole space this
@@ -124,7 +149,7 @@ public struct SpaceSession: Sendable {
                 .rejected, code: "already_member",
                 message: "That key already belongs to \(Self.label(existing)) in \(saved.name).")
         }
-        let record = MemberRecord(id: .random(), keys: keys, rights: rights, name: name)
+        let record = try sealedRecord(keys: keys, rights: rights, name: name, roster: roster)
         let event = try signed { () throws(KeyModelError) in
             try roster.nextEvent(.memberAdded(record), signedBy: identity, invite: invite)
         }
@@ -162,16 +187,18 @@ public struct SpaceSession: Sendable {
         return keys
     }
 
-    /// Every thread of the space, with names where this device holds the key.
+    /// Every thread of the space that holds messages (not the names thread), with names where
+    /// this device holds the key.
     public func threads(roster: Roster, keys: [ThreadID: ThreadKey]) throws(SpaceClientError) -> [SpaceThread]
     {
-        try client.threads(saved.space).map { info in
+        try client.threads(saved.space).compactMap { info in
             var name: String?
             var opened: ThreadMetadata?
             if let key = keys[info.id], let metadata = info.metadata {
                 opened = ThreadMetadata.open(metadata, key: key, roster: roster)
                 name = opened?.name ?? info.id.base64URL
             }
+            if opened?.purpose == .names { return nil }
             return SpaceThread(
                 id: info.id, name: name, createdBy: info.createdBy, createdAt: info.createdAt,
                 metadata: opened)
@@ -185,17 +212,25 @@ public struct SpaceSession: Sendable {
     }
 
     /// Makes a thread for the whole space with a new key wrapped to every current member of
-    /// `roster`; `continues` names the thread it takes over from (``ThreadMetadata/continues``).
-    func createThread(named name: String, roster: Roster, continues: ThreadID? = nil)
+    /// `roster`; `continues` names the thread it takes over from (``ThreadMetadata/continues``);
+    /// `purpose` and `preset` (its id and key, when chosen beforehand) make the names thread.
+    /// `members`: instead, a thread for these current members only (``ThreadMetadata/Audience/members``).
+    func createThread(
+        named name: String, roster: Roster, continues: ThreadID? = nil,
+        purpose: ThreadMetadata.Purpose? = nil,
+        preset: (thread: ThreadID, key: ThreadKey)? = nil, members: Set<MemberID>? = nil
+    )
         throws(SpaceClientError) -> (thread: ThreadID, key: ThreadKey)
     {
-        let thread = ThreadID.random()
-        let key = ThreadKey.random()
-        let wraps = roster.members.values.sorted { $0.id < $1.id }.map { member in
+        let thread = preset?.thread ?? ThreadID.random()
+        let key = preset?.key ?? ThreadKey.random()
+        let recipients = roster.members.values.filter { members?.contains($0.id) ?? true }
+        let wraps = recipients.sorted { $0.id < $1.id }.map { member in
             identity.wrap(key, for: member, in: saved.space, thread: thread)
         }
         let metadata = ThreadMetadata(
-            name: name, audience: .space, continues: continues, keyMadeAt: roster.nextSequence
+            name: name, audience: members == nil ? .space : .members, continues: continues,
+            keyMadeAt: roster.nextSequence, purpose: purpose, members: members.map { $0.sorted() }
         ).sealed(by: identity, key: key, space: saved.space, thread: thread, author: saved.member)
         try client.createThread(saved.space, thread: thread, wraps: wraps, metadata: metadata)
         return (thread, key)
@@ -206,8 +241,10 @@ public struct SpaceSession: Sendable {
     public func open(thread text: String?) throws(SpaceClientError)
         -> (roster: Roster, keys: [ThreadID: ThreadKey], thread: SpaceThread)
     {
-        let roster = try roster()
+        // One request for the keys, which open the names too.
+        var roster = try verifiedRoster(try client.events(saved.space), revealing: false)
         let keys = try threadKeys(roster: roster)
+        revealNames(in: &roster, threadKeys: keys)
         return (roster, keys, try resolveThread(text, roster: roster, keys: keys))
     }
 

@@ -19,9 +19,23 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
         case members
     }
 
+    /// What a thread is for beyond messages.
+    public enum Purpose: String, Codable, Sendable {
+        /// The space's names thread: its key seals members' names (``SealedName``); it holds no
+        /// messages and is not listed.
+        case names
+    }
+
     public let name: String
     /// Nil in the older form, which did not say.
     public let audience: Audience?
+    /// Nil for a thread of messages.
+    public let purpose: Purpose?
+    /// For a thread of a set of members (``Audience/members``): who it is for, as member ids
+    /// (a link's signer stands for whoever claims the link), so that whoever writes after
+    /// someone left can continue it for those who remain. Nil for the space's threads and in
+    /// older metadata.
+    public let members: [MemberID]?
     /// The thread this one continues with a new key after someone who could read it left
     /// (`docs/key-model.md`); nil for a thread of its own.
     public let continues: ThreadID?
@@ -35,12 +49,17 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
     private static let currentFormat = "eleven-thread-1"
 
     enum CodingKeys: String, CodingKey {
-        case name, audience, format, continues, keyMadeAt
+        case name, audience, format, continues, keyMadeAt, purpose, members
     }
 
-    public init(name: String, audience: Audience, continues: ThreadID? = nil, keyMadeAt: UInt64? = nil) {
+    public init(
+        name: String, audience: Audience, continues: ThreadID? = nil, keyMadeAt: UInt64? = nil,
+        purpose: Purpose? = nil, members: [MemberID]? = nil
+    ) {
         self.name = name
         self.audience = audience
+        self.purpose = purpose
+        self.members = members
         self.continues = continues
         self.keyMadeAt = keyMadeAt
         format = Self.currentFormat
@@ -55,6 +74,8 @@ public struct ThreadMetadata: Codable, Sendable, Equatable {
         } else {
             name = String(decoding: plaintext, as: UTF8.self)
             audience = nil
+            purpose = nil
+            members = nil
             continues = nil
             keyMadeAt = nil
             format = ""
@@ -112,19 +133,61 @@ extension SpaceSession {
     /// its creator sealed it, so an attendant admitting many joiners opens and verifies each
     /// thread's once, not once per joiner (it was a signature check and a decryption per
     /// thread per join). Only metadata that opened is remembered; bounded.
-    private static let verifiedAudiences = Locked<[String: Bool]>([:])
+    private static let verifiedAudiences = Locked<[String: ThreadMetadata]>([:])
     static let verifiedAudiencesCapacity = 4096
 
     private static func isShared(_ thread: ThreadID, _ metadata: String, _ key: ThreadKey, _ roster: Roster)
         -> Bool
     {
+        verifiedMetadata(thread, metadata, key, roster)?.isShared ?? false
+    }
+
+    /// A thread's metadata opened and verified, once per thread and metadata text.
+    static func verifiedMetadata(_ thread: ThreadID, _ metadata: String, _ key: ThreadKey, _ roster: Roster)
+        -> ThreadMetadata?
+    {
         let cacheKey = thread.base64URL + ":" + metadata
         if let known = verifiedAudiences.withLock({ $0[cacheKey] }) { return known }
-        guard let opened = ThreadMetadata.open(metadata, key: key, roster: roster) else { return false }
+        guard let opened = ThreadMetadata.open(metadata, key: key, roster: roster) else { return nil }
         verifiedAudiences.withLock { cache in
             if cache.count >= verifiedAudiencesCapacity { cache.removeAll() }
-            cache[cacheKey] = opened.isShared
+            cache[cacheKey] = opened
         }
-        return opened.isShared
+        return opened
+    }
+
+    /// The space's names thread as this device holds it: of the threads whose verified metadata
+    /// says they are for names, the oldest (then the smallest id), so every member seals under
+    /// the same one even when two were made at once, followed to its newest successor (one
+    /// continues it after someone who held its key left, as a message thread does). Nil when
+    /// there is none (a space from before names were sealed) or this device holds no key to it.
+    public static func namesThread(
+        _ keys: [ThreadID: ThreadKey], threads: [SpaceWire.ThreadInfo]?, roster: Roster
+    ) -> (thread: ThreadID, key: ThreadKey)? {
+        namesThreads(keys, threads: threads, roster: roster).last.map { ($0.thread, $0.key) }
+    }
+
+    /// Every names thread this device holds, the oldest first and the one to seal under last,
+    /// with its metadata: a direct conversation's link carries them all, so its holder reads the
+    /// names sealed under earlier ones too.
+    static func namesThreads(
+        _ keys: [ThreadID: ThreadKey], threads: [SpaceWire.ThreadInfo]?, roster: Roster
+    ) -> [(thread: ThreadID, key: ThreadKey, metadata: ThreadMetadata, createdAt: Int64)] {
+        let all = (threads ?? []).compactMap {
+            info -> (thread: ThreadID, key: ThreadKey, metadata: ThreadMetadata, createdAt: Int64)? in
+            guard let key = keys[info.id], let text = info.metadata,
+                let metadata = verifiedMetadata(info.id, text, key, roster), metadata.purpose == .names
+            else { return nil }
+            return (info.id, key, metadata, info.createdAt)
+        }.sorted { ($0.createdAt, $0.thread) < ($1.createdAt, $1.thread) }
+        guard var current = all.first else { return [] }
+        var chain = [current]
+        while let next = all.first(where: { $0.metadata.continues == current.thread }),
+            !chain.contains(where: { $0.thread == next.thread })
+        {
+            chain.append(next)
+            current = next
+        }
+        return all.filter { one in !chain.contains { $0.thread == one.thread } } + chain
     }
 }

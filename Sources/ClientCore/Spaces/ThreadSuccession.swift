@@ -48,19 +48,45 @@ extension SpaceSession {
 
     /// ``open(thread:)`` for writing: when someone who held the thread's key has left since the
     /// key was made, the thread first continues under a new key wrapped only to the current
-    /// members, and that is the thread returned. Threads for a set of members (a direct
-    /// conversation) keep their key (`docs/key-model.md`, "Not yet").
+    /// members (for a thread of a set of members, a direct conversation: to those of its members
+    /// who remain), and that is the thread returned.
     public func openForSending(thread text: String?) throws(SpaceClientError)
         -> (roster: Roster, keys: [ThreadID: ThreadKey], thread: SpaceThread)
     {
         var (roster, keys, thread) = try open(thread: text)
-        guard let metadata = thread.metadata, metadata.isShared,
+        guard let metadata = thread.metadata, metadata.isShared || metadata.audience == .members,
             roster.hasLostMemberSince(metadata.keyMadeAt ?? 0)
         else { return (roster, keys, thread) }
-        let (id, key) = try createThread(named: metadata.name, roster: roster, continues: thread.id)
+        let members =
+            metadata.isShared ? nil : try remainingMembers(of: thread, roster: roster, keys: keys)
+        let (id, key) = try createThread(
+            named: metadata.name, roster: roster, continues: thread.id, members: members)
         keys[id] = key
         // Another device may have continued it at the same moment: write where everyone reads.
         thread = try resolveThread(thread.id.base64URL, roster: roster, keys: keys)
         return (roster, keys, thread)
+    }
+
+    /// The current members a thread of a set of members is for: those its metadata names (a
+    /// link's signer standing for whoever claimed the link, a re-keyed member for their new
+    /// identity), this device's member always. Older metadata names nobody: then its creator and
+    /// the authors of its messages (and of its predecessors'), as far as this device can read.
+    private func remainingMembers(
+        of thread: SpaceThread, roster: Roster, keys: [ThreadID: ThreadKey]
+    ) throws(SpaceClientError) -> Set<MemberID> {
+        var named: [MemberID] = []
+        var current: SpaceThread? = thread
+        var seen: Set<ThreadID> = []
+        let all = try threads(roster: roster, keys: keys)
+        while let this = current, seen.insert(this.id).inserted {
+            named.append(this.createdBy)
+            if let listed = this.metadata?.members {
+                named += listed
+                break
+            }
+            named += try read(this.id, roster: roster, keys: keys).messages.map(\.author)
+            current = this.metadata?.continues.flatMap { id in all.first { $0.id == id && $0.isReadable } }
+        }
+        return roster.currentMembers(standingFor: named + [saved.member])
     }
 }

@@ -98,3 +98,67 @@ public struct PendingJoinStore: Sendable {
         }
     }
 }
+
+/// A join attempt whose confirmation went out and never checked out (``JoinAttemptReport``),
+/// kept until an attendant has heard of it: recorded before the confirmation is sent, removed
+/// when the attendant's confirmation verifies, and otherwise finished with how the join ended.
+public struct FailedJoinAttempt: Codable, Sendable, Equatable {
+    /// The join's id (``PendingJoin/id``).
+    public let id: String
+    public let relay: String
+    public let nameplate: Rendezvous.Nameplate
+    public let side: Rendezvous.Side
+    public let at: Int64
+    /// How the join ended; nil while it may still be resumed.
+    public var outcome: String?
+
+    public init(_ join: PendingJoin, at: Int64) {
+        id = join.id
+        relay = join.relay
+        nameplate = join.nameplate
+        side = join.machine.side
+        self.at = at
+        outcome = nil
+    }
+
+    /// What the next attendant is told (finished attempts only).
+    public var report: JoinAttemptReport? {
+        outcome.map { JoinAttemptReport(relay: relay, nameplate: nameplate, side: side, at: at, outcome: $0) }
+    }
+}
+
+/// The failed attempts this device has not told an attendant about yet (`failed-joins.sealed`,
+/// durable: a record must exist before the confirmation it stands for goes out).
+public struct FailedJoinAttemptStore: Sendable {
+    public let directory: StateDirectory
+    /// Kept at most; the oldest go first.
+    static let capacity = 32
+
+    public init(directory: StateDirectory) {
+        self.directory = directory
+    }
+
+    private var file: SealedStateFile<[FailedJoinAttempt]> {
+        SealedStateFile(
+            directory: directory, keyFile: "joins.key", sealedFile: "failed-joins.sealed",
+            additionalData: Array("eleven/failed-joins/v1".utf8), what: "failed join attempts")
+    }
+
+    public func load() throws(LocalStateError) -> [FailedJoinAttempt] {
+        try file.load() ?? []
+    }
+
+    /// Changes the list under the state lock.
+    public func update(_ change: (inout [FailedJoinAttempt]) -> Void) throws(LocalStateError) {
+        try directory.locked { () throws(LocalStateError) in
+            var all = try load()
+            change(&all)
+            try file.save(all.isEmpty ? nil : Array(all.suffix(Self.capacity)))
+        }
+    }
+
+    /// The reports to send with the next join (finished attempts, newest last).
+    public func reports() throws(LocalStateError) -> [JoinAttemptReport] {
+        Array(try load().compactMap(\.report).suffix(JoinAttemptReport.maxPerRequest))
+    }
+}

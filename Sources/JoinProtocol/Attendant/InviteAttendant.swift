@@ -75,7 +75,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         /// A joiner proved the code and is being added: their use is taken already. After a
         /// restart only the same joiner (the same public keys, replayed by the relay) is answered.
         case admitting(
-            nameplate: Rendezvous.Nameplate, use: Int, connection: RendezvousMachine, joinerKeys: String)
+            nameplate: Rendezvous.Nameplate, use: Int, connection: RendezvousMachine, joinerKeys: JoinerKeys)
         /// Over. `nameplate` is where the ending's notice was left, if it had one.
         case ended(Ending, nameplate: Rendezvous.Nameplate?)
     }
@@ -113,7 +113,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         /// The joiner's confirmation verified: their failure is given back.
         case codeProven
         /// A joiner proved the code and is about to be added: take their use now.
-        case admitting(joinerKeys: String)
+        case admitting(joinerKeys: JoinerKeys)
         /// Adding that joiner failed and they are seen not to be a member: give the use back.
         case admissionFailed
         /// The current use ended.
@@ -123,6 +123,11 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         /// Stop attending (an inviter who lost the right, a record never signed, a person's
         /// cancel).
         case cancel
+        /// A joiner who proved another code reported an attempt on this invite, from `side`,
+        /// that failed after its confirmation went out (``JoinAttemptReport``). One this
+        /// attendant never heard from was answered by someone else (a relay posing as the
+        /// attendant, who tested a guess on it): it counts as a failure, and may burn the invite.
+        case attemptReported(side: Rendezvous.Side)
     }
 
     /// What the driver does, in order. The last step action (`allocate`, `prepare`, `attend`)
@@ -139,7 +144,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         /// whose use was taken before a restart (only they are answered).
         case attend(
             nameplate: Rendezvous.Nameplate, use: Int, connection: RendezvousMachine, until: Int64,
-            admittingKeys: String?)
+            admittingKeys: JoinerKeys?)
         /// Close the mailbox of an abandoned use (mood lonely), so its joiner hears nobody attends.
         case closeMailbox(RendezvousMachine)
         /// Leave `notice` on `nameplate` for late joiners.
@@ -156,6 +161,9 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
         case turnedAway
         /// A wrong code; `failuresLeft` 0 means it burned the invite (``ended(_:)`` follows).
         case wrongCode(JoinFailure, failuresLeft: Int)
+        /// A joiner's failed attempt this attendant never saw was reported and counted
+        /// (``Event/attemptReported(side:)``); `failuresLeft` 0: the invite is burned.
+        case attemptReported(failuresLeft: Int)
         case ended(Ending)
     }
 
@@ -165,6 +173,11 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
     public private(set) var taken: Int
     /// Failed attempts so far.
     public private(set) var failures: Int
+    /// The sides of the joiners heard on this invite (the latest ``seenCapacity``), so that a
+    /// reported attempt is told apart from one counted here already. Optional: invites saved
+    /// before it have none.
+    public private(set) var seenSides: [Rendezvous.Side]?
+    static let seenCapacity = 256
 
     /// A new invite: allocate a nameplate first.
     public init(policy: Policy) {
@@ -220,6 +233,25 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
 
     public var isOpen: Bool { ending == nil }
 
+    /// Whether a joiner on `side` was heard on this invite.
+    public func hasSeen(_ side: Rendezvous.Side) -> Bool { seenSides?.contains(side) == true }
+
+    private mutating func remember(_ side: Rendezvous.Side) {
+        var sides = seenSides ?? []
+        guard !sides.contains(side) else { return }
+        sides.append(side)
+        seenSides = Array(sides.suffix(Self.seenCapacity))
+    }
+
+    /// Whether `report` is about this invite: the same relay and nameplate, at a time the invite
+    /// was open (`createdAt`: when it was made; five minutes either way for the joiner's clock).
+    /// Nameplates are reused, so the time matters.
+    public func isAbout(_ report: JoinAttemptReport, relay: String, createdAt: Int64) -> Bool {
+        let skew: Int64 = 300
+        return report.relay == relay && report.nameplate == nameplate && report.at >= createdAt - skew
+            && report.at <= policy.expiresAt + skew
+    }
+
     // MARK: Events
 
     /// What to do now: after a restart, or to begin. Ends an invite whose time is up.
@@ -243,6 +275,7 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
             // Mid-step (the driver is attending): counted and saved before the joiner's message
             // is looked at, whatever it turns out to be.
             if !attempt { failures += 1 }
+            if let side = connection.peerSide { remember(side) }
             state = .attending(nameplate: nameplate, use: use, connection: connection, attempt: true)
             return []
         case (.attending(let nameplate, let use, let connection, true), .codeProven):
@@ -264,6 +297,13 @@ public struct InviteAttendant: Codable, Sendable, Equatable {
             return endUse(outcome, nameplate: nameplate, use: use, attempt: attempt, now: now)
         case (.admitting(let nameplate, let use, _, _), .useEnded(let outcome)):
             return endUse(outcome, nameplate: nameplate, use: use, attempt: false, now: now)
+        case (_, .attemptReported(let side)):
+            // Counted between steps: the current step is asked again (or the invite ends).
+            guard !hasSeen(side) else { return [] }
+            remember(side)
+            failures += 1
+            let report = Action.report(.attemptReported(failuresLeft: failuresLeft))
+            return failures >= policy.maxFailures ? [report] + end(.burned) : [report]
         case (_, .idle):
             break
         default:

@@ -87,6 +87,11 @@ struct JoinInbox {
 public struct JoinerSession: ~Copyable {
     public enum Output: Equatable, Sendable {
         case send(Rendezvous.Phase, [UInt8])
+        /// Our confirmation goes out next: from then on whoever answered in the mailbox can test
+        /// one guess of the code against it. Record the attempt durably before sending.
+        case codeSent
+        /// The attendant's confirmation verified: the attempt checked out (whatever follows).
+        case codeProven
         /// Both confirmations verified and the nonces exchanged: `sas` is shown as words
         /// (``VerificationWords``), for the person to compare with the inviter's.
         case codeAccepted(sas: [UInt8])
@@ -168,8 +173,13 @@ public struct JoinerSession: ~Copyable {
             guard phase == .pake || phase == .confirm else { return [] }
             if phase == .pake { pakeReceived = true }
             do {
-                var out = try handshake.receive(phase: phase, body: body).map { Output.send($0.0, $0.1) }
+                var out: [Output] = []
+                for (phase, body) in try handshake.receive(phase: phase, body: body) {
+                    if phase == .confirm { out.append(.codeSent) }
+                    out.append(.send(phase, body))
+                }
                 if let channel = handshake.channel {
+                    out.append(.codeProven)
                     // Commit to our nonce before anything of the attendant's words is known;
                     // the request travels with the commitment.
                     let commitment = ShortAuthenticationString.commitment(to: nonce)

@@ -1,46 +1,14 @@
 import Foundation
+import Mailbox
 
-/// Identifiers of the mailbox protocol. Distinct types so a side is never passed as a phase.
+/// The mailbox protocol's identifiers, as the client's machines name them. Each is defined once,
+/// in `Mailbox`, for the relay and the clients alike.
 public enum Rendezvous {
-    /// A client's random session identifier (10 lowercase hex characters, as every known client).
-    public struct Side: Hashable, Sendable, Codable, CustomStringConvertible {
-        public let value: String
-        public init(_ value: String) { self.value = value }
-        public var description: String { value }
-
-        /// A fresh side: 5 random bytes as hex.
-        public static func random<R: RandomNumberGenerator>(using rng: inout R) -> Side {
-            Side((0..<5).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &rng)) }.joined())
-        }
-    }
-
-    /// The short public number that points at a mailbox (the `42` of `coral-piano-42`).
-    public struct Nameplate: Hashable, Sendable, Codable, CustomStringConvertible {
-        public let value: String
-        public init(_ value: String) { self.value = value }
-        public var description: String { value }
-    }
-
-    /// The server's long random mailbox id.
-    public struct MailboxID: Hashable, Sendable, Codable, CustomStringConvertible {
-        public let value: String
-        public init(_ value: String) { self.value = value }
-        public var description: String { value }
-    }
-
-    /// A message label. Each side uses each phase once.
-    public struct Phase: Hashable, Sendable, Codable, CustomStringConvertible {
-        public let value: String
-        public init(_ value: String) { self.value = value }
-        public var description: String { value }
-        public static let pake = Phase("pake")
-        public static let version = Phase("version")
-    }
-
-    /// How a side feels when it closes a mailbox; the relay only counts these.
-    public enum Mood: String, Sendable, Codable {
-        case happy, lonely, scary, errory
-    }
+    public typealias Side = Mailbox.Side
+    public typealias Nameplate = Mailbox.Nameplate
+    public typealias MailboxID = Mailbox.MailboxID
+    public typealias Phase = Mailbox.Phase
+    public typealias Mood = Mailbox.Mood
 }
 
 /// A command from client to relay.
@@ -55,37 +23,38 @@ public enum ClientMessage: Equatable, Sendable {
     case list
     case ping(Int)
 
-    /// The JSON object sent in one WebSocket text frame.
+    /// The JSON object sent in one WebSocket text frame, written by the mailbox protocol's one
+    /// codec (`Mailbox`'s ``JSONWriter``, as the relay writes its frames). Members in key order,
+    /// as every Eleven client has sent them.
     public var json: String {
-        var object: [String: JSONText]
+        var members: [(String, JSONValue)]
         switch self {
         case .bind(let appID, let side, let version):
-            object = [
-                "type": .string("bind"), "appid": .string(appID), "side": .string(side.value),
-                "client_version": .strings(version),
+            members = [
+                ("appid", .string(appID)), ("client_version", .array(version.map { .string($0) })),
+                ("side", .string(side.value)), ("type", "bind"),
             ]
         case .allocate:
-            object = ["type": .string("allocate")]
+            members = [("type", "allocate")]
         case .claim(let nameplate):
-            object = ["type": .string("claim"), "nameplate": .string(nameplate.value)]
+            members = [("nameplate", .string(nameplate.value)), ("type", "claim")]
         case .release(let nameplate):
-            object = ["type": .string("release")]
-            if let nameplate { object["nameplate"] = .string(nameplate.value) }
+            members = [("type", "release")]
+            if let nameplate { members.insert(("nameplate", .string(nameplate.value)), at: 0) }
         case .open(let mailbox):
-            object = ["type": .string("open"), "mailbox": .string(mailbox.value)]
+            members = [("mailbox", .string(mailbox.value)), ("type", "open")]
         case .add(let phase, let body):
-            object = [
-                "type": .string("add"), "phase": .string(phase.value), "body": .string(Hex.encode(body)),
-            ]
+            members = [("body", .string(Hex.encode(body))), ("phase", .string(phase.value)), ("type", "add")]
         case .close(let mailbox, let mood):
-            object = ["type": .string("close"), "mood": .string(mood.rawValue)]
-            if let mailbox { object["mailbox"] = .string(mailbox.value) }
+            members = [("mood", .string(mood.rawValue)), ("type", "close")]
+            if let mailbox { members.insert(("mailbox", .string(mailbox.value)), at: 0) }
         case .list:
-            object = ["type": .string("list")]
+            members = [("type", "list")]
         case .ping(let n):
-            object = ["type": .string("ping"), "ping": .int(n)]
+            members = [("ping", .number(JSONNumber(n))), ("type", "ping")]
         }
-        return String(decoding: JSONText.object(object), as: UTF8.self)
+        return JSONWriter.string(
+            .object(JSONObject(members.map { JSONObject.Member(key: $0.0, value: $0.1) })))
     }
 }
 
@@ -103,24 +72,23 @@ public enum ServerMessage: Equatable, Sendable {
     case error(String, origType: String?)
     case unknown(String)
 
-    /// Decodes one text frame from the relay.
+    /// Decodes one text frame from the relay with the mailbox protocol's one codec (`Mailbox`'s
+    /// ``JSONParser``, which the relay reads its frames with).
     public init(json text: String) throws(RendezvousError) {
-        guard let data = text.data(using: .utf8),
-            let any = try? JSONSerialization.jsonObject(with: data),
-            let object = any as? [String: Any], let type = object["type"] as? String
+        guard case .object(let object)? = try? JSONParser.parse(text), let type = object["type"]?.stringValue
         else {
             throw .protocolViolation("the relay sent something that is not a mailbox message")
         }
         func string(_ key: String) throws(RendezvousError) -> String {
-            guard let v = object[key] as? String else {
+            guard let v = object[key]?.stringValue else {
                 throw .protocolViolation("the relay's '\(type)' message has no '\(key)'")
             }
             return v
         }
         switch type {
         case "welcome":
-            let welcome = object["welcome"] as? [String: Any] ?? [:]
-            self = .welcome(motd: welcome["motd"] as? String, error: welcome["error"] as? String)
+            let welcome = object["welcome"]?.objectValue ?? JSONObject()
+            self = .welcome(motd: welcome["motd"]?.stringValue, error: welcome["error"]?.stringValue)
         case "ack": self = .ack
         case "allocated": self = .allocated(Rendezvous.Nameplate(try string("nameplate")))
         case "claimed": self = .claimed(Rendezvous.MailboxID(try string("mailbox")))
@@ -134,12 +102,19 @@ public enum ServerMessage: Equatable, Sendable {
                 side: Rendezvous.Side(try string("side")), phase: Rendezvous.Phase(try string("phase")),
                 body: body)
         case "nameplates":
-            let list = object["nameplates"] as? [[String: Any]] ?? []
-            self = .nameplates(list.compactMap { ($0["id"] as? String).map(Rendezvous.Nameplate.init) })
-        case "pong": self = .pong(object["pong"] as? Int)
+            var list: [Rendezvous.Nameplate] = []
+            if case .array(let entries)? = object["nameplates"] {
+                for entry in entries {
+                    if let id = entry.objectValue?["id"]?.stringValue {
+                        list.append(Rendezvous.Nameplate(id))
+                    }
+                }
+            }
+            self = .nameplates(list)
+        case "pong": self = .pong(object["pong"]?.integerValue)
         case "error":
-            let orig = (object["orig"] as? [String: Any])?["type"] as? String
-            self = .error(object["error"] as? String ?? "unspecified error", origType: orig)
+            let orig = object["orig"]?.objectValue?["type"]?.stringValue
+            self = .error(object["error"]?.stringValue ?? "unspecified error", origType: orig)
         default: self = .unknown(type)
         }
     }

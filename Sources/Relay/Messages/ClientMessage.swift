@@ -1,3 +1,5 @@
+import Mailbox
+
 /// One client → server message, decoded.
 ///
 /// Decoding is split in two so the relay can answer in the deployed server's order: the
@@ -20,7 +22,7 @@ public struct ClientMessage: Sendable, Equatable {
     ) -> Result<ClientMessage, ClientMessageError> {
         let value: JSONValue
         do {
-            value = try JSONParser.parse(payload)
+            value = try JSONParser.parse(Array(payload))
         } catch {
             return .failure(ClientMessageError(error: .notJSON(error), orig: .null))
         }

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// An `error` the relay sends to a client: a stable machine-readable ``code`` and the exact
 /// wire text in ``message``. Where the deployed mailbox server has a string for the case, the
 /// message is that string byte for byte (clients and tests match on it).

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// One server → client message. ``encoded(serverTX:)`` adds `type` and `server_tx`, stamped by
 /// the caller just before the frame is written.
 ///
@@ -43,17 +45,17 @@ public enum ServerMessage: Sendable, Equatable {
         case .pong(let value):
             o.append("pong", value)
         case .nameplates(let names):
-            let list = names.map { JSONValue.object(JSONObject(["id": .string($0.rawValue)])) }
+            let list = names.map { JSONValue.object(JSONObject(["id": .string($0.value)])) }
             o.append("nameplates", .array(list))
         case .allocated(let nameplate):
-            o.append("nameplate", .string(nameplate.rawValue))
+            o.append("nameplate", .string(nameplate.value))
         case .claimed(let mailbox):
-            o.append("mailbox", .string(mailbox.rawValue))
+            o.append("mailbox", .string(mailbox.value))
         case .released, .closed:
             break
         case .message(let m):
-            o.append("side", .string(m.side.rawValue))
-            o.append("phase", .string(m.phase.rawValue))
+            o.append("side", .string(m.side.value))
+            o.append("phase", .string(m.phase.value))
             o.append("body", .string(m.body))
             o.append("server_rx", .number(JSONNumber(m.serverRX.secondsSince1970)))
             o.append("id", m.messageID)

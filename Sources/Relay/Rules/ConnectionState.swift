@@ -1,3 +1,5 @@
+import Mailbox
+
 /// What the relay remembers about one live connection. Mirrors the per-connection flags of the
 /// reference's WebSocket handler: each command may be used once per connection, while state
 /// across connections is keyed by (AppID, side).

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// Picks a random free nameplate of the shortest length it finds, as the reference does: 1–9 if
 /// any is free, else 10–99, else 100–999 (tried by 64 random draws, not by looking at all 900:
 /// on a busy relay most rest, and every allocation would pay for all of them), else up to 1000
@@ -29,7 +31,7 @@ enum NameplateAllocator {
     /// 1, 2 or 3 for the names allocation makes of that many digits ("7", "42", "512"; not
     /// "07" or "0"), else nil.
     static func shortLength(_ name: Nameplate) -> Int? {
-        let raw = name.rawValue.utf8
+        let raw = name.value.utf8
         guard (1...3).contains(raw.count), raw.first != UInt8(ascii: "0") else { return nil }
         return raw.count
     }

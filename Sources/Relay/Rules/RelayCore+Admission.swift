@@ -1,3 +1,5 @@
+import Mailbox
+
 /// Connections coming and going, the welcome, `bind`, and optional hashcash admission.
 extension RelayCore {
     mutating func openConnection(_ id: ConnectionID, address: ClientAddress?, now: RelayInstant) {

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// Expiry: mailboxes nobody is subscribed to are deleted once idle for their AppID's time.
 extension RelayCore {
     mutating func expire(now: RelayInstant) {
@@ -13,7 +15,7 @@ extension RelayCore {
             }
         }
         // A stable order keeps the writes reproducible.
-        expired.sort { ($0.app.rawValue, $0.id.rawValue) < ($1.app.rawValue, $1.id.rawValue) }
+        expired.sort { ($0.app.value, $0.id.value) < ($1.app.value, $1.id.value) }
         for key in expired { retireMailbox(key, pruned: true) }
         connectionLimiter.forgetFullBuckets(now: now)
         allocationLimiter.forgetFullBuckets(now: now)

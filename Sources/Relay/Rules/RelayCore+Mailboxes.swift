@@ -1,3 +1,5 @@
+import Mailbox
+
 /// `open`, `add`, `close`: mailboxes, where the two sides' messages wait for each other.
 extension RelayCore {
     /// More than two distinct sides on one mailbox is `crowded`.

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// `list`, `allocate`, `claim`, `release`: nameplates, the short names that lead to mailboxes.
 extension RelayCore {
     mutating func list(connection id: ConnectionID, app: AppID) -> Result<Void, RelayError> {
@@ -147,13 +149,13 @@ extension RelayCore {
         }
         let text: String
         if let given {
-            if let claimed = connection.claimedNameplate, claimed.rawValue != given {
+            if let claimed = connection.claimedNameplate, claimed.value != given {
                 return .failure(.releaseNameplateMismatch)
             }
             text = given
         } else {
             guard let claimed = connection.claimedNameplate else { return .failure(.releaseWithoutClaim) }
-            text = claimed.rawValue
+            text = claimed.value
         }
         connections[id]?.didRelease = true
         // Releasing something unknown (or invalid) silently succeeds, as in the reference.

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// Several relay nodes sharing one store (multi-node, `docs/multi-node.md`).
 ///
 /// Every node keeps the whole durable state in memory, as a single node does, and the store
@@ -120,14 +122,14 @@ extension RelayCore {
         // Sorted, so the writes are reproducible.
         let released = state.nameplates.filter { Self.allDone($0.value.sides.values.map(\.claimed)) }.keys
         for key in released.sorted(by: {
-            ($0.app.rawValue, $0.name.rawValue) < ($1.app.rawValue, $1.name.rawValue)
+            ($0.app.value, $0.name.value) < ($1.app.value, $1.name.value)
         }) {
             retireNameplate(key, pruned: false)
         }
         // As on one node, the last close deletes the mailbox even if a connection of a closed
         // side still listens.
         let closed = state.mailboxes.filter { Self.allDone($0.value.sides.values.map(\.opened)) }.keys
-        for key in closed.sorted(by: { ($0.app.rawValue, $0.id.rawValue) < ($1.app.rawValue, $1.id.rawValue) }
+        for key in closed.sorted(by: { ($0.app.value, $0.id.value) < ($1.app.value, $1.id.value) }
         ) {
             retireMailbox(key, pruned: false)
         }

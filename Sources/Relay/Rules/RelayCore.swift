@@ -1,3 +1,5 @@
+import Mailbox
+
 /// The mailbox server's rules as a pure state machine: events in (a connection opened, a frame
 /// arrived, a connection closed, time passed), ``RelayOutput`` out (durable writes to commit,
 /// then frames to send and connections to close). No sockets, threads, clock or entropy of its

@@ -1,6 +1,6 @@
 import Foundation
 import Net
-import Synchronization
+import Support
 
 /// The glue's side of the seam: maps ``ConnectionID``s to open WebSockets and implements
 /// ``RelayConnectionSink`` on top of them.
@@ -18,10 +18,10 @@ final class ConnectionTable: RelayConnectionSink {
         var afterAck = false
     }
 
-    private let entries = Mutex<[ConnectionID: Entry]>([:])
+    private let entries = Locked<[ConnectionID: Entry]>([:])
     let latency = LatencyHistogram()
-    private let failureHandler = Mutex<(@Sendable (RelayStorageError) -> Void)?>(nil)
-    private let recoveryHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let failureHandler = Locked<(@Sendable (RelayStorageError) -> Void)?>(nil)
+    private let recoveryHandler = Locked<(@Sendable () -> Void)?>(nil)
 
     func add(_ id: ConnectionID, _ socket: WebSocket) {
         entries.withLock { $0[id] = Entry(socket: socket) }
@@ -110,7 +110,7 @@ final class LatencyHistogram: Sendable {
         var count = 0
     }
 
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     func observe(nanoseconds: UInt64) {
         let seconds = Double(nanoseconds) / 1e9

@@ -1,5 +1,6 @@
 import Foundation
-import Synchronization
+import Mailbox
+import Support
 
 /// One value in a log line.
 public enum RelayLogValue: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
@@ -21,7 +22,7 @@ public final class RelayLog: Sendable {
     public enum Level: String, Sendable { case info, warning, error }
 
     private let write: @Sendable (String) -> Void
-    private let lock = Mutex(())
+    private let lock = Locked(())
 
     /// Logs to standard error.
     public convenience init() {

@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import Support
 
 /// What the network glue implements so the relay can talk to connections. Calls arrive in

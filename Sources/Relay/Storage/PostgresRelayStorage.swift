@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Mailbox
 import Support
 
 /// The PostgreSQL schema, versioned in `relay_schema_version`. `migrations[i]` takes a
@@ -257,14 +258,14 @@ public final class PostgresRelayStorage: RelayStorage {
         var rows = try connection.execute("SELECT app_id, name, mailbox_id FROM nameplates", code: .read)
         for r in 0..<rows.rowCount {
             let key = NameplateKey(
-                app: AppID(string(rows, r, 0)), name: Nameplate(trusted: string(rows, r, 1)))
+                app: AppID(string(rows, r, 0)), name: Nameplate(string(rows, r, 1)))
             snapshot.nameplates[key] = NameplateRecord(mailbox: MailboxID(string(rows, r, 2)))
         }
         rows = try connection.execute(
             "SELECT app_id, name, side, claimed, added FROM nameplate_sides", code: .read)
         for r in 0..<rows.rowCount {
             let key = NameplateKey(
-                app: AppID(string(rows, r, 0)), name: Nameplate(trusted: string(rows, r, 1)))
+                app: AppID(string(rows, r, 0)), name: Nameplate(string(rows, r, 1)))
             snapshot.nameplates[key]?.sides[Side(string(rows, r, 2))] = NameplateSideRecord(
                 claimed: rows.text(r, 3) == "t",
                 added: RelayInstant(secondsSince1970: double(rows.text(r, 4))))
@@ -441,7 +442,7 @@ public final class PostgresRelayStorage: RelayStorage {
         _ request: NameplateRequest, node: String, to work: inout PostgresStatements
     ) throws(RelayStorageError) {
         // The feed entry's JSON around the name the database picks (names are digits).
-        let placeholder = Nameplate(trusted: "\u{1}")
+        let placeholder = Nameplate("\u{1}")
         let entry = StorageOpCoding.encode([
             .putNameplate(NameplateKey(app: request.app, name: placeholder), mailbox: request.mailbox)
         ])
@@ -466,7 +467,7 @@ public final class PostgresRelayStorage: RelayStorage {
                 SELECT (SELECT seq FROM logged)
                 """,
                 [
-                    request.app.rawValue, name.rawValue, node,
+                    request.app.value, name.value, node,
                     StorageOpCoding.encode([.deleteNameplate(NameplateKey(app: request.app, name: name))]),
                 ])
         }
@@ -485,10 +486,10 @@ public final class PostgresRelayStorage: RelayStorage {
                 (SELECT seq FROM logged)
             """,
             [
-                request.app.rawValue,
-                "{" + request.candidates.map(\.rawValue).joined(separator: ",") + "}",
-                request.mailbox.rawValue, node, around[0], around[1],
-                request.isAllocation ? nil : request.candidates.first?.rawValue,
+                request.app.value,
+                "{" + request.candidates.map(\.value).joined(separator: ",") + "}",
+                request.mailbox.value, node, around[0], around[1],
+                request.isAllocation ? nil : request.candidates.first?.value,
             ])
     }
 
@@ -502,7 +503,7 @@ public final class PostgresRelayStorage: RelayStorage {
         if let name = row.text(0, 0) {
             created = row.text(0, 2).flatMap { Int64($0) }
             grant = NameplateGrant(
-                app: request.app, name: Nameplate(trusted: name), mailbox: request.mailbox, created: true)
+                app: request.app, name: Nameplate(name), mailbox: request.mailbox, created: true)
         } else if !request.isAllocation, let name = request.candidates.first {
             guard let mailbox = row.text(0, 1) else {
                 throw RelayStorageError(.write, "nameplate neither created nor found")

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// One group commit's writes for PostgreSQL as a few set-based statements instead of one
 /// statement per write.
 ///
@@ -137,43 +139,43 @@ struct PostgresWriteBatch {
             statements.addRaw(
                 Self.deleteSQL,
                 [
-                    Self.array(deletedNameplates.map(\.app.rawValue)),
-                    Self.array(deletedNameplates.map(\.name.rawValue)),
-                    Self.array(deletedMailboxes.map(\.app.rawValue)),
-                    Self.array(deletedMailboxes.map(\.id.rawValue)),
+                    Self.array(deletedNameplates.map(\.app.value)),
+                    Self.array(deletedNameplates.map(\.name.value)),
+                    Self.array(deletedMailboxes.map(\.app.value)),
+                    Self.array(deletedMailboxes.map(\.id.value)),
                 ])
         }
         var p = [[String?]](repeating: [], count: 28)
         for (key, mailbox) in nameplates {
-            p[0].append(key.app.rawValue)
-            p[1].append(key.name.rawValue)
-            p[2].append(mailbox.rawValue)
+            p[0].append(key.app.value)
+            p[1].append(key.name.value)
+            p[2].append(mailbox.value)
         }
         for (key, sides) in nameplateSides {
             for (side, record) in sides {
-                p[3].append(key.app.rawValue)
-                p[4].append(key.name.rawValue)
-                p[5].append(side.rawValue)
+                p[3].append(key.app.value)
+                p[4].append(key.name.value)
+                p[5].append(side.value)
                 p[6].append(record.claimed ? "t" : "f")
                 p[7].append(Self.text(record.added))
             }
         }
         for (key, mailbox) in mailboxes {
-            p[8].append(key.app.rawValue)
-            p[9].append(key.id.rawValue)
+            p[8].append(key.app.value)
+            p[9].append(key.id.value)
             p[10].append(mailbox.forNameplate ? "t" : "f")
             p[11].append(Self.text(mailbox.updated))
         }
         for (key, updated) in touches {
-            p[12].append(key.app.rawValue)
-            p[13].append(key.id.rawValue)
+            p[12].append(key.app.value)
+            p[13].append(key.id.value)
             p[14].append(Self.text(updated))
         }
         for (key, sides) in mailboxSides {
             for (side, record) in sides {
-                p[15].append(key.app.rawValue)
-                p[16].append(key.id.rawValue)
-                p[17].append(side.rawValue)
+                p[15].append(key.app.value)
+                p[16].append(key.id.value)
+                p[17].append(side.value)
                 p[18].append(record.opened ? "t" : "f")
                 p[19].append(Self.text(record.added))
                 p[20].append(record.mood)
@@ -181,10 +183,10 @@ struct PostgresWriteBatch {
         }
         for key in messageOrder {
             for message in messages[key] ?? [] {
-                p[21].append(key.app.rawValue)
-                p[22].append(key.id.rawValue)
-                p[23].append(message.side.rawValue)
-                p[24].append(message.phase.rawValue)
+                p[21].append(key.app.value)
+                p[22].append(key.id.value)
+                p[23].append(message.side.value)
+                p[24].append(message.phase.value)
                 p[25].append(message.body)
                 p[26].append(Self.text(message.serverRX))
                 p[27].append(message.messageID == .null ? nil : JSONWriter.string(message.messageID))

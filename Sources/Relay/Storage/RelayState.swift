@@ -1,3 +1,5 @@
+import Mailbox
+
 /// The durable state of the relay, the same shape in memory and on disk: nameplates pointing at
 /// mailboxes, the sides attached to each, and each mailbox's queued messages. What is here is
 /// all a relay stores about anyone: no addresses, no client versions, no connection history.

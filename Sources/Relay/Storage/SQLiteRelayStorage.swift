@@ -1,4 +1,5 @@
 import Dispatch
+import Mailbox
 import SQLite
 
 /// The default store: one SQLite file in WAL mode.
@@ -109,12 +110,12 @@ public final class SQLiteRelayStorage: RelayStorage {
             var snapshot = RelaySnapshot()
             var st = try db.statement("SELECT app_id, name, mailbox_id FROM nameplates")
             while try st.step() {
-                let key = NameplateKey(app: AppID(st.text(0)), name: Nameplate(trusted: st.text(1)))
+                let key = NameplateKey(app: AppID(st.text(0)), name: Nameplate(st.text(1)))
                 snapshot.nameplates[key] = NameplateRecord(mailbox: MailboxID(st.text(2)))
             }
             st = try db.statement("SELECT app_id, name, side, claimed, added FROM nameplate_sides")
             while try st.step() {
-                let key = NameplateKey(app: AppID(st.text(0)), name: Nameplate(trusted: st.text(1)))
+                let key = NameplateKey(app: AppID(st.text(0)), name: Nameplate(st.text(1)))
                 snapshot.nameplates[key]?.sides[Side(st.text(2))] = NameplateSideRecord(
                     claimed: st.bool(3), added: RelayInstant(secondsSince1970: st.double(4)))
             }
@@ -209,17 +210,17 @@ public final class SQLiteRelayStorage: RelayStorage {
             let st = try db.statement(
                 "INSERT INTO nameplates (app_id, name, mailbox_id) VALUES (?1, ?2, ?3) "
                     + "ON CONFLICT (app_id, name) DO UPDATE SET mailbox_id = excluded.mailbox_id")
-            st.bind(1, key.app.rawValue)
-            st.bind(2, key.name.rawValue)
-            st.bind(3, mailbox.rawValue)
+            st.bind(1, key.app.value)
+            st.bind(2, key.name.value)
+            st.bind(3, mailbox.value)
             try st.step()
         case .putNameplateSide(let key, let side, let record):
             let st = try db.statement(
                 "INSERT OR REPLACE INTO nameplate_sides (app_id, name, side, claimed, added) "
                     + "VALUES (?1, ?2, ?3, ?4, ?5)")
-            st.bind(1, key.app.rawValue)
-            st.bind(2, key.name.rawValue)
-            st.bind(3, side.rawValue)
+            st.bind(1, key.app.value)
+            st.bind(2, key.name.value)
+            st.bind(3, side.value)
             st.bind(4, record.claimed)
             st.bind(5, record.added.secondsSince1970)
             try st.step()
@@ -229,8 +230,8 @@ public final class SQLiteRelayStorage: RelayStorage {
                 "DELETE FROM nameplates WHERE app_id = ?1 AND name = ?2",
             ] {
                 let st = try db.statement(sql)
-                st.bind(1, key.app.rawValue)
-                st.bind(2, key.name.rawValue)
+                st.bind(1, key.app.value)
+                st.bind(2, key.name.value)
                 try st.step()
             }
         case .putMailbox(let key, let forNameplate, let updated):
@@ -238,24 +239,24 @@ public final class SQLiteRelayStorage: RelayStorage {
                 "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES (?1, ?2, ?3, ?4) "
                     + "ON CONFLICT (app_id, id) DO UPDATE SET for_nameplate = excluded.for_nameplate, "
                     + "updated = excluded.updated")
-            st.bind(1, key.app.rawValue)
-            st.bind(2, key.id.rawValue)
+            st.bind(1, key.app.value)
+            st.bind(2, key.id.value)
             st.bind(3, forNameplate)
             st.bind(4, updated.secondsSince1970)
             try st.step()
         case .touchMailbox(let key, let updated):
             let st = try db.statement("UPDATE mailboxes SET updated = ?3 WHERE app_id = ?1 AND id = ?2")
-            st.bind(1, key.app.rawValue)
-            st.bind(2, key.id.rawValue)
+            st.bind(1, key.app.value)
+            st.bind(2, key.id.value)
             st.bind(3, updated.secondsSince1970)
             try st.step()
         case .putMailboxSide(let key, let side, let record):
             let st = try db.statement(
                 "INSERT OR REPLACE INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood) "
                     + "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-            st.bind(1, key.app.rawValue)
-            st.bind(2, key.id.rawValue)
-            st.bind(3, side.rawValue)
+            st.bind(1, key.app.value)
+            st.bind(2, key.id.value)
+            st.bind(3, side.value)
             st.bind(4, record.opened)
             st.bind(5, record.added.secondsSince1970)
             st.bind(6, record.mood)
@@ -265,10 +266,10 @@ public final class SQLiteRelayStorage: RelayStorage {
                 "INSERT INTO messages (app_id, mailbox_id, seq, side, phase, body, server_rx, msg_id) "
                     + "VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM messages "
                     + "WHERE app_id = ?1 AND mailbox_id = ?2), ?3, ?4, ?5, ?6, ?7)")
-            st.bind(1, key.app.rawValue)
-            st.bind(2, key.id.rawValue)
-            st.bind(3, message.side.rawValue)
-            st.bind(4, message.phase.rawValue)
+            st.bind(1, key.app.value)
+            st.bind(2, key.id.value)
+            st.bind(3, message.side.value)
+            st.bind(4, message.phase.value)
             if let bytes = StoredBody.bytes(message.body) {
                 try st.bind(5, .blob(bytes))
             } else {
@@ -284,8 +285,8 @@ public final class SQLiteRelayStorage: RelayStorage {
                 "DELETE FROM mailboxes WHERE app_id = ?1 AND id = ?2",
             ] {
                 let st = try db.statement(sql)
-                st.bind(1, key.app.rawValue)
-                st.bind(2, key.id.rawValue)
+                st.bind(1, key.app.value)
+                st.bind(2, key.id.value)
                 try st.step()
             }
         }

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// What several relay nodes sharing one store exchange (see `docs/multi-node.md`).
 ///
 /// Each node keeps the whole relay state in memory, as a single node does. The shared store

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// ``StorageOp``s as JSON text, for the change feed several relay nodes share (PostgreSQL's
 /// `relay_changes`): each node writes the ops it committed, the others read and apply them.
 ///
@@ -32,34 +34,34 @@ enum StorageOpCoding {
         switch op {
         case .putNameplate(let key, let mailbox):
             return .array([
-                "np", .string(key.app.rawValue), .string(key.name.rawValue), .string(mailbox.rawValue),
+                "np", .string(key.app.value), .string(key.name.value), .string(mailbox.value),
             ])
         case .putNameplateSide(let key, let side, let record):
             return .array([
-                "nps", .string(key.app.rawValue), .string(key.name.rawValue), .string(side.rawValue),
+                "nps", .string(key.app.value), .string(key.name.value), .string(side.value),
                 .bool(record.claimed), time(record.added),
             ])
         case .deleteNameplate(let key):
-            return .array(["npd", .string(key.app.rawValue), .string(key.name.rawValue)])
+            return .array(["npd", .string(key.app.value), .string(key.name.value)])
         case .putMailbox(let key, let forNameplate, let updated):
             return .array([
-                "mb", .string(key.app.rawValue), .string(key.id.rawValue), .bool(forNameplate), time(updated),
+                "mb", .string(key.app.value), .string(key.id.value), .bool(forNameplate), time(updated),
             ])
         case .touchMailbox(let key, let updated):
-            return .array(["mbt", .string(key.app.rawValue), .string(key.id.rawValue), time(updated)])
+            return .array(["mbt", .string(key.app.value), .string(key.id.value), time(updated)])
         case .putMailboxSide(let key, let side, let record):
             return .array([
-                "mbs", .string(key.app.rawValue), .string(key.id.rawValue), .string(side.rawValue),
+                "mbs", .string(key.app.value), .string(key.id.value), .string(side.value),
                 .bool(record.opened), time(record.added), record.mood.map(JSONValue.string) ?? .null,
             ])
         case .appendMessage(let key, let message):
             return .array([
-                "msg", .string(key.app.rawValue), .string(key.id.rawValue), .string(message.side.rawValue),
-                .string(message.phase.rawValue), .string(message.body), time(message.serverRX),
+                "msg", .string(key.app.value), .string(key.id.value), .string(message.side.value),
+                .string(message.phase.value), .string(message.body), time(message.serverRX),
                 message.messageID,
             ])
         case .deleteMailbox(let key):
-            return .array(["mbd", .string(key.app.rawValue), .string(key.id.rawValue)])
+            return .array(["mbd", .string(key.app.value), .string(key.id.value)])
         }
     }
 
@@ -76,7 +78,7 @@ enum StorageOpCoding {
         guard let kind = string(0), let app = string(1).map({ AppID($0) }), let second = string(2) else {
             return nil
         }
-        let nameplate = NameplateKey(app: app, name: Nameplate(trusted: second))
+        let nameplate = NameplateKey(app: app, name: Nameplate(second))
         let mailbox = MailboxKey(app: app, id: MailboxID(second))
         switch (kind, f.count) {
         case ("np", 4):

@@ -1,5 +1,6 @@
 import Foundation
 import Net
+import Support
 import Synchronization
 
 /// The transit relay on the network: a Net server on one port taking raw TCP streams (`please
@@ -72,8 +73,8 @@ public final class TransitServer: Sendable {
     }
 
     private let server: Server
-    private let state: Mutex<State>
-    private let timer = Mutex<EventLoop?>(nil)
+    private let state: Locked<State>
+    private let timer = Locked<EventLoop?>(nil)
     private let stopped = Atomic<Bool>(false)
     /// Partner output above which the sender is no longer read until the partner drains.
     static let highWaterBytes = 1 << 20
@@ -93,7 +94,7 @@ public final class TransitServer: Sendable {
         // byte stays (a client that never sends anything is dropped by it).
         net.limits.handshakeTimeout = .seconds(Int64(max(1, config.handshakeTimeout)))
         server = Server(configuration: net)
-        state = Mutex(State(rules: TransitRules(config: config)))
+        state = Locked(State(rules: TransitRules(config: config)))
         installHandlers()
     }
 

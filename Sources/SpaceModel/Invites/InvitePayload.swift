@@ -9,9 +9,13 @@ import PAKE
 ///
 /// Binary, built and read inside ``SecretBytes`` so keys never pass through JSON strings:
 /// version (1), shape, space (16); then, except for setup, the owner's signing key (32), a member
-/// id (16), a device identity's stored form (69), a thread count and (thread id, key) pairs.
+/// id (16), a device identity's stored form (69), a thread count and (thread id, key) pairs;
+/// in version 2, then the id of the names thread (16), one of those threads, whose key seals
+/// members' names (``SealedName``), so a joiner seals their own name and reads everyone's.
 package struct InvitePayload: Sendable {
+    /// The version without a names thread, still read and written when there is none.
     package static let version: UInt8 = 1
+    package static let namesVersion: UInt8 = 2
     package static let nonceByteCount = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
     package static let tagByteCount = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
     package static let maximumThreads = 255
@@ -22,6 +26,8 @@ package struct InvitePayload: Sendable {
     package var member: MemberID?
     package var identity: DeviceIdentity?
     package var threads: [(ThreadID, ThreadKey)] = []
+    /// Which of `threads` is the space's names thread (nil in version 1).
+    package var namesThread: ThreadID?
 
     package init(
         shape: InviteShape, space: SpaceID, ownerSigningKey: SigningPublicKey? = nil, member: MemberID? = nil,
@@ -38,7 +44,14 @@ package struct InvitePayload: Sendable {
     private static let identityBytes = DeviceIdentity.storedByteCount
 
     private var byteCount: Int {
-        shape == .setup ? 18 : 18 + 32 + 16 + Self.identityBytes + 1 + threads.count * 48
+        shape == .setup
+            ? 18 : 18 + 32 + 16 + Self.identityBytes + 1 + threads.count * 48 + (namesThread == nil ? 0 : 16)
+    }
+
+    /// The names thread and its key, when the payload names one it carries.
+    package var names: (thread: ThreadID, key: ThreadKey)? {
+        guard let namesThread, let key = threads.first(where: { $0.0 == namesThread })?.1 else { return nil }
+        return (namesThread, key)
     }
 
     /// The associated data binding the sealed payload to its invite.
@@ -79,7 +92,7 @@ package struct InvitePayload: Sendable {
                     offset += source.count
                 }
             }
-            put([Self.version, shape.byte])
+            put([shape != .setup && namesThread != nil ? Self.namesVersion : Self.version, shape.byte])
             put(space.bytes)
             guard shape != .setup else { return }
             // Present for every other shape by construction (see the minting code).
@@ -91,6 +104,7 @@ package struct InvitePayload: Sendable {
                 put(thread.bytes)
                 put(key.secretBytes)
             }
+            if let namesThread { put(namesThread.bytes) }
         }
     }
 
@@ -124,7 +138,8 @@ package struct InvitePayload: Sendable {
         -> InvitePayload
     {
         let header: [UInt8] = plain.withUnsafeBytes { Array($0.prefix(18)) }
-        guard header.count == 18, header[0] == version, header[1] == shape.byte,
+        guard header.count == 18, header[0] == version || (header[0] == namesVersion && shape != .setup),
+            header[1] == shape.byte,
             Array(header[2..<18]) == space.bytes
         else { throw unreadable("its header does not match the invite") }
         var payload = InvitePayload(shape: shape, space: space)
@@ -135,7 +150,10 @@ package struct InvitePayload: Sendable {
         let fixed = 18 + 32 + 16 + identityBytes + 1
         guard plain.count >= fixed else { throw unreadable("it is truncated") }
         let count = Int(plain.withUnsafeBytes { $0[fixed - 1] })
-        guard plain.count == fixed + count * 48 else { throw unreadable("it has the wrong length") }
+        let namesBytes = header[0] == namesVersion ? 16 : 0
+        guard plain.count == fixed + count * 48 + namesBytes else {
+            throw unreadable("it has the wrong length")
+        }
         do throws(KeyModelError) {
             payload.ownerSigningKey = try SigningPublicKey(bytes: plain.slice(18..<50).unredactedBytes())
             payload.member = try MemberID(bytes: plain.slice(50..<66).unredactedBytes())
@@ -146,8 +164,15 @@ package struct InvitePayload: Sendable {
                 let key = try ThreadKey(secret: plain.slice(start + 16..<start + 48))
                 payload.threads.append((thread, key))
             }
+            if namesBytes > 0 {
+                let start = fixed + count * 48
+                payload.namesThread = try ThreadID(bytes: plain.slice(start..<start + 16).unredactedBytes())
+            }
         } catch {
             throw unreadable(error.message)
+        }
+        if namesBytes > 0, payload.names == nil {
+            throw unreadable("its names thread is not among its threads")
         }
         return payload
     }

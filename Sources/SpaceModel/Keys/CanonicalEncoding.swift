@@ -36,6 +36,8 @@ package enum Domain {
     package static let membershipEvent = "eleven/membership-event/v1"
     package static let membershipEventHash = "eleven/membership-event-hash/v1"
     package static let inboxNote = "eleven/inbox-note/v1"
+    package static let memberName = "eleven/member-name/v1"
+    package static let memberNameKey = "eleven/member-name-key/v1"
     package static let signIn = "eleven/sign-in/v1"
     package static let signInChallenge = "eleven/sign-in-challenge/v1"
     package static let homeRequest = "eleven/home-request/v1"

@@ -54,21 +54,69 @@ extension MemberRights: Codable {
 }
 
 /// One member of a space as the signed roster records them.
-public struct MemberRecord: Hashable, Sendable, Codable {
+///
+/// A name is carried in one of two forms: in clear (`name`, the form of spaces made before names
+/// were sealed, still read) or sealed (`sealedName`, which the event signs; `name` is then empty
+/// on the wire and filled in on a member's device once the box opens, ``named(_:)``).
+public struct MemberRecord: Hashable, Sendable {
     /// Longest display name, in UTF-8 bytes.
     public static var maximumNameByteCount: Int { 128 }
 
     public let id: MemberID
     public let keys: MemberPublicKeys
     public let rights: MemberRights
-    /// The display name the member chose (may be empty).
+    /// The display name the member chose (may be empty): as sent in clear, or as opened from
+    /// `sealedName` on this device (empty until it is).
     public let name: String
+    /// The name sealed for members only (``SealedName``); nil for a name in clear.
+    public let sealedName: SealedName?
 
-    public init(id: MemberID, keys: MemberPublicKeys, rights: MemberRights = [], name: String = "") {
+    public init(
+        id: MemberID, keys: MemberPublicKeys, rights: MemberRights = [], name: String = "",
+        sealedName: SealedName? = nil
+    ) {
         self.id = id
         self.keys = keys
         self.rights = rights
         self.name = name
+        self.sealedName = sealedName
+    }
+
+    /// This record with the name its sealed box opened to on this device.
+    public func named(_ opened: String) -> MemberRecord {
+        MemberRecord(id: id, keys: keys, rights: rights, name: opened, sealedName: sealedName)
+    }
+
+    /// This record with other rights.
+    public func with(rights: MemberRights) -> MemberRecord {
+        MemberRecord(id: id, keys: keys, rights: rights, name: name, sealedName: sealedName)
+    }
+
+    /// The name as the event carries and signs it: empty when sealed, whatever was opened here.
+    var nameInClear: String { sealedName == nil ? name : "" }
+}
+
+extension MemberRecord: Codable {
+    private enum CodingKeys: String, CodingKey { case id, keys, rights, name, sealedName }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let sealed = try c.decodeIfPresent(SealedName.self, forKey: .sealedName)
+        // Beside a sealed name, a name in clear is not signed: a server could have added it.
+        self.init(
+            id: try c.decode(MemberID.self, forKey: .id),
+            keys: try c.decode(MemberPublicKeys.self, forKey: .keys),
+            rights: try c.decode(MemberRights.self, forKey: .rights),
+            name: sealed == nil ? try c.decode(String.self, forKey: .name) : "", sealedName: sealed)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(keys, forKey: .keys)
+        try c.encode(rights, forKey: .rights)
+        try c.encode(nameInClear, forKey: .name)
+        try c.encodeIfPresent(sealedName, forKey: .sealedName)
     }
 }
 
@@ -86,6 +134,9 @@ public enum MembershipChange: Hashable, Sendable {
     /// A member who lost every device is re-admitted with a new identity: `old` becomes a former
     /// member (their past messages still verify) and `new` takes their place and rights.
     case memberRekeyed(old: MemberID, new: MemberRecord)
+    /// A current member's name becomes this one, sealed for members (``SealedName``). Signed by
+    /// the member themselves or an admin.
+    case memberRenamed(MemberID, SealedName)
 
     var tag: String {
         switch self {
@@ -94,6 +145,7 @@ public enum MembershipChange: Hashable, Sendable {
         case .memberRemoved: "member_removed"
         case .rightsChanged: "rights_changed"
         case .memberRekeyed: "member_rekeyed"
+        case .memberRenamed: "member_renamed"
         }
     }
 }
@@ -144,7 +196,7 @@ public struct MembershipEvent: Hashable, Sendable {
             encoder.append(member.keys.encryption.bytes)
             encoder.append(member.keys.signing.bytes)
             encoder.append(member.rights.rawValue)
-            encoder.append(member.name)
+            Self.appendName(of: member, to: &encoder)
         case .memberRemoved(let id):
             encoder.append(id.bytes)
         case .rightsChanged(let id, let rights):
@@ -156,7 +208,11 @@ public struct MembershipEvent: Hashable, Sendable {
             encoder.append(member.keys.encryption.bytes)
             encoder.append(member.keys.signing.bytes)
             encoder.append(member.rights.rawValue)
-            encoder.append(member.name)
+            Self.appendName(of: member, to: &encoder)
+        case .memberRenamed(let id, let sealed):
+            encoder.append(id.bytes)
+            encoder.append(sealed.thread.bytes)
+            encoder.append(sealed.box)
         }
         encoder.append(signer.bytes)
         // Events without an invite keep the encoding they always had.
@@ -170,6 +226,18 @@ public struct MembershipEvent: Hashable, Sendable {
             encoder.append(invite.signature)
         }
         return encoder.bytes
+    }
+
+    /// A name in clear as events always carried it; a sealed one as an empty name followed by
+    /// the box and the thread whose key seals it (fields are length-prefixed, so the two forms
+    /// cannot be taken for each other).
+    private static func appendName(of member: MemberRecord, to encoder: inout CanonicalEncoder) {
+        encoder.append(member.nameInClear)
+        if let sealed = member.sealedName {
+            encoder.append("sealed-name")
+            encoder.append(sealed.thread.bytes)
+            encoder.append(sealed.box)
+        }
     }
 
     /// The bytes the signer signed.
@@ -203,8 +271,14 @@ public struct MembershipEvent: Hashable, Sendable {
 
 extension DeviceIdentity {
     /// The first event of a new space, which makes this device's identity its owner.
-    public func createSpace(_ space: SpaceID, as owner: MemberID, ownerName: String = "") -> MembershipEvent {
-        let record = MemberRecord(id: owner, keys: publicKeys, rights: .all, name: ownerName)
+    /// `ownerSealedName`: the owner's name sealed for members (``SealedName``), instead of
+    /// `ownerName` in clear.
+    public func createSpace(
+        _ space: SpaceID, as owner: MemberID, ownerName: String = "", ownerSealedName: SealedName? = nil
+    ) -> MembershipEvent {
+        let record = MemberRecord(
+            id: owner, keys: publicKeys, rights: .all, name: ownerSealedName == nil ? ownerName : "",
+            sealedName: ownerSealedName)
         return MembershipEvent.make(
             space: space, sequence: 0, previous: .genesis, change: .spaceCreated(owner: record),
             signer: owner,
@@ -215,6 +289,7 @@ extension DeviceIdentity {
 extension MembershipEvent: Codable {
     private enum CodingKeys: String, CodingKey {
         case version, space, sequence, previous, type, member, memberID, rights, signer, invite, signature
+        case sealedName
     }
 
     /// The JSON form's version.
@@ -241,6 +316,10 @@ extension MembershipEvent: Codable {
             change = .memberRekeyed(
                 old: try c.decode(MemberID.self, forKey: .memberID),
                 new: try c.decode(MemberRecord.self, forKey: .member))
+        case "member_renamed":
+            change = .memberRenamed(
+                try c.decode(MemberID.self, forKey: .memberID),
+                try c.decode(SealedName.self, forKey: .sealedName))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "unknown event type \"\(type)\"")
@@ -275,6 +354,9 @@ extension MembershipEvent: Codable {
         case .memberRekeyed(let old, let member):
             try c.encode(old, forKey: .memberID)
             try c.encode(member, forKey: .member)
+        case .memberRenamed(let id, let sealed):
+            try c.encode(id, forKey: .memberID)
+            try c.encode(sealed, forKey: .sealedName)
         }
         try c.encode(signer, forKey: .signer)
         try c.encodeIfPresent(invite, forKey: .invite)

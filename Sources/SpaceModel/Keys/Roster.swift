@@ -29,6 +29,8 @@ public struct Roster: Sendable, Equatable {
     public private(set) var removedAt: [MemberID: UInt64] = [:]
     /// Link signers by member id, current and retired (``Delegation``).
     public private(set) var delegations: [MemberID: Delegation] = [:]
+    /// Who claimed each link: the members a link's signer added, by the signer's id.
+    public private(set) var admittedBy: [MemberID: [MemberID]] = [:]
     /// Hash of the last event applied.
     public private(set) var head: EventHash
     /// The sequence number the next event must carry.
@@ -76,7 +78,7 @@ public struct Roster: Sendable, Equatable {
         }
         space = event.space
         self.owner = owner.id
-        members = [owner.id: MemberRecord(id: owner.id, keys: owner.keys, rights: .all, name: owner.name)]
+        members = [owner.id: owner.with(rights: .all)]
         bySigningKey = [owner.keys.signing: owner.id]
         formerMembers = [:]
         head = event.hash
@@ -140,7 +142,7 @@ public struct Roster: Sendable, Equatable {
                 throw KeyModelError(
                     .invalidEvent, "A member record grants rights this version does not know.")
             }
-            members[id] = MemberRecord(id: id, keys: record.keys, rights: rights, name: record.name)
+            members[id] = record.with(rights: rights)
         case .memberAdded(let record):
             guard signerRights.contains(.admin) || signerRights.contains(.invite) else {
                 throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not add members.")
@@ -174,6 +176,15 @@ public struct Roster: Sendable, Equatable {
             try retire(id)
         case .memberRekeyed(let old, let record):
             try applyRekey(old: old, record: record, signer: signer)
+        case .memberRenamed(let id, let sealed):
+            // A member names themselves; an admin may correct anyone's name but the owner's.
+            guard id == signer.id || (signerRights.contains(.admin) && id != owner) else {
+                throw KeyModelError(.notAuthorised, "\(Self.label(signer)) may not rename that member.")
+            }
+            guard let record = members[id] else {
+                throw KeyModelError(.invalidEvent, "Member \(id) is not a current member.")
+            }
+            members[id] = MemberRecord(id: id, keys: record.keys, rights: record.rights, sealedName: sealed)
         }
         head = event.hash
         nextSequence += 1
@@ -226,6 +237,7 @@ public struct Roster: Sendable, Equatable {
             members[record.id] = record
             bySigningKey[record.keys.signing] = record.id
             delegations[signer.id]?.usesLeft -= 1
+            admittedBy[signer.id, default: []].append(record.id)
             if delegation.usesLeft == 1 { try retire(signer.id) }
         case .memberRemoved(let id) where id == signer.id:
             try retire(id)
@@ -344,6 +356,23 @@ public struct Roster: Sendable, Equatable {
         removedAt.contains { id, at in at >= sequence && !isLinkSigner(id) }
     }
 
+    /// The current members who are `ids` now: each id itself while a member, the identity that
+    /// replaced it after a re-key, and for a link's signer whoever claimed the link.
+    public func currentMembers(standingFor ids: [MemberID]) -> Set<MemberID> {
+        var replacedBy: [MemberID: MemberID] = [:]
+        for (new, old) in newIdentities { replacedBy[old] = new }
+        var result: Set<MemberID> = []
+        var pending = ids
+        var seen: Set<MemberID> = []
+        while let id = pending.popLast() {
+            guard seen.insert(id).inserted else { continue }
+            if members[id] != nil, delegations[id] == nil { result.insert(id) }
+            if let next = replacedBy[id] { pending.append(next) }
+            pending += admittedBy[id] ?? []
+        }
+        return result
+    }
+
     /// Whether `id` is or was a full-length link's signer, which adds claimers and nothing else:
     /// its wraps and messages are never anyone's.
     public func isLinkSigner(_ id: MemberID) -> Bool {
@@ -366,18 +395,43 @@ public struct Roster: Sendable, Equatable {
         members[id] ?? formerMembers[id]
     }
 
+    /// Fills in each sealed name (``SealedName``) that `open` opens on this device, for current
+    /// and former members; a name that would not pass as one in clear stays unopened.
+    public mutating func revealNames(_ open: (SealedName, MemberID) -> String?) {
+        func revealed(_ records: [MemberID: MemberRecord]) -> [MemberID: MemberRecord] {
+            records.mapValues { record in
+                guard let sealed = record.sealedName, let name = open(sealed, record.id),
+                    (try? Self.checkName(name)) != nil
+                else { return record }
+                return record.named(name)
+            }
+        }
+        members = revealed(members)
+        formerMembers = revealed(formerMembers)
+    }
+
+    /// Whether some sealed name is not yet opened here.
+    public var hasSealedNames: Bool {
+        members.values.contains { $0.sealedName != nil && $0.name.isEmpty }
+            || formerMembers.values.contains { $0.sealedName != nil && $0.name.isEmpty }
+    }
+
     private static func label(_ member: MemberRecord) -> String {
         member.name.isEmpty ? "Member \(member.id)" : member.name
     }
 
-    private static func checkRecord(_ record: MemberRecord) throws(KeyModelError) {
-        guard record.name.utf8.count <= MemberRecord.maximumNameByteCount else {
+    private static func checkName(_ name: String) throws(KeyModelError) {
+        guard name.utf8.count <= MemberRecord.maximumNameByteCount else {
             throw KeyModelError(.invalidEvent, "A member name is at most 128 bytes long.")
         }
-        guard !record.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw KeyModelError(.invalidEvent, "A member name cannot contain control characters.")
         }
+    }
+
+    private static func checkRecord(_ record: MemberRecord) throws(KeyModelError) {
+        try checkName(record.name)
         guard MemberRights.all.isSuperset(of: record.rights) else {
             throw KeyModelError(.invalidEvent, "A member record grants rights this version does not know.")
         }

@@ -92,7 +92,7 @@ extension Roster {
         case .spaceCreated(let record), .memberAdded(let record), .memberRekeyed(_, let record):
             _ = try EncryptionPublicKey(bytes: record.keys.encryption.bytes)
             _ = try SigningPublicKey(bytes: record.keys.signing.bytes)
-        case .memberRemoved, .rightsChanged:
+        case .memberRemoved, .rightsChanged, .memberRenamed:
             break
         }
     }
@@ -104,7 +104,7 @@ extension MembershipChange {
         switch self {
         case .spaceCreated(let record), .memberAdded(let record), .memberRekeyed(_, let record):
             record.id == member
-        case .memberRemoved, .rightsChanged: false
+        case .memberRemoved, .rightsChanged, .memberRenamed: false
         }
     }
 }

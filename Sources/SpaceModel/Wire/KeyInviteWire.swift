@@ -41,12 +41,17 @@ public enum KeyInviteWire {
         public let rights: MemberRights?
         public let inviteEvent: MembershipEvent?
         public let sealedBranding: String?
+        /// The invitee's and inviter's names sealed under the link (``InviteNames``), which
+        /// clients send instead of `personName`.
+        public let sealedNames: String?
 
         public init(
             id: KeyInviteID, space: SpaceID, shape: InviteShape, sealed: String, verifier: String,
             expiresIn: Int64, uses: Int, personName: String? = nil, spaceName: String? = nil,
-            rights: MemberRights? = nil, inviteEvent: MembershipEvent? = nil, sealedBranding: String? = nil
+            rights: MemberRights? = nil, inviteEvent: MembershipEvent? = nil, sealedBranding: String? = nil,
+            sealedNames: String? = nil
         ) {
+            self.sealedNames = sealedNames
             self.id = id
             self.space = space
             self.shape = shape
@@ -85,6 +90,8 @@ public enum KeyInviteWire {
         public let inviterName: String?
         public let inviteMember: MemberID?
         public let personName: String?
+        /// ``MintRequest/sealedNames``, as minted.
+        public let sealedNames: String?
         public let rights: MemberRights
         public let expiresAt: Int64
         public let usesLeft: Int
@@ -106,8 +113,10 @@ public enum KeyInviteWire {
             avatar: String?, sealedBranding: String?, inviter: MemberID?, inviterName: String?,
             inviteMember: MemberID?, personName: String?, rights: MemberRights, expiresAt: Int64,
             usesLeft: Int,
-            head: SpaceWire.EventHead?, signerWraps: [KeyWrap]? = nil, retiredByLastUse: Bool? = nil
+            head: SpaceWire.EventHead?, signerWraps: [KeyWrap]? = nil, retiredByLastUse: Bool? = nil,
+            sealedNames: String? = nil
         ) {
+            self.sealedNames = sealedNames
             self.head = head
             self.retiredByLastUse = retiredByLastUse
             self.signerWraps = signerWraps

@@ -251,30 +251,46 @@ extension WelcomePage {
             const stream = chachaStream(subkey, nonce12, 1, body.length);
             return body.map(function (b, i) { return b ^ stream[i]; });
           }
-          // SealedBranding.open: AAD is the canonical encoding of the domain and the invite id.
-          function openBranding(sealedText, key, id) {
+          // A box sealed for an invite: AAD is the canonical encoding of `domain` and the invite id.
+          function openForInvite(sealedText, key, id, domainText) {
             const sealed = base64url(sealedText);
             if (sealed === null) return null;
-            const domain = utf8("eleven/key-invite-branding/v1");
+            const domain = utf8(domainText);
             const length = function (n) { const out = new Uint8Array(4); new DataView(out.buffer).setUint32(0, n); return out; };
             const aad = [length(domain.length), domain, length(id.length), id].reduce(concat);
             const plain = openXChaCha(sealed, key, aad);
             if (plain === null) return null;
             try { return new TextDecoder("utf-8", { fatal: true }).decode(plain); } catch (error) { return null; }
           }
+          // SealedBranding.open.
+          function openBranding(sealedText, key, id) { return openForInvite(sealedText, key, id, "eleven/key-invite-branding/v1"); }
+          // InviteNames.open: the invitee's and inviter's names, under the link's wrap key.
+          function openNames(sealedText, key, id) {
+            const text = sealedText ? openForInvite(sealedText, key, id, "eleven/key-invite-names/v1") : null;
+            if (text === null) return {};
+            try {
+              const names = JSON.parse(text);
+              return {
+                person: typeof names.person === "string" ? names.person : null,
+                inviter: typeof names.inviter === "string" ? names.inviter : null
+              };
+            } catch (error) { return {}; }
+          }
 
-          // LinkSecret.derive(): the invite id is HKDF-SHA256(T, salt, "eleven/key-invite/id"), 16 bytes.
-          async function inviteID(secret) {
-            const salt = utf8("eleven/key-invite/v1"), info = utf8("eleven/key-invite/id");
+          // LinkSecret.derive(): HKDF-SHA256(T, salt, label); the invite id has 16 bytes
+          // ("eleven/key-invite/id"), the wrap key 32 ("eleven/key-invite/wrap-key").
+          async function linkKey(secret, label, count) {
+            const salt = utf8("eleven/key-invite/v1"), info = utf8(label);
             if (window.crypto && crypto.subtle) {
               $("card").dataset.derived = "webcrypto";
               const key = await crypto.subtle.importKey("raw", secret, "HKDF", false, ["deriveBits"]);
-              const bits = await crypto.subtle.deriveBits({ name: "HKDF", hash: "SHA-256", salt: salt, info: info }, key, 128);
+              const bits = await crypto.subtle.deriveBits({ name: "HKDF", hash: "SHA-256", salt: salt, info: info }, key, count * 8);
               return new Uint8Array(bits);
             }
             $("card").dataset.derived = "fallback";
-            return hkdfFallback(secret, salt, info, 16);
+            return hkdfFallback(secret, salt, info, count);
           }
+          function inviteID(secret) { return linkKey(secret, "eleven/key-invite/id", 16); }
 
           const $ = function (id) { return document.getElementById(id); };
           function show(id, text) { const node = $(id); node.textContent = text; node.hidden = false; }
@@ -310,7 +326,11 @@ extension WelcomePage {
             unknown_invite: ["not-found", "This invite was not found on this server. Check the link, or ask for a new one."]
           };
 
-          function showCard(invite, link, id) {
+          function showCard(invite, link, id, wrapKey) {
+            // Names travel sealed under the link; an invite minted by an older client has them in clear.
+            const names = openNames(invite.sealedNames, wrapKey, id);
+            const inviterName = names.inviter || invite.inviterName;
+            const personName = names.person || invite.personName;
             const opened = invite.sealedBranding && link.branding ? openBranding(invite.sealedBranding, link.branding, id) : null;
             if (opened) {
               show("title", opened);
@@ -329,11 +349,11 @@ extension WelcomePage {
             if (invite.shape === "setup") {
               show("inviter", "You are invited to set up this space as its owner.");
             } else if (invite.shape === "device") {
-              show("inviter", "This adds a device to " + (invite.inviterName || "an account") + ".");
-            } else if (invite.inviterName) {
-              show("inviter", invite.inviterName + (invite.shape === "dm" ? " invited you to a direct conversation." : " invited you."));
+              show("inviter", "This adds a device to " + (inviterName || "an account") + ".");
+            } else if (inviterName) {
+              show("inviter", inviterName + (invite.shape === "dm" ? " invited you to a direct conversation." : " invited you."));
             }
-            const suggested = invite.personName || (link.name && link.name !== invite.spaceName && link.name !== opened ? link.name : null);
+            const suggested = personName || (link.name && link.name !== invite.spaceName && link.name !== opened ? link.name : null);
             if (suggested && invite.shape !== "device" && invite.shape !== "setup") show("suggested", "Suggested name: " + suggested);
             const days = Math.max(0, Math.round((invite.expiresAt * 1000 - Date.now()) / 86400000));
             const until = new Date(invite.expiresAt * 1000).toISOString().slice(0, 10);
@@ -375,7 +395,7 @@ extension WelcomePage {
             let body = null;
             try { body = await response.json(); } catch (error) { body = null; }
             if (response.ok && body) {
-              showCard(body, link, idBytes);
+              showCard(body, link, idBytes, await linkKey(link.secret, "eleven/key-invite/wrap-key", 32));
               return;
             }
             const known = body && STATES[body.error];

@@ -21,6 +21,12 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
+    /// The number as an integer, when it is one exactly (`5`, `5.0`); nil for anything else.
+    public var integerValue: Int? {
+        guard case .number(let n) = self else { return nil }
+        return Int(n.text) ?? n.doubleValue.flatMap { Int(exactly: $0) }
+    }
+
     /// A short name of the kind of value, for error messages.
     public var kindName: String {
         switch self {

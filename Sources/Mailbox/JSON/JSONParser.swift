@@ -20,7 +20,14 @@ public struct JSONParser {
 
     /// Parses one JSON text (a value surrounded by optional whitespace).
     public static func parse(_ bytes: some Sequence<UInt8>) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(Array(bytes))
+        try parse(Array(bytes))
+    }
+
+    /// Parses one JSON text held in an array. Not generic, so callers in other modules (the
+    /// relay reads every frame through here) call it directly rather than through a generic
+    /// entry point this module cannot specialise for them.
+    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
