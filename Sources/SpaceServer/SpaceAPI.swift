@@ -173,9 +173,11 @@ final class SpaceService {
     /// a sign-in rarely writes the page they leave from).
     var nextUsedChallengeCleanup: Int64 = 0
     /// Used challenges that expired before this were cleared, so no challenge that old is
-    /// accepted even when the clock goes back (it would look unexpired and unused again). A
-    /// restart starts it again from its first clearing.
-    var usedChallengesClearedBefore: Int64 = 0
+    /// accepted even when the clock goes back (it would look unexpired and unused again). It
+    /// starts at the time this server started: every clearing before a restart happened earlier,
+    /// so a challenge it cleared expired before then (only a clock set back before the restart
+    /// itself escapes this; docs/threat-model.md).
+    var usedChallengesClearedBefore: Int64
     /// New devices waiting for an enrolled device's approval (memory only, short-lived).
     var homeApprovals: [String: PendingApproval] = [:]
 
@@ -187,6 +189,7 @@ final class SpaceService {
         self.configuration = configuration
         self.clock = clock
         self.challengeKey = challengeKey
+        usedChallengesClearedBefore = clock()
     }
 
     func handle(_ request: APIRequest) -> APIResponse {

@@ -157,6 +157,31 @@ import Testing
         #expect(replay.error == "challenge_invalid")
     }
 
+    @Test("a used challenge cleared before a restart stays refused when the clock then goes back")
+    func clockGoesBackAfterARestart() throws {
+        let harness = try APIHarness()
+        var space = try TestSpace.create(harness)
+        let sam = try space.add("Sam")
+        let lifetime = SpaceServerConfiguration().challengeLifetime
+        let bytes = try challenge(harness, space, for: sam)
+        let proof = try sam.identity.signIn(to: space.space, as: sam.id, challenge: bytes)
+        #expect(try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof]).status == 201)
+        harness.clock.advance(by: lifetime + 1)
+        #expect(try signIn(harness, space, sam, challenge: challenge(harness, space, for: sam)).status == 201)
+        // The process restarts (a new server on the file knows nothing of the clearing), and
+        // the clock is set back to when the captured proof was fresh.
+        let clock = harness.clock
+        let restarted = try SpaceAPI(databasePath: harness.databasePath, clock: { clock.now })
+        harness.clock.advance(by: -lifetime)
+        let body = try JSONSerialization.data(withJSONObject: harness.plain(["proof": proof]))
+        let reply = restarted.handle(
+            APIRequest(
+                method: "POST", target: "\(space.base)/sign-in",
+                headers: ["content-type": "application/json"],
+                body: Array(body)))
+        #expect(reply.status == 401)
+    }
+
     @Test("the real eleven-server killed between challenge and sign-in accepts it once when back")
     func killedServer() async throws {
         try await TestSupport.offPool {
