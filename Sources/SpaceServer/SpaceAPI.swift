@@ -27,9 +27,9 @@ public struct SpaceServerConfiguration: Sendable {
     /// Lifetime of a device token unless the request asks for less, and the longest allowed.
     public var defaultTokenLifetime: Int64 = 365 * 24 * 3600
     public var maximumTokenLifetime: Int64 = 5 * 365 * 24 * 3600
-    /// Lifetime of a sign-in challenge, and how many may be outstanding per space.
+    /// Lifetime of a sign-in challenge. The server keeps none until it is used, so their
+    /// number needs no limit; used ones are a member's signed sign-ins.
     public var challengeLifetime: Int64 = 300
-    public var maximumOpenChallenges = 1000
     /// The join relay this server advertises (`GET /api/relay`): its members' short codes use
     /// it, and a joiner who opens a word link naming this server learns it. Nil: none (404).
     public var relayURL: String?
@@ -81,7 +81,10 @@ public final class SpaceAPI: @unchecked Sendable {
     ) throws {
         Sodium.ensureInitialized()
         let store = try SpaceStore(path: databasePath, syncEveryCommit: configuration.syncEveryCommit)
-        service = SpaceService(store: store, configuration: configuration, clock: clock)
+        service = SpaceService(
+            store: store, configuration: configuration, clock: clock,
+            challengeKey: try store.secret("sign_in_challenge", makingIfMissing: SpaceService.randomBytes(32))
+        )
         if configuration.homeEnabled {
             service.homePepper = try HomePepper.load(besides: databasePath)
             service.homeMailer = configuration.homeMail.map(HomeMailer.init)
@@ -164,13 +167,29 @@ final class SpaceService {
     var homePepper: SecretBytes?
     var homeMailer: HomeMailer?
     var emailCodes = EmailCodes()
+    /// The key of sign-in challenges' tags (``SignInChallenge``).
+    let challengeKey: SecretBytes
+    /// When used sign-in challenges are next cleared (at most once per challenge lifetime, so
+    /// a sign-in rarely writes the page they leave from).
+    var nextUsedChallengeCleanup: Int64 = 0
+    /// Used challenges that expired before this were cleared, so no challenge that old is
+    /// accepted even when the clock goes back (it would look unexpired and unused again). It
+    /// starts at the time this server started: every clearing before a restart happened earlier,
+    /// so a challenge it cleared expired before then (only a clock set back before the restart
+    /// itself escapes this; docs/threat-model.md).
+    var usedChallengesClearedBefore: Int64
     /// New devices waiting for an enrolled device's approval (memory only, short-lived).
     var homeApprovals: [String: PendingApproval] = [:]
 
-    init(store: SpaceStore, configuration: SpaceServerConfiguration, clock: @escaping @Sendable () -> Int64) {
+    init(
+        store: SpaceStore, configuration: SpaceServerConfiguration, clock: @escaping @Sendable () -> Int64,
+        challengeKey: SecretBytes
+    ) {
         self.store = store
         self.configuration = configuration
         self.clock = clock
+        self.challengeKey = challengeKey
+        usedChallengesClearedBefore = clock()
     }
 
     func handle(_ request: APIRequest) -> APIResponse {

@@ -356,18 +356,16 @@ extension SpaceService {
         return .json(Done(ok: true))
     }
 
-    func signInChallenge(_ space: SpaceRow) throws -> APIResponse {
-        try store.deleteExpiredChallenges(now: now)
-        let open = try store.db.query(
-            "SELECT COUNT(*) FROM sign_in_challenges WHERE space_id = ?", [.blob(space.id.bytes)])
-        guard (open.first?.first?.integer ?? 0) < Int64(configuration.maximumOpenChallenges) else {
-            throw APIError(
-                429, "too_many_challenges", "Too many sign-ins are in progress; try again in a few minutes.")
-        }
-        let challenge = Self.randomBytes(SignInProof.challengeByteCount)
-        let expiresAt = now + configuration.challengeLifetime
-        try store.insertChallenge(hash: Self.hashToken(challenge), space: space.id, expiresAt: expiresAt)
-        return .json(Challenge(challenge: Base64URL.encode(challenge), expiresAt: expiresAt), status: 201)
+    /// Writes nothing: the challenge carries its own proof of origin (``SignInChallenge``).
+    /// Whether the member exists is left to the sign-in, which says so only to their key.
+    func signInChallenge(_ request: APIRequest, space: SpaceRow) throws -> APIResponse {
+        let body = try decode(ChallengeBody.self, from: request)
+        let challenge = SignInChallenge(
+            nonce: Self.randomBytes(SignInChallenge.nonceByteCount),
+            expiresAt: now + configuration.challengeLifetime)
+        let bytes = challenge.bytes(space: space.id, member: body.member, key: challengeKey)
+        return .json(
+            Challenge(challenge: Base64URL.encode(bytes), expiresAt: challenge.expiresAt), status: 201)
     }
 
     func signIn(_ request: APIRequest, space: SpaceRow) throws -> APIResponse {
@@ -376,11 +374,14 @@ extension SpaceService {
         guard proof.space == space.id else {
             throw APIError.badRequest("wrong_context", "The proof is for another space.")
         }
-        guard let expiry = try store.consumeChallenge(hash: Self.hashToken(proof.challenge), space: space.id),
-            expiry >= now
+        let invalid = APIError.unauthorised(
+            "challenge_invalid", "That sign-in challenge is unknown, used or expired.")
+        guard
+            let challenge = SignInChallenge(
+                checking: proof.challenge, space: space.id, member: proof.member, key: challengeKey),
+            challenge.expiresAt >= max(now, usedChallengesClearedBefore)
         else {
-            throw APIError.unauthorised(
-                "challenge_invalid", "That sign-in challenge is unknown, used or expired.")
+            throw invalid
         }
         guard let member = try store.member(space: space.id, id: proof.member), member.removedSequence == nil
         else {
@@ -391,6 +392,14 @@ extension SpaceService {
             throw APIError.forbidden("not_member", "That member is an invite, which cannot sign in.")
         }
         try check { () throws(KeyModelError) in try proof.verify(signingKey: member.record.keys.signing) }
+        // Marked used in the transaction that stores the token: a replay finds it, a refused
+        // or unsynced sign-in leaves it unused.
+        guard try store.useChallenge(challenge) else { throw invalid }
+        if now >= nextUsedChallengeCleanup {
+            try store.deleteUsedChallenges(expiredBefore: now)
+            usedChallengesClearedBefore = max(usedChallengesClearedBefore, now)
+            nextUsedChallengeCleanup = now + configuration.challengeLifetime
+        }
         return .json(
             try issueToken(
                 space: space.id, member: member.record.id, label: body.label, expiresIn: body.expiresIn),

@@ -52,7 +52,7 @@ extension SpaceService {
         switch routeKey {
         case "group": return try groupInfo(space)
         case "avatar": return try avatarResponse(space)
-        case "sign-in/challenge": return try signInChallenge(space)
+        case "sign-in/challenge": return try signInChallenge(request, space: space)
         case "sign-in": return try signIn(request, space: space)
         default: break
         }

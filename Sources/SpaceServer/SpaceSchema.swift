@@ -178,17 +178,34 @@ enum SpaceSchema {
         """
         ALTER TABLE key_invites ADD COLUMN sealed_names BLOB;
         """,
+        // 9: sign-in challenges the server checks by their tag (`SignInChallenge`), under a
+        // secret of its own: asking for one no longer commits; only used ones are kept, keyed
+        // by expiry so new ones append at the end and the expired leave from the start.
+        """
+        DROP TABLE sign_in_challenges;
+        CREATE TABLE used_sign_in_challenges (
+            expires_at INTEGER NOT NULL,
+            nonce BLOB NOT NULL,
+            PRIMARY KEY (expires_at, nonce)
+        ) WITHOUT ROWID;
+        CREATE TABLE server_secrets (
+            name TEXT PRIMARY KEY,
+            secret BLOB NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The space and home server's kind of file (one transaction for the missing migrations).
     static let schema = DatabaseSchema(
-        owner: .spaceServer, tables: Set(tables), migrations: migrations, migratesInOneTransaction: true,
+        owner: .spaceServer, tables: Set(tables + ["server_secrets", "sign_in_challenges"]),
+        migrations: migrations, migratesInOneTransaction: true,
         pragmas: ["PRAGMA foreign_keys=ON"])
 
-    /// Every table, for dumps.
+    /// Every table, for dumps, but `server_secrets` (a dump never shows a secret). The schema
+    /// also knows it and the tables earlier versions made (`sign_in_challenges`).
     static let tables = [
         "spaces", "members", "device_tokens", "events", "threads", "wraps", "messages", "inbox",
-        "sign_in_challenges", "key_invites",
+        "used_sign_in_challenges", "key_invites",
         "home_accounts", "home_anchors", "home_sessions", "home_nonces", "home_emails",
     ]
 }

@@ -1,3 +1,4 @@
+import PAKE
 import SQLite
 import SpaceModel
 
@@ -254,24 +255,33 @@ final class SpaceStore {
 
     // MARK: Sign-in challenges
 
-    func insertChallenge(hash: [UInt8], space: SpaceID, expiresAt: Int64) throws {
+    /// Records `challenge` as used; false when it already was.
+    func useChallenge(_ challenge: SignInChallenge) throws -> Bool {
+        let stored = try db.query(
+            """
+            INSERT INTO used_sign_in_challenges (expires_at, nonce) VALUES (?, ?)
+            ON CONFLICT DO NOTHING RETURNING 1
+            """,
+            [.integer(challenge.expiresAt), .blob(challenge.nonce)])
+        return !stored.isEmpty
+    }
+
+    /// Forgets used challenges that expired before `now`: their expiry refuses them already.
+    func deleteUsedChallenges(expiredBefore now: Int64) throws {
+        try db.query("DELETE FROM used_sign_in_challenges WHERE expires_at < ?", [.integer(now)])
+    }
+
+    // MARK: The server's own secrets
+
+    /// The secret called `name`, stored from `fresh` the first time it is asked for. It lives in
+    /// the database so that it is restored, moved and deleted with what it protects.
+    func secret(_ name: String, makingIfMissing fresh: @autoclosure () -> [UInt8]) throws -> SecretBytes {
+        let find = "SELECT secret FROM server_secrets WHERE name = ?"
+        if let stored = try db.query(find, [.text(name)]).first?[0].blob { return SecretBytes(stored) }
         try db.query(
-            "INSERT INTO sign_in_challenges (challenge_hash, space_id, expires_at) VALUES (?, ?, ?)",
-            [.blob(hash), .blob(space.bytes), .integer(expiresAt)])
-    }
-
-    /// Deletes the challenge and returns its expiry, or nil when there is no such challenge.
-    func consumeChallenge(hash: [UInt8], space: SpaceID) throws -> Int64? {
-        let rows = try db.query(
-            "SELECT expires_at FROM sign_in_challenges WHERE challenge_hash = ? AND space_id = ?",
-            [.blob(hash), .blob(space.bytes)])
-        guard let expiry = rows.first?[0].integer else { return nil }
-        try db.query("DELETE FROM sign_in_challenges WHERE challenge_hash = ?", [.blob(hash)])
-        return expiry
-    }
-
-    func deleteExpiredChallenges(now: Int64) throws {
-        try db.query("DELETE FROM sign_in_challenges WHERE expires_at < ?", [.integer(now)])
+            "INSERT OR IGNORE INTO server_secrets (name, secret) VALUES (?, ?)",
+            [.text(name), .blob(fresh())])
+        return SecretBytes(try db.query(find, [.text(name)]).first?[0].blob ?? [])
     }
 
     // MARK: Membership events

@@ -5,6 +5,7 @@ import SpaceModel
 
 typealias CreateSpaceBody = SpaceWire.CreateSpaceRequest
 typealias EventBody = SpaceWire.EventRequest
+typealias ChallengeBody = SpaceWire.ChallengeRequest
 typealias SignInBody = SpaceWire.SignInRequest
 typealias CreateThreadBody = SpaceWire.CreateThreadRequest
 typealias WrapsBody = SpaceWire.WrapsRequest

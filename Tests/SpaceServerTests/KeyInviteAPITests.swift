@@ -246,7 +246,8 @@ import Testing
             body: Array(try JSONEncoder().encode(request)))
         #expect(minted.status == 201, "\(minted.json)")
         try space.roster.apply(event)
-        let challenge = try harness.send("POST", "\(space.base)/sign-in/challenge")
+        let challenge = try harness.send(
+            "POST", "\(space.base)/sign-in/challenge", json: ["member": record.id])
         let bytes = try #require(Base64URL.decode(challenge.string("challenge")))
         let proof = try signer.signIn(to: space.space, as: record.id, challenge: bytes)
         let signIn = try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof])

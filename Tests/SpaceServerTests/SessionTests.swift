@@ -20,7 +20,7 @@ import Testing
 
         // Add Sam by public key; Sam also signs in with a challenge from a second device.
         var sam = try space.add("Sam")
-        let challenge = try harness.send("POST", "\(space.base)/sign-in/challenge")
+        let challenge = try harness.send("POST", "\(space.base)/sign-in/challenge", json: ["member": sam.id])
         #expect(challenge.status == 201)
         let challengeBytes = try #require(Base64URL.decode(challenge.string("challenge")))
         let proof = try sam.identity.signIn(to: space.space, as: sam.id, challenge: challengeBytes)
@@ -90,7 +90,7 @@ import Testing
             #expect(refused.error == "token_revoked")
         }
         // Sam cannot sign in again either.
-        let again = try harness.send("POST", "\(space.base)/sign-in/challenge")
+        let again = try harness.send("POST", "\(space.base)/sign-in/challenge", json: ["member": sam.id])
         let againProof = try sam.identity.signIn(
             to: space.space, as: sam.id, challenge: try #require(Base64URL.decode(again.string("challenge"))))
         #expect(

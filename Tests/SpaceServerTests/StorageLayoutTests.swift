@@ -9,8 +9,21 @@ import Testing
 /// What a join writes to the space server's database, b-tree pages each written whole to the WAL:
 /// migration 6 keys `wraps` by (space, recipient, thread), so handing a new member the keys of
 /// every thread writes a page or two, not one per thread; migration 7 keys device tokens by
-/// their member, so a sign-in writes two b-trees for its token, not three.
+/// their member, so a sign-in writes two b-trees for its token, not three; migration 9 makes a
+/// sign-in challenge that the server checks by its tag, so asking for one writes nothing.
 @Suite struct StorageLayoutTests {
+    /// Turns a schema-9 file back into schema 8's tables (the server's secret goes with them).
+    static let undoSchema9 = """
+        DROP TABLE used_sign_in_challenges;
+        DROP TABLE server_secrets;
+        CREATE TABLE sign_in_challenges (
+            challenge_hash BLOB PRIMARY KEY,
+            space_id BLOB NOT NULL REFERENCES spaces(id),
+            expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO sign_in_challenges VALUES (zeroblob(32), (SELECT id FROM spaces LIMIT 1), 0);
+        """
+
     /// A space with `threads` threads, each wrapped to the owner and `members` other members.
     private static func space(threads: Int, members: Int) throws -> (
         APIHarness, TestSpace, [(ThreadID, ThreadKey)]
@@ -50,7 +63,7 @@ import Testing
         #expect(try space.read(as: joiner, thread: keys[9].0) == [])
     }
 
-    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 8")
+    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 9")
     func migrationKeepsWrapsAndTokens() throws {
         let (harness, spaceBefore, keys) = try Self.space(threads: 3, members: 4)
         var space = spaceBefore
@@ -63,6 +76,7 @@ import Testing
         do {
             let db = try SQLiteDatabase(path: harness.databasePath)
             defer { db.close() }
+            try db.execute(Self.undoSchema9)
             try db.execute(
                 """
                 CREATE TABLE wraps_v1 (
@@ -92,13 +106,16 @@ import Testing
             #expect(try db.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'index'") >= 2)
         }
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 8)
+        #expect(try reopened.schemaVersion() == 9)
         #expect(try reopened.dumpTables() == before)
         let check = try SQLiteDatabase(path: harness.databasePath)
         defer { check.close() }
         #expect(
             try check.integer(
-                "SELECT count(*) FROM sqlite_schema WHERE name IN ('wraps_recipient', 'device_tokens_member')"
+                """
+                SELECT count(*) FROM sqlite_schema
+                WHERE name IN ('wraps_recipient', 'device_tokens_member', 'sign_in_challenges')
+                """
             ) == 0)
         func send(_ method: String, _ target: String, token: String) -> APIResponse {
             reopened.handle(
@@ -126,12 +143,28 @@ import Testing
         #expect(send("GET", "\(space.base)/threads", token: sam.token).status == 401)
     }
 
-    @Test("a sign-in writes its token to two b-trees (by member, by hash) and its challenge")
+    @Test("asking for a sign-in challenge writes nothing")
+    func challengeWritesNothing() throws {
+        let (harness, spaceBefore, _) = try Self.space(threads: 0, members: 2)
+        var space = spaceBefore
+        let sam = try space.add("Sam")
+        let reader = try SQLiteDatabase(path: harness.databasePath)
+        defer { reader.close() }
+        try reader.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for _ in 0..<3 {
+            let challenge = try harness.send(
+                "POST", "\(space.base)/sign-in/challenge", json: ["member": sam.id])
+            #expect(challenge.status == 201, "\(challenge.json)")
+        }
+        #expect(try walFrames(harness.databasePath, reader) == 0)
+    }
+
+    @Test("a sign-in writes its token to two b-trees (by member, by hash) and its used challenge")
     func signInTrees() throws {
         let (harness, spaceBefore, _) = try Self.space(threads: 0, members: 200)
         var space = spaceBefore
         let sam = try space.add("Sam")
-        let challenge = try harness.send("POST", "\(space.base)/sign-in/challenge")
+        let challenge = try harness.send("POST", "\(space.base)/sign-in/challenge", json: ["member": sam.id])
         let proof = try sam.identity.signIn(
             to: space.space, as: sam.id,
             challenge: try #require(Base64URL.decode(challenge.string("challenge"))))
@@ -143,7 +176,7 @@ import Testing
         #expect(signIn.status == 201, "\(signIn.json)")
         // Schema 6 also wrote the index by member (device_tokens_member).
         let trees = try walTrees(harness.databasePath, reader).subtracting(["sqlite_schema"])
-        #expect(trees == ["device_tokens", "sqlite_autoindex_device_tokens_1", "sign_in_challenges"])
+        #expect(trees == ["device_tokens", "sqlite_autoindex_device_tokens_1", "used_sign_in_challenges"])
         #expect(try harness.send("GET", "\(space.base)/threads", token: signIn.string("token")).status == 200)
     }
 

@@ -124,7 +124,8 @@ public struct SpaceClient: Sendable {
     public func signIn(_ space: SpaceID, as member: MemberID, identity: DeviceIdentity, label: String? = nil)
         throws(SpaceClientError) -> SpaceWire.IssuedToken
     {
-        let challenge: SpaceWire.Challenge = try call(.post, path(space, "sign-in", "challenge"))
+        let challenge: SpaceWire.Challenge = try call(
+            .post, path(space, "sign-in", "challenge"), body: SpaceWire.ChallengeRequest(member: member))
         guard let bytes = Base64URL.decode(challenge.challenge) else {
             throw invalidResponse("the sign-in challenge is not base64url")
         }

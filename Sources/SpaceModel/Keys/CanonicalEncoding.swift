@@ -39,6 +39,7 @@ package enum Domain {
     package static let memberName = "eleven/member-name/v1"
     package static let memberNameKey = "eleven/member-name-key/v1"
     package static let signIn = "eleven/sign-in/v1"
+    package static let signInChallenge = "eleven/sign-in-challenge/v1"
     package static let homeRequest = "eleven/home-request/v1"
     package static let homeAnchorIndex = "eleven/home-anchor-index/v1"
     package static let homeAccount = "eleven/home-account/v1"

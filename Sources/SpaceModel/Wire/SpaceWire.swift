@@ -41,6 +41,14 @@ public enum SpaceWire {
         }
     }
 
+    /// `POST …/sign-in/challenge`: the challenge is good for this member only.
+    public struct ChallengeRequest: Codable, Sendable {
+        public let member: MemberID
+        public init(member: MemberID) {
+            self.member = member
+        }
+    }
+
     /// `POST …/sign-in`.
     public struct SignInRequest: Codable, Sendable {
         public let proof: SignInProof
