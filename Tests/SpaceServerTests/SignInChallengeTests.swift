@@ -139,19 +139,24 @@ import Testing
         #expect(second != first)
     }
 
-    @Test("a used challenge cleared after it expired stays refused when the clock goes back")
-    func clockGoesBack() throws {
-        let harness = try APIHarness()
+    /// Sam signs in with a proof an eavesdropper keeps; past its expiry another sign-in clears
+    /// the used challenge. Returns the kept proof, a replay of which must stay refused.
+    private func proofWhoseChallengeWasCleared(_ harness: APIHarness) throws -> (TestSpace, SignInProof) {
         var space = try TestSpace.create(harness)
         let sam = try space.add("Sam")
-        let lifetime = SpaceServerConfiguration().challengeLifetime
         let bytes = try challenge(harness, space, for: sam)
         let proof = try sam.identity.signIn(to: space.space, as: sam.id, challenge: bytes)
         #expect(try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof]).status == 201)
-        // Past its expiry, another sign-in clears the used one; then the clock is set back.
-        harness.clock.advance(by: lifetime + 1)
+        harness.clock.advance(by: SpaceServerConfiguration().challengeLifetime + 1)
         #expect(try signIn(harness, space, sam, challenge: challenge(harness, space, for: sam)).status == 201)
-        harness.clock.advance(by: -lifetime)
+        return (space, proof)
+    }
+
+    @Test("a used challenge cleared after it expired stays refused when the clock goes back")
+    func clockGoesBack() throws {
+        let harness = try APIHarness()
+        let (space, proof) = try proofWhoseChallengeWasCleared(harness)
+        harness.clock.advance(by: -SpaceServerConfiguration().challengeLifetime)
         let replay = try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof])
         #expect(replay.status == 401, "\(replay.json)")
         #expect(replay.error == "challenge_invalid")
@@ -160,19 +165,12 @@ import Testing
     @Test("a used challenge cleared before a restart stays refused when the clock then goes back")
     func clockGoesBackAfterARestart() throws {
         let harness = try APIHarness()
-        var space = try TestSpace.create(harness)
-        let sam = try space.add("Sam")
-        let lifetime = SpaceServerConfiguration().challengeLifetime
-        let bytes = try challenge(harness, space, for: sam)
-        let proof = try sam.identity.signIn(to: space.space, as: sam.id, challenge: bytes)
-        #expect(try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof]).status == 201)
-        harness.clock.advance(by: lifetime + 1)
-        #expect(try signIn(harness, space, sam, challenge: challenge(harness, space, for: sam)).status == 201)
+        let (space, proof) = try proofWhoseChallengeWasCleared(harness)
         // The process restarts (a new server on the file knows nothing of the clearing), and
         // the clock is set back to when the captured proof was fresh.
         let clock = harness.clock
         let restarted = try SpaceAPI(databasePath: harness.databasePath, clock: { clock.now })
-        harness.clock.advance(by: -lifetime)
+        harness.clock.advance(by: -SpaceServerConfiguration().challengeLifetime)
         let body = try JSONSerialization.data(withJSONObject: harness.plain(["proof": proof]))
         let reply = restarted.handle(
             APIRequest(
