@@ -176,7 +176,7 @@ final class SpaceService {
     /// accepted even when the clock goes back (it would look unexpired and unused again). It
     /// starts at the time this server started: every clearing before a restart happened earlier,
     /// so a challenge it cleared expired before then (only a clock set back before the restart
-    /// itself escapes this; docs/threat-model.md).
+    /// itself escapes this; docs/bot.md, "Session 10").
     var usedChallengesClearedBefore: Int64
     /// New devices waiting for an enrolled device's approval (memory only, short-lived).
     var homeApprovals: [String: PendingApproval] = [:]
