@@ -70,10 +70,14 @@ extension SpaceSession {
     }
 
     /// Opens every sealed name in `roster` this device holds the key to (asking for its wraps
-    /// only when some name is sealed). A name that does not open stays empty: it shows as the
-    /// member's id, as a name never given does.
+    /// only when some name is sealed, and opening only the wraps of the threads that seal them).
+    /// A name that does not open stays empty: it shows as the member's id, as a name never
+    /// given does.
     func revealNames(in roster: inout Roster, threadKeys known: [ThreadID: ThreadKey]? = nil) {
-        guard roster.hasSealedNames, let keys = known ?? (try? threadKeys(roster: roster)) else { return }
+        let needed = roster.sealedNameThreads
+        guard !needed.isEmpty, let keys = known ?? (try? threadKeys(roster: roster, only: needed)) else {
+            return
+        }
         let space = saved.space
         roster.revealNames { sealed, member in
             keys[sealed.thread].flatMap { sealed.open(key: $0, space: space, member: member) }

@@ -179,9 +179,14 @@ public struct SpaceSession: Sendable {
     // MARK: Threads
 
     /// The thread keys wrapped to this device, each wrap verified against `roster`.
-    public func threadKeys(roster: Roster) throws(SpaceClientError) -> [ThreadID: ThreadKey] {
+    /// `only`: open just the wraps of these threads (each open verifies a signature and opens
+    /// a sealed box; the names need one thread's key, not every thread's).
+    public func threadKeys(roster: Roster, only: Set<ThreadID>? = nil) throws(SpaceClientError)
+        -> [ThreadID: ThreadKey]
+    {
         var keys: [ThreadID: ThreadKey] = [:]
-        for wrap in try client.wraps(saved.space) where wrap.recipient == saved.member {
+        for wrap in try client.wraps(saved.space)
+        where wrap.recipient == saved.member && only.map({ $0.contains(wrap.thread) }) ?? true {
             if let key = try? wrap.open(with: identity, verifyingAgainst: roster) { keys[wrap.thread] = key }
         }
         return keys

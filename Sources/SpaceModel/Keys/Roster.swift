@@ -411,9 +411,18 @@ public struct Roster: Sendable, Equatable {
     }
 
     /// Whether some sealed name is not yet opened here.
-    public var hasSealedNames: Bool {
-        members.values.contains { $0.sealedName != nil && $0.name.isEmpty }
-            || formerMembers.values.contains { $0.sealedName != nil && $0.name.isEmpty }
+    public var hasSealedNames: Bool { !sealedNameThreads.isEmpty }
+
+    /// The threads whose keys open the names still sealed: the only keys a device needs to
+    /// show them (most spaces: one, the names thread).
+    public var sealedNameThreads: Set<ThreadID> {
+        var threads = Set<ThreadID>()
+        for records in [members, formerMembers] {
+            for record in records.values where record.name.isEmpty {
+                if let sealed = record.sealedName { threads.insert(sealed.thread) }
+            }
+        }
+        return threads
     }
 
     private static func label(_ member: MemberRecord) -> String {
