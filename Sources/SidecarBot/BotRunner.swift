@@ -223,6 +223,8 @@ public final class BotRunner: Sendable {
     private func attend(_ id: String) {
         var backoff = Backoff(first: 0.2, cap: 5)
         let worker = Worker()
+        // An ended invite's wake goes with it: a bot that runs for months attends many invites.
+        defer { _ = wakes.withLock { $0.removeValue(forKey: id) } }
         while !isStopped {
             // The wake is in place before the invite is read: a report saved after this read
             // wakes this run.
