@@ -89,7 +89,7 @@ let package = Package(
                 "CQRencode", "Net",
             ]),
         .executableTarget(name: "ElevenServer", dependencies: ["SpaceServer", "Net", "CLISupport"]),
-        .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Net", "CLISupport"]),
+        .executableTarget(name: "ElevenRelay", dependencies: ["Relay", "Mailbox", "Net", "CLISupport"]),
         .executableTarget(
             name: "ElevenBot", dependencies: ["SidecarBot", "ClientCore", "CLISupport", "Net", "Support"]),
         .executableTarget(
@@ -144,8 +144,8 @@ let package = Package(
         .testTarget(
             name: "BotTests",
             dependencies: [
-                "SidecarBot", "JoinProtocol", "ClientCore", "SpaceModel", "Support", "SQLite", "TestSupport",
-                "LoadHarness",
+                "SidecarBot", "JoinProtocol", "ClientCore", "Mailbox", "SpaceModel", "Support", "SQLite",
+                "TestSupport", "LoadHarness",
             ]),
         .testTarget(
             name: "SQLiteTests",

@@ -37,6 +37,7 @@ let package = Package(
             name: "FuzzPeerMessages",
             dependencies: [
                 .product(name: "JoinProtocol", package: mainPackage),
+                .product(name: "Mailbox", package: mainPackage),
                 .product(name: "SpaceModel", package: mainPackage),
                 .product(name: "ClientCore", package: mainPackage),
                 .product(name: "PAKE", package: mainPackage),

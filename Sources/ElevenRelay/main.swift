@@ -1,5 +1,6 @@
 import CLISupport
 import Foundation
+import Mailbox
 import Net
 import Relay
 

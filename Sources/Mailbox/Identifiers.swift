@@ -88,3 +88,37 @@ public struct Phase: Hashable, Sendable, Codable, CustomStringConvertible, Expre
 public enum Mood: String, Sendable, Codable {
     case happy, lonely, scary, errory
 }
+
+/// Where a connection comes from, as the relay saw it (after trusted-proxy headers); the
+/// welcome's `your-address`.
+public struct ClientAddress: Hashable, Sendable {
+    public enum Family: Sendable { case ipv4, ipv6 }
+    public let family: Family
+    /// The textual address (`127.0.0.1`, `2001:db8::1`).
+    public let host: String
+    public let port: Int
+
+    public init(family: Family, host: String, port: Int) {
+        self.family = family
+        self.host = host
+        self.port = port
+    }
+}
+
+/// A point in time: seconds since the Unix epoch, as `server_tx` and `server_rx` carry it
+/// (the relay's clock).
+public struct RelayInstant: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let secondsSince1970: Double
+    public init(secondsSince1970: Double) { self.secondsSince1970 = secondsSince1970 }
+    public static func < (lhs: RelayInstant, rhs: RelayInstant) -> Bool {
+        lhs.secondsSince1970 < rhs.secondsSince1970
+    }
+    public static func + (lhs: RelayInstant, seconds: Double) -> RelayInstant {
+        RelayInstant(secondsSince1970: lhs.secondsSince1970 + seconds)
+    }
+    /// Seconds from `earlier` to `self`.
+    public func seconds(since earlier: RelayInstant) -> Double {
+        secondsSince1970 - earlier.secondsSince1970
+    }
+    public var description: String { String(secondsSince1970) }
+}

@@ -2,7 +2,8 @@ import Foundation
 import Mailbox
 
 /// The relay's own identifiers and addresses. The mailbox protocol's (``AppID``, ``Side``,
-/// ``Nameplate``, ``MailboxID``, ``Phase``) live in `Mailbox`, shared with the clients.
+/// ``Nameplate``, ``MailboxID``, ``Phase``, ``ClientAddress``, ``RelayInstant``) live in
+/// `Mailbox`, shared with the clients.
 
 /// The glue's handle for one WebSocket connection. The core never interprets it.
 public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -12,20 +13,7 @@ public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConverti
     public var description: String { "conn#\(rawValue)" }
 }
 
-/// Where a connection comes from, as the glue saw it (after trusted-proxy headers).
-public struct ClientAddress: Hashable, Sendable {
-    public enum Family: Sendable { case ipv4, ipv6 }
-    public let family: Family
-    /// The textual address (`127.0.0.1`, `2001:db8::1`).
-    public let host: String
-    public let port: Int
-
-    public init(family: Family, host: String, port: Int) {
-        self.family = family
-        self.host = host
-        self.port = port
-    }
-
+extension ClientAddress {
     /// The key that per-address limits count against: the IPv4 host, or the /64 network of an
     /// IPv6 host (one subscriber usually holds a whole /64), without the port.
     public var source: SourceAddress {
@@ -51,21 +39,4 @@ public struct SourceAddress: Hashable, Sendable, CustomStringConvertible, Expres
     public init(_ rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.rawValue = value }
     public var description: String { rawValue }
-}
-
-/// A point in time: seconds since the Unix epoch, as `server_tx` and `server_rx` carry it.
-public struct RelayInstant: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let secondsSince1970: Double
-    public init(secondsSince1970: Double) { self.secondsSince1970 = secondsSince1970 }
-    public static func < (lhs: RelayInstant, rhs: RelayInstant) -> Bool {
-        lhs.secondsSince1970 < rhs.secondsSince1970
-    }
-    public static func + (lhs: RelayInstant, seconds: Double) -> RelayInstant {
-        RelayInstant(secondsSince1970: lhs.secondsSince1970 + seconds)
-    }
-    /// Seconds from `earlier` to `self`.
-    public func seconds(since earlier: RelayInstant) -> Double {
-        secondsSince1970 - earlier.secondsSince1970
-    }
-    public var description: String { String(secondsSince1970) }
 }

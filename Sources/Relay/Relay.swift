@@ -3,10 +3,11 @@
 ///
 /// Layers, inside out:
 ///
-/// - `Messages/`: ``ClientMessage`` decoding with the deployed server's error strings
-///   (``RelayError``), and ``ServerMessage`` encoding, over the `Mailbox` module's strict JSON
-///   reader/writer, which keeps member order and number text (so `orig`, `id` and `pong` echo
-///   exactly), and its identifiers (shared with the clients).
+/// - The messages are the `Mailbox` module's, one definition shared with the clients:
+///   `ClientMessage` (decoded here into a `ClientFrame`, whose field problems carry the
+///   deployed server's error strings, `RelayError`), `ServerMessage` (encoded here), their
+///   identifiers, and the strict JSON reader/writer that keeps member order and number text
+///   (so `orig`, `id` and `pong` echo exactly).
 /// - `Rules/`: ``RelayCore``, the state machine. ``RelayEvent`` in (connection opened, frame
 ///   received, connection closed, tick), ``RelayOutput`` out: ``StorageOp`` writes to commit
 ///   first, then ``RelayAction``s (send a frame, close a connection). Clock and randomness are

@@ -1,5 +1,6 @@
 import ClientCore
 import JoinProtocol
+import Mailbox
 import Testing
 
 /// `RendezvousMachine.replayingPeer()`: how the bot saves a use's relay connection so a restart
@@ -16,7 +17,7 @@ import Testing
         _ = machine.connected()
         _ = machine.received(.claimed(Self.mailbox))
         _ = try machine.send(phase: Rendezvous.Phase("pake"), body: [1])
-        _ = machine.received(.message(side: Self.me, phase: Rendezvous.Phase("pake"), body: [1]))
+        _ = machine.received(Self.message(side: Self.me, phase: Rendezvous.Phase("pake"), body: [1]))
         return machine
     }
 
@@ -33,7 +34,8 @@ import Testing
 
     @Test func afterTheJoinerSpokeTheirMessagesAreDeliveredAgainWithoutAClaim() throws {
         var machine = try published()
-        let first = machine.received(.message(side: Self.joiner, phase: Rendezvous.Phase("pake"), body: [2]))
+        let first = machine.received(
+            Self.message(side: Self.joiner, phase: Rendezvous.Phase("pake"), body: [2]))
         #expect(first.contains(.received(phase: Rendezvous.Phase("pake"), body: [2])))
         var resumed = machine.replayingPeer()
         let messages = sent(resumed.connected())
@@ -41,10 +43,20 @@ import Testing
         #expect(!messages.contains { if case .release = $0 { return true } else { return false } })
         #expect(messages.contains(.open(Self.mailbox)))
         // The relay replays the mailbox: the joiner's message comes through once more.
-        let again = resumed.received(.message(side: Self.joiner, phase: Rendezvous.Phase("pake"), body: [2]))
+        let again = resumed.received(
+            Self.message(side: Self.joiner, phase: Rendezvous.Phase("pake"), body: [2]))
         #expect(again.contains(.received(phase: Rendezvous.Phase("pake"), body: [2])))
         // Without replaying, it would have been swallowed as already seen.
         #expect(
-            machine.received(.message(side: Self.joiner, phase: Rendezvous.Phase("pake"), body: [2])).isEmpty)
+            machine.received(Self.message(side: Self.joiner, phase: Rendezvous.Phase("pake"), body: [2]))
+                .isEmpty)
+    }
+
+    /// A relay's `message` carrying `body` from `side`.
+    private static func message(side: Side, phase: Phase, body: [UInt8]) -> ServerMessage {
+        .message(
+            StoredMessage(
+                side: side, phase: phase, body: Hex.encode(body), serverRX: RelayInstant(secondsSince1970: 1),
+                messageID: .null))
     }
 }

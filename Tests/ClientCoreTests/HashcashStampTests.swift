@@ -45,8 +45,8 @@ import Testing
     }
 
     @Test func theWelcomesRequestIsRead() {
-        func welcome(_ text: String) -> JSONObject {
-            (try? JSONParser.parse(text))?.objectValue ?? JSONObject()
+        func welcome(_ text: String) -> Welcome {
+            Welcome(decoding: (try? JSONParser.parse(text))?.objectValue ?? JSONObject())
         }
         #expect(
             HashcashRequest(
@@ -64,12 +64,12 @@ import Testing
                 welcome: welcome(#"{"permission-required":{"hashcash":{"bits":"16","resource":"r"}}}"#))
                 == nil)
         #expect(
-            HashcashRequest.submission(stamp: "1:16:x:r::a:b")
+            HashcashRequest.submission(stamp: "1:16:x:r::a:b").encoded
                 == #"{"method":"hashcash","stamp":"1:16:x:r::a:b","type":"submit-permissions"}"#)
         // A '/' in the relay's resource goes out as it is, as Python's client and the relay write
         // it (Foundation's writer sent "\/", the same JSON string).
         #expect(
-            HashcashRequest.submission(stamp: "1:16:x:r/s::a:b")
+            HashcashRequest.submission(stamp: "1:16:x:r/s::a:b").encoded
                 == #"{"method":"hashcash","stamp":"1:16:x:r/s::a:b","type":"submit-permissions"}"#)
     }
 }

@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import JoinProtocol
+import Mailbox
 import SpaceModel
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import Support
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import PAKE
 import SpaceModel
 
@@ -28,7 +29,7 @@ public func fuzzPeerMessages(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CI
     case 3:
         _ = try? decoder.decode(InboxNote.self, from: Data(body))
     case 4:
-        _ = try? ServerMessage(json: String(decoding: body, as: UTF8.self))
+        mailboxMessages(body)
     case 5:
         _ = try? decoder.decode(KeyInviteWire.Invite.self, from: Data(body))
     case 6:
@@ -117,5 +118,18 @@ private func eventList(_ body: [UInt8]) {
             let slow = try? decoder.decode(SpaceWire.EventList.self, from: Data(text)).events
             precondition(slow == fast, "the event list reader and JSONDecoder disagree")
         }
+    }
+}
+
+/// Both directions of the mailbox protocol's one codec: what a client decodes from a relay and
+/// what the relay decodes from a client must come back the same after encoding.
+private func mailboxMessages(_ body: [UInt8]) {
+    if let message = try? ServerMessage(decoding: String(decoding: body, as: UTF8.self)) {
+        let again = try? ServerMessage(decoding: message.encoded(serverTX: RelayInstant(secondsSince1970: 1)))
+        precondition(again == message, "a server message did not round-trip")
+    }
+    if case .success(let frame) = ClientMessage.decode(body), case .success(let message) = frame.message {
+        let again = ClientMessage.decode(message.encoded)
+        precondition((try? again.get().message.get()) == message, "a client message did not round-trip")
     }
 }

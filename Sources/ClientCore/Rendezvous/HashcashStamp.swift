@@ -13,10 +13,10 @@ public struct HashcashRequest: Equatable, Sendable {
         self.resource = resource
     }
 
-    /// The request in a welcome object (`{"permission-required": {"hashcash": {"bits": …,
-    /// "resource": …}}}`), nil when it asks for none.
-    public init?(welcome: JSONObject) {
-        guard let hashcash = welcome["permission-required"]?.objectValue?["hashcash"]?.objectValue,
+    /// The request in a relay's welcome (`"permission-required": {"hashcash": {"bits": …,
+    /// "resource": …}}`), nil when it asks for none.
+    public init?(welcome: Welcome) {
+        guard let hashcash = welcome.permissionRequired?["hashcash"]?.objectValue,
             case .number(let number)? = hashcash["bits"], let value = number.doubleValue,
             value.isFinite, abs(value) < 1e15,
             let resource = hashcash["resource"]?.stringValue
@@ -25,14 +25,9 @@ public struct HashcashRequest: Equatable, Sendable {
         self.init(bits: Int(value), resource: resource)
     }
 
-    /// The `submit-permissions` command carrying `stamp`, written by the mailbox protocol's one
-    /// codec (members in key order).
-    public static func submission(stamp: String) -> String {
-        JSONWriter.string(
-            .object(
-                JSONObject([
-                    "method": "hashcash", "stamp": .string(stamp), "type": "submit-permissions",
-                ])))
+    /// The `submit-permissions` command carrying `stamp`.
+    public static func submission(stamp: String) -> ClientMessage {
+        .submitPermission(method: "hashcash", stamp: stamp)
     }
 }
 

@@ -119,20 +119,18 @@ public final class RendezvousConnection {
             fresh.close()
             return false
         }
-        let (text, decoded): (String, ServerMessage)
+        let decoded: ServerMessage
         do throws(RelayConnectionError) {
-            (text, decoded) = try Self.decode(first)
+            decoded = try Self.decode(first)
         } catch {
             fresh.close()
             throw error
         }
         socket = fresh
-        if case .welcome(_, nil) = decoded,
-            case .object(let object)? = try? JSONParser.parse(text),
-            let welcome = object["welcome"]?.objectValue,
+        if case .welcome(let welcome) = decoded, welcome.error == nil,
             let request = HashcashRequest(welcome: welcome)
         {
-            fresh.send(text: HashcashRequest.submission(stamp: try solve(request)))
+            fresh.send(text: HashcashRequest.submission(stamp: try solve(request)).encoded)
         }
         try perform(machine.connected())
         try perform(machine.received(decoded))
@@ -297,23 +295,21 @@ public final class RendezvousConnection {
                 nextReconnect = ContinuousClock.now + .milliseconds(Int(reconnect.delay * 1000))
                 continue
             }
-            try perform(machine.received(try Self.decode(message).1))
+            try perform(machine.received(try Self.decode(message)))
         }
     }
 
-    /// A relay frame as text and as the message it carries.
-    private static func decode(_ message: WebSocketMessage) throws(RelayConnectionError) -> (
-        String, ServerMessage
-    ) {
+    /// The message a relay frame carries.
+    private static func decode(_ message: WebSocketMessage) throws(RelayConnectionError) -> ServerMessage {
         let text: String
         switch message {
         case .text(let t): text = t
         case .binary(let b): text = String(decoding: b, as: UTF8.self)
         }
         do {
-            return (text, try ServerMessage(json: text))
+            return try ServerMessage(decoding: text)
         } catch {
-            throw .rendezvous(error)
+            throw .rendezvous(.protocolViolation(error.description))
         }
     }
 
@@ -321,7 +317,7 @@ public final class RendezvousConnection {
         for action in actions {
             switch action {
             case .send(let message):
-                socket?.send(text: message.json)
+                socket?.send(text: message.encoded)
             case .allocated(let nameplate):
                 events.append(.allocated(nameplate))
             case .received(let phase, let body):

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// What went wrong between a client and the relay.
 public enum RendezvousError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
     /// The relay sent something the protocol does not allow.
@@ -153,7 +155,7 @@ public struct RendezvousMachine: Codable, Sendable {
         link = Link()
         link.isUp = true
         guard !isClosed, failure == nil else { return [] }
-        return [.send(.bind(appID: appID, side: side, clientVersion: clientVersion))] + pump()
+        return [.send(.bind(appID: AppID(appID), side: side, clientVersion: clientVersion))] + pump()
     }
 
     /// The connection was lost. The owner reconnects (with back-off) and calls `connected()`.
@@ -191,9 +193,9 @@ public struct RendezvousMachine: Codable, Sendable {
     public mutating func received(_ message: ServerMessage) -> [RendezvousAction] {
         guard !isClosed else { return [] }
         switch message {
-        case .welcome(let motd, let error):
-            if let error { return fail(.unwelcome(error)) }
-            return motd.map { [.motd($0)] } ?? []
+        case .welcome(let welcome):
+            if let error = welcome.error { return fail(.unwelcome(error)) }
+            return welcome.motd.map { [.motd($0)] } ?? []
         case .ack, .pong, .unknown:
             return []
         case .nameplates:
@@ -217,7 +219,11 @@ public struct RendezvousMachine: Codable, Sendable {
         case .closed:
             isClosed = true
             return [.closed]
-        case .message(let from, let phase, let body):
+        case .message(let message):
+            guard let body = Hex.decode(message.body) else {
+                return fail(.protocolViolation("a mailbox message body is not hex"))
+            }
+            let (from, phase) = (message.side, message.phase)
             if from == side {
                 unechoed.removeAll { $0.phase == phase }
                 return []
@@ -235,9 +241,9 @@ public struct RendezvousMachine: Codable, Sendable {
                 actions += pump()
             }
             return actions
-        case .error(let text, _):
-            if text == "crowded" { return fail(.crowded) }
-            return fail(.server(text))
+        case .error(let error, _):
+            if error.code == .crowded { return fail(.crowded) }
+            return fail(.server(error.message))
         }
     }
 
@@ -278,7 +284,7 @@ public struct RendezvousMachine: Codable, Sendable {
             if link.openSent {
                 for message in unechoed where !link.addsSent.contains(message.phase) {
                     link.addsSent.insert(message.phase)
-                    out.append(.add(phase: message.phase, body: message.body))
+                    out.append(.add(phase: message.phase, body: Hex.encode(message.body)))
                 }
             }
         }
@@ -288,7 +294,7 @@ public struct RendezvousMachine: Codable, Sendable {
         }
         if let mood = closeMood, let mailbox, !link.closeSent {
             link.closeSent = true
-            out.append(.close(mailbox, mood: mood))
+            out.append(.close(mailbox: mailbox, mood: mood.rawValue))
         }
         return out.map { .send($0) }
     }

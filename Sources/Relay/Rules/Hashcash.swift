@@ -1,4 +1,5 @@
 import COpenSSL
+import Mailbox
 
 /// Checks Hashcash v1 stamps (`1:bits:date:resource:ext:rand:counter`) for the optional
 /// `permission-required` admission control. SHA-1 comes from OpenSSL.

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// Token buckets keyed by source address. Pure: the caller passes the time.
 struct RateLimiter: Sendable {
     private struct Bucket {

@@ -54,12 +54,12 @@ extension RelayCore {
         }
     }
 
-    mutating func bind(_ request: Result<BindRequest, RelayError>, connection id: ConnectionID) -> Result<
-        Void, RelayError
-    > {
+    mutating func bind(
+        _ request: Result<(appID: AppID, side: Side), RelayError>, connection id: ConnectionID
+    ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
         guard connection.binding == nil else { return .failure(.alreadyBound) }
-        let bind: BindRequest
+        let bind: (appID: AppID, side: Side)
         switch request {
         case .failure(let error): return .failure(error)
         case .success(let value): bind = value
@@ -73,7 +73,8 @@ extension RelayCore {
     }
 
     mutating func submitPermission(
-        _ submission: Result<PermissionSubmission, RelayError>, connection id: ConnectionID, now: RelayInstant
+        _ submission: Result<(method: String, stamp: String?), RelayError>, connection id: ConnectionID,
+        now: RelayInstant
     ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
         guard case .hashcash(let bits, let resource, let maximumAge) = config.permission else {
@@ -83,7 +84,7 @@ extension RelayCore {
         guard !connection.permissionGranted, connection.binding == nil else {
             return .failure(.permissionAlreadyGranted)
         }
-        let value: PermissionSubmission
+        let value: (method: String, stamp: String?)
         switch submission {
         case .failure(let error): return .failure(error)
         case .success(let s): value = s

@@ -49,11 +49,12 @@ extension RelayCore {
     }
 
     mutating func add(
-        _ field: Result<AddRequest, RelayError>, id messageID: JSONValue, connection id: ConnectionID,
+        _ field: Result<(phase: Phase, body: String), RelayError>, id messageID: JSONValue,
+        connection id: ConnectionID,
         app: AppID, side: Side, now: RelayInstant
     ) -> Result<Void, RelayError> {
         guard let key = connections[id]?.openMailbox else { return .failure(.mustOpenBeforeAdding) }
-        let request: AddRequest
+        let request: (phase: Phase, body: String)
         switch field {
         case .failure(let error): return .failure(error)
         case .success(let value): request = value
@@ -85,12 +86,13 @@ extension RelayCore {
     }
 
     mutating func close(
-        _ field: Result<CloseRequest, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
+        _ field: Result<(mailbox: MailboxID?, mood: String?), RelayError>, connection id: ConnectionID,
+        app: AppID, side: Side,
         now: RelayInstant
     ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
         guard !connection.didClose else { return .failure(.onlyOneClose) }
-        let request: CloseRequest
+        let request: (mailbox: MailboxID?, mood: String?)
         switch field {
         case .failure(let error): return .failure(error)
         case .success(let value): request = value

@@ -67,7 +67,7 @@ extension RelayCore {
     }
 
     mutating func claim(
-        _ field: Result<String, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
+        _ field: Result<Nameplate, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
         now: RelayInstant, orig: JSONValue = .null
     ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
@@ -80,7 +80,7 @@ extension RelayCore {
         let text: String
         switch field {
         case .failure(let error): return .failure(error)
-        case .success(let value): text = value
+        case .success(let value): text = value.value
         }
         guard let name = Nameplate(validating: text) else { return .failure(.invalidNameplate) }
         connections[id]?.claimedNameplate = name
@@ -137,7 +137,7 @@ extension RelayCore {
     }
 
     mutating func release(
-        _ field: Result<String?, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
+        _ field: Result<Nameplate?, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
         now: RelayInstant
     ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
@@ -145,7 +145,7 @@ extension RelayCore {
         let given: String?
         switch field {
         case .failure(let error): return .failure(error)
-        case .success(let value): given = value
+        case .success(let value): given = value?.value
         }
         let text: String
         if let given {

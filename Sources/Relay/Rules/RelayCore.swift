@@ -168,17 +168,17 @@ public struct RelayCore: Sendable {
             refuseOversized(id, connection, now: now)
             return
         }
-        let message: ClientMessage
+        let frame: ClientFrame
         switch ClientMessage.decode(payload, maximumFieldBytes: config.limits.maximumFieldBytes) {
         case .failure(let problem):
             fail(id, problem.error, orig: problem.orig)
             return
         case .success(let decoded):
-            message = decoded
+            frame = decoded
         }
         // Every typed command is acknowledged before it is processed.
-        send(.ack(id: message.id), to: id)
-        dispatch(message, from: id, now: now)
+        send(.ack(id: frame.id), to: id)
+        dispatch(frame, from: id, now: now)
     }
 
     /// A message the glue dropped unread for its size.
@@ -205,42 +205,77 @@ public struct RelayCore: Sendable {
     /// Connection tokens an oversized message costs its address (a new connection costs 1).
     static let oversizeConnectionCost = 10.0
 
-    private mutating func dispatch(_ message: ClientMessage, from id: ConnectionID, now: RelayInstant) {
-        let orig = JSONValue.object(message.object)
+    private mutating func dispatch(_ frame: ClientFrame, from id: ConnectionID, now: RelayInstant) {
+        let orig = JSONValue.object(frame.object)
+        let fields = frame.message
         let result: Result<Void, RelayError>
-        switch message.command {
-        case .ping(let value):
-            result = value.map { send(.pong($0), to: id) }
-        case .bind(let request):
-            result = bind(request, connection: id)
-        case .submitPermission(let submission):
-            result = submitPermission(submission, connection: id, now: now)
+        switch frame.kind {
+        case .ping:
+            result = fields.fields { message -> JSONValue? in
+                guard case .ping(let value) = message else { return nil }
+                return value
+            }.map { send(.pong($0), to: id) }
+        case .bind:
+            result = bind(
+                fields.fields { message in
+                    guard case .bind(let appID, let side, _) = message else { return nil }
+                    return (appID: appID, side: side)
+                }, connection: id)
+        case .submitPermission:
+            result = submitPermission(
+                fields.fields { message in
+                    guard case .submitPermission(let method, let stamp) = message else { return nil }
+                    return (method: method, stamp: stamp)
+                }, connection: id, now: now)
         default:
             guard let binding = connections[id]?.binding else {
                 result = .failure(.mustBindFirst)
                 break
             }
-            result = dispatchBound(
-                message, connection: id, app: binding.app, side: binding.side, now: now)
+            result = dispatchBound(frame, connection: id, app: binding.app, side: binding.side, now: now)
         }
         if case .failure(let error) = result { fail(id, error, orig: orig) }
     }
 
     private mutating func dispatchBound(
-        _ message: ClientMessage, connection id: ConnectionID, app: AppID, side: Side, now: RelayInstant
+        _ frame: ClientFrame, connection id: ConnectionID, app: AppID, side: Side, now: RelayInstant
     ) -> Result<Void, RelayError> {
-        switch message.command {
+        let fields = frame.message
+        let orig = JSONValue.object(frame.object)
+        switch frame.kind {
         case .list: return list(connection: id, app: app)
-        case .allocate:
-            return allocate(connection: id, app: app, side: side, now: now, orig: .object(message.object))
-        case .claim(let name):
-            return claim(name, connection: id, app: app, side: side, now: now, orig: .object(message.object))
-        case .release(let name): return release(name, connection: id, app: app, side: side, now: now)
-        case .open(let mailbox): return open(mailbox, connection: id, app: app, side: side, now: now)
-        case .add(let request):
-            return add(request, id: message.id, connection: id, app: app, side: side, now: now)
-        case .close(let request): return close(request, connection: id, app: app, side: side, now: now)
-        case .unknown: return .failure(.unknownType)
+        case .allocate: return allocate(connection: id, app: app, side: side, now: now, orig: orig)
+        case .claim:
+            let name = fields.fields { message -> Nameplate? in
+                guard case .claim(let name) = message else { return nil }
+                return name
+            }
+            return claim(name, connection: id, app: app, side: side, now: now, orig: orig)
+        case .release:
+            let name = fields.fields { message -> Nameplate?? in
+                guard case .release(let name) = message else { return nil }
+                return .some(name)
+            }
+            return release(name, connection: id, app: app, side: side, now: now)
+        case .open:
+            let mailbox = fields.fields { message -> MailboxID? in
+                guard case .open(let mailbox) = message else { return nil }
+                return mailbox
+            }
+            return open(mailbox, connection: id, app: app, side: side, now: now)
+        case .add:
+            let request = fields.fields { message -> (phase: Phase, body: String)? in
+                guard case .add(let phase, let body) = message else { return nil }
+                return (phase: phase, body: body)
+            }
+            return add(request, id: frame.id, connection: id, app: app, side: side, now: now)
+        case .close:
+            let request = fields.fields { message -> (mailbox: MailboxID?, mood: String?)? in
+                guard case .close(let mailbox, let mood) = message else { return nil }
+                return (mailbox: mailbox, mood: mood)
+            }
+            return close(request, connection: id, app: app, side: side, now: now)
+        case nil: return .failure(.unknownType)
         case .ping, .bind, .submitPermission: return .success(())
         }
     }
@@ -402,5 +437,13 @@ enum Base32 {
         }
         if bits > 0 { out.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)]) }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension Result where Success == ClientMessage, Failure == RelayError {
+    /// The fields of the command the dispatch switched on, taken out of the message by `pick`
+    /// (the decoder made the message of the kind its `type` names, so `pick` finds it).
+    fileprivate func fields<T>(_ pick: (ClientMessage) -> T?) -> Result<T, RelayError> {
+        flatMap { message in pick(message).map { .success($0) } ?? .failure(.unknownType) }
     }
 }

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// Counters the core keeps for `/metrics`. Only counts: no codes, no bodies, no addresses.
 public struct RelayMetrics: Sendable, Equatable {
     public var connectionsOpened = 0

@@ -1,3 +1,5 @@
+import Mailbox
+
 /// What the core asks its caller to do after one event.
 ///
 /// The rule that keeps acknowledged messages safe: queue ``writes`` to storage in event order,

@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import Net
 import Synchronization
 
@@ -311,7 +312,7 @@ public final class RelayServer: Sendable {
             defer { old = errors }
             return old
         }
-        for code in RelayError.Code.allCases {
+        for code in RelayError.relayCodes {
             let delta = errors[code, default: 0] - previous[code, default: 0]
             if delta > 0 { fields.append(("errors_\(code.rawValue)", .int(delta))) }
         }

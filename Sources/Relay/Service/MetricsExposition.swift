@@ -1,3 +1,5 @@
+import Mailbox
+
 /// Renders the relay's counters in the Prometheus text exposition format (version 0.0.4), for
 /// the glue's `/metrics`. Label values come from fixed sets (error codes, mood and result
 /// words), never from client data.
@@ -30,7 +32,7 @@ public enum MetricsExposition {
             sample("eleven_relay_\(name)", value)
         }
         family("eleven_relay_errors_total", "counter", "Error replies and refusals, by reason.")
-        for code in RelayError.Code.allCases {
+        for code in RelayError.relayCodes {
             sample(
                 "eleven_relay_errors_total", metrics.errors[code, default: 0], "reason=\"\(code.rawValue)\"")
         }

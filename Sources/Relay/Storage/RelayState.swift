@@ -141,22 +141,3 @@ public struct MailboxSideRecord: Sendable, Equatable {
         self.mood = mood
     }
 }
-
-/// A message in a mailbox, relayed verbatim.
-public struct StoredMessage: Sendable, Equatable {
-    public let side: Side
-    public let phase: Phase
-    /// The client's (hex, encrypted) body, exactly as added.
-    public let body: String
-    public let serverRX: RelayInstant
-    /// The `id` of the `add` that brought it (null when the client sent none).
-    public let messageID: JSONValue
-
-    public init(side: Side, phase: Phase, body: String, serverRX: RelayInstant, messageID: JSONValue) {
-        self.side = side
-        self.phase = phase
-        self.body = body
-        self.serverRX = serverRX
-        self.messageID = messageID
-    }
-}

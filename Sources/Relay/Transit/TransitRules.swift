@@ -1,3 +1,5 @@
+import Mailbox
+
 /// The transit relay's rules (the Magic Wormhole transit relay protocol, as
 /// magic-wormhole-transit-relay 0.4 serves it) as a pure state machine: connections, their
 /// handshake line, pairing by token, limits and timeouts in; bytes to send, connections to
