@@ -29,11 +29,13 @@ public enum ClientMessage: Sendable, Equatable {
         /// The kind `type` names; nil for any other value (which need not be a string).
         public init?(type: JSONValue) {
             guard case .string(let text) = type else { return nil }
-            if text == "submit-permission" {
+            if let kind = Kind(rawValue: text) {
+                self = kind
+            } else if text == "submit-permission" {
                 self = .submitPermission
-                return
+            } else {
+                return nil
             }
-            self.init(rawValue: text)
         }
     }
 

@@ -241,16 +241,16 @@ public struct RelayCore: Sendable {
         _ frame: ClientFrame, connection id: ConnectionID, app: AppID, side: Side, now: RelayInstant
     ) -> Result<Void, RelayError> {
         let fields = frame.message
-        let orig = JSONValue.object(frame.object)
         switch frame.kind {
         case .list: return list(connection: id, app: app)
-        case .allocate: return allocate(connection: id, app: app, side: side, now: now, orig: orig)
+        case .allocate:
+            return allocate(connection: id, app: app, side: side, now: now, orig: .object(frame.object))
         case .claim:
             let name = fields.fields { message -> Nameplate? in
                 guard case .claim(let name) = message else { return nil }
                 return name
             }
-            return claim(name, connection: id, app: app, side: side, now: now, orig: orig)
+            return claim(name, connection: id, app: app, side: side, now: now, orig: .object(frame.object))
         case .release:
             let name = fields.fields { message -> Nameplate?? in
                 guard case .release(let name) = message else { return nil }
