@@ -85,9 +85,10 @@ func runRosterBench(_ arguments: [String]) -> Int32 {
             }
             let serverCPU = processCPUSeconds(server.pid) - serverBefore
             print(
-                String(
-                    format: "%-25@  %10.1f  %10.1f  %5.0f", label as NSString, 1000 * client / Double(runs),
-                    1000 * serverCPU / Double(runs), 1000 * wall / Double(runs)))
+                label.padding(toLength: 25, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "  %10.1f  %10.1f  %5.0f", 1000 * client / Double(runs),
+                        1000 * serverCPU / Double(runs), 1000 * wall / Double(runs)))
         }
         return 0
     } catch {
