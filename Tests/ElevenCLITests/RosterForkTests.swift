@@ -120,6 +120,34 @@ import Testing
         }
     }
 
+    /// Only what is new is read: an event before the last one Paul's device checked, edited on
+    /// the server (its signature changed), is not fetched again; the device goes on from its own
+    /// copy, which is what it verified. Before this change every command read and verified the
+    /// whole chain, and this edit failed it with `bad_signature`.
+    @Test func anEventBeforeTheLastCheckedOneIsNotReadAgain() async throws {
+        try await LinkEndToEndTests().withServer { server in
+            let (paul, _, lee) = try Self.leeJoined(server)
+            let events = try LinkSignerAttackTests.storedEvents(server)
+            #expect(events.count >= 3)
+            let old = events[1]
+            var object = try #require(
+                try JSONSerialization.jsonObject(with: JSONEncoder().encode(old)) as? [String: Any])
+            let signature = try #require(object["signature"] as? String)
+            object["signature"] = (signature.first == "A" ? "B" : "A") + signature.dropFirst()
+            let edited = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+            let later = try events.dropFirst(2).map {
+                String(decoding: try JSONEncoder().encode($0), as: UTF8.self)
+            }
+            try Self.replaceEvents(server, from: old.sequence, with: [edited] + later)
+
+            let after = try Self.view(paul, lists: lee)
+            print(
+                "edited event \(old.sequence) of \(events.count): \(after.code ?? "not read"); \(after.output)"
+            )
+            #expect(after.listed, "\(after.output)")
+        }
+    }
+
     /// (b) Rollback: Paul removes Lee, then the server drops the removal and serves the shorter,
     /// validly signed chain in which Lee is still a member (and would be given the keys of every
     /// thread made from then on).
