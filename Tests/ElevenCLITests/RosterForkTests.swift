@@ -51,6 +51,16 @@ import Testing
         }
     }
 
+    /// `event`'s text with one character of its signature changed: what a server that edits a
+    /// stored event without its signer's key can serve.
+    static func editedSignature(_ event: MembershipEvent) throws -> String {
+        var object = try #require(
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(event)) as? [String: Any])
+        let signature = try #require(object["signature"] as? String)
+        object["signature"] = (signature.first == "A" ? "B" : "A") + signature.dropFirst()
+        return String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+    }
+
     /// `eleven members --json` on Paul's device: whether it listed `member` as current, and what it said.
     static func view(_ paul: ElevenHome, lists member: MemberID) throws -> (
         listed: Bool, code: String?, output: String
@@ -107,11 +117,7 @@ import Testing
         try await LinkEndToEndTests().withServer { server in
             let (paul, _, lee) = try Self.leeJoined(server)
             let last = try #require(try LinkSignerAttackTests.storedEvents(server).last)
-            var object = try #require(
-                try JSONSerialization.jsonObject(with: JSONEncoder().encode(last)) as? [String: Any])
-            let signature = try #require(object["signature"] as? String)
-            object["signature"] = (signature.first == "A" ? "B" : "A") + signature.dropFirst()
-            let edited = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+            let edited = try Self.editedSignature(last)
             try Self.replaceEvents(server, from: last.sequence, with: [edited])
 
             let after = try Self.view(paul, lists: lee)
@@ -130,11 +136,7 @@ import Testing
             let events = try LinkSignerAttackTests.storedEvents(server)
             #expect(events.count >= 3)
             let old = events[1]
-            var object = try #require(
-                try JSONSerialization.jsonObject(with: JSONEncoder().encode(old)) as? [String: Any])
-            let signature = try #require(object["signature"] as? String)
-            object["signature"] = (signature.first == "A" ? "B" : "A") + signature.dropFirst()
-            let edited = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+            let edited = try Self.editedSignature(old)
             let later = try events.dropFirst(2).map {
                 String(decoding: try JSONEncoder().encode($0), as: UTF8.self)
             }
