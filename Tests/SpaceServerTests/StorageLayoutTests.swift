@@ -12,17 +12,25 @@ import Testing
 /// their member, so a sign-in writes two b-trees for its token, not three; migration 9 makes a
 /// sign-in challenge that the server checks by its tag, so asking for one writes nothing.
 @Suite struct StorageLayoutTests {
-    /// Turns a schema-9 file back into schema 8's tables (the server's secret goes with them).
-    static let undoSchema9 = """
-        DROP TABLE used_sign_in_challenges;
-        DROP TABLE server_secrets;
-        CREATE TABLE sign_in_challenges (
-            challenge_hash BLOB PRIMARY KEY,
-            space_id BLOB NOT NULL REFERENCES spaces(id),
-            expires_at INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        INSERT INTO sign_in_challenges VALUES (zeroblob(32), (SELECT id FROM spaces LIMIT 1), 0);
+    /// Turns a schema-10 file back into schema 9's tables (no wrap bundles; its wraps must be
+    /// single wraps).
+    static let undoSchema10 = """
+        DROP TABLE wrap_bundles;
+        ALTER TABLE wraps DROP COLUMN bundle;
         """
+
+    /// Turns a schema-10 file back into schema 8's tables (the server's secret goes with them).
+    static let undoSchema9 =
+        undoSchema10 + """
+            DROP TABLE used_sign_in_challenges;
+            DROP TABLE server_secrets;
+            CREATE TABLE sign_in_challenges (
+                challenge_hash BLOB PRIMARY KEY,
+                space_id BLOB NOT NULL REFERENCES spaces(id),
+                expires_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            INSERT INTO sign_in_challenges VALUES (zeroblob(32), (SELECT id FROM spaces LIMIT 1), 0);
+            """
 
     /// A space with `threads` threads, each wrapped to the owner and `members` other members.
     private static func space(threads: Int, members: Int) throws -> (
@@ -63,7 +71,7 @@ import Testing
         #expect(try space.read(as: joiner, thread: keys[9].0) == [])
     }
 
-    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 9")
+    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 10")
     func migrationKeepsWrapsAndTokens() throws {
         let (harness, spaceBefore, keys) = try Self.space(threads: 3, members: 4)
         var space = spaceBefore
@@ -106,7 +114,7 @@ import Testing
             #expect(try db.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'index'") >= 2)
         }
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 9)
+        #expect(try reopened.schemaVersion() == 10)
         #expect(try reopened.dumpTables() == before)
         let check = try SQLiteDatabase(path: harness.databasePath)
         defer { check.close() }
