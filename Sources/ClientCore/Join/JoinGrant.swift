@@ -16,7 +16,8 @@ import SpaceModel
 /// it fetches and checks only its own event (``verify(identity:now:nameplate:vouchedEvent:)``).
 public struct JoinGrant: Codable, Sendable, Equatable {
     /// Version 3 carries the thread keys as wrap bundles (``bundles``); a version 2 joiner,
-    /// which would find no keys in it, refuses it and asks to be updated.
+    /// which would find no keys in it, refuses it and asks to be updated. A grant of single
+    /// wraps alone is still version 2.
     public static let currentVersion = 3
     /// The versions this device accepts.
     public static let acceptedVersions = 1...3
@@ -82,7 +83,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         bundles: [KeyWrapBundle]? = nil, invite: SignedInvite, roster: [MembershipEvent]? = nil,
         historyHint: HistoryHint, checkpoint: ChainCheckpoint? = nil, vouched: [MemberRecord]? = nil
     ) {
-        v = Self.currentVersion
+        v = bundles == nil ? 2 : Self.currentVersion
         self.space = space
         self.ownerSigningKey = ownerSigningKey
         self.memberID = memberID
