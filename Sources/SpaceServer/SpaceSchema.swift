@@ -195,20 +195,12 @@ enum SpaceSchema {
         """,
         // 10: wrap bundles (`KeyWrapBundle`): one member's keys of several threads under one
         // signature and one ephemeral key. Each thread's box stays a row of `wraps` (found,
-        // checked and replaced per thread as before) naming its bundle by the ephemeral key, with
-        // no signature of its own; the bundle's signature is stored once here. Rows from before
-        // (`bundle` NULL) are single wraps and are served as they were.
+        // checked and replaced per thread as before) naming its bundle by the ephemeral key; the
+        // bundle's signature is kept once, in the row of its first thread, so a bundle is one
+        // member's neighbouring rows and nothing else (a table of its own cost a random leaf per
+        // join). Rows from before (`bundle` NULL) are single wraps and are served as they were.
         """
         ALTER TABLE wraps ADD COLUMN bundle BLOB;
-        CREATE TABLE wrap_bundles (
-            space_id BLOB NOT NULL,
-            recipient BLOB NOT NULL,
-            ephemeral BLOB NOT NULL,
-            signer_key BLOB NOT NULL,
-            signature BLOB NOT NULL,
-            created_at INTEGER NOT NULL,
-            PRIMARY KEY (space_id, recipient, ephemeral)
-        ) WITHOUT ROWID;
         """,
     ]
 
@@ -221,8 +213,7 @@ enum SpaceSchema {
     /// Every table, for dumps, but `server_secrets` (a dump never shows a secret). The schema
     /// also knows it and the tables earlier versions made (`sign_in_challenges`).
     static let tables = [
-        "spaces", "members", "device_tokens", "events", "threads", "wraps", "wrap_bundles", "messages",
-        "inbox",
+        "spaces", "members", "device_tokens", "events", "threads", "wraps", "messages", "inbox",
         "used_sign_in_challenges", "key_invites",
         "home_accounts", "home_anchors", "home_sessions", "home_nonces", "home_emails",
     ]

@@ -368,66 +368,42 @@ final class SpaceStore {
         ).first?[0].blob
     }
 
-    /// Deletes one thread's wrap for `recipient`; a bundle left with no thread goes too (one
-    /// left with some keeps them, and no longer verifies: its signer has left anyway).
     func deleteWrap(space: SpaceID, thread: ThreadID, recipient: MemberID) throws {
-        let bundle = try db.query(
-            "SELECT bundle FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",
-            [.blob(space.bytes), .blob(thread.bytes), .blob(recipient.bytes)]
-        ).first?[0].blob
         try db.query(
             "DELETE FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",
             [.blob(space.bytes), .blob(thread.bytes), .blob(recipient.bytes)])
-        if let bundle {
-            try db.query(
-                """
-                DELETE FROM wrap_bundles WHERE space_id = ?1 AND recipient = ?2 AND ephemeral = ?3
-                AND NOT EXISTS (SELECT 1 FROM wraps WHERE space_id = ?1 AND recipient = ?2 AND bundle = ?3)
-                """,
-                [.blob(space.bytes), .blob(recipient.bytes), .blob(bundle)])
-        }
     }
 
-    /// Stores a wrap bundle: its signature once (`wrap_bundles`), and each thread's box as that
-    /// thread's row of `wraps` (so a thread's wraps are found, checked and replaced as before),
-    /// naming the bundle by its ephemeral key.
+    /// Stores a wrap bundle: each thread's box as that thread's row of `wraps` (so a thread's
+    /// wraps are found, checked and replaced as before), naming the bundle by its ephemeral key;
+    /// the signature goes in the first thread's row only.
     func insertBundle(_ bundle: KeyWrapBundle, now: Int64) throws {
-        try db.query(
-            """
-            INSERT INTO wrap_bundles (space_id, recipient, ephemeral, signer_key, signature, created_at)
-            VALUES (?, ?, ?, ?, ?, ?)
-            """,
-            [
-                .blob(bundle.space.bytes), .blob(bundle.recipient.bytes), .blob(bundle.ephemeral),
-                .blob(bundle.signer.bytes), .blob(bundle.signature.bytes), .integer(now),
-            ])
-        for entry in bundle.entries {
+        for (index, entry) in bundle.entries.enumerated() {
             try db.query(
                 """
                 INSERT INTO wraps (space_id, thread_id, recipient, signer_key, sealed, signature, created_at, bundle)
-                VALUES (?, ?, ?, ?, ?, X'', ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .blob(bundle.space.bytes), .blob(entry.thread.bytes), .blob(bundle.recipient.bytes),
-                    .blob(bundle.signer.bytes), .blob(entry.nonce + entry.sealed), .integer(now),
-                    .blob(bundle.ephemeral),
+                    .blob(bundle.signer.bytes), .blob(entry.nonce + entry.sealed),
+                    .blob(index == 0 ? bundle.signature.bytes : []), .integer(now), .blob(bundle.ephemeral),
                 ])
         }
     }
 
     /// Wrap bundles addressed to `recipient`, each whole (with every thread it still holds),
-    /// optionally only those holding `thread`'s key.
+    /// optionally only those holding `thread`'s key. A bundle that lost its first thread's row
+    /// (replaced because its signer left) has no signature left and is not listed.
     func bundles(space: SpaceID, recipient: MemberID, thread: ThreadID?) throws -> [KeyWrapBundle] {
         var sql = """
-            SELECT b.ephemeral, b.signer_key, b.signature, w.thread_id, w.sealed
-            FROM wrap_bundles b JOIN wraps w
-            ON w.space_id = b.space_id AND w.recipient = b.recipient AND w.bundle = b.ephemeral
-            WHERE b.space_id = ?1 AND b.recipient = ?2
+            SELECT bundle, signer_key, signature, thread_id, sealed FROM wraps
+            WHERE space_id = ?1 AND recipient = ?2 AND bundle IS NOT NULL
             """
         var values: [SQLValue] = [.blob(space.bytes), .blob(recipient.bytes)]
         if let thread {
             sql += """
-                 AND b.ephemeral IN (SELECT bundle FROM wraps
+                 AND bundle IN (SELECT bundle FROM wraps
                     WHERE space_id = ?1 AND recipient = ?2 AND thread_id = ?3 AND bundle IS NOT NULL)
                 """
             values.append(.blob(thread.bytes))
@@ -435,18 +411,19 @@ final class SpaceStore {
         var bundles: [KeyWrapBundle] = []
         var parts: (ephemeral: [UInt8], signer: [UInt8], signature: [UInt8], entries: [KeyWrapBundle.Entry])?
         func finish() throws {
-            guard let p = parts else { return }
+            guard let p = parts, p.signature.count == Signature.byteCount else { return }
             try bundles.append(
                 KeyWrapBundle(
                     space: space, recipient: recipient, signer: SigningPublicKey(bytes: p.signer),
                     ephemeral: p.ephemeral, entries: p.entries, signature: Signature(bytes: p.signature)))
         }
-        for row in try db.query(sql + " ORDER BY b.created_at, b.ephemeral, w.thread_id", values) {
+        for row in try db.query(sql + " ORDER BY created_at, bundle, thread_id", values) {
             let ephemeral = row[0].blob ?? []
             if parts?.ephemeral != ephemeral {
                 try finish()
-                parts = (ephemeral, row[1].blob ?? [], row[2].blob ?? [], [])
+                parts = (ephemeral, row[1].blob ?? [], [], [])
             }
+            if let signature = row[2].blob, !signature.isEmpty { parts?.signature = signature }
             let sealed = row[4].blob ?? []
             parts?.entries.append(
                 try KeyWrapBundle.Entry(

@@ -81,15 +81,13 @@ import Testing
             database: database,
             "SELECT space_id, thread_id, recipient, signer_key, sealed, signature FROM wraps "
                 + "WHERE recipient = X'\(member.bytes.hex)' AND bundle IS NULL")
-        // Wrap bundles (what attendants hand a joiner): each thread's box is a row of `wraps`.
+        // Wrap bundles (what attendants hand a joiner): each thread's box is a row of `wraps`
+        // naming its bundle; the first thread's row carries the signature.
         let bundleRows = try TestSupport.querySQL(
             database: database,
-            """
-            SELECT b.space_id, b.ephemeral, b.signer_key, b.signature, w.thread_id, w.sealed
-            FROM wrap_bundles b JOIN wraps w
-            ON w.space_id = b.space_id AND w.recipient = b.recipient AND w.bundle = b.ephemeral
-            WHERE b.recipient = X'\(member.bytes.hex)' ORDER BY b.ephemeral, w.thread_id
-            """)
+            "SELECT space_id, bundle, signer_key, signature, thread_id, sealed FROM wraps "
+                + "WHERE recipient = X'\(member.bytes.hex)' AND bundle IS NOT NULL ORDER BY bundle, thread_id"
+        )
         for rows in Dictionary(grouping: bundleRows, by: { $0[1] }).values {
             let entries = try rows.map { row in
                 let sealed = try bytes(row[5])

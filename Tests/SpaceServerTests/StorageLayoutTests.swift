@@ -15,7 +15,6 @@ import Testing
     /// Turns a schema-10 file back into schema 9's tables (no wrap bundles; its wraps must be
     /// single wraps).
     static let undoSchema10 = """
-        DROP TABLE wrap_bundles;
         ALTER TABLE wraps DROP COLUMN bundle;
         """
 

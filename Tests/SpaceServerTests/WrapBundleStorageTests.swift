@@ -171,6 +171,9 @@ import Testing
         let annID = Self.hex(ann.id.bytes)
         let leeID = Self.hex(lee.id.bytes)
         let first = Self.hex(scene.keys.map(\.0).sorted()[0].bytes)
+        // Not the first thread, whose row carries a bundle's signature: without it the server
+        // lists no bundle at all, which any server can do (withhold).
+        let last = Self.hex(scene.keys.map(\.0).sorted()[2].bytes)
         let mine = "space_id = \(space) AND recipient = \(annID)"
         switch attack {
         case .splice:
@@ -182,16 +185,11 @@ import Testing
                 WHERE \(mine) AND thread_id = \(first);
                 """)
         case .drop:
-            try scene.sql("DELETE FROM wraps WHERE \(mine) AND thread_id = \(first)")
+            try scene.sql("DELETE FROM wraps WHERE \(mine) AND thread_id = \(last)")
         case .swapEphemeral:
             if format == .bundle {
                 let other = Self.hex(try #require(scene.fetch(lee).bundles?.first).ephemeral)
-                try scene.sql(
-                    """
-                    PRAGMA foreign_keys=OFF;
-                    UPDATE wrap_bundles SET ephemeral = \(other) WHERE \(mine);
-                    UPDATE wraps SET bundle = \(other) WHERE \(mine);
-                    """)
+                try scene.sql("UPDATE wraps SET bundle = \(other) WHERE \(mine)")
             } else {
                 // A sealed box begins with its ephemeral key.
                 let thread = scene.keys.map(\.0).sorted()[0]
@@ -205,18 +203,15 @@ import Testing
             try scene.sql(
                 """
                 DELETE FROM wraps WHERE \(mine);
-                DELETE FROM wrap_bundles WHERE \(mine);
                 INSERT INTO wraps SELECT space_id, thread_id, \(annID), signer_key, sealed, signature, created_at,
                     bundle FROM wraps WHERE space_id = \(space) AND recipient = \(leeID);
-                INSERT INTO wrap_bundles SELECT space_id, \(annID), ephemeral, signer_key, signature, created_at
-                    FROM wrap_bundles WHERE space_id = \(space) AND recipient = \(leeID);
                 """)
         case .removedSigner:
             // Paul's wraps become Mia's, as if Mia wrapped them (same bytes, Mia's key), then Mia
             // is removed: what she handed out no longer counts.
             let mia = try scene.space.add("Mia")
             if format == .bundle {
-                try scene.sql("DELETE FROM wraps WHERE \(mine); DELETE FROM wrap_bundles WHERE \(mine)")
+                try scene.sql("DELETE FROM wraps WHERE \(mine)")
                 try scene.post([scene.bundle(for: ann, by: mia)], by: scene.space.owner, status: 403)
                 // Mia holds no key yet: Paul hands her the threads, then she wraps to Ann.
                 try scene.post([scene.bundle(for: mia)], by: scene.space.owner)
