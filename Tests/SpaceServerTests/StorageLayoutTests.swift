@@ -70,6 +70,30 @@ import Testing
         #expect(try space.read(as: joiner, thread: keys[9].0) == [])
     }
 
+    @Test("a new member's bundle of ten threads' keys is one commit of at most seven WAL pages")
+    func newMembersBundleIsPagesNotThreads() throws {
+        let (harness, spaceBefore, keys) = try Self.space(threads: 10, members: 30)
+        var space = spaceBefore
+        let joiner = try space.add("Joiner")
+        let reader = try SQLiteDatabase(path: harness.databasePath)
+        defer { reader.close() }
+        try reader.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        #expect(try walFrames(harness.databasePath, reader) == 0, "the checkpoint emptied the WAL")
+        let bundle = try #require(
+            space.owner.identity.wrapBundle(
+                Dictionary(uniqueKeysWithValues: keys.map { ($0.0, $0.1) }), for: joiner.record, in: space.space))
+        let reply = try harness.send(
+            "POST", "\(space.base)/wraps", token: space.owner.token,
+            json: ["wraps": [String](), "bundles": [bundle]])
+        #expect(reply.status == 201, "\(reply.json)")
+        // The bundle's rows are the joiner's neighbours in `wraps`, its signature in the first:
+        // as for single wraps, one leaf or a leaf balanced with its neighbours, nothing elsewhere.
+        let frames = try walFrames(harness.databasePath, reader)
+        #expect(frames > 0 && frames <= 7, "\(frames) WAL pages for one member's bundle")
+        #expect(try walTrees(harness.databasePath, reader).subtracting(["wraps", "sqlite_schema"]).isEmpty)
+        #expect(try space.read(as: joiner, thread: keys[9].0) == [])
+    }
+
     @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 10")
     func migrationKeepsWrapsAndTokens() throws {
         let (harness, spaceBefore, keys) = try Self.space(threads: 3, members: 4)
