@@ -81,7 +81,8 @@ import Testing
         #expect(try walFrames(harness.databasePath, reader) == 0, "the checkpoint emptied the WAL")
         let bundle = try #require(
             space.owner.identity.wrapBundle(
-                Dictionary(uniqueKeysWithValues: keys.map { ($0.0, $0.1) }), for: joiner.record, in: space.space))
+                Dictionary(uniqueKeysWithValues: keys.map { ($0.0, $0.1) }), for: joiner.record,
+                in: space.space))
         let reply = try harness.send(
             "POST", "\(space.base)/wraps", token: space.owner.token,
             json: ["wraps": [String](), "bundles": [bundle]])
