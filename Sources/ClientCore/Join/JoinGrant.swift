@@ -451,8 +451,7 @@ extension SpaceSession {
         } else if let rosters {
             (events, roster) = try rosters.refresh(self)
         } else {
-            events = try client.events(saved.space)
-            roster = try verifiedRoster(events)
+            (events, roster) = try verifiedChain()
         }
         // This device's earlier addition of the joiner with this invite, or a member holding
         // their keys already.
@@ -492,8 +491,7 @@ extension SpaceSession {
         } else if let readmit {
             // The event only: the thread keys are wrapped below, with everyone else's.
             record = try rekey(readmit, keys: keys, name: request.displayName).record
-            events = try client.events(saved.space)
-            roster = try verifiedRoster(events)
+            (events, roster) = try verifiedChain()
         } else {
             if let alreadyMember {
                 throw SpaceClientError(

@@ -34,6 +34,9 @@ public struct SpaceSession: Sendable {
     public let saved: SavedSpace
     public let identity: DeviceIdentity
     public let client: SpaceClient
+    /// Where this device remembers the chains it verified, so each call checks only the events
+    /// after them (``verifiedChain(revealing:)``); nil: the whole chain each time.
+    public var chains: VerifiedChainStore?
 
     public init(saved: SavedSpace, identity: DeviceIdentity) throws(SpaceClientError) {
         self.saved = saved
@@ -110,7 +113,7 @@ public struct SpaceSession: Sendable {
 
     /// The membership chain, verified from the saved owner key.
     public func roster() throws(SpaceClientError) -> Roster {
-        try verifiedRoster(try client.events(saved.space))
+        try verifiedChain().roster
     }
 
     /// `events` verified from the saved owner key.
@@ -119,22 +122,32 @@ public struct SpaceSession: Sendable {
     func verifiedRoster(_ events: [MembershipEvent], revealing: Bool = true) throws(SpaceClientError)
         -> Roster
     {
-        let ownerKey: SigningPublicKey
+        let ownerKey = try ownerKey()
+        var roster = try checkedChain { () throws(KeyModelError) in
+            try Roster.verify(events: events, ownerKey: ownerKey)
+        }
+        if revealing { revealNames(in: &roster) }
+        return roster
+    }
+
+    /// The saved owner key.
+    func ownerKey() throws(SpaceClientError) -> SigningPublicKey {
         do throws(LocalStateError) {
-            ownerKey = try saved.ownerKey()
+            return try saved.ownerKey()
         } catch {
             throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
         }
-        var roster: Roster
+    }
+
+    /// `body`'s verification of the server's member list, its failure said as one.
+    func checkedChain<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
         do throws(KeyModelError) {
-            roster = try Roster.verify(events: events, ownerKey: ownerKey)
+            return try body()
         } catch {
             throw SpaceClientError(
                 .verification, code: error.code.rawValue,
                 message: "The member list from \(client.server) does not check out: \(error.message)")
         }
-        if revealing { revealNames(in: &roster) }
-        return roster
     }
 
     /// Adds a member by public keys, then wraps the key of every thread of the whole space this
@@ -255,7 +268,7 @@ public struct SpaceSession: Sendable {
         -> (roster: Roster, keys: [ThreadID: ThreadKey], thread: SpaceThread)
     {
         // One request for the keys, which open the names too.
-        var roster = try verifiedRoster(try client.events(saved.space), revealing: false)
+        var roster = try verifiedChain(revealing: false).roster
         let keys = try threadKeys(roster: roster)
         revealNames(in: &roster, threadKeys: keys)
         return (roster, keys, try resolveThread(text, roster: roster, keys: keys))
