@@ -178,13 +178,13 @@ public struct KeyWrapBundle: Sendable, Equatable {
         for entry in entries {
             let ad = Self.associatedData(
                 space: space, thread: entry.thread, recipient: recipient, ephemeral: ephemeral)
-            guard let plain = SecretBox.open(entry.nonce + entry.sealed, key: key, ad: ad) else {
+            guard var plain = SecretBox.open(entry.nonce + entry.sealed, key: key, ad: ad) else {
                 throw KeyModelError(
                     .decryptionFailed, "This wrap bundle cannot be opened with this device's key.")
             }
-            var bytes = plain
-            keys[entry.thread] = ThreadKey(trusted: SecretBytes(bytes))
-            sodium_memzero(&bytes, bytes.count)
+            // The key moves into wiped-on-release storage; the plain copy is wiped here.
+            keys[entry.thread] = ThreadKey(trusted: SecretBytes(plain))
+            sodium_memzero(&plain, plain.count)
         }
         return keys
     }
@@ -212,9 +212,9 @@ extension DeviceIdentity {
         let entries = keys.sorted { $0.key < $1.key }.map { thread, threadKey in
             let ad = KeyWrapBundle.associatedData(
                 space: space, thread: thread, recipient: member.id, ephemeral: ephemeral)
-            let box = threadKey.secret.withUnsafeBytes { k in
-                SecretBox.seal(Array(k.bindMemory(to: UInt8.self)), key: key, ad: ad)
-            }
+            var plain = threadKey.secret.unredactedBytes()
+            let box = SecretBox.seal(plain, key: key, ad: ad)
+            sodium_memzero(&plain, plain.count)
             // Lengths are right by construction.
             return try! KeyWrapBundle.Entry(
                 thread: thread, nonce: Array(box.prefix(SecretBox.nonceByteCount)),
