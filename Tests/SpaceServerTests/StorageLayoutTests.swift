@@ -43,9 +43,11 @@ import Testing
         return (harness, space, keys)
     }
 
+    /// Single wraps (as before schema 10) or one wrap bundle (what attendants send now).
     @Test(
-        "a new member's wraps for ten threads are one commit of at most seven WAL pages, not one per thread")
-    func newMembersWrapsArePagesNotThreads() throws {
+        "a new member's keys of ten threads are one commit of at most seven WAL pages, not one per thread",
+        arguments: [false, true])
+    func newMembersWrapsArePagesNotThreads(bundled: Bool) throws {
         // 10 threads of 31 members: about 80 KB of wraps, some twenty b-tree leaves.
         let (harness, spaceBefore, keys) = try Self.space(threads: 10, members: 30)
         var space = spaceBefore
@@ -55,42 +57,35 @@ import Testing
         try reader.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         #expect(try walFrames(harness.databasePath, reader) == 0, "the checkpoint emptied the WAL")
 
-        let wraps = keys.map { thread, key in
-            space.owner.identity.wrap(key, for: joiner.record, in: space.space, thread: thread)
-        }
-        let reply = try harness.send(
-            "POST", "\(space.base)/wraps", token: space.owner.token, json: ["wraps": wraps])
+        let identity = space.owner.identity
+        let body: [String: Any] =
+            if bundled {
+                [
+                    "wraps": [String](),
+                    "bundles": [
+                        try #require(
+                            identity.wrapBundle(
+                                Dictionary(uniqueKeysWithValues: keys.map { ($0.0, $0.1) }),
+                                for: joiner.record,
+                                in: space.space))
+                    ],
+                ]
+            } else {
+                [
+                    "wraps": keys.map { thread, key in
+                        identity.wrap(key, for: joiner.record, in: space.space, thread: thread)
+                    }
+                ]
+            }
+        let reply = try harness.send("POST", "\(space.base)/wraps", token: space.owner.token, json: body)
         #expect(reply.status == 201, "\(reply.json)")
         // Keyed by thread first (schema 5) this commit wrote 20 pages: a leaf per thread, the
         // recipient index's leaf and their parents. Now the wraps land on one leaf; when it is
         // full, SQLite balances it with its neighbours: at most three leaves, a new one, their
-        // parent and the file's header page (7 pages).
+        // parent and the file's header page (7 pages). A bundle's rows are the same neighbours,
+        // its signature in the first: nothing is written elsewhere.
         let frames = try walFrames(harness.databasePath, reader)
         #expect(frames > 0 && frames <= 7, "\(frames) WAL pages for one member's wraps")
-        #expect(try space.read(as: joiner, thread: keys[9].0) == [])
-    }
-
-    @Test("a new member's bundle of ten threads' keys is one commit of at most seven WAL pages")
-    func newMembersBundleIsPagesNotThreads() throws {
-        let (harness, spaceBefore, keys) = try Self.space(threads: 10, members: 30)
-        var space = spaceBefore
-        let joiner = try space.add("Joiner")
-        let reader = try SQLiteDatabase(path: harness.databasePath)
-        defer { reader.close() }
-        try reader.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        #expect(try walFrames(harness.databasePath, reader) == 0, "the checkpoint emptied the WAL")
-        let bundle = try #require(
-            space.owner.identity.wrapBundle(
-                Dictionary(uniqueKeysWithValues: keys.map { ($0.0, $0.1) }), for: joiner.record,
-                in: space.space))
-        let reply = try harness.send(
-            "POST", "\(space.base)/wraps", token: space.owner.token,
-            json: ["wraps": [String](), "bundles": [bundle]])
-        #expect(reply.status == 201, "\(reply.json)")
-        // The bundle's rows are the joiner's neighbours in `wraps`, its signature in the first:
-        // as for single wraps, one leaf or a leaf balanced with its neighbours, nothing elsewhere.
-        let frames = try walFrames(harness.databasePath, reader)
-        #expect(frames > 0 && frames <= 7, "\(frames) WAL pages for one member's bundle")
         #expect(try walTrees(harness.databasePath, reader).subtracting(["wraps", "sqlite_schema"]).isEmpty)
         #expect(try space.read(as: joiner, thread: keys[9].0) == [])
     }
