@@ -193,14 +193,22 @@ public struct SpaceSession: Sendable {
 
     /// The thread keys wrapped to this device, each wrap verified against `roster`.
     /// `only`: open just the wraps of these threads (each open verifies a signature and opens
-    /// a sealed box; the names need one thread's key, not every thread's).
+    /// a sealed box; the names need one thread's key, not every thread's), and the bundles
+    /// that hold any of them.
     public func threadKeys(roster: Roster, only: Set<ThreadID>? = nil) throws(SpaceClientError)
         -> [ThreadID: ThreadKey]
     {
+        let list = try client.wraps(saved.space)
         var keys: [ThreadID: ThreadKey] = [:]
-        for wrap in try client.wraps(saved.space)
+        for wrap in list.wraps
         where wrap.recipient == saved.member && only.map({ $0.contains(wrap.thread) }) ?? true {
             if let key = try? wrap.open(with: identity, verifyingAgainst: roster) { keys[wrap.thread] = key }
+        }
+        // A bundle opens whole (one signature covers every thread in it) or not at all.
+        for bundle in list.bundles ?? []
+        where bundle.recipient == saved.member && only.map({ !$0.isDisjoint(with: bundle.threads) }) ?? true {
+            guard let opened = try? bundle.open(with: identity, verifyingAgainst: roster) else { continue }
+            for (thread, key) in opened where only.map({ $0.contains(thread) }) ?? true { keys[thread] = key }
         }
         return keys
     }
