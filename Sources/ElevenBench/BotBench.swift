@@ -29,6 +29,11 @@ private let botUsage = """
 
     Under each row: the disk's own sync latency measured beside it (a 4 KiB write and one
     fdatasync every 20 ms in the databases' directory), which every durable commit waits for.
+
+    The databases go in $TMPDIR (default /tmp); TMPDIR=/dev/shm puts them on tmpfs, where the
+    rows are bound by the CPU and issue #23's throughput target applies (at 10 threads at
+    least 150 joins/s with p99 under 250 ms). The CPU target (at most 7 ms per join, summed
+    over the bot, the space server, the joiners and the relay) applies on either.
     """
 
 func runBotBench(_ arguments: [String]) -> Int32 {
@@ -135,6 +140,10 @@ func runBotBench(_ arguments: [String]) -> Int32 {
             // the rate, and with the joiners in a closed loop the rate bounds the mean latency.
             let cpu = row.botCPU + row.serverCPU + row.joinerCPU + row.relayCPU
             let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+            print(
+                String(
+                    format: "         CPU per join, all four processes: %.1f ms (target <= 7: %@)", cpu,
+                    cpu <= 7 ? "met" : "MISSED"))
             if cpu > 0 {
                 let ceiling = cores * 1000 / cpu
                 print(
@@ -162,14 +171,33 @@ func runBotBench(_ arguments: [String]) -> Int32 {
         }
     }
     if let ten = results[10], let tail = tails[10] {
-        let met = ten >= 100 && tail < 250
+        // Issue #23: 150 joins/s on tmpfs, where the disk does not set the pace; on a disk the
+        // earlier target of 100 joins/s still says how far the disk holds the rows back.
+        let tmpfs = isTmpfs(directory.path)
+        let floor = tmpfs ? 150.0 : 100.0
         print(
             String(
                 format:
-                    "target ≥ 100 joins/s and p99 < 250 ms with 10 threads: %@ (%.1f joins/s, p99 %.1f ms)",
-                met ? "met" : "not met", ten, tail))
+                    "target ≥ %.0f joins/s and p99 < 250 ms with 10 threads (databases on %@): %@ "
+                    + "(%.1f joins/s, p99 %.1f ms)",
+                floor, tmpfs ? "tmpfs" : "a disk", ten >= floor && tail < 250 ? "met" : "not met", ten, tail))
     }
     return 0
+}
+
+/// Whether `path` is on a tmpfs: the file system of the longest mount point above it.
+private func isTmpfs(_ path: String) -> Bool {
+    guard let mounts = try? String(contentsOfFile: "/proc/mounts", encoding: .utf8) else { return false }
+    let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    var best = (length: -1, tmpfs: false)
+    for line in mounts.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard fields.count >= 3 else { continue }
+        let point = String(fields[1])
+        let inside = point == "/" || resolved == point || resolved.hasPrefix(point + "/")
+        if inside, point.count > best.length { best = (point.count, fields[2] == "tmpfs") }
+    }
+    return best.tmpfs
 }
 
 private struct BotRow {

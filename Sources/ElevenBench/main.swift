@@ -19,6 +19,7 @@ let usage = """
       bot      bot-attended joins/s with 20 concurrent joiners (1, 10, 100 threads), p50/p99, bot memory
       soak     relay + server + bot under a steady mixed load; memory and descriptor curves
       disk     the disk's own sync latency with nothing else running (what a durable commit waits for)
+      roster   CPU of one member command in a space of 200 members, chain verified afresh vs remembered
 
     Run `eleven-bench <command> --help` for a command's options.
     """
@@ -45,8 +46,11 @@ case "vault": exit(runVaultBench(rest))
 case "bot": exit(runBotBench(rest))
 case "soak": exit(runSoakBench(rest))
 case "disk": exit(runDiskBench(rest))
+case "roster": exit(runRosterBench(rest))
 default:
-    let names: Set = ["pake", "codes", "net", "spaces", "relay", "join", "vault", "bot", "soak", "disk"]
+    let names: Set = [
+        "pake", "codes", "net", "spaces", "relay", "join", "vault", "bot", "soak", "disk", "roster",
+    ]
     let nearest = CommandGroup.nearest(to: command, in: names)
     let suggestion =
         nearest.isEmpty ? "" : "; did you mean " + nearest.map { "'\($0)'" }.joined(separator: " or ") + "?"

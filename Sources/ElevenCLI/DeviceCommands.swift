@@ -127,7 +127,7 @@ let deviceCommands: [CommandGroup.Entry] = [
         let state = localState()
         let space = try chooseSpace(arguments.positional(0), in: try withSpaceErrors { try state.spaces() })
         try withSpaceErrors {
-            let session = try SpaceSession(saved: space, identity: try state.identity(for: space))
+            let session = try spaceSession(space, state: state)
             let roster = try session.roster()
             guard roster.owner != space.member else {
                 throw CLIError(

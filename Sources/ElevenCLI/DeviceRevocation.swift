@@ -13,7 +13,7 @@ func moveSpacesAwayFromRemovedDevice(label: String) -> [String] {
     var unmoved: [String] = []
     for space in saved.spaces {
         do {
-            let session = try SpaceSession(saved: space, identity: try state.identity(for: space))
+            let session = try spaceSession(space, state: state)
             let (moved, identity) = try session.moveToNewIdentity(deviceLabel: label)
             try state.updateSpaces { (spaces) throws(LocalStateError) in
                 var updated = moved

@@ -170,7 +170,7 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         guard let space = saved.spaces.first(where: { $0.space == invite.space }) else { return nil }
         return (
             invite,
-            try withSpaceErrors { try SpaceSession(saved: space, identity: state.identity(for: space)) }
+            try withSpaceErrors { try spaceSession(space, state: state) }
         )
     }
     let interruption = Interruption.onSignals()

@@ -72,8 +72,16 @@ func openSpace(_ arguments: ParsedArguments) throws -> SpaceSession {
         let state = localState()
         let saved = try state.spaces()
         let space = try chooseSpace(arguments.value("space"), in: saved)
-        return try SpaceSession(saved: space, identity: try state.identity(for: space))
+        return try spaceSession(space, state: state)
     }
+}
+
+/// A session on `space` as this device acts in it, remembering the membership chains it verifies
+/// in `state` (each command then checks only what is new, and refuses a rewritten history).
+func spaceSession(_ space: SavedSpace, state: LocalState) throws -> SpaceSession {
+    var session = try SpaceSession(saved: space, identity: try state.identity(for: space))
+    session.chains = VerifiedChainStore(directory: state.directory)
+    return session
 }
 
 func chooseSpace(_ wanted: String?, in saved: SavedSpaces) throws -> SavedSpace {

@@ -14,7 +14,9 @@ public struct NetURL: Sendable, Equatable, CustomStringConvertible {
     public var isSecure: Bool { scheme == "https" || scheme == "wss" }
 
     public init(_ text: String) throws(NetError) {
-        guard let schemeEnd = text.range(of: "://") else {
+        // The standard library's search, not Foundation's `range(of:)` / `contains`, which bridge to
+        // NSString: a URL is parsed for every request a client makes.
+        guard let schemeEnd = text.firstRange(of: "://") else {
             throw NetError(.invalidURL, "URL \(text) has no scheme")
         }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
@@ -30,7 +32,7 @@ public struct NetURL: Sendable, Equatable, CustomStringConvertible {
         let authority = rest[..<authorityEnd]
         var target = String(rest[authorityEnd...])
         if target.isEmpty { target = "/" } else if target.hasPrefix("?") { target = "/" + target }
-        guard !authority.contains("@") else {
+        guard !authority.utf8.contains(UInt8(ascii: "@")) else {
             throw NetError(.invalidURL, "User info in URLs is not supported")
         }
         var host: Substring
@@ -69,7 +71,7 @@ public struct NetURL: Sendable, Equatable, CustomStringConvertible {
 
     /// The `Host` header value.
     var hostHeader: String {
-        let h = host.contains(":") ? "[\(host)]" : host
+        let h = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == (isSecure ? 443 : 80) ? h : "\(h):\(port)"
     }
 

@@ -228,7 +228,7 @@ private func parseBody(
             throw HTTPParseError(.badRequest, "Both Transfer-Encoding and Content-Length are present")
         }
         let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
+            $0.trimmingWhitespace().lowercased()
         }
         guard codings == ["chunked"] else {
             throw HTTPParseError(.notImplemented, "Only the chunked transfer coding is supported")
@@ -239,7 +239,7 @@ private func parseBody(
         var length: Int?
         for field in lengths {
             for item in field.split(separator: ",", omittingEmptySubsequences: false) {
-                let digits = item.trimmingCharacters(in: .whitespaces)
+                let digits = item.trimmingWhitespace()
                 guard !digits.isEmpty, digits.count <= 15,
                     digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                     let n = Int(digits)

@@ -28,9 +28,39 @@ public final class HTTPRouter: Sendable {
     }
 
     struct Route {
+        /// A path segment: matched literally, or captured under a name.
+        enum Segment {
+            case literal(Substring)
+            case capture(String)
+        }
+
         let method: HTTPMethod
-        let segments: [Substring]
+        let segments: [Segment]
         let handler: Handler
+
+        /// Whether `parts` (as many as ``segments``) fit, without building the captures: most
+        /// routes a request is tried against do not.
+        func accepts(_ parts: ArraySlice<Substring>) -> Bool {
+            for (segment, part) in zip(segments, parts) {
+                switch segment {
+                case .literal(let literal): if literal != part { return false }
+                case .capture: if part.isEmpty { return false }
+                }
+            }
+            return true
+        }
+
+        func captures(_ parts: ArraySlice<Substring>) -> [String: String] {
+            var parameters: [String: String] = [:]
+            for case (.capture(let name), let part) in zip(segments, parts) {
+                // Foundation's decoding is slow; most parts have nothing to decode. (Bytes, not
+                // `contains("%")`: that is Foundation's string search.)
+                parameters[name] =
+                    part.utf8.contains(UInt8(ascii: "%"))
+                    ? String(part).removingPercentEncoding ?? String(part) : String(part)
+            }
+            return parameters
+        }
     }
 
     private let routes = Locked<[Route]>([])
@@ -39,8 +69,10 @@ public final class HTTPRouter: Sendable {
 
     /// Adds a route.
     public func add(_ method: HTTPMethod, _ path: String, handler: Handler) {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        routes.withLock { $0.append(Route(method: method, segments: Array(segments), handler: handler)) }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
+            $0.hasPrefix(":") ? Route.Segment.capture(String($0.dropFirst())) : .literal($0)
+        }
+        routes.withLock { $0.append(Route(method: method, segments: segments, handler: handler)) }
     }
 
     /// Adds a route answered on the loop thread.
@@ -84,30 +116,12 @@ public final class HTTPRouter: Sendable {
     }
 
     func match(method: HTTPMethod, path: String) -> Match {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let parts = ArraySlice(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
         let lookup = method == .head ? HTTPMethod.get : method
         return routes.withLock { routes in
             var allowed: [HTTPMethod] = []
-            for route in routes where route.segments.count == parts.count {
-                var parameters: [String: String] = [:]
-                var matched = true
-                for (pattern, part) in zip(route.segments, parts) {
-                    if pattern.hasPrefix(":") {
-                        if part.isEmpty {
-                            matched = false
-                            break
-                        }
-                        // Foundation's decoding is slow; most parts have nothing to decode.
-                        parameters[String(pattern.dropFirst())] =
-                            part.contains("%")
-                            ? String(part).removingPercentEncoding ?? String(part) : String(part)
-                    } else if pattern != part {
-                        matched = false
-                        break
-                    }
-                }
-                guard matched else { continue }
-                if route.method == lookup { return .found(route.handler, parameters) }
+            for route in routes where route.segments.count == parts.count && route.accepts(parts) {
+                if route.method == lookup { return .found(route.handler, route.captures(parts)) }
                 allowed.append(route.method)
             }
             return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)

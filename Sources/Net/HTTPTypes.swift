@@ -92,7 +92,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     public func containsToken(_ name: String, _ token: String) -> Bool {
         values(name).contains { value in
             value.split(separator: ",").contains {
-                $0.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals(token)
+                $0.trimmingWhitespace().caseInsensitiveEquals(token)
             }
         }
     }
@@ -103,6 +103,19 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 }
 
 extension StringProtocol {
+    /// `trimmingCharacters(in: .whitespaces)`, without Foundation for ASCII text (nearly every
+    /// header value), where the only such characters are the space and the tab.
+    func trimmingWhitespace() -> String {
+        let text = String(self)
+        let bytes = text.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return text.trimmingCharacters(in: .whitespaces) }
+        let isBlank = { (b: UInt8) in b == UInt8(ascii: " ") || b == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !isBlank($0) }),
+            let last = bytes.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
+    }
+
     func caseInsensitiveEquals<S: StringProtocol>(_ other: S) -> Bool {
         let a = utf8
         let b = other.utf8
@@ -161,13 +174,18 @@ public struct HTTPRequest: Sendable {
         var out: [String: String] = [:]
         for pair in query.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = String(kv[0]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-            let value =
-                kv.count > 1
-                ? (String(kv[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "") : ""
-            out[key] = value
+            out[Self.formDecoded(kv[0])] = kv.count > 1 ? Self.formDecoded(kv[1]) : ""
         }
         return out
+    }
+
+    /// `+` as a space, then percent-decoded ("" when that fails). Foundation's two passes are
+    /// slow and most parts (`wait=30`) have neither character: those are taken as they are.
+    private static func formDecoded(_ part: Substring) -> String {
+        guard part.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else {
+            return String(part)
+        }
+        return String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
     }
 
     /// Whether the client asked to keep the connection open.

@@ -305,7 +305,7 @@ final class ServerCore: @unchecked Sendable {
     func clientAddress(peer: IPAddress, headers: HTTPHeaders) -> IPAddress {
         guard isTrustedProxy(peer) else { return peer }
         let forwarded = headers.values("X-Forwarded-For").flatMap { $0.split(separator: ",") }.map {
-            $0.trimmingCharacters(in: .whitespaces)
+            $0.trimmingWhitespace()
         }
         if !forwarded.isEmpty {
             // Walk from the nearest hop outwards, skipping our own proxies.
@@ -315,7 +315,7 @@ final class ServerCore: @unchecked Sendable {
             }
             return IPAddress(forwarded[0]) ?? peer
         }
-        if let real = headers["X-Real-IP"], let ip = IPAddress(real.trimmingCharacters(in: .whitespaces)) {
+        if let real = headers["X-Real-IP"], let ip = IPAddress(real.trimmingWhitespace()) {
             return ip
         }
         return peer

@@ -11,17 +11,21 @@ public struct DatabaseSchema: Sendable {
     public let migratesInOneTransaction: Bool
     /// Pragmas set on every open, after the sync policy and before the migrations.
     public let pragmas: [String]
+    /// The page size of a file this creates (nil: SQLite's default). A file that exists keeps
+    /// its own: in WAL mode the size is fixed once the file has its first page.
+    public let newFilePageSize: Int?
 
     public init(
         owner: ApplicationID, tables: Set<String>, migrations: [String],
         migratesInOneTransaction: Bool = false,
-        pragmas: [String] = []
+        pragmas: [String] = [], newFilePageSize: Int? = nil
     ) {
         self.owner = owner
         self.tables = tables
         self.migrations = migrations
         self.migratesInOneTransaction = migratesInOneTransaction
         self.pragmas = pragmas
+        self.newFilePageSize = newFilePageSize
     }
 
     public var currentVersion: Int { migrations.count }
@@ -124,6 +128,10 @@ extension SQLiteDatabase {
             throw .schemaTooNew(found: version, known: schema.currentVersion)
         }
         do throws(SQLiteError) {
+            // Before WAL mode writes the first page (a no-op on a file that has one).
+            if let size = schema.newFilePageSize, found == 0, tables.isEmpty, version == 0 {
+                try execute("PRAGMA page_size=\(size)")
+            }
             try apply(sync)
             for pragma in schema.pragmas { try execute(pragma) }
         } catch {

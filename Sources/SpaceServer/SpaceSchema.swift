@@ -193,6 +193,15 @@ enum SpaceSchema {
             secret BLOB NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 10: wrap bundles (`KeyWrapBundle`): one member's keys of several threads under one
+        // signature and one ephemeral key. Each thread's box stays a row of `wraps` (found,
+        // checked and replaced per thread as before) naming its bundle by the ephemeral key; the
+        // bundle's signature is kept once, in the row of its first thread, so a bundle is one
+        // member's neighbouring rows and nothing else (a table of its own cost a random leaf per
+        // join). Rows from before (`bundle` NULL) are single wraps and are served as they were.
+        """
+        ALTER TABLE wraps ADD COLUMN bundle BLOB;
+        """,
     ]
 
     /// The space and home server's kind of file (one transaction for the missing migrations).

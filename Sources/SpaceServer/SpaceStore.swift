@@ -374,6 +374,67 @@ final class SpaceStore {
             [.blob(space.bytes), .blob(thread.bytes), .blob(recipient.bytes)])
     }
 
+    /// Stores a wrap bundle: each thread's box as that thread's row of `wraps` (so a thread's
+    /// wraps are found, checked and replaced as before), naming the bundle by its ephemeral key;
+    /// the signature goes in the first thread's row only.
+    func insertBundle(_ bundle: KeyWrapBundle, now: Int64) throws {
+        for (index, entry) in bundle.entries.enumerated() {
+            try db.query(
+                """
+                INSERT INTO wraps (space_id, thread_id, recipient, signer_key, sealed, signature, created_at, bundle)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .blob(bundle.space.bytes), .blob(entry.thread.bytes), .blob(bundle.recipient.bytes),
+                    .blob(bundle.signer.bytes), .blob(entry.nonce + entry.sealed),
+                    .blob(index == 0 ? bundle.signature.bytes : []), .integer(now), .blob(bundle.ephemeral),
+                ])
+        }
+    }
+
+    /// Wrap bundles addressed to `recipient`, each whole (with every thread it still holds),
+    /// optionally only those holding `thread`'s key. A bundle that lost its first thread's row
+    /// (replaced because its signer left) has no signature left and is not listed.
+    func bundles(space: SpaceID, recipient: MemberID, thread: ThreadID?) throws -> [KeyWrapBundle] {
+        var sql = """
+            SELECT bundle, signer_key, signature, thread_id, sealed FROM wraps
+            WHERE space_id = ?1 AND recipient = ?2 AND bundle IS NOT NULL
+            """
+        var values: [SQLValue] = [.blob(space.bytes), .blob(recipient.bytes)]
+        if let thread {
+            sql += """
+                 AND bundle IN (SELECT bundle FROM wraps
+                    WHERE space_id = ?1 AND recipient = ?2 AND thread_id = ?3 AND bundle IS NOT NULL)
+                """
+            values.append(.blob(thread.bytes))
+        }
+        var bundles: [KeyWrapBundle] = []
+        var parts: (ephemeral: [UInt8], signer: [UInt8], signature: [UInt8], entries: [KeyWrapBundle.Entry])?
+        func finish() throws {
+            guard let p = parts, p.signature.count == Signature.byteCount else { return }
+            try bundles.append(
+                KeyWrapBundle(
+                    space: space, recipient: recipient, signer: SigningPublicKey(bytes: p.signer),
+                    ephemeral: p.ephemeral, entries: p.entries, signature: Signature(bytes: p.signature)))
+        }
+        for row in try db.query(sql + " ORDER BY created_at, bundle, thread_id", values) {
+            let ephemeral = row[0].blob ?? []
+            if parts?.ephemeral != ephemeral {
+                try finish()
+                parts = (ephemeral, row[1].blob ?? [], [], [])
+            }
+            if let signature = row[2].blob, !signature.isEmpty { parts?.signature = signature }
+            let sealed = row[4].blob ?? []
+            parts?.entries.append(
+                try KeyWrapBundle.Entry(
+                    thread: ThreadID(bytes: row[3].blob ?? []),
+                    nonce: Array(sealed.prefix(SecretBox.nonceByteCount)),
+                    sealed: Array(sealed.dropFirst(SecretBox.nonceByteCount))))
+        }
+        try finish()
+        return bundles
+    }
+
     func hasWrap(space: SpaceID, thread: ThreadID, recipient: MemberID) throws -> Bool {
         try !db.query(
             "SELECT 1 FROM wraps WHERE space_id = ? AND thread_id = ? AND recipient = ?",
@@ -381,10 +442,11 @@ final class SpaceStore {
         ).isEmpty
     }
 
-    /// Wraps addressed to `recipient`, optionally for one thread.
+    /// Single wraps addressed to `recipient`, optionally for one thread (bundles' threads are
+    /// listed by ``bundles(space:recipient:thread:)``).
     func wraps(space: SpaceID, recipient: MemberID, thread: ThreadID?) throws -> [KeyWrap] {
         var sql =
-            "SELECT thread_id, signer_key, sealed, signature FROM wraps WHERE space_id = ? AND recipient = ?"
+            "SELECT thread_id, signer_key, sealed, signature FROM wraps WHERE space_id = ? AND recipient = ? AND bundle IS NULL"
         var values: [SQLValue] = [.blob(space.bytes), .blob(recipient.bytes)]
         if let thread {
             sql += " AND thread_id = ?"

@@ -69,32 +69,86 @@ extension SpaceService {
     }
 
     /// `POST …/wraps`: wraps for several threads in one request (one transaction), each thread
-    /// checked as by ``postWraps(_:space:thread:principal:)``.
+    /// checked as by ``postWraps(_:space:thread:principal:)``, and wrap bundles (each one
+    /// member's keys of several threads, ``storeBundle(_:space:member:roster:)``).
     func postWrapsForThreads(_ request: APIRequest, space: SpaceRow, principal: Principal) throws
         -> APIResponse
     {
         let member = try requireMember(principal)
         let body = try decode(WrapsBody.self, from: request)
-        guard !body.wraps.isEmpty else {
+        let bundles = body.bundles ?? []
+        guard !body.wraps.isEmpty || !bundles.isEmpty else {
             throw APIError.badRequest("invalid_field", "Field wraps must hold at least one key wrap.")
         }
-        guard body.wraps.count <= configuration.maximumWrapsPerRequest else {
+        guard
+            body.wraps.count + bundles.reduce(0, { $0 + $1.entries.count })
+                <= configuration.maximumWrapsPerRequest
+        else {
             throw APIError(
                 413, "too_many_wraps", "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
         }
         var stored = 0
         for thread in Set(body.wraps.map(\.thread)).sorted() {
-            guard let row = try store.thread(thread, space: space.id) else {
-                throw APIError.notFound("unknown_thread", "A wrap names a thread this space does not have.")
-            }
-            guard try holdsKey(member.id, thread: thread, createdBy: row.createdBy, space: space.id) else {
-                throw APIError.forbidden(
-                    "not_authorised", "Only members who hold a thread's key may wrap it.")
-            }
+            try checkWrapping(thread, space: space, member: member)
             stored += try storeWraps(
                 body.wraps.filter { $0.thread == thread }, space: space, thread: thread, member: member)
         }
+        if !bundles.isEmpty {
+            let roster = try roster(space.id)
+            for bundle in bundles {
+                stored += try storeBundle(bundle, space: space, member: member, roster: roster)
+            }
+        }
         return .json(StoredCount(stored: stored), status: 201)
+    }
+
+    /// `member` may wrap `thread`'s key: the thread is in the space and the member holds its key.
+    private func checkWrapping(_ thread: ThreadID, space: SpaceRow, member: MemberRecord) throws {
+        guard let row = try store.thread(thread, space: space.id) else {
+            throw APIError.notFound("unknown_thread", "A wrap names a thread this space does not have.")
+        }
+        guard try holdsKey(member.id, thread: thread, createdBy: row.createdBy, space: space.id) else {
+            throw APIError.forbidden(
+                "not_authorised", "Only members who hold a thread's key may wrap it.")
+        }
+    }
+
+    /// Checks and stores a wrap bundle made by `member`: it names this space, is signed by the
+    /// caller and verifies against the roster (one signature for all its threads), and every
+    /// thread is one the caller may wrap, for which the recipient has no usable wrap yet.
+    private func storeBundle(_ bundle: KeyWrapBundle, space: SpaceRow, member: MemberRecord, roster: Roster)
+        throws -> Int
+    {
+        guard bundle.space == space.id else {
+            throw APIError.badRequest("wrong_context", "A wrap bundle is for another space.")
+        }
+        guard bundle.signer == member.keys.signing else {
+            throw APIError.forbidden(
+                "signer_mismatch", "A wrap bundle is not signed by the member sending it.")
+        }
+        try check { () throws(KeyModelError) in try bundle.verify(against: roster) }
+        for thread in bundle.threads {
+            try checkWrapping(thread, space: space, member: member)
+            try clearStaleWrap(space: space.id, thread: thread, recipient: bundle.recipient, roster: roster)
+        }
+        try store.insertBundle(bundle, now: now)
+        for thread in bundle.threads { pendingChanges.append(.wraps(space: space.id, thread: thread)) }
+        return bundle.entries.count
+    }
+
+    /// Refuses a second wrap of `thread` for `recipient`, unless the stored one's signer has left
+    /// (clients refuse wraps signed by former members, so a current member may then replace it):
+    /// that one is deleted.
+    private func clearStaleWrap(space: SpaceID, thread: ThreadID, recipient: MemberID, roster: Roster) throws
+    {
+        guard let signer = try store.wrapSigner(space: space, thread: thread, recipient: recipient) else {
+            return
+        }
+        guard let key = try? SigningPublicKey(bytes: signer), roster.currentMember(signingKey: key) == nil
+        else {
+            throw APIError.conflict("wrap_exists", "Member \(recipient) already has a wrap for this thread.")
+        }
+        try store.deleteWrap(space: space, thread: thread, recipient: recipient)
     }
 
     /// Checks and stores wraps made by `member` for one thread: each names this space and thread,
@@ -121,17 +175,7 @@ extension SpaceService {
             guard seen.insert(wrap.recipient).inserted else {
                 throw APIError.conflict("wrap_exists", "Wrap \(index) repeats a recipient of this request.")
             }
-            // A stored wrap stays unless its signer has left: clients refuse wraps signed by
-            // former members, so a current member may then replace it.
-            if let signer = try store.wrapSigner(space: space.id, thread: thread, recipient: wrap.recipient) {
-                guard let key = try? SigningPublicKey(bytes: signer),
-                    roster.currentMember(signingKey: key) == nil
-                else {
-                    throw APIError.conflict(
-                        "wrap_exists", "Member \(wrap.recipient) already has a wrap for this thread.")
-                }
-                try store.deleteWrap(space: space.id, thread: thread, recipient: wrap.recipient)
-            }
+            try clearStaleWrap(space: space.id, thread: thread, recipient: wrap.recipient, roster: roster)
             try store.insertWrap(wrap, now: now)
         }
         if !wraps.isEmpty { pendingChanges.append(.wraps(space: space.id, thread: thread)) }
@@ -140,8 +184,11 @@ extension SpaceService {
 
     func ownWraps(_ space: SpaceRow, thread: ThreadRow?, principal: Principal) throws -> APIResponse {
         let member = try requireMember(principal)
+        let bundles = try store.bundles(space: space.id, recipient: member.id, thread: thread?.id)
         return .json(
-            WrapList(wraps: try store.wraps(space: space.id, recipient: member.id, thread: thread?.id)))
+            WrapList(
+                wraps: try store.wraps(space: space.id, recipient: member.id, thread: thread?.id),
+                bundles: bundles.isEmpty ? nil : bundles))
     }
 
     func postMessage(_ request: APIRequest, space: SpaceRow, thread: ThreadRow, principal: Principal) throws

@@ -34,7 +34,9 @@ public final class BatchQueue<Item, Answer>: @unchecked Sendable {
             state.waiting.removeFirst(taken.count)
             return taken
         }
-        let answers = handle(batch.map(\.item))
+        // A closure, not `\.item`: a key path into this generic class is built anew at every
+        // call (`swift_getKeyPath`, 1.6% of the space server's CPU).
+        let answers = handle(batch.map { $0.item })
         precondition(answers.count == batch.count, "one answer per item")
         // Whoever queued meanwhile is the next batch: its first caller leads it.
         state.withLock { state in

@@ -184,7 +184,7 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "[]", "{}", #"{"v":2}"#, #"{"v":3}"#, #"{"v":1}"#, #"{"v":1,"space":7}"#, "not json",
+        "", "[]", "{}", #"{"v":2}"#, #"{"v":3}"#, #"{"v":4}"#, #"{"v":1}"#, #"{"v":1,"space":7}"#, "not json",
     ])
     func badGrantObjectsGetAClearError(text: String) {
         #expect(throws: JoinGrantError.self) { try JoinGrant(decoding: Array(text.utf8)) }
@@ -203,10 +203,10 @@ import Testing
         }
         var json = try #require(
             try JSONSerialization.jsonObject(with: Data(try Scenario().grant().encoded())) as? [String: Any])
-        json["v"] = 3
+        json["v"] = 4
         let future = Array(try JSONSerialization.data(withJSONObject: json))
-        #expect(message(future)?.contains("grant version 3 is not supported") == true)
-        #expect(message(Array(#"{"v":3}"#.utf8))?.contains("grant version 3 is not supported") == true)
+        #expect(message(future)?.contains("grant version 4 is not supported") == true)
+        #expect(message(Array(#"{"v":4}"#.utf8))?.contains("grant version 4 is not supported") == true)
         #expect(message(Array("{}".utf8))?.contains("not a grant object") == true)
         #expect(message(Array(#"{"v":2}"#.utf8))?.contains("missing or malformed") == true)
     }
@@ -276,6 +276,38 @@ import Testing
         json["roster"] = nil
         let missing = Array(try JSONSerialization.data(withJSONObject: json))
         #expect(code { _ = try JoinGrant(decoding: missing) } == "grant_invalid")
+    }
+
+    /// Version 3 (what attendants send now): the keys in one wrap bundle. It verifies either way
+    /// (against the chain, or the vouched event alone); a bundle the relay or the attendant's
+    /// server altered, or addressed to another member, is refused.
+    @Test func aVersion3GrantCarriesItsKeysInOneBundle() throws {
+        let s = try Scenario()
+        let honest = s.vouchedGrant()
+        let keys = Dictionary(uniqueKeysWithValues: s.threads.map { ($0.0, $0.1) })
+        let bundle = try #require(s.fixture.owner.wrapBundle(keys, for: s.samRecord, in: s.fixture.space))
+        func with(_ bundles: [KeyWrapBundle]) -> JoinGrant {
+            JoinGrant(
+                space: honest.space, ownerSigningKey: honest.ownerSigningKey, memberID: honest.memberID,
+                deviceToken: nil, wraps: [], bundles: bundles, invite: honest.invite,
+                historyHint: honest.historyHint, checkpoint: honest.checkpoint, vouched: honest.vouched)
+        }
+        let grant = try JoinGrant(decoding: with([bundle]).encoded())
+        #expect(grant.v == 3 && grant == with([bundle]))
+        #expect(try grant.verify(identity: s.sam, now: 1_500, vouchedEvent: s.samEvent).threadKeys == keys)
+        #expect(try grant.verify(identity: s.sam, now: 1_500, events: s.fixture.events).threadKeys == keys)
+        let dropped = try KeyWrapBundle(
+            space: bundle.space, recipient: bundle.recipient, signer: bundle.signer,
+            ephemeral: bundle.ephemeral,
+            entries: Array(bundle.entries.dropFirst()), signature: bundle.signature)
+        var fixture = s.fixture
+        let (_, annRecord) = try fixture.addMember(name: "Ann")
+        let forAnn = try #require(s.fixture.owner.wrapBundle(keys, for: annRecord, in: s.fixture.space))
+        for bad in [[dropped], [forAnn], [bundle, bundle]] {
+            #expect(
+                code { _ = try with(bad).verify(identity: s.sam, now: 1_500, vouchedEvent: s.samEvent) }
+                    == "grant_forged")
+        }
     }
 
     // MARK: Grants that vouch for their members: only this device's own event is checked

@@ -80,7 +80,27 @@ import Testing
         let wraps = try TestSupport.querySQL(
             database: database,
             "SELECT space_id, thread_id, recipient, signer_key, sealed, signature FROM wraps "
-                + "WHERE recipient = X'\(member.bytes.hex)'")
+                + "WHERE recipient = X'\(member.bytes.hex)' AND bundle IS NULL")
+        // Wrap bundles (what attendants hand a joiner): each thread's box is a row of `wraps`
+        // naming its bundle; the first thread's row carries the signature.
+        let bundleRows = try TestSupport.querySQL(
+            database: database,
+            "SELECT space_id, bundle, signer_key, signature, thread_id, sealed FROM wraps "
+                + "WHERE recipient = X'\(member.bytes.hex)' AND bundle IS NOT NULL ORDER BY bundle, thread_id"
+        )
+        for rows in Dictionary(grouping: bundleRows, by: { $0[1] }).values {
+            let entries = try rows.map { row in
+                let sealed = try bytes(row[5])
+                return try KeyWrapBundle.Entry(
+                    thread: ThreadID(bytes: bytes(row[4])), nonce: Array(sealed.prefix(24)),
+                    sealed: Array(sealed.dropFirst(24)))
+            }
+            let bundle = try KeyWrapBundle(
+                space: SpaceID(bytes: bytes(rows[0][0])), recipient: member,
+                signer: SigningPublicKey(bytes: bytes(rows[0][2])), ephemeral: bytes(rows[0][1]),
+                entries: entries, signature: Signature(bytes: bytes(rows[0][3])))
+            keys.merge(try bundle.open(with: identity)) { $1 }
+        }
         for row in wraps {
             let wrap = try KeyWrap(
                 space: SpaceID(bytes: bytes(row[0])), thread: ThreadID(bytes: bytes(row[1])),

@@ -93,4 +93,39 @@ struct JSONTests {
             }
         }
     }
+
+    @Test("strings: every byte that needs an escape gets it, wherever it falls in a run")
+    func stringEscapes() throws {
+        // The escape each character gets, one character at a time: what the writer must match.
+        func reference(_ s: String) -> String {
+            var out = "\""
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u00" + (hex.count == 1 ? "0" + hex : hex)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        var random = SeededRandom(seed: 7)
+        let pieces = [
+            "\"", "\\", "\n", "\r", "\t", "\u{01}", "\u{1F}", "é", "😀", "a", "0f",
+            String(repeating: "ab", count: 40),
+        ]
+        for _ in 0..<300 {
+            let text = (0..<Int.random(in: 0..<12, using: &random)).map { _ in
+                pieces.randomElement(using: &random)!
+            }.joined()
+            let written = JSONWriter.string(.string(text))
+            #expect(written == reference(text))
+            #expect(try JSONParser.parse(written) == .string(text))
+        }
+    }
 }

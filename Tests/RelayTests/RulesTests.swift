@@ -651,6 +651,26 @@ struct RulesTests {
             h.send(3, ["type": "open", "mailbox": "mb"]).last?.errorText == "only one open per connection")
         #expect(h.core.state == .empty)
     }
+
+    @Test("an open right after its claim records no activity of its own; one a second later does")
+    func openAfterClaimWritesNoTouch() {
+        var h = CoreHarness()
+        h.bound(1, side: "aaaa")
+        h.bound(2, side: "bbbb")
+        let mailbox = h.claim(1, "42")
+        let key = MailboxKey(app: AppID(testApp), id: mailbox)
+        h.now += 0.3
+        h.claim(2, "42")
+        // The claim attached the side: the mailbox's activity is recorded with it.
+        #expect(h.last.writes.contains(.touchMailbox(key, updated: h.instant)))
+        h.now += 0.5
+        h.send(1, ["type": "open", "mailbox": .string(mailbox.value)])
+        #expect(h.last.writes.isEmpty, "\(h.last.writes)")
+        #expect(h.core.state.mailboxes[key]?.updated == RelayInstant(secondsSince1970: startTime + 0.3))
+        h.now += RelayCore.touchResolution
+        h.send(2, ["type": "open", "mailbox": .string(mailbox.value)])
+        #expect(h.last.writes == [.touchMailbox(key, updated: h.instant)])
+    }
 }
 
 struct ConstantRandom: RandomNumberGenerator {

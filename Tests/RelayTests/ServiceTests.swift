@@ -127,18 +127,21 @@ struct ServiceTests {
     func lazyTouch() throws {
         let storage = GatedStorage()
         let sink = RecordingSink()
-        let relay = try RelayService(
-            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+        let clock = ManualClock()
+        let relay = try RelayService(config: RelayConfig(), storage: storage, sink: sink, clock: clock)
         let a = ConnectionID(1)
         relay.connectionOpened(id: a, remote: Self.address)
         relay.received(text: #"{"type":"bind","appid":"a/b","side":"s1"}"#, from: a)
         relay.received(text: #"{"type":"allocate"}"#, from: a)
         storage.release()
         let nameplate = try #require(sink.frames(1).last?["nameplate"]?.stringValue)
-        // The stock client claims what it allocated, then opens: only touches, no new rows.
+        // The stock client claims what it allocated, then opens: only touches, no new rows (late
+        // enough that they are written at all).
+        clock.advance(RelayCore.touchResolution)
         relay.received(text: #"{"type":"claim","nameplate":"\#(nameplate)"}"#, from: a)
         #expect(sink.types(1).last == "claimed")
         let mailbox = try #require(sink.frames(1).last?["mailbox"]?.stringValue)
+        clock.advance(RelayCore.touchResolution)
         relay.received(text: #"{"type":"open","mailbox":"\#(mailbox)"}"#, from: a)
         #expect(sink.types(1) == ["welcome", "ack", "ack", "allocated", "ack", "claimed", "ack"])
         #expect(storage.heldCount == 2, "the touches are still queued for storage")

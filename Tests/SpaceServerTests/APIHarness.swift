@@ -51,8 +51,21 @@ final class APIHarness {
         )
     }
 
+    /// A server restarted on `other`'s file (after a test rewrote it), with its own clock;
+    /// `other` keeps the directory and removes it.
+    init(reopening other: APIHarness) throws {
+        directory = other.directory
+        databasePath = other.databasePath
+        ownsDirectory = false
+        let clock = self.clock
+        clock.advance(by: other.clock.now - clock.now)
+        api = try SpaceAPI(databasePath: databasePath, clock: { clock.now })
+    }
+
+    private var ownsDirectory = true
+
     deinit {
-        try? FileManager.default.removeItem(at: directory)
+        if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 
     /// Sends a request; `json` may mix plain values and Encodable key-model values.
@@ -202,9 +215,15 @@ struct TestSpace {
         let wrapsReply = try harness.send("GET", "\(base)/threads/\(thread)/wraps", token: member.token)
         #expect(wrapsReply.status == 200, "\(wrapsReply.json)")
         let wraps = try JSONDecoder().decode(
-            [KeyWrap].self, from: JSONSerialization.data(withJSONObject: wrapsReply["wraps"] ?? []))
-        let wrap = try #require(wraps.first)
-        let key = try wrap.open(with: member.identity, verifyingAgainst: roster)
+            SpaceWire.WrapList.self, from: JSONSerialization.data(withJSONObject: wrapsReply.json))
+        // A single wrap (what spaces stored before wrap bundles) or a bundle holding the thread.
+        let key =
+            if let wrap = wraps.wraps.first {
+                try wrap.open(with: member.identity, verifyingAgainst: roster)
+            } else {
+                try #require(
+                    try wraps.bundles?.first?.open(with: member.identity, verifyingAgainst: roster)[thread])
+            }
         let list = try harness.send(
             "GET", "\(base)/threads/\(thread)/messages?since=\(since)", token: member.token)
         #expect(list.status == 200)

@@ -439,9 +439,9 @@ struct SpaceFixtureForServer {
         let harness = try APIHarness()
         var space = try TestSpace.create(harness)
         _ = try space.add("Sam")
-        #expect(try harness.api.schemaVersion() == 9)
+        #expect(try harness.api.schemaVersion() == 10)
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 9)
+        #expect(try reopened.schemaVersion() == 10)
         #expect(try reopened.dumpTables() == harness.dump())
         // A cold server rebuilds and re-verifies the roster from stored events.
         let reply = reopened.handle(

@@ -24,7 +24,7 @@ import Testing
             try db.execute("DROP INDEX key_invites_member; DROP TABLE key_invites; PRAGMA user_version=2")
         }
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 9)
+        #expect(try reopened.schemaVersion() == 10)
         #expect(try reopened.dumpTables() == before)
         // The upgraded database files invites.
         let secret = LinkSecret.random()

@@ -12,17 +12,24 @@ import Testing
 /// their member, so a sign-in writes two b-trees for its token, not three; migration 9 makes a
 /// sign-in challenge that the server checks by its tag, so asking for one writes nothing.
 @Suite struct StorageLayoutTests {
-    /// Turns a schema-9 file back into schema 8's tables (the server's secret goes with them).
-    static let undoSchema9 = """
-        DROP TABLE used_sign_in_challenges;
-        DROP TABLE server_secrets;
-        CREATE TABLE sign_in_challenges (
-            challenge_hash BLOB PRIMARY KEY,
-            space_id BLOB NOT NULL REFERENCES spaces(id),
-            expires_at INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        INSERT INTO sign_in_challenges VALUES (zeroblob(32), (SELECT id FROM spaces LIMIT 1), 0);
+    /// Turns a schema-10 file back into schema 9's tables (no wrap bundles; its wraps must be
+    /// single wraps).
+    static let undoSchema10 = """
+        ALTER TABLE wraps DROP COLUMN bundle;
         """
+
+    /// Turns a schema-10 file back into schema 8's tables (the server's secret goes with them).
+    static let undoSchema9 =
+        undoSchema10 + """
+            DROP TABLE used_sign_in_challenges;
+            DROP TABLE server_secrets;
+            CREATE TABLE sign_in_challenges (
+                challenge_hash BLOB PRIMARY KEY,
+                space_id BLOB NOT NULL REFERENCES spaces(id),
+                expires_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            INSERT INTO sign_in_challenges VALUES (zeroblob(32), (SELECT id FROM spaces LIMIT 1), 0);
+            """
 
     /// A space with `threads` threads, each wrapped to the owner and `members` other members.
     private static func space(threads: Int, members: Int) throws -> (
@@ -36,9 +43,11 @@ import Testing
         return (harness, space, keys)
     }
 
+    /// Single wraps (as before schema 10) or one wrap bundle (what attendants send now).
     @Test(
-        "a new member's wraps for ten threads are one commit of at most seven WAL pages, not one per thread")
-    func newMembersWrapsArePagesNotThreads() throws {
+        "a new member's keys of ten threads are one commit of at most seven WAL pages, not one per thread",
+        arguments: [false, true])
+    func newMembersWrapsArePagesNotThreads(bundled: Bool) throws {
         // 10 threads of 31 members: about 80 KB of wraps, some twenty b-tree leaves.
         let (harness, spaceBefore, keys) = try Self.space(threads: 10, members: 30)
         var space = spaceBefore
@@ -48,22 +57,40 @@ import Testing
         try reader.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         #expect(try walFrames(harness.databasePath, reader) == 0, "the checkpoint emptied the WAL")
 
-        let wraps = keys.map { thread, key in
-            space.owner.identity.wrap(key, for: joiner.record, in: space.space, thread: thread)
-        }
-        let reply = try harness.send(
-            "POST", "\(space.base)/wraps", token: space.owner.token, json: ["wraps": wraps])
+        let identity = space.owner.identity
+        let body: [String: Any] =
+            if bundled {
+                [
+                    "wraps": [String](),
+                    "bundles": [
+                        try #require(
+                            identity.wrapBundle(
+                                Dictionary(uniqueKeysWithValues: keys.map { ($0.0, $0.1) }),
+                                for: joiner.record,
+                                in: space.space))
+                    ],
+                ]
+            } else {
+                [
+                    "wraps": keys.map { thread, key in
+                        identity.wrap(key, for: joiner.record, in: space.space, thread: thread)
+                    }
+                ]
+            }
+        let reply = try harness.send("POST", "\(space.base)/wraps", token: space.owner.token, json: body)
         #expect(reply.status == 201, "\(reply.json)")
         // Keyed by thread first (schema 5) this commit wrote 20 pages: a leaf per thread, the
         // recipient index's leaf and their parents. Now the wraps land on one leaf; when it is
         // full, SQLite balances it with its neighbours: at most three leaves, a new one, their
-        // parent and the file's header page (7 pages).
+        // parent and the file's header page (7 pages). A bundle's rows are the same neighbours,
+        // its signature in the first: nothing is written elsewhere.
         let frames = try walFrames(harness.databasePath, reader)
         #expect(frames > 0 && frames <= 7, "\(frames) WAL pages for one member's wraps")
+        #expect(try walTrees(harness.databasePath, reader).subtracting(["wraps", "sqlite_schema"]).isEmpty)
         #expect(try space.read(as: joiner, thread: keys[9].0) == [])
     }
 
-    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 9")
+    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 10")
     func migrationKeepsWrapsAndTokens() throws {
         let (harness, spaceBefore, keys) = try Self.space(threads: 3, members: 4)
         var space = spaceBefore
@@ -106,7 +133,7 @@ import Testing
             #expect(try db.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'index'") >= 2)
         }
         let reopened = try SpaceAPI(databasePath: harness.databasePath)
-        #expect(try reopened.schemaVersion() == 9)
+        #expect(try reopened.schemaVersion() == 10)
         #expect(try reopened.dumpTables() == before)
         let check = try SQLiteDatabase(path: harness.databasePath)
         defer { check.close() }

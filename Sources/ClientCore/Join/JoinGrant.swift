@@ -15,9 +15,12 @@ import SpaceModel
 /// A version 2 grant with ``checkpoint`` and ``vouched`` spares the joiner the chain altogether:
 /// it fetches and checks only its own event (``verify(identity:now:nameplate:vouchedEvent:)``).
 public struct JoinGrant: Codable, Sendable, Equatable {
-    public static let currentVersion = 2
+    /// Version 3 carries the thread keys as wrap bundles (``bundles``); a version 2 joiner,
+    /// which would find no keys in it, refuses it and asks to be updated. A grant of single
+    /// wraps alone is still version 2.
+    public static let currentVersion = 3
     /// The versions this device accepts.
-    public static let acceptedVersions = 1...2
+    public static let acceptedVersions = 1...3
 
     public struct Space: Codable, Sendable, Equatable {
         public let server: String
@@ -41,7 +44,11 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     public let ownerSigningKey: String
     public let memberID: MemberID
     public let deviceToken: String?
+    /// Single wraps, from attendants before version 3.
     public let wraps: [KeyWrap]
+    /// The thread keys wrapped to the joiner in bundles (JSON `wrap_bundles`; version 3), one
+    /// per at most ``SpaceSession/maximumBundleThreads`` threads.
+    public let bundles: [KeyWrapBundle]?
     public let invite: SignedInvite
     /// The signed membership chain (version 1 only; version 2 joiners fetch it themselves).
     public let roster: [MembershipEvent]?
@@ -64,6 +71,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case v, space, wraps, invite, roster, checkpoint
         case vouched = "vouched_members"
+        case bundles = "wrap_bundles"
         case ownerSigningKey = "owner_signing_key"
         case memberID = "member_id"
         case deviceToken = "device_token"
@@ -72,15 +80,16 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     public init(
         space: Space, ownerSigningKey: String, memberID: MemberID, deviceToken: String?, wraps: [KeyWrap],
-        invite: SignedInvite, roster: [MembershipEvent]? = nil, historyHint: HistoryHint,
-        checkpoint: ChainCheckpoint? = nil, vouched: [MemberRecord]? = nil
+        bundles: [KeyWrapBundle]? = nil, invite: SignedInvite, roster: [MembershipEvent]? = nil,
+        historyHint: HistoryHint, checkpoint: ChainCheckpoint? = nil, vouched: [MemberRecord]? = nil
     ) {
-        v = Self.currentVersion
+        v = bundles == nil ? 2 : Self.currentVersion
         self.space = space
         self.ownerSigningKey = ownerSigningKey
         self.memberID = memberID
         self.deviceToken = deviceToken
         self.wraps = wraps
+        self.bundles = bundles
         self.invite = invite
         self.roster = roster
         self.historyHint = historyHint
@@ -174,9 +183,11 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             }
         }
         try checkAdded(by: added, inviter: inviter, now: now)
-        let keys = try openWraps { wrap throws(KeyModelError) in
-            try wrap.open(with: identity, verifyingAgainst: roster)
-        }
+        let keys = try openWraps(
+            { wrap throws(KeyModelError) in try wrap.open(with: identity, verifyingAgainst: roster) },
+            bundle: { bundle throws(KeyModelError) in
+                try bundle.open(with: identity, verifyingAgainst: roster)
+            })
         return Verified(members: roster.members, inviter: inviter, threadKeys: keys)
     }
 
@@ -243,16 +254,25 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         let inviter = try checkInviter(
             members[invite.inviter].flatMap { $0.keys.signing == inviterKey ? $0 : nil }, rights: \.rights)
         try checkAdded(by: event, inviter: inviter, now: now)
-        let keys = try openWraps { wrap throws(KeyModelError) in
-            guard signers[wrap.signer] != nil else {
+        // A wrap or bundle signed by a vouched member, whose signature verifies.
+        func checkVouched(_ signer: SigningPublicKey, _ signatureVerifies: Bool) throws(KeyModelError) {
+            guard signers[signer] != nil else {
                 throw KeyModelError(
                     .signerNotMember, "This key wrap was signed by someone the attendant did not vouch for.")
             }
-            guard wrap.hasValidSignature else {
+            guard signatureVerifies else {
                 throw KeyModelError(.badSignature, "This key wrap's signature does not verify.")
             }
-            return try wrap.open(with: identity)
         }
+        let keys = try openWraps(
+            { wrap throws(KeyModelError) in
+                try checkVouched(wrap.signer, wrap.hasValidSignature)
+                return try wrap.open(with: identity)
+            },
+            bundle: { bundle throws(KeyModelError) in
+                try checkVouched(bundle.signer, bundle.hasValidSignature)
+                return try bundle.open(with: identity)
+            })
         members[me.id] = me
         return Verified(members: members, inviter: inviter, threadKeys: keys)
     }
@@ -295,20 +315,39 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         guard now <= invite.expiresAt else { throw .forged("the invite had expired") }
     }
 
-    /// Opens every wrap with `open`, which checks its signer; each must be for us in this space.
-    private func openWraps(_ open: (KeyWrap) throws(KeyModelError) -> ThreadKey) throws(JoinGrantError)
-        -> [ThreadID: ThreadKey]
-    {
+    /// Opens every wrap with `open` and every bundle with `openBundle`, which check the signer;
+    /// each must be for us in this space, and a thread's key comes once.
+    private func openWraps(
+        _ open: (KeyWrap) throws(KeyModelError) -> ThreadKey,
+        bundle openBundle: (KeyWrapBundle) throws(KeyModelError) -> [ThreadID: ThreadKey]
+    ) throws(JoinGrantError) -> [ThreadID: ThreadKey] {
         var keys: [ThreadID: ThreadKey] = [:]
-        for wrap in wraps {
-            guard wrap.recipient == memberID, wrap.space == space.id else {
+        func take(
+            _ recipient: MemberID, _ space: SpaceID,
+            _ opened: () throws(KeyModelError) -> [ThreadID: ThreadKey]
+        )
+            throws(JoinGrantError)
+        {
+            guard recipient == memberID, space == self.space.id else {
                 throw .forged("a thread key is addressed to someone else")
             }
+            let received: [ThreadID: ThreadKey]
             do throws(KeyModelError) {
-                keys[wrap.thread] = try open(wrap)
+                received = try opened()
             } catch {
                 throw .forged("a thread key does not verify (\(error.message))")
             }
+            for (thread, key) in received {
+                guard keys.updateValue(key, forKey: thread) == nil else {
+                    throw .forged("a thread's key comes twice")
+                }
+            }
+        }
+        for wrap in wraps {
+            try take(wrap.recipient, wrap.space) { () throws(KeyModelError) in try [wrap.thread: open(wrap)] }
+        }
+        for bundle in bundles ?? [] {
+            try take(bundle.recipient, bundle.space) { () throws(KeyModelError) in try openBundle(bundle) }
         }
         return keys
     }
@@ -412,8 +451,7 @@ extension SpaceSession {
         } else if let rosters {
             (events, roster) = try rosters.refresh(self)
         } else {
-            events = try client.events(saved.space)
-            roster = try verifiedRoster(events)
+            (events, roster) = try verifiedChain()
         }
         // This device's earlier addition of the joiner with this invite, or a member holding
         // their keys already.
@@ -453,8 +491,7 @@ extension SpaceSession {
         } else if let readmit {
             // The event only: the thread keys are wrapped below, with everyone else's.
             record = try rekey(readmit, keys: keys, name: request.displayName).record
-            events = try client.events(saved.space)
-            roster = try verifiedRoster(events)
+            (events, roster) = try verifiedChain()
         } else {
             if let alreadyMember {
                 throw SpaceClientError(
@@ -483,14 +520,22 @@ extension SpaceSession {
         var threadKeys =
             readmit != nil ? heldKeys : Self.sharedThreadKeys(heldKeys, threads: threadList, roster: roster)
         if let madeNames { threadKeys[madeNames.thread] = madeNames.key }
-        var wraps: [KeyWrap] = []
-        for (thread, key) in threadKeys.sorted(by: { $0.key < $1.key }) {
-            let wrap = identity.wrap(key, for: record, in: saved.space, thread: thread)
-            if earlier != nil {
-                // A resumed admission may have stopped before posting every wrap.
-                try? client.postWraps(saved.space, thread: thread, wraps: [wrap])
-            }
-            wraps.append(wrap)
+        // One bundle (one ephemeral key, one signature) per at most `maximumBundleThreads`
+        // threads, where a wrap per thread cost a sealed box and a signature each.
+        let sorted = threadKeys.sorted { $0.key < $1.key }
+        let bundles = stride(from: 0, to: sorted.count, by: Self.maximumBundleThreads).compactMap { start in
+            identity.wrapBundle(
+                Dictionary(
+                    uniqueKeysWithValues: sorted[start..<min(start + Self.maximumBundleThreads, sorted.count)]
+                        .map {
+                            ($0.key, $0.value)
+                        }),
+                for: record, in: saved.space)
+        }
+        if earlier != nil {
+            // A resumed admission may have stopped before posting its bundles (each is stored
+            // whole or not at all; one stored before is refused as `wrap_exists`).
+            for bundle in bundles { try? client.postWraps(saved.space, bundles: [bundle]) }
         }
         // The history hint counts what the server holds in the threads the joiner gets keys to
         // (one request; reading every message just to count them cost more than the join), the
@@ -501,10 +546,11 @@ extension SpaceSession {
         let namesThread =
             madeNames?.thread ?? Self.namesThread(heldKeys, threads: threadList, roster: roster)?.thread
         let hintedThreads = threadKeys.keys.filter { $0 != namesThread }.count
-        // Every thread's wrap in one request (one commit on the server).
-        if earlier == nil && !wraps.isEmpty {
-            for start in stride(from: 0, to: wraps.count, by: 500) {
-                try client.postWraps(saved.space, wraps: Array(wraps[start..<min(start + 500, wraps.count)]))
+        // Every thread's key in one request (one commit on the server) up to 1,000 threads.
+        if earlier == nil {
+            for start in stride(from: 0, to: bundles.count, by: 2) {
+                try client.postWraps(
+                    saved.space, bundles: Array(bundles[start..<min(start + 2, bundles.count)]))
             }
         }
         // The records the joiner checks its event, the invite and the wraps against, from the
@@ -522,12 +568,15 @@ extension SpaceSession {
             }
         let grant = JoinGrant(
             space: .init(server: saved.server, id: saved.space, name: saved.name),
-            ownerSigningKey: saved.ownerSigningKey, memberID: record.id, deviceToken: nil, wraps: wraps,
-            invite: invite, historyHint: .init(threads: hintedThreads, messages: messages),
+            ownerSigningKey: saved.ownerSigningKey, memberID: record.id, deviceToken: nil, wraps: [],
+            bundles: bundles, invite: invite, historyHint: .init(threads: hintedThreads, messages: messages),
             checkpoint: events.last(where: { $0.change.adds(record.id) }).map(ChainCheckpoint.init),
             vouched: vouched)
         return (grant, record)
     }
+
+    /// The most threads one wrap bundle holds (the server takes at most 1,000 keys per request).
+    public static let maximumBundleThreads = 500
 
     /// The server refused an event because it does not follow the server's chain (sequence
     /// taken or previous hash not its head): the chain moved on since it was read.

@@ -59,10 +59,13 @@ extension SpaceClient {
         let _: SpaceWire.Done = try call(.delete, spacePath(space, "inbox", String(id)))
     }
 
-    /// Stores key wraps for several threads in one request (`POST …/wraps`).
-    public func postWraps(_ space: SpaceID, wraps: [KeyWrap]) throws(SpaceClientError) {
+    /// Stores key wraps and wrap bundles for several threads in one request (`POST …/wraps`).
+    public func postWraps(_ space: SpaceID, wraps: [KeyWrap] = [], bundles: [KeyWrapBundle] = [])
+        throws(SpaceClientError)
+    {
         let _: SpaceWire.StoredCount = try call(
-            .post, spacePath(space, "wraps"), body: SpaceWire.WrapsRequest(wraps: wraps))
+            .post, spacePath(space, "wraps"),
+            body: SpaceWire.WrapsRequest(wraps: wraps, bundles: bundles.isEmpty ? nil : bundles))
     }
 
     /// Submits any membership event the caller signed (`POST …/events`).

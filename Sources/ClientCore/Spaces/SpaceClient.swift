@@ -157,15 +157,17 @@ public struct SpaceClient: Sendable {
                 thread: thread, wraps: wraps, metadata: metadata.map(Base64URL.encode)))
     }
 
-    /// The key wraps addressed to the caller (all threads, or one).
-    public func wraps(_ space: SpaceID, thread: ThreadID? = nil) throws(SpaceClientError) -> [KeyWrap] {
+    /// The key wraps and wrap bundles addressed to the caller (all threads, or one).
+    public func wraps(_ space: SpaceID, thread: ThreadID? = nil) throws(SpaceClientError)
+        -> SpaceWire.WrapList
+    {
         let list: SpaceWire.WrapList =
             if let thread {
                 try call(.get, path(space, "threads", thread.base64URL, "wraps"))
             } else {
                 try call(.get, path(space, "wraps"))
             }
-        return list.wraps
+        return list
     }
 
     /// Stores key wraps for other members.

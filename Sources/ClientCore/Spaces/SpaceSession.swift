@@ -34,6 +34,9 @@ public struct SpaceSession: Sendable {
     public let saved: SavedSpace
     public let identity: DeviceIdentity
     public let client: SpaceClient
+    /// Where this device remembers the chains it verified, so each call checks only the events
+    /// after them (``verifiedChain(revealing:)``); nil: the whole chain each time.
+    public var chains: VerifiedChainStore?
 
     public init(saved: SavedSpace, identity: DeviceIdentity) throws(SpaceClientError) {
         self.saved = saved
@@ -110,7 +113,7 @@ public struct SpaceSession: Sendable {
 
     /// The membership chain, verified from the saved owner key.
     public func roster() throws(SpaceClientError) -> Roster {
-        try verifiedRoster(try client.events(saved.space))
+        try verifiedChain().roster
     }
 
     /// `events` verified from the saved owner key.
@@ -119,22 +122,32 @@ public struct SpaceSession: Sendable {
     func verifiedRoster(_ events: [MembershipEvent], revealing: Bool = true) throws(SpaceClientError)
         -> Roster
     {
-        let ownerKey: SigningPublicKey
+        let ownerKey = try ownerKey()
+        var roster = try checkedChain { () throws(KeyModelError) in
+            try Roster.verify(events: events, ownerKey: ownerKey)
+        }
+        if revealing { revealNames(in: &roster) }
+        return roster
+    }
+
+    /// The saved owner key.
+    func ownerKey() throws(SpaceClientError) -> SigningPublicKey {
         do throws(LocalStateError) {
-            ownerKey = try saved.ownerKey()
+            return try saved.ownerKey()
         } catch {
             throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
         }
-        var roster: Roster
+    }
+
+    /// `body`'s verification of the server's member list, its failure said as one.
+    func checkedChain<T>(_ body: () throws(KeyModelError) -> T) throws(SpaceClientError) -> T {
         do throws(KeyModelError) {
-            roster = try Roster.verify(events: events, ownerKey: ownerKey)
+            return try body()
         } catch {
             throw SpaceClientError(
                 .verification, code: error.code.rawValue,
                 message: "The member list from \(client.server) does not check out: \(error.message)")
         }
-        if revealing { revealNames(in: &roster) }
-        return roster
     }
 
     /// Adds a member by public keys, then wraps the key of every thread of the whole space this
@@ -180,14 +193,22 @@ public struct SpaceSession: Sendable {
 
     /// The thread keys wrapped to this device, each wrap verified against `roster`.
     /// `only`: open just the wraps of these threads (each open verifies a signature and opens
-    /// a sealed box; the names need one thread's key, not every thread's).
+    /// a sealed box; the names need one thread's key, not every thread's), and the bundles
+    /// that hold any of them.
     public func threadKeys(roster: Roster, only: Set<ThreadID>? = nil) throws(SpaceClientError)
         -> [ThreadID: ThreadKey]
     {
+        let list = try client.wraps(saved.space)
         var keys: [ThreadID: ThreadKey] = [:]
-        for wrap in try client.wraps(saved.space)
+        for wrap in list.wraps
         where wrap.recipient == saved.member && only.map({ $0.contains(wrap.thread) }) ?? true {
             if let key = try? wrap.open(with: identity, verifyingAgainst: roster) { keys[wrap.thread] = key }
+        }
+        // A bundle opens whole (one signature covers every thread in it) or not at all.
+        for bundle in list.bundles ?? []
+        where bundle.recipient == saved.member && only.map({ !$0.isDisjoint(with: bundle.threads) }) ?? true {
+            guard let opened = try? bundle.open(with: identity, verifyingAgainst: roster) else { continue }
+            for (thread, key) in opened where only.map({ $0.contains(thread) }) ?? true { keys[thread] = key }
         }
         return keys
     }
@@ -247,7 +268,7 @@ public struct SpaceSession: Sendable {
         -> (roster: Roster, keys: [ThreadID: ThreadKey], thread: SpaceThread)
     {
         // One request for the keys, which open the names too.
-        var roster = try verifiedRoster(try client.events(saved.space), revealing: false)
+        var roster = try verifiedChain(revealing: false).roster
         let keys = try threadKeys(roster: roster)
         revealNames(in: &roster, threadKeys: keys)
         return (roster, keys, try resolveThread(text, roster: roster, keys: keys))

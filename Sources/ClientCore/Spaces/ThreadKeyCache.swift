@@ -13,8 +13,8 @@ public final class ThreadKeyCache: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    /// By wrap: thread and signature bytes.
-    private var opened: [[UInt8]: Opened] = [:]
+    /// By wrap (thread and signature bytes) or bundle (its signature bytes): what it opened.
+    private var opened: [[UInt8]: [Opened]] = [:]
 
     public init() {}
 
@@ -26,22 +26,36 @@ public final class ThreadKeyCache: @unchecked Sendable {
         throws(SpaceClientError) -> [ThreadID: ThreadKey]
     {
         if let threads, let known = known(exactly: threads, roster: roster) { return known }
-        let wraps = try session.client.wraps(session.saved.space)
+        let list = try session.client.wraps(session.saved.space)
         lock.lock()
         defer { lock.unlock() }
-        var keys: [ThreadID: ThreadKey] = [:]
-        var current: [[UInt8]: Opened] = [:]
-        for wrap in wraps where wrap.recipient == session.saved.member {
-            let id = wrap.thread.bytes + wrap.signature.bytes
-            if let known = opened[id], roster.currentMember(signingKey: known.signer) != nil {
-                keys[wrap.thread] = known.key
+        var current: [[UInt8]: [Opened]] = [:]
+        func reuse(_ id: [UInt8], signer: SigningPublicKey, open: () throws(KeyModelError) -> [Opened]) {
+            if let known = opened[id], roster.currentMember(signingKey: signer) != nil {
                 current[id] = known
-            } else if let key = try? wrap.open(with: session.identity, verifyingAgainst: roster) {
-                keys[wrap.thread] = key
-                current[id] = Opened(thread: wrap.thread, signer: wrap.signer, key: key)
+            } else if let fresh = try? open() {
+                current[id] = fresh
+            }
+        }
+        for wrap in list.wraps where wrap.recipient == session.saved.member {
+            reuse(wrap.thread.bytes + wrap.signature.bytes, signer: wrap.signer) { () throws(KeyModelError) in
+                [
+                    Opened(
+                        thread: wrap.thread, signer: wrap.signer,
+                        key: try wrap.open(with: session.identity, verifyingAgainst: roster))
+                ]
+            }
+        }
+        for bundle in list.bundles ?? [] where bundle.recipient == session.saved.member {
+            reuse(bundle.signature.bytes, signer: bundle.signer) { () throws(KeyModelError) in
+                try bundle.open(with: session.identity, verifyingAgainst: roster).map {
+                    Opened(thread: $0.key, signer: bundle.signer, key: $0.value)
+                }
             }
         }
         opened = current
+        var keys: [ThreadID: ThreadKey] = [:]
+        for entry in current.values.joined() { keys[entry.thread] = entry.key }
         return keys
     }
 
@@ -51,7 +65,7 @@ public final class ThreadKeyCache: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         var keys: [ThreadID: ThreadKey] = [:]
-        for entry in opened.values {
+        for entry in opened.values.joined() {
             guard keys[entry.thread] == nil, roster.currentMember(signingKey: entry.signer) != nil else {
                 return nil
             }

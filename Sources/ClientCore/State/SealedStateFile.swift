@@ -18,20 +18,32 @@ struct SealedStateFile<Value: Codable> {
 
     /// The value, or nil when there is no file.
     func load() throws(LocalStateError) -> Value? {
-        try directory.prepare()
-        guard let sealed = try directory.read(sealedFile) else { return nil }
-        guard let keyBytes = try directory.read(keyFile), keyBytes.count == 32 else {
-            throw LocalStateError(
-                .corrupt, "\(directory.file(keyFile)) is missing or damaged; \(what) cannot be read.")
-        }
-        let key = SecretBytes(keyBytes)
-        guard sealed.first == 1, var plain = SecretBox.open(sealed.dropFirst(), key: key, ad: additionalData)
-        else { throw corrupt() }
+        guard var plain = try loadBytes()?.plain else { return nil }
         defer { wipe(&plain) }
         guard let value = try? JSONDecoder().decode(Value.self, from: Data(plain)) else {
             throw corrupt()
         }
         return value
+    }
+
+    /// The opened bytes (for a value with an encoding of its own) and the file's sealed bytes as
+    /// read, or nil when there is no file. The caller wipes `plain` if it is secret.
+    func loadBytes() throws(LocalStateError) -> (plain: [UInt8], sealed: [UInt8])? {
+        try directory.prepare()
+        guard let sealed = try directory.read(sealedFile) else { return nil }
+        return (try opened(sealed), sealed)
+    }
+
+    /// `sealed` (this file's bytes) opened.
+    func opened(_ sealed: [UInt8]) throws(LocalStateError) -> [UInt8] {
+        guard let keyBytes = try directory.read(keyFile), keyBytes.count == 32 else {
+            throw LocalStateError(
+                .corrupt, "\(directory.file(keyFile)) is missing or damaged; \(what) cannot be read.")
+        }
+        let key = SecretBytes(keyBytes)
+        guard sealed.first == 1, let plain = SecretBox.open(sealed.dropFirst(), key: key, ad: additionalData)
+        else { throw corrupt() }
+        return plain
     }
 
     /// Replaces the value (nil removes the sealed file).
@@ -45,6 +57,15 @@ struct SealedStateFile<Value: Codable> {
             unlink(directory.file(sealedFile))
             return
         }
+        guard var plain = try? JSONEncoder().encode(value).map({ $0 }) else {
+            throw LocalStateError(.unwritable, "could not encode the \(what)")
+        }
+        defer { wipe(&plain) }
+        try write(bytes: plain)
+    }
+
+    /// Replaces the file with `plain` sealed. Callers hold the directory's lock.
+    func write(bytes plain: [UInt8]) throws(LocalStateError) {
         let key: SecretBytes
         if let existing = try directory.read(keyFile), existing.count == 32 {
             key = SecretBytes(existing)
@@ -52,10 +73,6 @@ struct SealedStateFile<Value: Codable> {
             key = SecretBytes(SecretBytes.randomBytes(32))
             try directory.write(keyFile, key)
         }
-        guard var plain = try? JSONEncoder().encode(value).map({ $0 }) else {
-            throw LocalStateError(.unwritable, "could not encode the \(what)")
-        }
-        defer { wipe(&plain) }
         try directory.write(
             sealedFile, [1] + SecretBox.seal(plain, key: key, ad: additionalData), durable: durable)
     }

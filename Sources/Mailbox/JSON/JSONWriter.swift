@@ -37,24 +37,36 @@ public enum JSONWriter {
 
     public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
+        var s = s
+        s.withUTF8 { appendEscaped($0, into: &out) }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Copies each run of bytes that needs no escape whole: nearly all of a relay message is
+    /// such a run (a hex body of kilobytes, ids), and appending it byte by byte cost the relay
+    /// about 4% of its CPU.
+    private static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        var run = 0
+        for i in 0..<bytes.count {
+            let b = bytes[i]
+            guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+            if run < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<i])) }
+            run = i + 1
             switch b {
-            case UInt8(ascii: "\""):
-                out.append(UInt8(ascii: "\\"))
-                out.append(b)
-            case UInt8(ascii: "\\"):
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
                 out.append(UInt8(ascii: "\\"))
                 out.append(b)
             case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
             case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
+            default:
+                out.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                ])
                 out.append(hexDigits[Int(b >> 4)])
                 out.append(hexDigits[Int(b & 0xF)])
-            default: out.append(b)
             }
         }
-        out.append(UInt8(ascii: "\""))
+        if run < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...])) }
     }
 }

@@ -8,13 +8,22 @@ extension RelayCore {
         return mailbox.sides[side] == nil && mailbox.sides.count >= 2
     }
 
+    /// How recent a mailbox's recorded activity may be for an `open` of a side it already has to
+    /// record none: in a join each side's `open` follows its `claim` by milliseconds, and a
+    /// touch of its own is a page write. Expiry counts idle time in hours, so the idle clock
+    /// starting up to this much earlier changes nothing anyone sees.
+    static let touchResolution = 1.0
+
     /// Creates the mailbox if needed, attaches `side` (a side that closed stays closed, as in
     /// the reference) and records the activity.
     mutating func openMailboxSide(_ key: MailboxKey, side: Side, forNameplate: Bool, now: RelayInstant) {
-        if state.mailboxes[key] == nil {
-            write(.putMailbox(key, forNameplate: forNameplate, updated: now))
+        if let mailbox = state.mailboxes[key] {
+            let recent = now >= mailbox.updated && now.seconds(since: mailbox.updated) < Self.touchResolution
+            if mailbox.sides[side] == nil || !recent {
+                write(.touchMailbox(key, updated: now))
+            }
         } else {
-            write(.touchMailbox(key, updated: now))
+            write(.putMailbox(key, forNameplate: forNameplate, updated: now))
         }
         if state.mailboxes[key]?.sides[side] == nil {
             write(.putMailboxSide(key, side, MailboxSideRecord(opened: true, added: now)))

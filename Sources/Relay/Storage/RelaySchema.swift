@@ -43,13 +43,40 @@ enum RelaySchema {
         DROP TABLE messages;
         ALTER TABLE messages_v2 RENAME TO messages;
         """,
+        // 3: nameplates, mailboxes and their sides in one table, each side keyed right after its
+        // nameplate or mailbox. Four tables were four b-trees: a first claim wrote a leaf of each
+        // (the nameplate, its side, the mailbox, its side); now a side lands on its parent's
+        // leaf, so a claim, an open, a release or a close writes the one or two leaves of the
+        // nameplate and the mailbox it changes. A row is a nameplate (`kind` 0) or a mailbox
+        // (`kind` 1) when `part` is 0 (with `side` empty), one of its sides when `part` is 1:
+        //   nameplate: mailbox_id;              its side: flag = claimed, at = added
+        //   mailbox:   flag = for_nameplate, at = updated; its side: flag = opened, at = added, mood
+        """
+        CREATE TABLE channels (
+            app_id TEXT NOT NULL, kind INTEGER NOT NULL, id TEXT NOT NULL, part INTEGER NOT NULL,
+            side TEXT NOT NULL, mailbox_id TEXT, flag INTEGER NOT NULL, at REAL NOT NULL, mood TEXT,
+            PRIMARY KEY (app_id, kind, id, part, side)) WITHOUT ROWID;
+        INSERT INTO channels (app_id, kind, id, part, side, mailbox_id, flag, at)
+            SELECT app_id, 0, name, 0, '', mailbox_id, 0, 0 FROM nameplates;
+        INSERT INTO channels (app_id, kind, id, part, side, flag, at)
+            SELECT app_id, 0, name, 1, side, claimed, added FROM nameplate_sides;
+        INSERT INTO channels (app_id, kind, id, part, side, flag, at)
+            SELECT app_id, 1, id, 0, '', for_nameplate, updated FROM mailboxes;
+        INSERT INTO channels (app_id, kind, id, part, side, flag, at, mood)
+            SELECT app_id, 1, mailbox_id, 1, side, opened, added, mood FROM mailbox_sides;
+        DROP TABLE nameplates;
+        DROP TABLE nameplate_sides;
+        DROP TABLE mailboxes;
+        DROP TABLE mailbox_sides;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
 
-    /// Every table the migrations create.
+    /// Every table the migrations create (those a later one dropped too: a file from before
+    /// application ids may still hold them).
     static let tables: Set<String> = [
-        "nameplates", "nameplate_sides", "mailboxes", "mailbox_sides", "messages",
+        "nameplates", "nameplate_sides", "mailboxes", "mailbox_sides", "messages", "channels",
     ]
 
     /// The relay's kind of file; `secureDelete` overwrites deleted content (closed mailboxes'
@@ -57,6 +84,11 @@ enum RelaySchema {
     static func schema(secureDelete: Bool) -> DatabaseSchema {
         DatabaseSchema(
             owner: .relay, tables: tables, migrations: migrations,
-            pragmas: ["PRAGMA secure_delete=\(secureDelete ? "ON" : "OFF")"])
+            pragmas: ["PRAGMA secure_delete=\(secureDelete ? "ON" : "OFF")"], newFilePageSize: pageSize)
     }
+
+    /// The page size of a new file. Every commit writes each page it changed whole to the WAL,
+    /// and a relay's commits are small (a side, a message, a few rows): with 4 KiB pages most of
+    /// each page written was unchanged. A file made with another size keeps it.
+    static let pageSize = 1024
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Mailbox
 import SQLite
 
@@ -108,29 +109,32 @@ public final class SQLiteRelayStorage: RelayStorage {
         defer { try? db.execute("COMMIT") }
         do throws(SQLiteError) {
             var snapshot = RelaySnapshot()
-            var st = try db.statement("SELECT app_id, name, mailbox_id FROM nameplates")
+            // In key order: a nameplate's or a mailbox's row comes before its sides' rows.
+            var st = try db.statement(
+                "SELECT app_id, kind, id, part, side, mailbox_id, flag, at, mood FROM channels "
+                    + "ORDER BY app_id, kind, id, part, side")
             while try st.step() {
-                let key = NameplateKey(app: AppID(st.text(0)), name: Nameplate(st.text(1)))
-                snapshot.nameplates[key] = NameplateRecord(mailbox: MailboxID(st.text(2)))
-            }
-            st = try db.statement("SELECT app_id, name, side, claimed, added FROM nameplate_sides")
-            while try st.step() {
-                let key = NameplateKey(app: AppID(st.text(0)), name: Nameplate(st.text(1)))
-                snapshot.nameplates[key]?.sides[Side(st.text(2))] = NameplateSideRecord(
-                    claimed: st.bool(3), added: RelayInstant(secondsSince1970: st.double(4)))
-            }
-            st = try db.statement("SELECT app_id, id, for_nameplate, updated FROM mailboxes")
-            while try st.step() {
-                let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
-                snapshot.mailboxes[key] = MailboxRecord(
-                    forNameplate: st.bool(2), updated: RelayInstant(secondsSince1970: st.double(3)))
-            }
-            st = try db.statement("SELECT app_id, mailbox_id, side, opened, added, mood FROM mailbox_sides")
-            while try st.step() {
-                let key = MailboxKey(app: AppID(st.text(0)), id: MailboxID(st.text(1)))
-                snapshot.mailboxes[key]?.sides[Side(st.text(2))] = MailboxSideRecord(
-                    opened: st.bool(3), added: RelayInstant(secondsSince1970: st.double(4)),
-                    mood: st.optionalText(5))
+                let app = AppID(st.text(0))
+                let isSide = st.bool(3)
+                let flag = st.bool(6)
+                let at = RelayInstant(secondsSince1970: st.double(7))
+                if st.int64(1) == ChannelKind.nameplate {
+                    let key = NameplateKey(app: app, name: Nameplate(st.text(2)))
+                    if isSide {
+                        snapshot.nameplates[key]?.sides[Side(st.text(4))] = NameplateSideRecord(
+                            claimed: flag, added: at)
+                    } else {
+                        snapshot.nameplates[key] = NameplateRecord(mailbox: MailboxID(st.text(5)))
+                    }
+                } else {
+                    let key = MailboxKey(app: app, id: MailboxID(st.text(2)))
+                    if isSide {
+                        snapshot.mailboxes[key]?.sides[Side(st.text(4))] = MailboxSideRecord(
+                            opened: flag, added: at, mood: st.optionalText(8))
+                    } else {
+                        snapshot.mailboxes[key] = MailboxRecord(forNameplate: flag, updated: at)
+                    }
+                }
             }
             st = try db.statement(
                 "SELECT app_id, mailbox_id, side, phase, body, server_rx, msg_id FROM messages "
@@ -187,8 +191,8 @@ public final class SQLiteRelayStorage: RelayStorage {
 
     /// Whether `writes[index]` touches a mailbox at the time another write beside it already
     /// records: the message just appended to it (`add`), or the side about to be attached to it
-    /// (`open`). `load` takes the newest of the three times, so the `mailboxes` page need not
-    /// be written in that commit.
+    /// (`open`). `load` takes the newest of the three times, so the mailbox's row need not be
+    /// written in that commit.
     static func touchIsImplied(_ writes: [StorageOp], at index: Int) -> Bool {
         guard case .touchMailbox(let key, let updated) = writes[index] else { return false }
         if index > 0, case .appendMessage(let appendedTo, let message) = writes[index - 1],
@@ -208,59 +212,44 @@ public final class SQLiteRelayStorage: RelayStorage {
         switch op {
         case .putNameplate(let key, let mailbox):
             let st = try db.statement(
-                "INSERT INTO nameplates (app_id, name, mailbox_id) VALUES (?1, ?2, ?3) "
-                    + "ON CONFLICT (app_id, name) DO UPDATE SET mailbox_id = excluded.mailbox_id")
+                "INSERT INTO channels (app_id, kind, id, part, side, mailbox_id, flag, at) "
+                    + "VALUES (?1, \(ChannelKind.nameplate), ?2, 0, '', ?3, 0, 0) "
+                    + "ON CONFLICT (app_id, kind, id, part, side) DO UPDATE SET mailbox_id = excluded.mailbox_id"
+            )
             st.bind(1, key.app.value)
             st.bind(2, key.name.value)
             st.bind(3, mailbox.value)
             try st.step()
         case .putNameplateSide(let key, let side, let record):
-            let st = try db.statement(
-                "INSERT OR REPLACE INTO nameplate_sides (app_id, name, side, claimed, added) "
-                    + "VALUES (?1, ?2, ?3, ?4, ?5)")
-            st.bind(1, key.app.value)
-            st.bind(2, key.name.value)
-            st.bind(3, side.value)
-            st.bind(4, record.claimed)
-            st.bind(5, record.added.secondsSince1970)
-            try st.step()
+            try putSide(
+                kind: ChannelKind.nameplate, app: key.app, id: key.name.value, side: side,
+                flag: record.claimed, added: record.added, mood: nil, to: db)
         case .deleteNameplate(let key):
-            for sql in [
-                "DELETE FROM nameplate_sides WHERE app_id = ?1 AND name = ?2",
-                "DELETE FROM nameplates WHERE app_id = ?1 AND name = ?2",
-            ] {
-                let st = try db.statement(sql)
-                st.bind(1, key.app.value)
-                st.bind(2, key.name.value)
-                try st.step()
-            }
+            try deleteChannel(kind: ChannelKind.nameplate, app: key.app, id: key.name.value, from: db)
         case .putMailbox(let key, let forNameplate, let updated):
             let st = try db.statement(
-                "INSERT INTO mailboxes (app_id, id, for_nameplate, updated) VALUES (?1, ?2, ?3, ?4) "
-                    + "ON CONFLICT (app_id, id) DO UPDATE SET for_nameplate = excluded.for_nameplate, "
-                    + "updated = excluded.updated")
+                "INSERT INTO channels (app_id, kind, id, part, side, flag, at) "
+                    + "VALUES (?1, \(ChannelKind.mailbox), ?2, 0, '', ?3, ?4) "
+                    + "ON CONFLICT (app_id, kind, id, part, side) DO UPDATE SET flag = excluded.flag, "
+                    + "at = excluded.at")
             st.bind(1, key.app.value)
             st.bind(2, key.id.value)
             st.bind(3, forNameplate)
             st.bind(4, updated.secondsSince1970)
             try st.step()
         case .touchMailbox(let key, let updated):
-            let st = try db.statement("UPDATE mailboxes SET updated = ?3 WHERE app_id = ?1 AND id = ?2")
+            let st = try db.statement(
+                "UPDATE channels SET at = ?3 "
+                    + "WHERE app_id = ?1 AND kind = \(ChannelKind.mailbox) AND id = ?2 AND part = 0 AND side = ''"
+            )
             st.bind(1, key.app.value)
             st.bind(2, key.id.value)
             st.bind(3, updated.secondsSince1970)
             try st.step()
         case .putMailboxSide(let key, let side, let record):
-            let st = try db.statement(
-                "INSERT OR REPLACE INTO mailbox_sides (app_id, mailbox_id, side, opened, added, mood) "
-                    + "VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-            st.bind(1, key.app.value)
-            st.bind(2, key.id.value)
-            st.bind(3, side.value)
-            st.bind(4, record.opened)
-            st.bind(5, record.added.secondsSince1970)
-            st.bind(6, record.mood)
-            try st.step()
+            try putSide(
+                kind: ChannelKind.mailbox, app: key.app, id: key.id.value, side: side, flag: record.opened,
+                added: record.added, mood: record.mood, to: db)
         case .appendMessage(let key, let message):
             let st = try db.statement(
                 "INSERT INTO messages (app_id, mailbox_id, seq, side, phase, body, server_rx, msg_id) "
@@ -279,17 +268,45 @@ public final class SQLiteRelayStorage: RelayStorage {
             st.bind(7, message.messageID == .null ? nil : JSONWriter.string(message.messageID))
             try st.step()
         case .deleteMailbox(let key):
-            for sql in [
-                "DELETE FROM messages WHERE app_id = ?1 AND mailbox_id = ?2",
-                "DELETE FROM mailbox_sides WHERE app_id = ?1 AND mailbox_id = ?2",
-                "DELETE FROM mailboxes WHERE app_id = ?1 AND id = ?2",
-            ] {
-                let st = try db.statement(sql)
-                st.bind(1, key.app.value)
-                st.bind(2, key.id.value)
-                try st.step()
-            }
+            let st = try db.statement("DELETE FROM messages WHERE app_id = ?1 AND mailbox_id = ?2")
+            st.bind(1, key.app.value)
+            st.bind(2, key.id.value)
+            try st.step()
+            try deleteChannel(kind: ChannelKind.mailbox, app: key.app, id: key.id.value, from: db)
         }
+    }
+
+    /// `channels.kind`: what a row (and the sides keyed after it) belongs to.
+    enum ChannelKind {
+        static let nameplate: Int64 = 0
+        static let mailbox: Int64 = 1
+    }
+
+    /// Inserts or replaces one side's row of a nameplate or a mailbox.
+    private static func putSide(
+        kind: Int64, app: AppID, id: String, side: Side, flag: Bool, added: RelayInstant, mood: String?,
+        to db: SQLiteDatabase
+    ) throws(SQLiteError) {
+        let st = try db.statement(
+            "INSERT OR REPLACE INTO channels (app_id, kind, id, part, side, flag, at, mood) "
+                + "VALUES (?1, \(kind), ?2, 1, ?3, ?4, ?5, ?6)")
+        st.bind(1, app.value)
+        st.bind(2, id)
+        st.bind(3, side.value)
+        st.bind(4, flag)
+        st.bind(5, added.secondsSince1970)
+        st.bind(6, mood)
+        try st.step()
+    }
+
+    /// Deletes a nameplate or a mailbox with its sides.
+    private static func deleteChannel(kind: Int64, app: AppID, id: String, from db: SQLiteDatabase)
+        throws(SQLiteError)
+    {
+        let st = try db.statement("DELETE FROM channels WHERE app_id = ?1 AND kind = \(kind) AND id = ?2")
+        st.bind(1, app.value)
+        st.bind(2, id)
+        try st.step()
     }
 
     // MARK: - Lifecycle
@@ -323,7 +340,13 @@ public final class SQLiteRelayStorage: RelayStorage {
     /// Whether the file takes a write now: one real write (the schema version written back
     /// unchanged, a page in the WAL), so a relay whose commits failed (disk full, read-only
     /// file) recovers only once it can commit again, instead of reloading and failing anew.
+    /// That write may fit in room the WAL already has, so on a full disk it can succeed while
+    /// every commit that needs a new block fails: the file system must also have room for the
+    /// WAL to grow (``minimumFreeBytes``).
     public func ping() -> RelayStorageError? {
+        if let free = Self.freeBytes(besides: path), free < Self.minimumFreeBytes {
+            return RelayStorageError(.write, "no room left on the disk of \(path) (\(free) bytes free)")
+        }
         do throws(RelayStorageError) {
             try onQueue(failing: .write) { db throws(SQLiteError) in
                 let version = try db.integer("PRAGMA user_version")
@@ -335,6 +358,18 @@ public final class SQLiteRelayStorage: RelayStorage {
         } catch {
             return error
         }
+    }
+
+    /// The free room a recovering store asks of its file system: 256 new WAL pages and more.
+    static let minimumFreeBytes: UInt64 = 256 << 10
+
+    /// The bytes an unprivileged process may still write on the file system holding `path`;
+    /// nil when that cannot be told.
+    static func freeBytes(besides path: String) -> UInt64? {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return nil }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
     }
 
     /// Copies the WAL into the main file and truncates the WAL.

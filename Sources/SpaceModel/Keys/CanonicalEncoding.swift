@@ -31,6 +31,9 @@ package struct CanonicalEncoder {
 /// Domain strings; each names one signed or bound structure and its version.
 package enum Domain {
     package static let keyWrap = "eleven/key-wrap/v1"
+    package static let keyWrapBundle = "eleven/key-wrap-bundle/v1"
+    package static let keyWrapBundleKey = "eleven/key-wrap-bundle-key/v1"
+    package static let keyWrapBundleEntry = "eleven/key-wrap-bundle-entry/v1"
     package static let messageAssociatedData = "eleven/message-aad/v1"
     package static let messageSignature = "eleven/message-signature/v1"
     package static let membershipEvent = "eleven/membership-event/v1"

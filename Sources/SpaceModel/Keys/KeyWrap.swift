@@ -48,6 +48,18 @@ public struct KeyWrap: Sendable, Equatable {
     /// signed it, the recipient is a current member. Returns the signer's record.
     @discardableResult
     public func verify(against roster: Roster) throws(KeyModelError) -> MemberRecord {
+        try Self.verify(
+            space: space, signer: signer, recipient: recipient, against: roster,
+            signatureVerifies: hasValidSignature)
+    }
+
+    /// What a wrap and a wrap bundle (``KeyWrapBundle``) must both pass: the roster's space, a
+    /// signer who is a current member and no link's signer, a good signature, a member as
+    /// recipient. `signatureVerifies` is evaluated only once the signer is known.
+    static func verify(
+        space: SpaceID, signer: SigningPublicKey, recipient: MemberID, against roster: Roster,
+        signatureVerifies: @autoclosure () -> Bool
+    ) throws(KeyModelError) -> MemberRecord {
         guard space == roster.space else {
             throw KeyModelError(.wrongContext, "This key wrap belongs to another space.")
         }
@@ -59,8 +71,7 @@ public struct KeyWrap: Sendable, Equatable {
             throw KeyModelError(
                 .notAuthorised, "This key wrap was signed by an invite link, which may not hand out keys.")
         }
-        let signed = Self.signedBytes(space: space, thread: thread, recipient: recipient, sealed: sealed)
-        guard signer.isValidSignature(signature, for: signed) else {
+        guard signatureVerifies() else {
             throw KeyModelError(.badSignature, "This key wrap's signature does not verify.")
         }
         guard roster.members[recipient] != nil else {

@@ -73,11 +73,15 @@ public enum SpaceWire {
         }
     }
 
-    /// `POST …/threads/{thread}/wraps`.
+    /// `POST …/threads/{thread}/wraps` (single wraps) and `POST …/wraps` (single wraps and wrap
+    /// bundles, several threads at once).
     public struct WrapsRequest: Codable, Sendable {
         public let wraps: [KeyWrap]
-        public init(wraps: [KeyWrap]) {
+        /// Absent from older clients, which send single wraps only.
+        public let bundles: [KeyWrapBundle]?
+        public init(wraps: [KeyWrap], bundles: [KeyWrapBundle]? = nil) {
             self.wraps = wraps
+            self.bundles = bundles
         }
     }
 
@@ -242,11 +246,14 @@ public enum SpaceWire {
         }
     }
 
-    /// `GET …/wraps`.
+    /// `GET …/wraps`: the caller's single wraps (what spaces stored before wrap bundles, and
+    /// new threads' wraps) and wrap bundles (absent when there are none, and from older servers).
     public struct WrapList: Codable, Sendable {
         public let wraps: [KeyWrap]
-        public init(wraps: [KeyWrap]) {
+        public let bundles: [KeyWrapBundle]?
+        public init(wraps: [KeyWrap], bundles: [KeyWrapBundle]? = nil) {
             self.wraps = wraps
+            self.bundles = bundles
         }
     }
 
