@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 import Net
 import SpaceModel
 
@@ -59,11 +60,11 @@ public struct RelayChoice: Equatable, Sendable {
     private static func configured(_ state: StateDirectory) throws(RelayChoiceError) -> RelayChoice? {
         let path = state.file(configFile)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        guard let object = (try? JSONParser.parse(Array(data)))?.objectValue else {
             throw RelayChoiceError(source: .configFile(path: path), value: nil)
         }
         guard let value = object["relay"] else { return nil }
-        guard let relay = value as? String else {
+        guard let relay = value.stringValue else {
             throw RelayChoiceError(source: .configFile(path: path), value: nil)
         }
         return try checked(relay, .configFile(path: path))

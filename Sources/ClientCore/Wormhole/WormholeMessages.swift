@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import JoinProtocol
+import Mailbox
 import PAKE
 import SpaceModel
 import Support
@@ -54,7 +55,7 @@ public enum WormholeSecretBox {
 public enum WormholeMessage {
     /// The unencrypted `pake` body: `{"pake_v1": "<hex of the 33-byte SPAKE2 message>"}`.
     public static func pakeBody(_ message: [UInt8]) -> [UInt8] {
-        encode(["pake_v1": Hex.encode(message)])
+        encode(["pake_v1": .string(Hex.encode(message))])
     }
 
     /// The peer's SPAKE2 message from its `pake` body.
@@ -62,7 +63,7 @@ public enum WormholeMessage {
         guard let object = decodeObject(body) else {
             throw .badKeyExchange("its key-exchange message is not a JSON object")
         }
-        guard let hex = object["pake_v1"] as? String else {
+        guard let hex = object["pake_v1"]?.stringValue else {
             throw .badKeyExchange("its key-exchange message has no pake_v1")
         }
         guard let bytes = Hex.decode(hex) else {
@@ -72,7 +73,7 @@ public enum WormholeMessage {
     }
 
     /// Our `version` plaintext: no application capabilities.
-    public static let versionPlaintext: [UInt8] = encode(["app_versions": [String: Any]()])
+    public static let versionPlaintext: [UInt8] = encode(["app_versions": .object(JSONObject())])
 
     /// What the transfer application says in a numeric phase.
     public enum Application: Equatable, Sendable {
@@ -90,7 +91,7 @@ public enum WormholeMessage {
         case ignored
     }
 
-    public static func offer(text: String) -> [UInt8] { encode(["offer": ["message": text]]) }
+    public static func offer(text: String) -> [UInt8] { encode(["offer": .object(JSONObject(["message": .string(text)]))]) }
     /// The longest application message whose sealed, hex-encoded `add` fits the relay's
     /// message limit (``WormholeLimits``): what `eleven send` checks a text's offer against,
     /// before any traffic, so the relay never has to refuse it.
@@ -98,8 +99,8 @@ public enum WormholeMessage {
         WormholeLimits.maximumBodyBytes - WormholeSecretBox.nonceByteCount - WormholeSecretBox.tagByteCount
     /// The longest text (UTF-8 bytes, before JSON escaping) a Wormhole text transfer carries.
     public static let maximumTextBytes = maximumPlaintextBytes - offer(text: "").count
-    public static let textAcknowledgement: [UInt8] = encode(["answer": ["message_ack": "ok"]])
-    public static func error(_ text: String) -> [UInt8] { encode(["error": text]) }
+    public static let textAcknowledgement: [UInt8] = encode(["answer": .object(JSONObject(["message_ack": "ok"]))])
+    public static func error(_ text: String) -> [UInt8] { encode(["error": .string(text)]) }
 
     /// Reads a decrypted application message. Like the Python client, an `error` key wins.
     public static func parseApplication(_ plaintext: [UInt8]) throws(WormholeError) -> Application {
@@ -107,14 +108,14 @@ public enum WormholeMessage {
             throw .badPeerMessage("a message that is not a JSON object")
         }
         if let error = object["error"] {
-            return .error((error as? String) ?? "an unspecified error")
+            return .error(error.stringValue ?? "an unspecified error")
         }
         if let offer = object["offer"] {
-            guard let offer = offer as? [String: Any] else {
+            guard let offer = offer.objectValue else {
                 throw .badPeerMessage("an offer that is not a JSON object")
             }
             if let text = offer["message"] {
-                guard let text = text as? String else { throw .badPeerMessage("a text offer without text") }
+                guard let text = text.stringValue else { throw .badPeerMessage("a text offer without text") }
                 return .offerText(text)
             }
             if offer["file"] != nil { return .offerOther("a file") }
@@ -122,11 +123,11 @@ public enum WormholeMessage {
             return .offerOther("something unknown")
         }
         if let answer = object["answer"] {
-            guard let answer = answer as? [String: Any] else {
+            guard let answer = answer.objectValue else {
                 throw .badPeerMessage("an answer that is not a JSON object")
             }
-            if let ack = answer["message_ack"] as? String, ack == "ok" { return .textAcknowledged }
-            if let ack = answer["message_ack"] as? String { return .otherAnswer("message_ack \(ack)") }
+            if let ack = answer["message_ack"]?.stringValue, ack == "ok" { return .textAcknowledged }
+            if let ack = answer["message_ack"]?.stringValue { return .otherAnswer("message_ack \(ack)") }
             return .otherAnswer("an answer without message_ack")
         }
         return .ignored
@@ -138,14 +139,16 @@ public enum WormholeMessage {
         decodeObject(plaintext) != nil
     }
 
-    static func encode(_ object: [String: Any]) -> [UInt8] {
-        // Strings and nested string dictionaries only: serialisation cannot fail.
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return Array(data)
+    /// Keys are written in the order given (each body above lists them sorted, as the Python
+    /// client's `json.dumps(sort_keys=True)` would); the mailbox's one JSON codec.
+    static func encode(_ members: KeyValuePairs<String, JSONValue>) -> [UInt8] {
+        var out: [UInt8] = []
+        JSONWriter.write(.object(JSONObject(members)), into: &out)
+        return out
     }
 
-    static func decodeObject(_ bytes: [UInt8]) -> [String: Any]? {
+    static func decodeObject(_ bytes: [UInt8]) -> JSONObject? {
         guard !bytes.isEmpty, String(validating: bytes, as: UTF8.self) != nil else { return nil }
-        return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+        return (try? JSONParser.parse(bytes))?.objectValue
     }
 }
