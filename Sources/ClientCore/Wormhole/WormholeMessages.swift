@@ -91,7 +91,9 @@ public enum WormholeMessage {
         case ignored
     }
 
-    public static func offer(text: String) -> [UInt8] { encode(["offer": .object(JSONObject(["message": .string(text)]))]) }
+    public static func offer(text: String) -> [UInt8] {
+        encode(["offer": .object(JSONObject(["message": .string(text)]))])
+    }
     /// The longest application message whose sealed, hex-encoded `add` fits the relay's
     /// message limit (``WormholeLimits``): what `eleven send` checks a text's offer against,
     /// before any traffic, so the relay never has to refuse it.
@@ -99,7 +101,9 @@ public enum WormholeMessage {
         WormholeLimits.maximumBodyBytes - WormholeSecretBox.nonceByteCount - WormholeSecretBox.tagByteCount
     /// The longest text (UTF-8 bytes, before JSON escaping) a Wormhole text transfer carries.
     public static let maximumTextBytes = maximumPlaintextBytes - offer(text: "").count
-    public static let textAcknowledgement: [UInt8] = encode(["answer": .object(JSONObject(["message_ack": "ok"]))])
+    public static let textAcknowledgement: [UInt8] = encode([
+        "answer": .object(JSONObject(["message_ack": "ok"]))
+    ])
     public static func error(_ text: String) -> [UInt8] { encode(["error": .string(text)]) }
 
     /// Reads a decrypted application message. Like the Python client, an `error` key wins.
