@@ -63,12 +63,10 @@ public enum SpaceChange: Sendable, Hashable {
 /// The space server's request handling: JSON in, JSON out, authorisation on every call, each
 /// request's writes in one SQLite transaction (a refused request changes nothing).
 ///
-/// Safe to call from several threads: every request runs under one lock, in order (an `NSLock`,
-/// a pthread mutex, for the reason `Locked` gives).
+/// Safe to call from several threads: every request runs under one lock, in order.
 public final class SpaceAPI: @unchecked Sendable {
-    let lock = NSLock()
-    /// Only touched while `lock` is held.
-    let service: SpaceService
+    /// The service, and how many batches it handled (for tests): touched only under this lock.
+    let state: Locked<(service: SpaceService, batches: Int)>
     private let observer: (@Sendable (SpaceChange) -> Void)?
 
     /// Opens (or creates) the database at `databasePath`. `clock` gives the current Unix time in
@@ -81,7 +79,7 @@ public final class SpaceAPI: @unchecked Sendable {
     ) throws {
         Sodium.ensureInitialized()
         let store = try SpaceStore(path: databasePath, syncEveryCommit: configuration.syncEveryCommit)
-        service = SpaceService(
+        let service = SpaceService(
             store: store, configuration: configuration, clock: clock,
             challengeKey: try store.secret("sign_in_challenge", makingIfMissing: SpaceService.randomBytes(32))
         )
@@ -89,6 +87,7 @@ public final class SpaceAPI: @unchecked Sendable {
             service.homePepper = try HomePepper.load(besides: databasePath)
             service.homeMailer = configuration.homeMail.map(HomeMailer.init)
         }
+        state = Locked((service, 0))
         self.observer = observer
     }
 
@@ -102,10 +101,10 @@ public final class SpaceAPI: @unchecked Sendable {
     public func handle(_ request: APIRequest) -> APIResponse {
         var changes: [SpaceChange] = []
         let response = requests.submit(request) { batch in
-            lock.withLock {
-                batches += 1
-                let responses = service.handle(batch: batch)
-                changes = service.takeCommittedChanges()
+            state.withLock { state in
+                state.batches += 1
+                let responses = state.service.handle(batch: batch)
+                changes = state.service.takeCommittedChanges()
                 return responses
             }
         }
@@ -118,18 +117,17 @@ public final class SpaceAPI: @unchecked Sendable {
 
     /// Requests waiting for a batch.
     private let requests = BatchQueue<APIRequest, APIResponse>()
-    /// Batches handled so far (under `lock`), for tests.
-    private var batches = 0
-    var batchCount: Int { lock.withLock { batches } }
+    /// Batches handled so far, for tests.
+    var batchCount: Int { state.withLock { $0.batches } }
 
     /// Every row of every table, for diagnostics and for tests that check what the server stores.
     public func dumpTables() throws -> [String: [[SQLValue]]] {
-        try lock.withLock { try service.store.dump() }
+        try state.withLock { try $0.service.store.dump() }
     }
 
     /// The schema version of the open database.
     public func schemaVersion() throws -> Int {
-        try lock.withLock { try service.store.schemaVersion() }
+        try state.withLock { try $0.service.store.schemaVersion() }
     }
 }
 

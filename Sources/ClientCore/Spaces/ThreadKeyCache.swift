@@ -1,5 +1,6 @@
 import Foundation
 import SpaceModel
+import Support
 
 /// This device's thread keys kept opened between calls: each refresh fetches the device's own
 /// wraps (one request) and opens only the ones not opened before, instead of verifying and
@@ -12,9 +13,8 @@ public final class ThreadKeyCache: @unchecked Sendable {
         let key: ThreadKey
     }
 
-    private let lock = NSLock()
     /// By wrap: thread and signature bytes.
-    private var opened: [[UInt8]: Opened] = [:]
+    private let opened = Locked([[UInt8]: Opened]())
 
     public init() {}
 
@@ -27,37 +27,37 @@ public final class ThreadKeyCache: @unchecked Sendable {
     {
         if let threads, let known = known(exactly: threads, roster: roster) { return known }
         let wraps = try session.client.wraps(session.saved.space)
-        lock.lock()
-        defer { lock.unlock() }
-        var keys: [ThreadID: ThreadKey] = [:]
-        var current: [[UInt8]: Opened] = [:]
-        for wrap in wraps where wrap.recipient == session.saved.member {
-            let id = wrap.thread.bytes + wrap.signature.bytes
-            if let known = opened[id], roster.currentMember(signingKey: known.signer) != nil {
-                keys[wrap.thread] = known.key
-                current[id] = known
-            } else if let key = try? wrap.open(with: session.identity, verifyingAgainst: roster) {
-                keys[wrap.thread] = key
-                current[id] = Opened(thread: wrap.thread, signer: wrap.signer, key: key)
+        return opened.withLock { opened in
+            var keys: [ThreadID: ThreadKey] = [:]
+            var current: [[UInt8]: Opened] = [:]
+            for wrap in wraps where wrap.recipient == session.saved.member {
+                let id = wrap.thread.bytes + wrap.signature.bytes
+                if let known = opened[id], roster.currentMember(signingKey: known.signer) != nil {
+                    keys[wrap.thread] = known.key
+                    current[id] = known
+                } else if let key = try? wrap.open(with: session.identity, verifyingAgainst: roster) {
+                    keys[wrap.thread] = key
+                    current[id] = Opened(thread: wrap.thread, signer: wrap.signer, key: key)
+                }
             }
+            opened = current
+            return keys
         }
-        opened = current
-        return keys
     }
 
     /// The keys opened at the last fetch, when they are for exactly `threads` (one each) and
     /// every signer is a current member of `roster`; otherwise nil.
     private func known(exactly threads: [ThreadID], roster: Roster) -> [ThreadID: ThreadKey]? {
-        lock.lock()
-        defer { lock.unlock() }
-        var keys: [ThreadID: ThreadKey] = [:]
-        for entry in opened.values {
-            guard keys[entry.thread] == nil, roster.currentMember(signingKey: entry.signer) != nil else {
-                return nil
+        opened.withLock { opened in
+            var keys: [ThreadID: ThreadKey] = [:]
+            for entry in opened.values {
+                guard keys[entry.thread] == nil, roster.currentMember(signingKey: entry.signer) != nil else {
+                    return nil
+                }
+                keys[entry.thread] = entry.key
             }
-            keys[entry.thread] = entry.key
+            guard !keys.isEmpty, Set(threads) == Set(keys.keys) else { return nil }
+            return keys
         }
-        guard !keys.isEmpty, Set(threads) == Set(keys.keys) else { return nil }
-        return keys
     }
 }
