@@ -62,7 +62,7 @@ extension SpaceService {
     }
 
     func encodeEvent(_ event: MembershipEvent) throws -> String {
-        String(decoding: try APIResponse.encoder.encode(event), as: UTF8.self)
+        try EventList.storedText(event)
     }
 
     /// `/api/group` and `/api/server-avatar` name the space with `?space=`; a server hosting a
@@ -190,19 +190,9 @@ extension SpaceService {
     func listEvents(_ request: APIRequest, space: SpaceRow) throws -> APIResponse {
         let from = try integerQuery(request, "from", default: 0)
         let limit = try pageSize(request)
-        // The stored texts are this server's own encoding of events it verified: spliced into the
-        // answer rather than decoded and encoded again (attendants and older joiners read it all).
+        // The stored texts are this server's own encoding of events it verified.
         let texts = try store.events(space: space.id, from: UInt64(from), limit: limit)
-        var body: [UInt8] = []
-        body.reserveCapacity(texts.reduce(16) { $0 + $1.utf8.count + 1 })
-        body += #"{"events":["#.utf8
-        for (index, text) in texts.enumerated() {
-            if index > 0 { body.append(UInt8(ascii: ",")) }
-            var text = text
-            text.withUTF8 { body.append(contentsOf: $0) }
-        }
-        body += "]}".utf8
-        return APIResponse(status: 200, body: body)
+        return APIResponse(status: 200, body: EventList.body(storedEvents: texts))
     }
 
     /// Verifies a signed membership event against the space's roster, stores it and applies it.
