@@ -1,4 +1,5 @@
 import Foundation
+import SpaceModel
 
 /// One HTTP request as the space API sees it; the HTTP layer fills it in.
 public struct APIRequest: Sendable {
@@ -69,11 +70,8 @@ public struct APIResponse: Sendable {
         self.body = body
     }
 
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    /// Every answer is written as its events are (keys sorted, slashes as they are).
+    static var encoder: JSONEncoder { SpaceWire.EventList.encoder }
 
     /// A JSON response.
     static func json(_ value: some Encodable, status: Int = 200) -> APIResponse {
