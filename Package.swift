@@ -140,7 +140,7 @@ let package = Package(
             name: "ElevenCLITests",
             dependencies: [
                 "CLISupport", "ElevenCLI", "ClientCore", "SpaceModel", "Net", "TestSupport", "Adversaries",
-                "JoinProtocol", "PAKE", "Support", "SidecarBot",
+                "JoinProtocol", "PAKE", "Support", "SidecarBot", "SpaceServer",
             ]),
         .testTarget(
             name: "BotTests",

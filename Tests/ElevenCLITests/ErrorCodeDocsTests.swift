@@ -4,6 +4,7 @@ import Foundation
 import JoinProtocol
 import SidecarBot
 import SpaceModel
+import SpaceServer
 import TestSupport
 import Testing
 
@@ -85,6 +86,7 @@ import Testing
             + InviteEnd.allCases.map(\.code) + HomeError.Code.allCases.map(\.rawValue)
             + RecoveryError.Code.allCases.map(\.rawValue) + BotError.Code.allCases.map(\.rawValue)
             + CLIError.Code.allCases.map(\.rawValue) + JoinGrantError.Code.allCases.map(\.rawValue)
+            + APIError.Code.allCases.map(\.rawValue)
     }
 
     static func matches(_ pattern: String, in text: String) -> [[String]] {
