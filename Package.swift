@@ -54,11 +54,12 @@ let package = Package(
         .target(
             name: "Relay", dependencies: ["Mailbox", "Net", "SQLite", "CPostgres", "COpenSSL", "Support"]),
         // Keys, roster, invites and the wire types of the space and home APIs; no I/O.
-        .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "CSodium"]),
+        .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "Support", "CSodium"]),
         // The pure machines of a join: rendezvous, handshake and channel, verification words, an
         // invite's whole life (InviteAttendant); time and randomness passed in, no I/O.
         .target(
-            name: "JoinProtocol", dependencies: ["Mailbox", "PAKE", "WordCodes", "SpaceModel", "CSodium"]),
+            name: "JoinProtocol",
+            dependencies: ["Mailbox", "PAKE", "WordCodes", "SpaceModel", "Support", "CSodium"]),
         .target(
             name: "ClientCore",
             dependencies: [
@@ -139,7 +140,7 @@ let package = Package(
             name: "ElevenCLITests",
             dependencies: [
                 "CLISupport", "ElevenCLI", "ClientCore", "SpaceModel", "Net", "TestSupport", "Adversaries",
-                "JoinProtocol", "PAKE", "Support",
+                "JoinProtocol", "PAKE", "Support", "SidecarBot", "SpaceServer",
             ]),
         .testTarget(
             name: "BotTests",

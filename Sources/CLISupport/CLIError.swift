@@ -22,14 +22,79 @@ public enum ExitStatus: Int32, Sendable {
 /// An error a program reports to the person running it: a stable machine-readable `code`, a
 /// message that says what to do, and the exit status.
 public struct CLIError: Error, Sendable, CustomStringConvertible {
+    /// The programs' own codes (every program's, so one spelling each); the raw values are what
+    /// `--json` prints (`docs/errors.md`).
+    public enum Code: String, CaseIterable, Sendable {
+        case alreadySignedIn = "already_signed_in"
+        case ambiguousCredential = "ambiguous_credential"
+        case ambiguousDevice = "ambiguous_device"
+        case ambiguousSpace = "ambiguous_space"
+        case botUnavailable = "bot_unavailable"
+        case cancelled
+        case codeMismatch = "code_mismatch"
+        case codeMissing = "code_missing"
+        case crowded
+        case databaseUnavailable = "database_unavailable"
+        case declined
+        case demoFailed = "demo_failed"
+        case failure
+        case help
+        case interrupted
+        case invalidKey = "invalid_key"
+        case inviteBurned = "invite_burned"
+        case inviteExpired = "invite_expired"
+        case keyMissing = "key_missing"
+        case noPendingJoin = "no_pending_join"
+        case noSpaces = "no_spaces"
+        case notALink = "not_a_link"
+        case notSignedIn = "not_signed_in"
+        case notText = "not_text"
+        case ownerCannotLeave = "owner_cannot_leave"
+        case programMissing = "program_missing"
+        case protocolError = "protocol_error"
+        case relayTimedOut = "relay_timed_out"
+        case relayUnreachable = "relay_unreachable"
+        case serviceFailed = "service_failed"
+        case stateLocked = "state_locked"
+        case stateUnreadable = "state_unreadable"
+        case storage
+        case textTooLong = "text_too_long"
+        case timedOut = "timed_out"
+        case unknownCode = "unknown_code"
+        case unknownCredential = "unknown_credential"
+        case unknownDevice = "unknown_device"
+        case unknownMember = "unknown_member"
+        case unknownSpace = "unknown_space"
+        case usage
+    }
+
+    /// What `--json` prints: one of ``Code``, or the code of the error this one reports (a typed
+    /// code's raw value, or a server's code as it sent it).
     public let code: String
+    /// ``code`` when it is one of the programs' own: what callers match.
+    public let own: Code?
     public let message: String
     public let status: ExitStatus
     /// Set for usage errors and `--help`: the help text to show.
     public let help: String?
 
-    public init(code: String, message: String, status: ExitStatus = .failure, help: String? = nil) {
+    public init(code: Code, message: String, status: ExitStatus = .failure, help: String? = nil) {
+        self.init(code.rawValue, own: code, message: message, status: status, help: help)
+    }
+
+    /// An error that passes on another's `code` (a join's, a server's, the home account's).
+    public init(reporting code: String, message: String, status: ExitStatus = .failure) {
+        self.init(code, own: nil, message: message, status: status, help: nil)
+    }
+
+    /// The same error, with `help` to show.
+    func showing(help: String?) -> CLIError {
+        CLIError(code, own: own, message: message, status: status, help: help)
+    }
+
+    private init(_ code: String, own: Code?, message: String, status: ExitStatus, help: String?) {
         self.code = code
+        self.own = own
         self.message = message
         self.status = status
         self.help = help
@@ -38,11 +103,11 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 
     public static func usage(_ message: String, help: String?) -> CLIError {
-        CLIError(code: "usage", message: message, status: .usage, help: help)
+        CLIError(code: .usage, message: message, status: .usage, help: help)
     }
 
     static func helpRequested(_ help: String) -> CLIError {
-        CLIError(code: "help", message: "", status: .success, help: help)
+        CLIError(code: .help, message: "", status: .success, help: help)
     }
 
     /// `--version`: the program's name and ``ElevenVersion/current``, shown as help is.
@@ -50,7 +115,7 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
         helpRequested("\(program) \(ElevenVersion.current)")
     }
 
-    var isHelp: Bool { code == "help" }
+    var isHelp: Bool { own == .help }
 }
 
 /// Writes to standard output and standard error without C stdio globals (strict concurrency).
@@ -120,7 +185,7 @@ public func runProgram(name: String, json: Bool, _ body: () throws -> Void) -> N
         exit(error.status.rawValue)
     } catch {
         report(
-            CLIError(code: "failure", message: String(describing: error)), name: name, json: json)
+            CLIError(code: .failure, message: String(describing: error)), name: name, json: json)
         exit(ExitStatus.failure.rawValue)
     }
 }

@@ -63,7 +63,7 @@ public struct CommandGroup: Sendable {
             try entry.run(try entry.spec.parse(rest))
         } catch let error as CLIError where error.status == .usage && error.help == nil {
             // A usage error the command found itself: point at this command's help.
-            throw CLIError(code: error.code, message: error.message, status: .usage, help: entry.spec.help)
+            throw error.showing(help: entry.spec.help)
         }
     }
 

@@ -410,7 +410,7 @@ private func measureSelfAttended(threads: Int, seconds: Double, relayURL: String
                     createdAt: now,
                     expiresAt: now + 600, uses: 1)
                 guard let (grant, _) = try? owner.admit(request: request, invite: invite) else {
-                    return .refuse(reason: "unavailable", message: "bench")
+                    return .refuse(reason: .unavailable, message: "bench")
                 }
                 return .approve(grant: grant.encoded())
             })
@@ -425,31 +425,34 @@ private func measureSelfAttended(threads: Int, seconds: Double, relayURL: String
 
 /// Latencies and failures collected from the joiner threads.
 private final class BenchResults: @unchecked Sendable {
-    private let lock = NSLock()
-    private var latencies: [Double] = []
-    private var failures = 0
-    private(set) var phases: [[Double]] = []
-
-    func add(_ latency: Double, phases durations: [Double]? = nil) {
-        lock.lock()
-        latencies.append(latency)
-        if let durations { phases.append(durations) }
-        lock.unlock()
+    private struct Collected {
+        var latencies: [Double] = []
+        var failures = 0
+        var phases: [[Double]] = []
+        var reasons: [String: Int] = [:]
     }
 
-    private(set) var reasons: [String: Int] = [:]
+    private let collected = Locked(Collected())
+
+    func add(_ latency: Double, phases durations: [Double]? = nil) {
+        collected.withLock {
+            $0.latencies.append(latency)
+            if let durations { $0.phases.append(durations) }
+        }
+    }
+
+    var phases: [[Double]] { collected.withLock { $0.phases } }
+    var reasons: [String: Int] { collected.withLock { $0.reasons } }
 
     func fail(_ reason: String = "") {
-        lock.lock()
-        failures += 1
-        reasons[reason, default: 0] += 1
-        lock.unlock()
+        collected.withLock {
+            $0.failures += 1
+            $0.reasons[reason, default: 0] += 1
+        }
     }
 
     func snapshot() -> ([Double], Int) {
-        lock.lock()
-        defer { lock.unlock() }
-        return (latencies, failures)
+        collected.withLock { ($0.latencies, $0.failures) }
     }
 }
 

@@ -1,13 +1,12 @@
 import Foundation
+import Support
 
 /// The disk's own sync latency while a benchmark row runs, measured beside it: every 20 ms a
 /// 4 KiB write to a file in `directory` (the file system the databases are on) and one
 /// `fdatasync`. What a durable commit of the relay or the space server waits for at least, so a
 /// row's tail can be read against the disk's.
 final class DiskProbe: @unchecked Sendable {
-    private let lock = NSLock()
-    private var syncs: [Double] = []
-    private var running = true
+    private let state = Locked((syncs: [Double](), running: true))
     private let finished = DispatchSemaphore(value: 0)
     private let path: String
 
@@ -24,12 +23,12 @@ final class DiskProbe: @unchecked Sendable {
             }
             let block = [UInt8](repeating: 0x5a, count: 4096)
             var offset: off_t = 0
-            while lock.withLock({ running }) {
+            while state.withLock({ $0.running }) {
                 let began = ContinuousClock.now
                 let written = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, offset) }
                 guard written == block.count, fdatasync(fd) == 0 else { return }
                 let took = milliseconds(ContinuousClock.now - began)
-                lock.withLock { syncs.append(took) }
+                state.withLock { $0.syncs.append(took) }
                 // A file of at most 1 MiB, rewritten in a ring: each sync writes a new block.
                 offset = (offset + 4096) % (1 << 20)
                 usleep(20_000)
@@ -39,9 +38,9 @@ final class DiskProbe: @unchecked Sendable {
 
     /// Stops the probe and says what it saw ("N syncs of 4 KiB, p50 …").
     func stop() -> String {
-        lock.withLock { running = false }
+        state.withLock { $0.running = false }
         finished.wait()
-        let seen = lock.withLock { syncs }
+        let seen = state.withLock { $0.syncs }
         guard !seen.isEmpty else { return "no sync measured" }
         return String(
             format:

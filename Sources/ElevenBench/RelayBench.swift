@@ -2,7 +2,7 @@ import Foundation
 import Mailbox
 import Net
 import Relay
-import Synchronization
+import Support
 import TestSupport
 
 // `eleven-bench relay`: our relay against the reference magic-wormhole-mailbox-server, same
@@ -344,7 +344,7 @@ func processCPUSeconds(_ pid: Int32, withExitedChildren: Bool = false) -> Double
 
 /// Bodies and ids only need to look random (the relays store them blindly); a SplitMix64
 /// stream seeded once keeps the load generator from making a system call per byte.
-private let benchRandom = Mutex(UInt64.random(in: 0...UInt64.max))
+private let benchRandom = Locked(UInt64.random(in: 0...UInt64.max))
 
 private func randomHex(_ bytes: Int) -> String {
     let digits = Array("0123456789abcdef".utf8)
@@ -415,7 +415,7 @@ private final class PairCollector: Sendable {
         var latencies: [Double] = []
         var errors: [String: Int] = [:]
     }
-    let state = Mutex(State())
+    let state = Locked(State())
     let deadline: UInt64
     let maxPairs: Int
     init(deadline: UInt64, maxPairs: Int) {
@@ -744,7 +744,7 @@ private func measureIdle(url: String, pid: Int32, count: Int, loops: [EventLoop]
     for (index, loop) in loops.enumerated() {
         let shard = shards[index]
         let closed = DispatchSemaphore(value: 0)
-        let counts = Mutex((0, 0))
+        let counts = Locked((0, 0))
         loop.execute {
             counts.withLock { $0 = (shard.ready, shard.failed) }
             for socket in shard.sockets { socket.close() }

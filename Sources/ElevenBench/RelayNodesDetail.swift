@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import TestSupport
 
 // `eleven-bench relay --nodes --detail`: where the CPU of each set-up goes, per process and
@@ -136,17 +137,14 @@ final class PsqlSession: @unchecked Sendable {
 /// Samples what the relays' PostgreSQL backends are doing, every 20 ms, until stopped.
 final class BackendSampler: @unchecked Sendable {
     private let session: PsqlSession
-    private let lock = NSLock()
-    private var counts: [String: Int] = [:]
-    private var samples = 0
-    private var running = true
+    private let state = Locked((counts: [String: Int](), samples: 0, running: true))
     private let done = DispatchSemaphore(value: 0)
 
     init?(url: String) {
         guard let session = PsqlSession(url: url) else { return nil }
         self.session = session
         Thread.detachNewThread { [self] in
-            while lock.withLock({ running }) {
+            while state.withLock({ $0.running }) {
                 let rows = session.query(
                     """
                     SELECT CASE WHEN state = 'active'
@@ -154,12 +152,12 @@ final class BackendSampler: @unchecked Sendable {
                         ELSE coalesce(state, '?') || coalesce(' / ' || wait_event, '') END,
                         count(*) FROM pg_stat_activity WHERE application_name = 'eleven-relay' GROUP BY 1
                     """)
-                lock.withLock {
-                    samples += 1
+                state.withLock {
+                    $0.samples += 1
                     for row in rows {
                         let parts = row.split(separator: "|")
                         if parts.count == 2, let n = Int(parts[1]) {
-                            counts[String(parts[0]), default: 0] += n
+                            $0.counts[String(parts[0]), default: 0] += n
                         }
                     }
                 }
@@ -171,9 +169,10 @@ final class BackendSampler: @unchecked Sendable {
 
     /// Stops sampling; the average number of backends in each state.
     func stop() -> [String] {
-        lock.withLock { running = false }
+        state.withLock { $0.running = false }
         done.wait()
         session.close()
+        let (counts, samples) = state.withLock { ($0.counts, $0.samples) }
         let n = max(1, samples)
         return counts.sorted { $0.value > $1.value }.map {
             String(format: "    %5.2f backends  %@", Double($0.value) / Double(n), $0.key)

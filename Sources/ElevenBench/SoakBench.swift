@@ -1,6 +1,7 @@
 import ClientCore
 import Foundation
 import LoadHarness
+import Support
 import TestSupport
 
 // `eleven-bench soak`: eleven-relay (SQLite), eleven-server and eleven-bot under a steady mixed
@@ -154,11 +155,9 @@ func growthTrend(_ series: [ProcessSample]) -> String? {
 private final class SoakLoad: @unchecked Sendable {
     let world: BotLoadWorld
     let until: Date
-    private let lock = NSLock()
-    private var counts: [String: Int] = [:]
-    private var failures: [String] = []
+    private let tally = Locked((counts: [String: Int](), failures: [String]()))
     /// Invites are opened by one thread at a time (they share the owner's inbox cursor).
-    private let inviteLock = NSLock()
+    private let inviteLock = Locked(())
 
     init(world: BotLoadWorld, until: Date) {
         self.world = world
@@ -167,18 +166,18 @@ private final class SoakLoad: @unchecked Sendable {
 
     private var running: Bool { Date() < until }
 
-    func count(_ what: String) { lock.withLock { counts[what, default: 0] += 1 } }
-    func error(_ message: String) { lock.withLock { failures.append(message) } }
-    var errors: [String] { lock.withLock { failures } }
+    func count(_ what: String) { tally.withLock { $0.counts[what, default: 0] += 1 } }
+    func error(_ message: String) { tally.withLock { $0.failures.append(message) } }
+    var errors: [String] { tally.withLock { $0.failures } }
     var progress: String {
-        lock.withLock {
-            counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        tally.withLock {
+            $0.counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         }
     }
 
     private func invites(_ count: Int) -> [BotLoadWorld.Invite] {
         do {
-            return try inviteLock.withLock { try world.openInvites(count) }
+            return try inviteLock.withLock { _ in try world.openInvites(count) }
         } catch {
             self.error("opening invites: \(error)")
             Thread.sleep(forTimeInterval: 1)

@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import TestSupport
 
 // `eleven-bench transit`: bytes per second through the transit relay of `eleven-relay
@@ -169,12 +170,11 @@ private func measureTransit(port: UInt16, pairs: Int, megabytes: Int, pid: Int32
         serverCPU: processCPUSeconds(pid) - cpuBefore)
 }
 
-/// A counter several threads bump (Foundation only; the bench keeps to plain threads here).
+/// A counter several threads bump.
 private final class FailureCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+    private let count = Locked(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 @discardableResult

@@ -35,7 +35,7 @@ private func keyPath(_ arguments: ParsedArguments) throws -> String {
             explicit: arguments.value("key-file"), environment: ProcessInfo.processInfo.environment)
     else {
         throw CLIError(
-            code: "key_missing",
+            code: .keyMissing,
             message: "Say where the bot's key lives: --key-file FILE, ELEVEN_BOT_KEY_FILE, or "
                 + "$CREDENTIALS_DIRECTORY/eleven-bot.key under systemd.",
             status: .usage)
@@ -50,7 +50,7 @@ private func cliError(_ error: BotError) -> CLIError {
         case .unavailable: .unavailable
         case .usage: .usage
         }
-    return CLIError(code: error.code, message: error.message, status: status)
+    return CLIError(reporting: error.code, message: error.message, status: status)
 }
 
 private func withBotErrors<T>(_ body: () throws(BotError) -> T) throws -> T {
@@ -79,14 +79,14 @@ private func lockState(_ directory: String) throws -> StateLock {
         switch error {
         case .held(let pid):
             throw CLIError(
-                code: "state_locked",
+                code: .stateLocked,
                 message: "another eleven-bot is running with this state"
                     + (pid.map { " (pid \($0))" } ?? "")
                     + ": stop it first, or give this one its own --state.",
                 status: .localState)
         case .system(let err):
             throw CLIError(
-                code: "state_unreadable",
+                code: .stateUnreadable,
                 message: "can't lock \(path): \(String(cString: strerror(err)).lowercased()).",
                 status: .localState)
         }

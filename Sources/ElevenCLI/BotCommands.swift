@@ -83,7 +83,7 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
     if let text = arguments.value("member") {
         guard let found = SpaceSession.findMember(text, in: roster) else {
             throw CLIError(
-                code: "unknown_member",
+                code: .unknownMember,
                 message: "\(session.saved.shownName) has no member \"\(text)\" (see `eleven members`).",
                 status: .usage)
         }
@@ -101,7 +101,7 @@ private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
         event = try roster.nextEvent(.rightsChanged(target.id, rights), signedBy: session.identity)
         _ = try roster.applying(event)
     } catch {
-        throw CLIError(code: error.code.rawValue, message: error.message, status: .refused)
+        throw CLIError(reporting: error.code.rawValue, message: error.message, status: .refused)
     }
     _ = try withSpaceErrors { try session.client.appendEvent(event) }
     if arguments.flag("json") {
@@ -136,7 +136,7 @@ func inviteThroughBot(
         try RendezvousConnection.probe(url: relay)
     } catch {
         throw CLIError(
-            code: error.code,
+            reporting: error.code,
             message: "\(error.description.prefix(1).uppercased())\(error.description.dropFirst()). "
                 + "Nobody can join with a short code until it is back (check --relay or ELEVEN_RELAY).",
             status: .unavailable)
@@ -163,7 +163,7 @@ func inviteThroughBot(
     else {
         if arguments.flag("no-fallback") {
             throw CLIError(
-                code: "bot_unavailable",
+                code: .botUnavailable,
                 message:
                     "\(displayName(bot)), the bot of \(session.saved.shownName), did not answer: is eleven-bot running? "
                     + "(`eleven bot disable` lets members attend their own invites again.)",
@@ -181,7 +181,7 @@ func inviteThroughBot(
     }
     guard ready.type == .inviteReady, let nameplate = ready.nameplate else {
         throw CLIError(
-            code: "refused_\(ready.reason ?? "invite")",
+            reporting: "refused_\(ready.reason ?? "invite")",
             message: "The bot refused the invite: \(ready.message ?? "no reason given").", status: .refused)
     }
     var record = AttendantNote(.inviteRecord, id: id)
@@ -231,7 +231,7 @@ func inviteThroughBot(
             Terminal.out(SafeText.line(note.message ?? "Someone joined."))
         default:
             throw CLIError(
-                code: "invite_burned", message: note.message ?? "The invite ended.", status: .codeRejected)
+                code: .inviteBurned, message: note.message ?? "The invite ended.", status: .codeRejected)
         }
     }
     return true

@@ -59,7 +59,7 @@ extension Demo {
         let eveStatus = try eve.runShown(["join", guess.description, "--name", "Eve"], allowFailure: true)
         guard eveStatus == ExitStatus.codeRejected.rawValue else {
             throw CLIError(
-                code: "demo_failed", message: "Eve's wrong guess was not refused", status: .failure)
+                code: .demoFailed, message: "Eve's wrong guess was not refused", status: .failure)
         }
         // The bot's alert reaches Paul's inbox a moment later.
         try paul.runShown(["bot", "notes", "--wait", "10s"])
@@ -83,7 +83,7 @@ private struct DemoBot {
             answer: nil)
         guard child.finish() == 0 else {
             throw CLIError(
-                code: "demo_failed", message: "`eleven-bot \(command.joined(separator: " "))` failed",
+                code: .demoFailed, message: "`eleven-bot \(command.joined(separator: " "))` failed",
                 status: .failure)
         }
     }

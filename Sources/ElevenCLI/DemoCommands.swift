@@ -101,7 +101,7 @@ struct Demo {
         }
         try ann.runShown(["join", text, "--name", "Ann", "--verify"])
         guard invite.finish() == 0 else {
-            throw CLIError(code: "demo_failed", message: "Paul's invite did not end well", status: .failure)
+            throw CLIError(code: .demoFailed, message: "Paul's invite did not end well", status: .failure)
         }
         try ann.runShown(["read"])
         say("")
@@ -114,7 +114,7 @@ struct Demo {
     static func failure(of child: ShownProcess, _ what: String) -> CLIError {
         let status = ExitStatus(rawValue: child.finish()) ?? .failure
         return CLIError(
-            code: "demo_failed", message: "\(what) (see its message above)",
+            code: .demoFailed, message: "\(what) (see its message above)",
             status: status == .success ? .failure : status)
     }
 
@@ -171,7 +171,7 @@ struct Person {
         let status = child.finish()
         if status != 0 && !allowFailure {
             throw CLIError(
-                code: "demo_failed",
+                code: .demoFailed,
                 message: "`eleven \(arguments.joined(separator: " "))` failed for \(name)",
                 status: .failure)
         }
@@ -193,7 +193,7 @@ func siblingBinary(_ name: String) throws -> String {
         .appendingPathComponent(name)
     guard FileManager.default.isExecutableFile(atPath: binary.path) else {
         throw CLIError(
-            code: "program_missing",
+            code: .programMissing,
             message:
                 "\(name) is not next to eleven (\(binary.path)); build it with `swift build --product \(name)`",
             status: .localState)
@@ -208,7 +208,7 @@ func elevenBinary() throws -> String {
     let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
     guard count > 0 else {
         throw CLIError(
-            code: "program_missing", message: "can't find this program's own file (/proc/self/exe)",
+            code: .programMissing, message: "can't find this program's own file (/proc/self/exe)",
             status: .localState)
     }
     return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -275,8 +275,7 @@ final class DemoCleanup: Sendable {
 /// prompt, and hands over the value of a line with a given prefix.
 final class ShownProcess: @unchecked Sendable {
     let process = Process()
-    private let lock = NSLock()
-    private var lines: [String] = []
+    private let lines = Locked([String]())
     private let finished = DispatchGroup()
 
     init(
@@ -328,9 +327,7 @@ final class ShownProcess: @unchecked Sendable {
     private func show(_ label: String, _ line: String) {
         // JSON log lines and blank lines are for machines; the demo shows what people read.
         guard !line.isEmpty else { return }
-        lock.lock()
-        lines.append(line)
-        lock.unlock()
+        lines.withLock { $0.append(line) }
         say("  \(label)\(line)")
     }
 
@@ -338,9 +335,7 @@ final class ShownProcess: @unchecked Sendable {
     func value(afterPrefix prefix: String, timeout: TimeInterval = 30) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            lock.lock()
-            let found = lines.first { $0.hasPrefix(prefix) }
-            lock.unlock()
+            let found = lines.withLock { $0.first { $0.hasPrefix(prefix) } }
             if let found { return String(found.dropFirst(prefix.count)) }
             if !process.isRunning && finished.wait(timeout: .now()) == .success { return nil }
             usleep(20_000)
@@ -406,7 +401,7 @@ struct ServiceChild {
         }
         guard let taken = ready.take(timeout: 20), !taken.isEmpty else {
             kill(process.processIdentifier, SIGKILL)
-            throw CLIError(code: "service_failed", message: "\(name) did not start", status: .unavailable)
+            throw CLIError(code: .serviceFailed, message: "\(name) did not start", status: .unavailable)
         }
         return ServiceChild(process: process, url: taken.trimmingCharacters(in: .whitespaces))
     }

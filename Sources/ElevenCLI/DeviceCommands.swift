@@ -131,7 +131,7 @@ let deviceCommands: [CommandGroup.Entry] = [
             let roster = try session.roster()
             guard roster.owner != space.member else {
                 throw CLIError(
-                    code: "owner_cannot_leave", message: "You own \(space.name), so you cannot leave it.",
+                    code: .ownerCannotLeave, message: "You own \(space.name), so you cannot leave it.",
                     status: .refused)
             }
             if roster.members[space.member] != nil { try session.removeMember(space.member) }
@@ -270,7 +270,7 @@ let deviceCommands: [CommandGroup.Entry] = [
         }
         guard matches.count == 1, let target = matches.first else {
             throw CLIError(
-                code: matches.isEmpty ? "unknown_device" : "ambiguous_device",
+                code: matches.isEmpty ? .unknownDevice : .ambiguousDevice,
                 message: matches.isEmpty
                     ? "You have no device \"\(wanted)\". Run `eleven devices` to see yours."
                     : "Several devices are called \"\(wanted)\"; name it by id (see `eleven devices`).",
@@ -409,7 +409,7 @@ private func proveEmailAddress(_ address: String, server: String?, sync: HomeSyn
         writePrompt("Type the code from the email: ")
         guard let line = readLine(strippingNewline: true) else {
             throw CLIError(
-                code: "code_missing", message: "No code was typed. Run the command again to get a new one.",
+                code: .codeMissing, message: "No code was typed. Run the command again to get a new one.",
                 status: .codeRejected)
         }
         // A wrong code the server still counts tries for is asked again; the server says how many
@@ -440,19 +440,34 @@ private func proveEmailAddress(_ address: String, server: String?, sync: HomeSyn
 /// a no from the other device is 6, no email on the server is 4, no answer in time is 7.
 private func signInErrors<T>(_ body: () throws -> T) throws -> T {
     do {
-        return try homeErrors(body)
-    } catch let error as CLIError {
-        let status: ExitStatus? =
-            switch error.code {
-            case "code_invalid", "code_expired", "email_not_proved": .codeRejected
-            case "too_many_attempts", "declined": .refused
-            case "email_unavailable": .unavailable
-            case "invalid_address", "no_request", "ambiguous_request": .usage
-            case "timed_out": .timedOut
-            default: nil
-            }
-        guard let status else { throw error }
-        throw CLIError(code: error.code, message: error.message, status: status)
+        return try body()
+    } catch {
+        let reported = homeErrorsRethrow(error)
+        guard let status = signInStatus(error), let reported = reported as? CLIError else { throw reported }
+        throw CLIError(reporting: reported.code, message: reported.message, status: status)
+    }
+}
+
+/// Signing in's own exit status for what failed, by its typed code (nil: the usual one).
+private func signInStatus(_ error: Error) -> ExitStatus? {
+    switch error {
+    case let error as HomeError:
+        switch error.code {
+        case .declined: .refused
+        case .noRequest, .ambiguousRequest: .usage
+        case .timedOut: .timedOut
+        default: nil
+        }
+    case let error as SpaceClientError:
+        switch error.typedCode {
+        case .codeInvalid, .codeExpired, .emailNotProved: .codeRejected
+        case .tooManyAttempts: .refused
+        case .emailUnavailable: .unavailable
+        case .invalidAddress: .usage
+        case .timedOut: .timedOut
+        default: nil
+        }
+    default: nil
     }
 }
 
@@ -463,7 +478,7 @@ private func runApprove(_ arguments: ParsedArguments) throws {
         id: arguments.positional(0), timeout: Double(wait), yes: arguments.flag("yes"), json: json)
     guard approved else {
         throw CLIError(
-            code: "declined", message: "Not approved: you said no. Nothing was shared.", status: .refused)
+            code: .declined, message: "Not approved: you said no. Nothing was shared.", status: .refused)
     }
 }
 
@@ -580,7 +595,7 @@ private func runDeviceAdd(_ arguments: ParsedArguments) throws {
     let sync = homeSync()
     guard try homeErrors({ try sync.home() }) != nil else {
         throw CLIError(
-            code: "not_signed_in",
+            code: .notSignedIn,
             message: "Sign in first with `eleven signin --server URL`, then add your other devices.",
             status: .localState)
     }
@@ -619,14 +634,14 @@ private func runDeviceAdd(_ arguments: ParsedArguments) throws {
                 let label = request.deviceLabel.isEmpty ? "the new device" : request.deviceLabel
                 guard yes || askYesNo("Link \(label)? [y/N] ") else {
                     declined = true
-                    return .refuse(reason: "declined", message: "The other device declined.")
+                    return .refuse(reason: .declined, message: "The other device declined.")
                 }
                 do {
                     return .approve(grant: try sync.approveLink(request))
                 } catch {
                     failure = error
                     return .refuse(
-                        reason: "unavailable", message: "The other device could not add this one: \(error)")
+                        reason: .unavailable, message: "The other device could not add this one: \(error)")
                 }
             })
     } catch {
@@ -635,7 +650,7 @@ private func runDeviceAdd(_ arguments: ParsedArguments) throws {
     if let failure { throw homeErrorsRethrow(failure) }
     if declined {
         throw CLIError(
-            code: "declined", message: "Not linked: you said no. Nothing was shared.", status: .refused)
+            code: .declined, message: "Not linked: you said no. Nothing was shared.", status: .refused)
     }
     vaultChanged()
     let label =
@@ -657,10 +672,10 @@ private func runDeviceLink(_ arguments: ParsedArguments) throws {
         do {
             _ = try sync.sync()
             throw CLIError(
-                code: "already_signed_in",
+                code: .alreadySignedIn,
                 message: "This device is already signed in; `eleven sync` brings in your spaces.",
                 status: .localState)
-        } catch let error as SpaceClientError where error.code == "device_revoked" {
+        } catch let error as SpaceClientError where error.typedCode == .deviceRevoked {
             try homeErrors { try sync.signOut() }
         }
     }
@@ -670,7 +685,7 @@ private func runDeviceLink(_ arguments: ParsedArguments) throws {
     do {
         parsed = try CodeParser.parse(typed)
     } catch {
-        throw CLIError(code: error.code, message: error.message, status: .codeRejected)
+        throw CLIError(reporting: error.code, message: error.message, status: .codeRejected)
     }
     if !json {
         for correction in parsed.corrections where correction.changesWord { Terminal.out(correction.message) }
@@ -724,16 +739,16 @@ private func linkCLIError(_ error: Error, attendant: Bool) -> Error {
     switch error {
     case .failed(.codeMismatch):
         return CLIError(
-            code: "code_mismatch",
+            code: .codeMismatch,
             message: attendant
                 ? "Someone tried a wrong code, so this code is burned. Run `eleven device add` again."
                 : "That code didn't match. Codes work once: run `eleven device add` again on your other device.",
             status: .codeRejected)
     case .refused(let reason, let message):
-        return CLIError(code: "refused_\(reason)", message: message, status: .refused)
+        return CLIError(reporting: "refused_\(reason)", message: message, status: .refused)
     case .relay(.timedOut):
         return CLIError(
-            code: attendant ? "timed_out" : "unknown_code",
+            code: attendant ? .timedOut : .unknownCode,
             message: attendant
                 ? "No device used the code in time; run `eleven device add` again."
                 : "Nobody is attending that code: it may be mistyped, used, burned or expired. "
@@ -741,12 +756,12 @@ private func linkCLIError(_ error: Error, attendant: Bool) -> Error {
             status: attendant ? .timedOut : .codeRejected)
     case .relay(.unreachable):
         return CLIError(
-            code: "relay_unreachable", message: "\(error.description). Check --relay or ELEVEN_RELAY.",
+            code: .relayUnreachable, message: "\(error.description). Check --relay or ELEVEN_RELAY.",
             status: .unavailable)
     case .failed, .relay, .interrupted:
-        return CLIError(code: error.code, message: error.description, status: .failure)
+        return CLIError(reporting: error.code, message: error.description, status: .failure)
     case .unrecorded:
-        return CLIError(code: error.code, message: error.description, status: .localState)
+        return CLIError(reporting: error.code, message: error.description, status: .localState)
     }
 }
 
@@ -777,16 +792,17 @@ func homeErrorsRethrow(_ error: Error) -> Error {
     case let error as HomeError:
         let status: ExitStatus =
             switch error.code {
-            case "not_signed_in": .localState
-            case "cannot_remove_self", "unknown_device": .usage
+            case .notSignedIn: .localState
+            case .cannotRemoveSelf, .unknownDevice: .usage
             // The home server answered with something a device of the account did not make.
-            case "vault_key_unauthenticated", "vault_rolled_back", "key_mismatch": .unavailable
+            case .vaultKeyUnauthenticated, .vaultRolledBack, .keyMismatch: .unavailable
             default: .failure
             }
-        return CLIError(code: error.code, message: error.message, status: status)
+        return CLIError(reporting: error.code.rawValue, message: error.message, status: status)
     case let error as KeyModelError:
         return CLIError(
-            code: error.code.rawValue, message: "Your saved spaces could not be opened: \(error.message)",
+            reporting: error.code.rawValue,
+            message: "Your saved spaces could not be opened: \(error.message)",
             status: .failure)
     case let error as SpaceClientError:
         return cliError(error)

@@ -292,7 +292,7 @@ private func attending<T>(_ body: () throws -> T) throws -> T {
 private func expiredError(_ attendant: InviteAttendant) -> CLIError {
     let uses = attendant.policy.uses
     return CLIError(
-        code: "invite_expired",
+        code: .inviteExpired,
         message:
             "The invite expired after \(attendant.taken) of \(uses) use\(uses == 1 ? "" : "s"); make a new one.",
         status: .timedOut)
@@ -300,7 +300,7 @@ private func expiredError(_ attendant: InviteAttendant) -> CLIError {
 
 /// Ctrl-C or SIGTERM stopped a wait (exit status 1, code `interrupted`); the other side was told.
 func interruptedError() -> CLIError {
-    CLIError(code: "interrupted", message: "Interrupted.", status: .failure)
+    CLIError(code: .interrupted, message: "Interrupted.", status: .failure)
 }
 
 /// The invite link as a QR code, when a person is looking at a terminal.
@@ -311,7 +311,7 @@ func printQR(_ link: String) {
 
 private func burnedError() -> CLIError {
     CLIError(
-        code: "invite_burned",
+        code: .inviteBurned,
         message: "Someone tried a wrong code for your invite; it no longer works. Make a new one.",
         status: .codeRejected)
 }
@@ -330,7 +330,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
         }
         guard let last = try withSpaceErrors({ try ShortJoinFlow.interrupted(state: state) }) else {
             throw CLIError(
-                code: "no_pending_join", message: "There is no interrupted join to resume.", status: .failure)
+                code: .noPendingJoin, message: "There is no interrupted join to resume.", status: .failure)
         }
         pending = last
     } else {
@@ -341,7 +341,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
         do {
             parsed = try CodeParser.parse(typed)
         } catch {
-            throw CLIError(code: error.code, message: error.message, status: .codeRejected)
+            throw CLIError(reporting: error.code, message: error.message, status: .codeRejected)
         }
         if !json {
             for correction in parsed.corrections where correction.changesWord {
@@ -370,7 +370,7 @@ private func runJoin(_ arguments: ParsedArguments) throws {
     } catch let error as ShortJoinError {
         throw joinCLIError(error.run, codeAccepted: error.codeAccepted)
     } catch let error as JoinGrantError {
-        throw CLIError(code: error.code, message: error.message, status: .failure)
+        throw CLIError(reporting: error.code.rawValue, message: error.message, status: .failure)
     }
     switch result {
     case .alreadyJoined(let message):
@@ -457,59 +457,59 @@ private func joinCLIError(_ error: Error, codeAccepted: Bool, attending: Bool = 
     switch error {
     case .relay(.timedOut) where attending:
         return CLIError(
-            code: "relay_timed_out",
+            code: .relayTimedOut,
             message:
                 "The relay did not answer in time. Check the relay (--relay or ELEVEN_RELAY) and your network.",
             status: .unavailable)
     case .failed(.codeMismatch):
         return CLIError(
-            code: "code_mismatch",
+            code: .codeMismatch,
             message:
                 "That code didn't match. Codes work once: ask for a new one. If you typed it right, someone "
                 + "may have tried to intercept it: tell the person who gave it to you. This device will "
                 + "also tell them when you next join.",
             status: .codeRejected)
     case .failed(.protocolError):
-        return CLIError(code: "protocol_error", message: error.description, status: .failure)
+        return CLIError(code: .protocolError, message: error.description, status: .failure)
     case .failed(.inviteEnded(let end)):
-        return CLIError(code: end.code, message: end.message + deviceCodeHint, status: .codeRejected)
+        return CLIError(reporting: end.code, message: end.message + deviceCodeHint, status: .codeRejected)
     case .refused(let reason, let message):
         // `unavailable`: the attendant could not reach its space server, a server down (4), not
         // a person's no (6).
         let status: ExitStatus =
-            switch reason {
-            case "declined": .refused
-            case "unavailable": .unavailable
+            switch RefusalReason(rawValue: reason) {
+            case .declined: .refused
+            case .unavailable: .unavailable
             default: .codeRejected
             }
-        return CLIError(code: "refused_\(reason)", message: message, status: status)
+        return CLIError(reporting: "refused_\(reason)", message: message, status: status)
     case .relay(.unreachable):
         return CLIError(
-            code: "relay_unreachable",
+            code: .relayUnreachable,
             message:
                 "\(error.description). Check the relay address (--relay or ELEVEN_RELAY) and your network.",
             status: .unavailable)
     case .relay(.rendezvous(.crowded)):
         return CLIError(
-            code: "crowded",
+            code: .crowded,
             message: "Someone else is already using that code, so it cannot be used now. Ask for a new one.",
             status: .codeRejected)
     case .relay(.timedOut):
         if codeAccepted {
             return CLIError(
-                code: "timed_out", message: "The inviter did not answer in time.", status: .timedOut)
+                code: .timedOut, message: "The inviter did not answer in time.", status: .timedOut)
         }
         return CLIError(
-            code: "unknown_code",
+            code: .unknownCode,
             message: "Nobody is attending that code: it may be mistyped, already used, burned or expired, "
                 + "or the inviter's device is offline." + deviceCodeHint,
             status: .codeRejected)
     case .relay:
-        return CLIError(code: error.code, message: error.description, status: .unavailable)
+        return CLIError(reporting: error.code, message: error.description, status: .unavailable)
     case .interrupted:
         return interruptedError()
     case .unrecorded:
-        return CLIError(code: error.code, message: error.description, status: .localState)
+        return CLIError(reporting: error.code, message: error.description, status: .localState)
     }
 }
 

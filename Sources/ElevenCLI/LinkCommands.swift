@@ -51,7 +51,7 @@ let linkCommands: [CommandGroup.Entry] = [
         let text = arguments.positional(0) ?? ""
         guard let link = try fullLengthLink(text) else {
             throw CLIError(
-                code: "not_a_link",
+                code: .notALink,
                 message: "That is not a full-length invite link (a short code is joined with `eleven join`).",
                 status: .usage)
         }
@@ -203,7 +203,7 @@ func fullLengthLink(_ text: String) throws -> InviteLink? {
             lowered.hasPrefix("http://") || lowered.hasPrefix("https://") || lowered.contains("#")
             || lowered.hasPrefix(InviteReference.appScheme)
         guard looksLikeLink, error.code != .invalidShortCode else { return nil }
-        throw CLIError(code: error.code.rawValue, message: error.message, status: .usage)
+        throw CLIError(reporting: error.code.rawValue, message: error.message, status: .usage)
     }
 }
 
@@ -216,15 +216,19 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
     let saved = try withSpaceErrors { try state.spaces() }
     let card: InviteCard
     do {
-        card = try linkErrors { try link.inspect() }
-    } catch let error as CLIError where error.code == "invite_used" || error.code == "invite_expired" {
+        card = try link.inspect()
+    } catch  where [.inviteUsed, .inviteExpired].contains(error.typedCode) {
         // This device used the link itself: say so rather than that it is used up.
         let id = link.secret.derive().id
-        guard let joined = saved.spaces.first(where: { $0.joinedWith == id }) else { throw error }
+        guard let joined = saved.spaces.first(where: { $0.joinedWith == id }) else {
+            throw linkFailure(error)
+        }
         report(
             json, ["event": "already_joined", "space": joined.space.base64URL, "name": joined.name],
             "You joined \(joined.name) with this link already; nothing changed.")
         return
+    } catch {
+        throw linkFailure(error)
     }
     let already = card.alreadySaved(in: saved)
     if json {
@@ -251,7 +255,7 @@ func runLinkJoin(_ arguments: ParsedArguments, link: InviteLink) throws {
             }
         guard askYesNo(question) else {
             throw CLIError(
-                code: "cancelled", message: "You did not join; nothing was used and the link still works.",
+                code: .cancelled, message: "You did not join; nothing was used and the link still works.",
                 status: .refused)
         }
     }
@@ -354,15 +358,24 @@ private func dateText(_ seconds: Int64) -> String {
 private func linkErrors<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
-    } catch let error as SpaceClientError {
-        switch error.code {
-        case "unknown_invite", "invite_expired", "invite_used", "inviter_removed", "claim_invalid",
-            "invite_unreadable":
-            throw CLIError(code: error.code, message: error.message, status: .codeRejected)
+    } catch {
+        throw linkFailure(error)
+    }
+}
+
+/// ``linkErrors(_:)``'s mapping of one error.
+private func linkFailure(_ error: Error) -> Error {
+    switch error {
+    case let error as SpaceClientError:
+        switch error.typedCode {
+        case .unknownInvite, .inviteExpired, .inviteUsed, .inviterRemoved, .claimInvalid, .inviteUnreadable:
+            return CLIError(reporting: error.code, message: error.message, status: .codeRejected)
         default:
-            throw cliError(error)
+            return cliError(error)
         }
-    } catch let error as LocalStateError {
-        throw cliError(error)
+    case let error as LocalStateError:
+        return cliError(error)
+    default:
+        return error
     }
 }

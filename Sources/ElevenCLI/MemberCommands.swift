@@ -67,7 +67,7 @@ let memberCommands: [CommandGroup.Entry] = [
             keys = try MemberPublicKeys(text: keyText.trimmingCharacters(in: .whitespacesAndNewlines))
         } catch {
             throw CLIError(
-                code: "invalid_key",
+                code: .invalidKey,
                 message:
                     "That is not a member key (\(error.message)). Copy the whole line `eleven whoami` prints.",
                 status: .usage)
@@ -106,7 +106,7 @@ let memberCommands: [CommandGroup.Entry] = [
             let roster = try session.roster()
             guard let record = SpaceSession.findMember(wanted, in: roster) else {
                 throw CLIError(
-                    code: "unknown_member",
+                    code: .unknownMember,
                     message:
                         "\(session.saved.shownName) has no current member \"\(wanted)\". Run `eleven members`.",
                     status: .usage)
@@ -142,7 +142,7 @@ let memberCommands: [CommandGroup.Entry] = [
             if let wanted = arguments.value("member") {
                 guard let record = SpaceSession.findMember(wanted, in: try session.roster()) else {
                     throw CLIError(
-                        code: "unknown_member",
+                        code: .unknownMember,
                         message:
                             "\(session.saved.shownName) has no current member \"\(wanted)\". Run `eleven members`.",
                         status: .usage)

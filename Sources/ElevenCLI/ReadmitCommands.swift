@@ -20,7 +20,7 @@ func readmitTarget(_ arguments: ParsedArguments, session: SpaceSession) throws -
     let roster = try withSpaceErrors { try session.roster() }
     guard let member = SpaceSession.findMember(wanted, in: roster) else {
         throw CLIError(
-            code: "unknown_member",
+            code: .unknownMember,
             message: "\(session.saved.shownName) has no member \"\(wanted)\". See `eleven members`.",
             status: .usage)
     }

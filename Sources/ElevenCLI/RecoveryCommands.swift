@@ -42,7 +42,7 @@ let recoveryCommands: [CommandGroup.Entry] = [
         let json = arguments.flag("json")
         guard try homeErrors({ try sync.home() }) != nil else {
             throw CLIError(
-                code: "not_signed_in",
+                code: .notSignedIn,
                 message: "Sign in first with `eleven signin --server URL`, then add a way back in.",
                 status: .localState)
         }
@@ -118,7 +118,7 @@ let recoveryCommands: [CommandGroup.Entry] = [
         }
         guard matches.count == 1, let target = matches.first else {
             throw CLIError(
-                code: matches.isEmpty ? "unknown_credential" : "ambiguous_credential",
+                code: matches.isEmpty ? .unknownCredential : .ambiguousCredential,
                 message: matches.isEmpty
                     ? "You have no way back in called \"\(wanted)\". See `eleven recovery list`."
                     : "Several are called \"\(wanted)\"; name it by id (see `eleven recovery list`).",
@@ -194,7 +194,7 @@ private func readCard(_ path: String) throws -> [UInt8] {
     guard
         let bytes = try StateDirectory(path: parent.isEmpty ? "." : parent).read(
             (path as NSString).lastPathComponent)
-    else { throw RecoveryError("no_recovery_file", "There is no file \(path).") }
+    else { throw RecoveryError(.noRecoveryFile, "There is no file \(path).") }
     return bytes
 }
 
@@ -207,7 +207,7 @@ private func addSecurityKey(_ arguments: ParsedArguments, card path: String) thr
     let label = arguments.value("label") ?? "hardware token"
     let id: AnchorID = try recoveryErrors {
         guard access(path, F_OK) != 0 else {
-            throw RecoveryError("file_exists", "\(path) already exists; choose a new name.")
+            throw RecoveryError(.fileExists, "\(path) already exists; choose a new name.")
         }
         let device = try FIDO2Device.first()
         // Refused before the PIN is asked for: a token without a PIN (a finder could use it).
@@ -262,15 +262,16 @@ private func recoveryErrors<T>(_ body: () throws -> T) throws -> T {
     } catch let error as RecoveryError {
         let status: ExitStatus =
             switch error.code {
-            case "file_exists", "no_recovery_file", "invalid_security_key_card": .usage
-            case "no_security_key", "security_key_unreachable": .unavailable
-            case "security_key_pin_wrong", "security_key_pin_required": .codeRejected
-            case "security_key_no_pin", "security_key_pin_blocked", "security_key_pin_paused",
-                "security_key_not_verified":
+            case .fileExists, .noRecoveryFile, .invalidSecurityKeyCard: .usage
+            case .noSecurityKey, .securityKeyUnreachable: .unavailable
+            case .securityKeyPinWrong, .securityKeyPinRequired: .codeRejected
+            case .securityKeyNoPin, .securityKeyPinBlocked, .securityKeyPinPaused, .securityKeyNotVerified:
                 .refused
-            case "invalid_recovery_file", "unsupported_recovery_file": .usage
-            default: .failure
+            case .invalidRecoveryFile, .unsupportedRecoveryFile: .usage
+            case .invalidCredential, .invalidOutput, .invalidSalt, .securityKeyDenied, .securityKeyError,
+                .securityKeyTimeout, .securityKeyUnsupported, .wrongSecurityKey:
+                .failure
             }
-        throw CLIError(code: error.code, message: error.message, status: status)
+        throw CLIError(reporting: error.code.rawValue, message: error.message, status: status)
     }
 }

@@ -33,7 +33,7 @@ func cliError(_ error: SpaceClientError) -> CLIError {
     // What the command line named or gave was wrong, not the server: a usage error, as the
     // README's table has it, whichever side noticed.
     case .invalidURL, .unknownThread, .messageTooLarge, .bodyTooLarge, .invalidField:
-        return CLIError(code: error.code, message: error.message, status: .usage)
+        return CLIError(reporting: error.code, message: error.message, status: .usage)
     default: break
     }
     let status: ExitStatus =
@@ -42,11 +42,11 @@ func cliError(_ error: SpaceClientError) -> CLIError {
         case .refused: .refused
         case .verification: .failure
         }
-    return CLIError(code: error.code, message: error.message, status: status)
+    return CLIError(reporting: error.code, message: error.message, status: status)
 }
 
 func cliError(_ error: LocalStateError) -> CLIError {
-    CLIError(code: error.code.rawValue, message: error.message, status: .localState)
+    CLIError(reporting: error.code.rawValue, message: error.message, status: .localState)
 }
 
 /// A name from the command line (`field`: `--name`, `NAME`), checked before any traffic as the
@@ -87,7 +87,7 @@ func spaceSession(_ space: SavedSpace, state: LocalState) throws -> SpaceSession
 func chooseSpace(_ wanted: String?, in saved: SavedSpaces) throws -> SavedSpace {
     guard !saved.spaces.isEmpty else {
         throw CLIError(
-            code: "no_spaces",
+            code: .noSpaces,
             message:
                 "This device has no spaces yet. Create one with `eleven space create NAME --server URL`.",
             status: .localState)
@@ -103,12 +103,12 @@ func chooseSpace(_ wanted: String?, in saved: SavedSpaces) throws -> SavedSpace 
     if named.count == 1 { return named[0] }
     if named.count > 1 {
         throw CLIError(
-            code: "ambiguous_space",
+            code: .ambiguousSpace,
             message: "Several saved spaces are called \"\(wanted)\"; name it by id (see `eleven spaces`).",
             status: .usage)
     }
     throw CLIError(
-        code: "unknown_space",
+        code: .unknownSpace,
         message: "This device has no space called \"\(wanted)\". Run `eleven spaces` to see yours.",
         status: .usage)
 }

@@ -107,14 +107,14 @@ func runWormholeSend(_ arguments: ParsedArguments) throws {
                 help: nil)
         }
         guard let decoded = String(validating: data, as: UTF8.self) else {
-            throw CLIError(code: "not_text", message: "standard input is not UTF-8 text", status: .usage)
+            throw CLIError(code: .notText, message: "standard input is not UTF-8 text", status: .usage)
         }
         text = decoded
     }
     // The relay's limit, checked before any traffic: a text it would refuse never leaves.
     guard WormholeMessage.offer(text: text).count <= WormholeMessage.maximumPlaintextBytes else {
         throw CLIError(
-            code: "text_too_long",
+            code: .textTooLong,
             message:
                 "the text is \(text.utf8.count) bytes; a Wormhole text may be at most "
                 + "\(WormholeMessage.maximumTextBytes) bytes (texts travel hex-encoded, at twice "
@@ -282,7 +282,7 @@ private func wormholeCode(_ text: String) throws -> WormholeCode {
     do {
         return try WormholeCode(parsing: text)
     } catch {
-        throw CLIError(code: error.code, message: error.description, status: .usage)
+        throw CLIError(reporting: error.code, message: error.description, status: .usage)
     }
 }
 
@@ -299,7 +299,7 @@ private func announce(_ code: WormholeCode, json: Bool) {
 /// The exit status and message of a failed transfer.
 func wormholeFailure(_ outcome: WormholeOutcome) -> CLIError {
     guard case .failed(let error) = outcome else {
-        return CLIError(code: "failure", message: "the transfer ended unexpectedly")
+        return CLIError(code: .failure, message: "the transfer ended unexpectedly")
     }
     let status: ExitStatus
     switch error {
@@ -309,19 +309,19 @@ func wormholeFailure(_ outcome: WormholeOutcome) -> CLIError {
     case .peerError, .offerNotSupported, .textNotAccepted, .verifierRejected: status = .refused
     case .timedOut: status = .timedOut
     }
-    return CLIError(code: error.code, message: error.description, status: status)
+    return CLIError(reporting: error.code, message: error.description, status: status)
 }
 
 private func relayFailure(_ error: RelayConnectionError) -> CLIError {
     switch error {
     case .unreachable:
-        return CLIError(code: error.code, message: error.description, status: .unavailable)
+        return CLIError(reporting: error.code, message: error.description, status: .unavailable)
     case .rendezvous(.crowded):
-        return CLIError(code: error.code, message: error.description, status: .codeRejected)
+        return CLIError(reporting: error.code, message: error.description, status: .codeRejected)
     case .rendezvous:
-        return CLIError(code: error.code, message: error.description, status: .unavailable)
+        return CLIError(reporting: error.code, message: error.description, status: .unavailable)
     case .timedOut:
-        return CLIError(code: error.code, message: error.description, status: .timedOut)
+        return CLIError(reporting: error.code, message: error.description, status: .timedOut)
     }
 }
 

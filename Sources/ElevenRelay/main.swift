@@ -310,7 +310,7 @@ runProgram(name: "eleven-relay", json: false) {
             // What the start-up log names as the database (password redacted).
             configured.databasePath = "postgresql: \(url)"
         } catch {
-            throw CLIError(code: "storage", message: "cannot open \(url): \(error)", status: .unavailable)
+            throw CLIError(code: .storage, message: "cannot open \(url): \(error)", status: .unavailable)
         }
     }
     let config = configured
@@ -327,7 +327,7 @@ runProgram(name: "eleven-relay", json: false) {
             case .storage: storage == nil ? .localState : .unavailable
             case .listen, .tls: .unavailable
             }
-        throw CLIError(code: error.code.rawValue, message: error.message, status: status)
+        throw CLIError(reporting: error.code.rawValue, message: error.message, status: status)
     }
     let hup = SignalWatcher(signal: SIGHUP) {
         if config.tls != nil { try? server.reloadCertificates() }

@@ -200,16 +200,16 @@ runProgram(name: "eleven-server", json: false) {
     } catch {
         // Another program's file: say whose, under its own code.
         if let refusal = error as? SpaceStoreError, case .foreignDatabase(let foreign) = refusal {
-            throw CLIError(code: refusal.code, message: foreign.message, status: .localState)
+            throw CLIError(reporting: refusal.code, message: foreign.message, status: .localState)
         }
         throw CLIError(
-            code: "database_unavailable", message: "can't open the database \(database): \(error)",
+            code: .databaseUnavailable, message: "can't open the database \(database): \(error)",
             status: .localState)
     }
     do throws(NetError) {
         try server.start()
     } catch {
-        throw CLIError(code: error.code.rawValue, message: error.message, status: .unavailable)
+        throw CLIError(reporting: error.code.rawValue, message: error.message, status: .unavailable)
     }
     Terminal.out("eleven-server listening on \(configuration.publicURL ?? server.baseURL)")
 

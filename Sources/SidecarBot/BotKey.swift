@@ -33,16 +33,16 @@ public struct BotSealingKey: Sendable {
     public static func load(path: String?) throws(BotError) -> BotSealingKey {
         guard let path else {
             throw BotError(
-                .key, code: "key_missing",
+                .key, code: .keyMissing,
                 "No key to unseal the bot's state: set ELEVEN_BOT_KEY_FILE, pass --key-file, or run under "
                     + "systemd with LoadCredential=\(credentialName):PATH.")
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw BotError(.key, code: "key_missing", "The bot's key file \(path) cannot be read.")
+            throw BotError(.key, code: .keyMissing, "The bot's key file \(path) cannot be read.")
         }
         guard let key = parse(Array(data)) else {
             throw BotError(
-                .key, code: "key_invalid",
+                .key, code: .keyInvalid,
                 "The bot's key file \(path) must hold 32 random bytes (raw or as 64 hex characters).")
         }
         return BotSealingKey(key: key)
@@ -58,11 +58,11 @@ public struct BotSealingKey: Sendable {
         defer { hex.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard fd >= 0 else {
-            throw BotError(.key, code: "key_unwritable", "Cannot create the key file \(path).")
+            throw BotError(.key, code: .keyUnwritable, "Cannot create the key file \(path).")
         }
         defer { Glibc.close(fd) }
         guard Glibc.write(fd, hex, hex.count) == hex.count, fsync(fd) == 0 else {
-            throw BotError(.key, code: "key_unwritable", "Cannot write the key file \(path).")
+            throw BotError(.key, code: .keyUnwritable, "Cannot write the key file \(path).")
         }
         return (BotSealingKey(key: key), true)
     }

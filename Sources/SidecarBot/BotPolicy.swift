@@ -1,4 +1,5 @@
 import ClientCore
+import JoinProtocol
 import SpaceModel
 
 /// How the bot runs: where, how fast it looks, and the limits of its policy.
@@ -27,12 +28,12 @@ public struct BotConfiguration: Sendable {
     }
 }
 
-/// Why the bot turns something down: a stable reason code and a sentence for people.
+/// Why the bot turns something down: a reason code and a sentence for people.
 public struct BotRefusal: Equatable, Sendable {
-    public let reason: String
+    public let reason: RefusalReason
     public let message: String
 
-    public init(_ reason: String, _ message: String) {
+    public init(_ reason: RefusalReason, _ message: String) {
         self.reason = reason
         self.message = message
     }
@@ -43,11 +44,12 @@ public struct BotRefusal: Equatable, Sendable {
     public var attendant: AttendantRefusal {
         let kind: AttendantRefusal.Kind =
             switch reason {
-            case "declined": .declined
-            case "revoked": .invalidated(.cancelled)
-            case "expired": .invalidated(.expired)
-            case "used_up": .invalidated(.usedUp)
-            default: .turnedAway
+            case .declined: .declined
+            case .revoked: .invalidated(.cancelled)
+            case .expired: .invalidated(.expired)
+            case .usedUp: .invalidated(.usedUp)
+            case .unavailable, .alreadyMember, .left, .interrupted, .busy, .burned, .invalid, .stale:
+                .turnedAway
             }
         return AttendantRefusal(kind, reason: reason, message)
     }
@@ -57,33 +59,29 @@ public struct BotRefusal: Equatable, Sendable {
 public enum BotPolicy {
     /// Checks an invite request: its sender must currently hold the right to add members in the
     /// verified roster (never the server's word), and the policy must be within limits.
-    /// The reason of a request refused for its age: dropped without telling the inviter, who
-    /// no longer waits for an answer.
-    public static let staleReason = "stale"
-
     public static func checkRequest(
         _ note: AttendantNote, sender: MemberID, roster: Roster, now: Int64, configuration: BotConfiguration
     ) -> BotRefusal? {
         guard note.type == .inviteRequest, let uses = note.uses, let expiresAt = note.expiresAt else {
-            return BotRefusal("invalid", "That is not an invite request.")
+            return BotRefusal(.invalid, "That is not an invite request.")
         }
         if let createdAt = note.createdAt, now - createdAt > configuration.maxRequestAge {
-            return BotRefusal(Self.staleReason, "The invite request came too late; the inviter attends it.")
+            return BotRefusal(.stale, "The invite request came too late; the inviter attends it.")
         }
         if let refusal = checkInviter(sender, roster: roster) { return refusal }
         guard (1...configuration.maxUses).contains(uses) else {
-            return BotRefusal("invalid", "An invite may be used 1 to \(configuration.maxUses) times.")
+            return BotRefusal(.invalid, "An invite may be used 1 to \(configuration.maxUses) times.")
         }
         guard expiresAt > now, expiresAt - now <= configuration.maxLifetime else {
-            return BotRefusal("invalid", "The invite's expiry is in the past or too far ahead.")
+            return BotRefusal(.invalid, "The invite's expiry is in the past or too far ahead.")
         }
         guard (1...configuration.maxFailures).contains(note.maxFailures ?? 1) else {
-            return BotRefusal("invalid", "The failed-attempt cap is 1 to \(configuration.maxFailures).")
+            return BotRefusal(.invalid, "The failed-attempt cap is 1 to \(configuration.maxFailures).")
         }
         guard let words = note.words, words.split(separator: "-").count >= 2,
             words.allSatisfy({ $0 == "-" || ($0.isASCII && $0.isLowercase) })
         else {
-            return BotRefusal("invalid", "The invite's words are malformed.")
+            return BotRefusal(.invalid, "The invite's words are malformed.")
         }
         return nil
     }
@@ -91,11 +89,11 @@ public enum BotPolicy {
     /// The inviter must be a current member holding the `invite` or `admin` right.
     public static func checkInviter(_ inviter: MemberID, roster: Roster) -> BotRefusal? {
         guard roster.members[inviter] != nil else {
-            return BotRefusal("revoked", "The inviter is no longer a member of the space.")
+            return BotRefusal(.revoked, "The inviter is no longer a member of the space.")
         }
         let rights = roster.rights(of: inviter)
         guard rights.contains(.admin) || rights.contains(.invite) else {
-            return BotRefusal("revoked", "The inviter may not add members to the space.")
+            return BotRefusal(.revoked, "The inviter may not add members to the space.")
         }
         return nil
     }
@@ -109,11 +107,11 @@ public enum BotPolicy {
         guard record.inviter == invite.inviter, record.nameplate == invite.nameplate,
             record.expiresAt == invite.expiresAt, record.uses == invite.uses, record.space == roster.space
         else {
-            return BotRefusal("invalid", "The signed invite does not match the request.")
+            return BotRefusal(.invalid, "The signed invite does not match the request.")
         }
         guard let key = try? record.verifySignature(), roster.everMember(invite.inviter)?.keys.signing == key
         else {
-            return BotRefusal("invalid", "The signed invite is not signed by the inviter.")
+            return BotRefusal(.invalid, "The signed invite is not signed by the inviter.")
         }
         return nil
     }
@@ -122,22 +120,22 @@ public enum BotPolicy {
     public static func checkAdmission(_ invite: BotInvite, roster: Roster, now: Int64) -> BotRefusal? {
         if let refusal = checkInviter(invite.inviter, roster: roster) {
             return BotRefusal(
-                "revoked",
+                .revoked,
                 "\(refusal.message) The invite no longer works; ask a current member for a new one.")
         }
         guard let record = invite.record else {
-            return BotRefusal("unavailable", "The invite is not ready yet; try again in a moment.")
+            return BotRefusal(.unavailable, "The invite is not ready yet; try again in a moment.")
         }
         guard now <= invite.expiresAt else {
-            return BotRefusal("expired", "The invite has expired. Ask for a new one.")
+            return BotRefusal(.expired, "The invite has expired. Ask for a new one.")
         }
         guard invite.usesLeft > 0 else {
-            return BotRefusal("used_up", "The invite has been used up. Ask for a new one.")
+            return BotRefusal(.usedUp, "The invite has been used up. Ask for a new one.")
         }
         do throws(KeyModelError) {
             try roster.checkInvite(record)
         } catch {
-            return BotRefusal("revoked", "The invite no longer verifies: \(error.message)")
+            return BotRefusal(.revoked, "The invite no longer verifies: \(error.message)")
         }
         return nil
     }

@@ -13,14 +13,14 @@ public enum BotProvisioning {
     ) throws(BotError) -> SavedSpace {
         if let existing = try store.space() {
             throw BotError(
-                .usage, code: "already_joined",
+                .usage, code: .alreadyJoined,
                 "The bot is already a member of \(existing.name); one bot serves one space.")
         }
         let parsed: ParsedCode
         do {
             parsed = try CodeParser.parse(text)
         } catch {
-            throw BotError(.usage, code: error.code, error.message)
+            throw BotError(.usage, reporting: error.code, error.message)
         }
         let identity = try store.identity()
         let request = JoinRequest(
@@ -32,7 +32,7 @@ public enum BotProvisioning {
                 request: request, timeout: timeout, firstAnswer: .seconds(15)
             ) { _ in }
         } catch {
-            throw BotError(.unavailable, code: error.code, error.description)
+            throw BotError(.unavailable, reporting: error.code, error.description)
         }
         do {
             let grant = try JoinGrant(decoding: grantBytes)
@@ -44,11 +44,11 @@ public enum BotProvisioning {
         } catch let error as BotError {
             throw error
         } catch let error as JoinGrantError {
-            throw BotError(.unavailable, code: error.code, error.message)
+            throw BotError(.unavailable, reporting: error.code.rawValue, error.message)
         } catch let error as SpaceClientError {
-            throw BotError(.unavailable, code: error.code, error.message)
+            throw BotError(.unavailable, reporting: error.code, error.message)
         } catch {
-            throw BotError(.unavailable, code: "join_failed", "\(error)")
+            throw BotError(.unavailable, code: .joinFailed, "\(error)")
         }
     }
 }

@@ -41,14 +41,14 @@ public final class BotRunner: Sendable {
         let identity = try store.identity()
         guard let saved = try store.space() else {
             throw BotError(
-                .state, code: "not_joined",
+                .state, code: .notJoined,
                 "The bot is not in a space yet: have a member invite it (`eleven invite --short`), then run "
                     + "`eleven-bot join CODE`.")
         }
         do {
             session = try SpaceSession(saved: saved, identity: identity)
         } catch {
-            throw BotError(.unavailable, code: error.code, error.message)
+            throw BotError(.unavailable, reporting: error.code, error.message)
         }
     }
 
@@ -79,7 +79,7 @@ public final class BotRunner: Sendable {
                     for note in page.notes {
                         guard handle(note, roster: roster) else {
                             throw BotError(
-                                .state, code: "state_unwritable",
+                                .state, code: .stateUnwritable,
                                 "The bot cannot write its state; the note stays in the inbox for later.")
                         }
                         try? session.client.deleteNote(session.saved.space, id: note.inboxID)
@@ -124,7 +124,7 @@ public final class BotRunner: Sendable {
             if let refusal = BotPolicy.checkRequest(
                 note, sender: received.sender, roster: roster, now: now, configuration: configuration)
             {
-                if refusal.reason == BotPolicy.staleReason {
+                if refusal.reason == .stale {
                     record("request_dropped", nameplate: nil, "a stale invite request was dropped", now)
                     return true
                 }
@@ -282,7 +282,7 @@ public final class BotRunner: Sendable {
         var hooks = InviteAttendantHooks(
             save: { [store] attendant in
                 guard try store.update(id, { $0.attendant = attendant }) != nil else {
-                    throw BotError(.state, code: "state_missing", "the invite is gone from the bot's state")
+                    throw BotError(.state, code: .stateMissing, "the invite is gone from the bot's state")
                 }
             },
             check: { [unowned self] request, verifier, use in
@@ -318,11 +318,11 @@ public final class BotRunner: Sendable {
         -> AttendantRefusal?
     {
         guard var invite = try? store.invite(id), let roster = try? rosters.refresh(session).roster else {
-            return BotRefusal("unavailable", "The space's server cannot be reached; try again soon.")
+            return BotRefusal(.unavailable, "The space's server cannot be reached; try again soon.")
                 .attendant
         }
         if invite.cancelRequested {
-            return BotRefusal("revoked", "The invite was withdrawn; ask for a new one.").attendant
+            return BotRefusal(.revoked, "The invite was withdrawn; ask for a new one.").attendant
         }
         // A joiner quicker than the inviter's signed record (on its way through the inbox) waits
         // for it a little.
@@ -341,7 +341,7 @@ public final class BotRunner: Sendable {
             ask.use = use
             guard let inviter = roster.members[invite.inviter], (try? session.send(ask, to: inviter)) != nil
             else {
-                return BotRefusal("unavailable", "The inviter cannot be asked right now.").attendant
+                return BotRefusal(.unavailable, "The inviter cannot be asked right now.").attendant
             }
             let until = ContinuousClock.now + configuration.askTimeout
             while invite.approvalUse != use || invite.approval == nil, ContinuousClock.now < until, !isStopped
@@ -350,11 +350,11 @@ public final class BotRunner: Sendable {
                 invite = (try? store.invite(id)) ?? invite
             }
             guard invite.approvalUse == use, invite.approval == true else {
-                return BotRefusal("declined", "The inviter declined.").attendant
+                return BotRefusal(.declined, "The inviter declined.").attendant
             }
         }
         guard limiter.withLock({ $0.allow(now: .now) }) else {
-            return BotRefusal("busy", "Too many people are joining right now; try again in a minute.")
+            return BotRefusal(.busy, "Too many people are joining right now; try again in a minute.")
                 .attendant
         }
         return nil
@@ -365,7 +365,7 @@ public final class BotRunner: Sendable {
     /// doubt it stays taken, the safe side.
     private func admit(_ id: String, _ request: JoinRequest, _ worker: Worker) -> AttendantAdmission {
         guard let signed = (try? store.invite(id))?.record else {
-            let refusal = BotRefusal("unavailable", "The invite is not ready yet; try again in a moment.")
+            let refusal = BotRefusal(.unavailable, "The invite is not ready yet; try again in a moment.")
                 .attendant
             worker.refusal = refusal
             return .failed(refusal, mayBeMember: false)
@@ -379,7 +379,7 @@ public final class BotRunner: Sendable {
         } catch  where error.typedCode == .alreadyMember {
             // Their device is in the space already: nothing changes and the use is not spent.
             let refusal = BotRefusal(
-                "already_member", "You are already in \(session.saved.name); nothing changed."
+                .alreadyMember, "You are already in \(session.saved.name); nothing changed."
             )
             .attendant
             worker.refusal = refusal
@@ -392,7 +392,7 @@ public final class BotRunner: Sendable {
                     } ?? false
                 } ?? false
             let refusal = BotRefusal(
-                "unavailable", "The bot could not add you to the space: \(error.message)"
+                .unavailable, "The bot could not add you to the space: \(error.message)"
             )
             .attendant
             worker.refusal = refusal
@@ -491,7 +491,7 @@ public final class BotRunner: Sendable {
             tell(
                 invite.inviter,
                 .notice(
-                    .inviteBurned, id: invite.noteID, reason: "burned",
+                    .inviteBurned, id: invite.noteID, reason: .burned,
                     message:
                         "Someone tried a wrong code for your invite \(invite.code ?? ""); it has been "
                         + "cancelled. Run `eleven invite --short` to make a new one."), roster: nil)
@@ -499,7 +499,7 @@ public final class BotRunner: Sendable {
             record("expired", nameplate: nameplate, "the invite expired", now)
             tell(
                 invite.inviter,
-                .notice(.inviteEnded, id: invite.noteID, reason: "expired", message: "Your invite expired."),
+                .notice(.inviteEnded, id: invite.noteID, reason: .expired, message: "Your invite expired."),
                 roster: nil)
         case .ended(.cancelled):
             if let refusal = worker.refusal, case .invalidated = refusal.kind {
@@ -514,7 +514,7 @@ public final class BotRunner: Sendable {
 
     private func member(_ id: MemberID) throws -> MemberRecord {
         guard let record = try rosters.refresh(session).roster.members[id] else {
-            throw BotError(.state, code: "not_member", "member \(id) left the space")
+            throw BotError(.state, code: .notMember, "member \(id) left the space")
         }
         return record
     }

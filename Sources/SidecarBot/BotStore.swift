@@ -5,6 +5,7 @@ import JoinProtocol
 import PAKE
 import SQLite
 import SpaceModel
+import Support
 
 /// One invite the bot attends, as it is saved (sealed) after every step so a bot killed at any
 /// point resumes it: its secret words and key-agreement seed, the inviter's signed record and
@@ -186,12 +187,9 @@ public final class BotStore: @unchecked Sendable {
 
     public let path: String
     private let key: BotSealingKey
-    /// Touched only under `lock`.
-    private let db: SQLiteDatabase
-    private let lock = NSLock()
-    /// The open invites as last written (touched only under `lock`): reading or changing one
-    /// needs no query, unsealing and decoding, only the write. Ended invites are not kept.
-    private var openCache: [String: BotInvite] = [:]
+    /// The one connection, and the open invites as last written: reading or changing one needs
+    /// no query, unsealing and decoding, only the write. Ended invites are not kept.
+    private let state: Locked<(db: SQLiteDatabase, openCache: [String: BotInvite])>
 
     /// Opens the state in `directory`. `create` makes the directory and file when missing;
     /// otherwise a missing state is an error. A state sealed under another key is refused.
@@ -201,7 +199,7 @@ public final class BotStore: @unchecked Sendable {
         if !FileManager.default.fileExists(atPath: path) {
             guard create else {
                 throw BotError(
-                    .state, code: "state_missing",
+                    .state, code: .stateMissing,
                     "There is no bot state in \(directory); run `eleven-bot init --state \(directory)` first."
                 )
             }
@@ -211,7 +209,7 @@ public final class BotStore: @unchecked Sendable {
                     attributes: [.posixPermissions: 0o700])
             } catch {
                 throw BotError(
-                    .state, code: "state_unwritable", "Cannot create the state directory \(directory).")
+                    .state, code: .stateUnwritable, "Cannot create the state directory \(directory).")
             }
         }
         let database: SQLiteDatabase
@@ -230,12 +228,12 @@ public final class BotStore: @unchecked Sendable {
         } catch {
             throw Self.corrupt(path, error)
         }
-        db = database
+        state = Locked((database, [:]))
         let check = try meta("key_check")
         if let check {
             guard key.open(check, purpose: "key-check") == Array("eleven-bot".utf8) else {
                 throw BotError(
-                    .key, code: "key_wrong",
+                    .key, code: .keyWrong,
                     "The key does not open the bot's state in \(directory) (a different key file?).")
             }
         } else {
@@ -251,7 +249,8 @@ public final class BotStore: @unchecked Sendable {
         } catch {
             switch error {
             case .sqlite(let error), .migration(_, let error): throw error
-            case .foreign(let foreign): throw BotError(.state, code: ForeignDatabase.code, foreign.message)
+            case .foreign(let foreign):
+                throw BotError(.state, reporting: ForeignDatabase.code, foreign.message)
             case .schemaTooNew: throw error
             }
         }
@@ -262,22 +261,27 @@ public final class BotStore: @unchecked Sendable {
         // A full disk or a read-only file is not damage: never advise moving the state away.
         if let failure = error as? SQLiteError, failure.isStorageFailure {
             return BotError(
-                .state, code: "state_unwritable",
+                .state, code: .stateUnwritable,
                 "The bot cannot write its state in \(path) (\(failure)): is the disk full or the file "
                     + "read-only? Nothing is lost; the bot retries and carries on once it can write.")
         }
         return BotError(
-            .state, code: "state_corrupt",
+            .state, code: .stateCorrupt,
             "\(path) is damaged or not an eleven-bot state file (\(error)). Move it away and provision the "
                 + "bot again.")
     }
 
     @discardableResult
     private func run<T>(_ body: (SQLiteDatabase) throws -> T) throws(BotError) -> T {
+        try runCaching { db, _ in try body(db) }
+    }
+
+    /// ``run(_:)`` with the open invites' cache.
+    private func runCaching<T>(_ body: (SQLiteDatabase, inout [String: BotInvite]) throws -> T)
+        throws(BotError) -> T
+    {
         do {
-            lock.lock()
-            defer { lock.unlock() }
-            return try body(db)
+            return try state.withLock { try body($0.db, &$0.openCache) }
         } catch {
             throw Self.corrupt(path, error)
         }
@@ -299,11 +303,11 @@ public final class BotStore: @unchecked Sendable {
     {
         guard var plain = key.open(sealed, purpose: purpose) else {
             throw BotError(
-                .state, code: "state_corrupt", "A sealed record in \(path) does not open (damaged).")
+                .state, code: .stateCorrupt, "A sealed record in \(path) does not open (damaged).")
         }
         defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
         guard let value = try? JSONDecoder().decode(T.self, from: Data(plain)) else {
-            throw BotError(.state, code: "state_corrupt", "A sealed record in \(path) is damaged.")
+            throw BotError(.state, code: .stateCorrupt, "A sealed record in \(path) is damaged.")
         }
         return value
     }
@@ -322,13 +326,13 @@ public final class BotStore: @unchecked Sendable {
             guard let plain = key.open(sealed, purpose: "identity"),
                 let identity = try? DeviceIdentity(storedForm: SecretBytes(plain))
             else {
-                throw BotError(.state, code: "state_corrupt", "The bot's identity in \(path) is damaged.")
+                throw BotError(.state, code: .stateCorrupt, "The bot's identity in \(path) is damaged.")
             }
             return identity
         }
         guard create else {
             throw BotError(
-                .state, code: "state_missing", "The bot has no identity yet; run `eleven-bot init`.")
+                .state, code: .stateMissing, "The bot has no identity yet; run `eleven-bot init`.")
         }
         let identity = DeviceIdentity.generate()
         try setMeta("identity", key.seal(identity.storedForm().unredactedBytes(), purpose: "identity"))
@@ -357,7 +361,7 @@ public final class BotStore: @unchecked Sendable {
     // MARK: Invites
 
     public func invite(_ id: String) throws(BotError) -> BotInvite? {
-        let (cached, row) = try run { db -> (BotInvite?, [SQLValue]?) in
+        let (cached, row) = try runCaching { db, openCache -> (BotInvite?, [SQLValue]?) in
             if let cached = openCache[id] { return (cached, nil) }
             return (nil, try db.query("SELECT body FROM invites WHERE id = ?", [.text(id)]).first)
         }
@@ -366,8 +370,8 @@ public final class BotStore: @unchecked Sendable {
         return try sealedJSON(BotInvite.self, row[0].blob ?? [], purpose: "invite")
     }
 
-    /// Keeps `invite` as written (under `lock`).
-    private func remember(_ invite: BotInvite) {
+    /// Keeps `invite` as written in `openCache` (under the lock).
+    private func remember(_ invite: BotInvite, in openCache: inout [String: BotInvite]) {
         if invite.state.isOpen { openCache[invite.id] = invite } else { openCache[invite.id] = nil }
     }
 
@@ -398,14 +402,14 @@ public final class BotStore: @unchecked Sendable {
     @discardableResult
     public func save(_ invite: BotInvite, onlyIfNew: Bool = false) throws(BotError) -> Bool {
         let body = seal(invite, purpose: "invite")
-        return try run { db in
+        return try runCaching { db, openCache in
             try db.query(
                 onlyIfNew
                     ? "INSERT OR IGNORE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)"
                     : "INSERT OR REPLACE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)",
                 [.text(invite.id), .text(invite.state.rawValue), .integer(invite.expiresAt), .blob(body)])
             guard db.changes > 0 else { return false }
-            remember(invite)
+            remember(invite, in: &openCache)
             return true
         }
     }
@@ -414,7 +418,7 @@ public final class BotStore: @unchecked Sendable {
     /// inbox and the invite's worker do not lose each other). Returns the result.
     @discardableResult
     public func update(_ id: String, _ change: (inout BotInvite) -> Void) throws(BotError) -> BotInvite? {
-        try run { db -> BotInvite? in
+        try runCaching { db, openCache -> BotInvite? in
             var invite: BotInvite
             if let cached = openCache[id] {
                 invite = cached
@@ -430,7 +434,7 @@ public final class BotStore: @unchecked Sendable {
                 "UPDATE invites SET state = ?, body = ? WHERE id = ?",
                 [.text(invite.state.rawValue), .blob(seal(invite, purpose: "invite")), .text(id)])
             // Only once written: a failed write (a full disk) leaves the cache as the file is.
-            remember(invite)
+            remember(invite, in: &openCache)
             return invite
         }
     }

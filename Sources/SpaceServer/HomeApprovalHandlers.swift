@@ -65,23 +65,23 @@ extension SpaceService {
             homeApprovals[approval.id] = approval
             return .json(approval.wire)
         case (0, _), (1, _), (2, _):
-            throw APIError(405, "method_not_allowed", "Use POST (or GET for the list) for this endpoint.")
+            throw APIError(405, .methodNotAllowed, "Use POST (or GET for the list) for this endpoint.")
         default:
             throw Self.unknownRoute
         }
     }
 
     static let unknownApproval = APIError.notFound(
-        "unknown_approval", "There is no such request waiting (it may have expired).")
+        .unknownApproval, "There is no such request waiting (it may have expired).")
 
     private func requestApproval(_ request: APIRequest) throws -> APIResponse {
         let body = try decode(HomeWire.ApprovalRequest.self, from: request)
         let commitment = try bytes(body.commitment, field: "commitment")
         guard commitment.count == 32 else {
-            throw APIError.badRequest("invalid_field", "Field commitment must be 32 bytes.")
+            throw APIError.badRequest(.invalidField, "Field commitment must be 32 bytes.")
         }
         guard body.proof.anchor == HomeWire.approvalAnchor(body.publicKeys) else {
-            throw APIError.badRequest("invalid_field", "The proof must be signed by the asking device.")
+            throw APIError.badRequest(.invalidField, "The proof must be signed by the asking device.")
         }
         try checkProof(
             body.proof, .approval,
@@ -91,13 +91,13 @@ extension SpaceService {
         let index = try redeemEmailTicket(body.ticket)
         guard let account = try store.homeEmailAccount(index: index) else {
             throw APIError.notFound(
-                "no_account", "No account signs in with that address; sign in to make one.")
+                .noAccount, "No account signs in with that address; sign in to make one.")
         }
         guard homeApprovals.count < Self.maximumApprovals,
             homeApprovals.values.filter({ $0.account == account }).count < Self.maximumApprovalsPerAccount
         else {
             throw APIError(
-                429, "too_many_requests",
+                429, .tooManyRequests,
                 "Too many devices are waiting for approval; try again in a few minutes.")
         }
         let id = Base64URL.encode(Self.randomBytes(16))
@@ -127,7 +127,7 @@ extension SpaceService {
         guard body.proof.anchor == HomeWire.approvalAnchor(approval.keys) else { throw Self.unknownApproval }
         if let reveal = body.reveal {
             guard approval.offer != nil, approval.reveal == nil else {
-                throw APIError.conflict("not_offered", "Reveal once, after an enrolled device answered.")
+                throw APIError.conflict(.notOffered, "Reveal once, after an enrolled device answered.")
             }
             let key = try bytes(reveal, field: "reveal")
             let nonce = try bytes(body.nonce ?? "", field: "nonce")
@@ -135,7 +135,7 @@ extension SpaceService {
             guard key.count == 32, nonce.count == DeviceApproval.nonceByteCount,
                 label.count <= Self.maximumApprovalBytes
             else {
-                throw APIError.badRequest("invalid_field", "The reveal, nonce or label has the wrong size.")
+                throw APIError.badRequest(.invalidField, "The reveal, nonce or label has the wrong size.")
             }
             approval.reveal = key
             approval.nonce = nonce
@@ -151,10 +151,10 @@ extension SpaceService {
         let body = try decode(HomeWire.ApprovalOffer.self, from: request)
         let offer = try bytes(body.offer, field: "offer")
         guard offer.count == 32 else {
-            throw APIError.badRequest("invalid_field", "Field offer must be 32 bytes.")
+            throw APIError.badRequest(.invalidField, "Field offer must be 32 bytes.")
         }
         guard approval.offer == nil else {
-            throw APIError.conflict("already_offered", "Another of your devices is answering this request.")
+            throw APIError.conflict(.alreadyOffered, "Another of your devices is answering this request.")
         }
         approval.offer = offer
     }
@@ -162,7 +162,7 @@ extension SpaceService {
     private func answer(_ request: APIRequest, _ approval: inout PendingApproval) throws {
         let body = try decode(HomeWire.ApprovalAnswer.self, from: request)
         guard approval.grant == nil, !approval.declined else {
-            throw APIError.conflict("already_answered", "This request was already answered.")
+            throw APIError.conflict(.alreadyAnswered, "This request was already answered.")
         }
         guard let text = body.grant else {
             approval.declined = true
@@ -171,7 +171,7 @@ extension SpaceService {
         let grant = try bytes(text, field: "grant")
         guard approval.reveal != nil, grant.count <= Self.maximumApprovalBytes else {
             throw APIError.badRequest(
-                "invalid_field", "A grant comes after the reveal and is at most 4096 bytes.")
+                .invalidField, "A grant comes after the reveal and is at most 4096 bytes.")
         }
         approval.grant = grant
     }

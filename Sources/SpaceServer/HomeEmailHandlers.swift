@@ -59,12 +59,12 @@ extension SpaceService {
     }
 
     static let emailUnavailable = APIError(
-        503, "email_unavailable", "This home server does not send sign-in codes by email.")
+        503, .emailUnavailable, "This home server does not send sign-in codes by email.")
 
     private func address(_ text: String) throws(APIError) -> String {
         guard let address = EmailAddress.normalised(text) else {
             throw APIError.badRequest(
-                "invalid_address", "That is not an email address this server can send to (name@example.com).")
+                .invalidAddress, "That is not an email address this server can send to (name@example.com).")
         }
         return address
     }
@@ -74,20 +74,20 @@ extension SpaceService {
         case .tooMany(let retryAfter):
             let minutes = max(1, (retryAfter + 59) / 60)
             return APIError(
-                429, "too_many_attempts",
+                429, .tooManyAttempts,
                 "Too many codes or wrong tries for this address or from here; try again in \(minutes) minutes."
             )
         case .wrongCode(let left):
             return APIError(
-                400, "code_invalid",
+                400, .codeInvalid,
                 left > 0
                     ? "That code is not right; \(left) more tries with it."
                     : "That code is not right. Ask for a new one.",
                 triesLeft: left)
         case .expired:
-            return APIError.badRequest("code_expired", "That code has expired. Ask for a new one.")
+            return APIError.badRequest(.codeExpired, "That code has expired. Ask for a new one.")
         case .busy:
-            return APIError(503, "busy", "Too many sign-ins are in progress; try again in a few minutes.")
+            return APIError(503, .busy, "Too many sign-ins are in progress; try again in a few minutes.")
         }
     }
 
@@ -145,7 +145,7 @@ extension SpaceService {
     func redeemEmailTicket(_ text: String) throws(APIError) -> [UInt8] {
         guard let raw = Base64URL.decode(text), let index = emailCodes.redeem(raw, now: now) else {
             throw APIError.unauthorised(
-                "email_not_proved", "Prove the address with the code sent to it first (or again: it expired)."
+                .emailNotProved, "Prove the address with the code sent to it first (or again: it expired)."
             )
         }
         return index
@@ -166,13 +166,13 @@ extension SpaceService {
         case account?: return
         case .some:
             throw APIError.conflict(
-                "email_in_use",
+                .emailInUse,
                 "Another account signs in with that address. Sign in there, or remove it from that account first."
             )
         case nil:
             guard try store.homeEmailCount(account: account) < Self.maximumEmails else {
                 throw APIError.conflict(
-                    "too_many_addresses",
+                    .tooManyAddresses,
                     "This account has \(Self.maximumEmails) addresses; remove one first.")
             }
             try store.insertHomeEmail(index: index, account: account, now: now)

@@ -32,7 +32,7 @@ extension SpaceService {
         }
         guard allowed.contains(method) else {
             throw APIError(
-                405, "method_not_allowed", "Use \(allowed.joined(separator: " or ")) for this endpoint.")
+                405, .methodNotAllowed, "Use \(allowed.joined(separator: " or ")) for this endpoint.")
         }
         switch (rest[0], method) {
         case ("account", _): return try createHomeAccount(request)
@@ -63,20 +63,20 @@ extension SpaceService {
     ) throws {
         guard abs(proof.timestamp - now) <= HomeProof.window else {
             throw APIError.unauthorised(
-                "signature_expired",
+                .signatureExpired,
                 "The request was signed at a time too far from the server's clock; check this device's clock."
             )
         }
         do {
             try proof.verify(purpose, payload: payload, signingKey: signingKey)
         } catch {
-            throw APIError.unauthorised("signature_invalid", "The request's signature does not verify.")
+            throw APIError.unauthorised(.signatureInvalid, "The request's signature does not verify.")
         }
         let hash = SHA256.hash(proof.anchor.bytes + proof.nonce)
         guard try store.recordHomeNonce(hash: hash, expiresAt: proof.timestamp + HomeProof.window, now: now)
         else {
             throw APIError.conflict(
-                "replayed_signature", "That signed request was already used; sign a new one.")
+                .replayedSignature, "That signed request was already used; sign a new one.")
         }
     }
 
@@ -97,7 +97,7 @@ extension SpaceService {
         let wrap = try bytes(text, field: field)
         guard wrap.count == VaultKey.wrapByteCount else {
             throw APIError.badRequest(
-                "invalid_field", "Field \(field) must be \(VaultKey.wrapByteCount) bytes.")
+                .invalidField, "Field \(field) must be \(VaultKey.wrapByteCount) bytes.")
         }
         return wrap
     }
@@ -106,11 +106,11 @@ extension SpaceService {
         let vault = try bytes(text, field: "vault")
         guard vault.count <= Self.maximumVaultBytes else {
             throw APIError(
-                413, "vault_too_large", "The vault is larger than \(Self.maximumVaultBytes) bytes.")
+                413, .vaultTooLarge, "The vault is larger than \(Self.maximumVaultBytes) bytes.")
         }
         guard VaultKey.generation(of: vault) == generation else {
             throw APIError.badRequest(
-                "invalid_field", "Field vault is not a sealed vault of generation \(generation).")
+                .invalidField, "Field vault is not a sealed vault of generation \(generation).")
         }
         return vault
     }
@@ -121,18 +121,18 @@ extension SpaceService {
         let body = try decode(HomeWire.CreateAccountRequest.self, from: request)
         let wrap = try checkWrap(body.anchor.wrap, field: "anchor.wrap")
         guard body.generation >= 1 else {
-            throw APIError.badRequest("invalid_field", "Field generation must be at least 1.")
+            throw APIError.badRequest(.invalidField, "Field generation must be at least 1.")
         }
         let vault = try checkVault(body.vault, generation: body.generation)
         guard body.proof.anchor == body.anchor.id else {
-            throw APIError.badRequest("invalid_field", "The proof must be signed by the new device.")
+            throw APIError.badRequest(.invalidField, "The proof must be signed by the new device.")
         }
         let payload = HomeWire.CreateAccountRequest.payload(
             anchor: body.anchor, generation: body.generation, vault: vault)
         try checkProof(
             body.proof, .createAccount, payload: payload, signingKey: body.anchor.publicKeys.signing)
         guard try store.homeAnchor(body.anchor.id) == nil else {
-            throw APIError.conflict("device_exists", "This device already belongs to an account.")
+            throw APIError.conflict(.deviceExists, "This device already belongs to an account.")
         }
         let email = try body.emailTicket.map { text throws(APIError) in try redeemEmailTicket(text) }
         let account = Self.randomBytes(16)
@@ -146,11 +146,11 @@ extension SpaceService {
     /// The anchor named by a proof, or 401 `unknown_device` / 403 `device_revoked`.
     private func liveAnchor(_ id: AnchorID) throws -> HomeAnchorRow {
         guard let anchor = try store.homeAnchor(id) else {
-            throw APIError.unauthorised("unknown_device", "This device is not signed in to any account here.")
+            throw APIError.unauthorised(.unknownDevice, "This device is not signed in to any account here.")
         }
         guard anchor.revokedAt == nil else {
             throw APIError.forbidden(
-                "device_revoked",
+                .deviceRevoked,
                 "This device was removed from its account. Link it again from another device.")
         }
         return anchor
@@ -161,7 +161,7 @@ extension SpaceService {
         let anchor = try liveAnchor(body.proof.anchor)
         try checkProof(body.proof, .session, payload: [], signingKey: anchor.keys.publicKeys.signing)
         guard let account = try store.homeAccount(anchor.account) else {
-            throw APIError(500, "internal", "This device's account is missing.")
+            throw APIError(500, .internal, "This device's account is missing.")
         }
         return try issueHomeSession(account: anchor.account, anchor: anchor.id, version: account.version)
     }
@@ -173,20 +173,20 @@ extension SpaceService {
     ) {
         guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else {
             throw APIError.unauthorised(
-                "session_missing", "Sign in first: this request needs a session token.")
+                .sessionMissing, "Sign in first: this request needs a session token.")
         }
         guard let raw = Base64URL.decode(String(header.dropFirst(7))), raw.count == 32,
             let session = try store.homeSession(hash: Self.hashToken(raw))
         else {
             throw APIError.unauthorised(
-                "session_invalid", "That session token is not valid here. Sign in again.")
+                .sessionInvalid, "That session token is not valid here. Sign in again.")
         }
         guard now < session.expiresAt else {
-            throw APIError.unauthorised("session_expired", "That session has expired. Sign in again.")
+            throw APIError.unauthorised(.sessionExpired, "That session has expired. Sign in again.")
         }
         let anchor = try liveAnchor(session.anchor)
         guard let account = try store.homeAccount(session.account) else {
-            throw APIError(500, "internal", "This session's account is missing.")
+            throw APIError(500, .internal, "This session's account is missing.")
         }
         return (account, anchor)
     }
@@ -204,12 +204,12 @@ extension SpaceService {
     {
         guard generation == account.generation else {
             throw APIError.conflict(
-                "key_rotated",
+                .keyRotated,
                 "The vault key changed (generation \(account.generation)); fetch the vault again.")
         }
         guard version == account.version else {
             throw APIError.conflict(
-                "version_conflict",
+                .versionConflict,
                 "The vault changed since version \(version) (it is at \(account.version)); fetch it and merge."
             )
         }
@@ -247,15 +247,15 @@ extension SpaceService {
         let wrap = try checkWrap(body.anchor.wrap, field: "anchor.wrap")
         guard body.generation == session.account.generation else {
             throw APIError.conflict(
-                "key_rotated",
+                .keyRotated,
                 "The vault key changed (generation \(session.account.generation)); wrap it again.")
         }
         guard try store.homeAnchor(body.anchor.id) == nil else {
-            throw APIError.conflict("device_exists", "That device is already enrolled.")
+            throw APIError.conflict(.deviceExists, "That device is already enrolled.")
         }
         guard try store.homeAnchors(account: session.account.id).count < Self.maximumAnchors else {
             throw APIError.conflict(
-                "too_many_devices", "This account has too many devices; remove some first.")
+                .tooManyDevices, "This account has too many devices; remove some first.")
         }
         try store.insertHomeAnchor(body.anchor, wrap: wrap, account: session.account.id, now: now)
         return .json(HomeWire.Stored(version: session.account.version), status: 201)
@@ -269,17 +269,17 @@ extension SpaceService {
         try checkVersions(session.account, version: body.version, generation: session.account.generation)
         guard body.generation == session.account.generation + 1 else {
             throw APIError.badRequest(
-                "invalid_field", "Field generation must be \(session.account.generation + 1) (the next one).")
+                .invalidField, "Field generation must be \(session.account.generation + 1) (the next one).")
         }
         let live = try store.homeAnchors(account: session.account.id).filter { $0.revokedAt == nil }
         let liveIDs = Set(live.map(\.id))
         for id in body.revoke {
             guard liveIDs.contains(id) else {
-                throw APIError.notFound("unknown_device", "There is no current device \(id) in this account.")
+                throw APIError.notFound(.unknownDevice, "There is no current device \(id) in this account.")
             }
             guard id != session.anchor.id else {
                 throw APIError.conflict(
-                    "cannot_remove_self", "A device cannot remove itself; use another device.")
+                    .cannotRemoveSelf, "A device cannot remove itself; use another device.")
             }
         }
         let remaining = liveIDs.subtracting(body.revoke)
@@ -287,7 +287,7 @@ extension SpaceService {
         for item in body.wraps { wraps[item.anchor] = try checkWrap(item.wrap, field: "wraps.wrap") }
         guard Set(wraps.keys) == remaining, wraps.count == body.wraps.count else {
             throw APIError.conflict(
-                "devices_changed", "The wraps must cover exactly the remaining devices; list them again.")
+                .devicesChanged, "The wraps must cover exactly the remaining devices; list them again.")
         }
         for id in body.revoke { try store.revokeHomeAnchor(id, now: now) }
         for (id, wrap) in wraps { try store.setHomeWrap(id, wrap: wrap) }

@@ -35,14 +35,14 @@ extension SpaceService {
 
     private func allowKeyInvite(_ method: String, _ allowed: String) throws(APIError) {
         guard method == allowed else {
-            throw APIError(405, "method_not_allowed", "Use \(allowed) for this endpoint.")
+            throw APIError(405, .methodNotAllowed, "Use \(allowed) for this endpoint.")
         }
     }
 
     private func keyInviteRow(_ text: Substring) throws -> KeyInviteRow {
         guard let id = try? KeyInviteID(base64URL: String(text)), let row = try store.keyInvite(id) else {
             throw APIError.notFound(
-                "unknown_invite",
+                .unknownInvite,
                 "There is no such invite on this server. Check the link, or ask for a new one.")
         }
         return row
@@ -54,18 +54,18 @@ extension SpaceService {
         guard row.shape != .setup, let inviter = row.inviter else { return }
         guard try roster(row.space).members[inviter] != nil else {
             throw APIError(
-                410, "inviter_removed", "The person who made this invite is no longer in the space.")
+                410, .inviterRemoved, "The person who made this invite is no longer in the space.")
         }
     }
 
     /// Expired and used-up invites are refused with distinct codes (410).
     private func checkUsable(_ row: KeyInviteRow) throws(APIError) {
         guard now < row.expiresAt else {
-            throw APIError(410, "invite_expired", "This invite has expired. Ask for a new one.")
+            throw APIError(410, .inviteExpired, "This invite has expired. Ask for a new one.")
         }
         guard row.usesLeft > 0 else {
             throw APIError(
-                410, "invite_used", "This invite has already been used. Invites work once: ask for a new one."
+                410, .inviteUsed, "This invite has already been used. Invites work once: ask for a new one."
             )
         }
     }
@@ -94,21 +94,21 @@ extension SpaceService {
         let sealed = try bytes(body.sealed, field: "sealed")
         guard sealed.count >= 40, sealed.count <= Self.maximumSealedInviteBytes else {
             throw APIError.badRequest(
-                "invalid_field", "Field sealed must be 40 to \(Self.maximumSealedInviteBytes) bytes.")
+                .invalidField, "Field sealed must be 40 to \(Self.maximumSealedInviteBytes) bytes.")
         }
         let verifier = try bytes(body.verifier, field: "verifier")
         guard verifier.count == 32 else {
-            throw APIError.badRequest("invalid_field", "Field verifier must be 32 bytes.")
+            throw APIError.badRequest(.invalidField, "Field verifier must be 32 bytes.")
         }
         guard body.expiresIn >= 60, body.expiresIn <= Self.maximumInviteLifetime else {
             throw APIError.badRequest(
-                "invalid_field",
+                .invalidField,
                 "Field expiresIn must be between 60 and \(Self.maximumInviteLifetime) seconds.")
         }
         let singleUse = body.shape == .setup || body.shape == .device || body.shape == .dm
         guard body.uses >= 1, body.uses <= (singleUse ? 1 : Self.maximumInviteUses) else {
             throw APIError.badRequest(
-                "invalid_field",
+                .invalidField,
                 singleUse
                     ? "Field uses must be 1 for a \(body.shape.rawValue) invite."
                     : "Field uses must be between 1 and \(Self.maximumInviteUses).")
@@ -117,19 +117,19 @@ extension SpaceService {
         let branding = try body.sealedBranding.map { text throws(APIError) in
             let data = try bytes(text, field: "sealedBranding")
             guard data.count <= 4096 else {
-                throw APIError.badRequest("invalid_field", "Field sealedBranding is larger than 4096 bytes.")
+                throw APIError.badRequest(.invalidField, "Field sealedBranding is larger than 4096 bytes.")
             }
             return data
         }
         let names = try body.sealedNames.map { text throws(APIError) in
             let data = try bytes(text, field: "sealedNames")
             guard data.count <= 1024 else {
-                throw APIError.badRequest("invalid_field", "Field sealedNames is larger than 1024 bytes.")
+                throw APIError.badRequest(.invalidField, "Field sealedNames is larger than 1024 bytes.")
             }
             return data
         }
         guard try store.keyInvite(body.id) == nil else {
-            throw APIError.conflict("invite_exists", "An invite with that id already exists.")
+            throw APIError.conflict(.inviteExists, "An invite with that id already exists.")
         }
         var inviter: MemberID?
         var inviteMember: MemberID?
@@ -139,11 +139,11 @@ extension SpaceService {
         case .setup:
             try checkCreationToken(request)
             guard let name = body.spaceName else {
-                throw APIError.badRequest("missing_field", "Field spaceName is missing.")
+                throw APIError.badRequest(.missingField, "Field spaceName is missing.")
             }
             try checkName(name, field: "spaceName", allowEmpty: false)
             guard try store.space(body.space) == nil else {
-                throw APIError.conflict("space_exists", "A space with that id already exists.")
+                throw APIError.conflict(.spaceExists, "A space with that id already exists.")
             }
             spaceName = name
         case .member, .dm:
@@ -153,11 +153,11 @@ extension SpaceService {
             let held = roster.rights(of: member.id)
             guard held.contains(.invite) || held.contains(.admin) else {
                 throw APIError.forbidden(
-                    "not_authorised", "Only members with the invite right may invite people.")
+                    .notAuthorised, "Only members with the invite right may invite people.")
             }
             guard held.contains(.admin) || held.isSuperset(of: rights) else {
                 throw APIError.forbidden(
-                    "not_authorised", "An invite may not grant rights its inviter lacks.")
+                    .notAuthorised, "An invite may not grant rights its inviter lacks.")
             }
             // The invite's signer: added now by the inviter, with the invite right and the rights
             // it will grant, so that whoever claims it can add themselves without the inviter online.
@@ -169,7 +169,7 @@ extension SpaceService {
                 invite.nameplate == SignedInvite.linkNameplate, invite.uses == body.uses
             else {
                 throw APIError.badRequest(
-                    "invalid_event",
+                    .invalidEvent,
                     "Field inviteEvent must add the invite's signer with the invite right and the granted rights, "
                         + "signed by you, with your signed record of its uses.")
             }
@@ -195,7 +195,7 @@ extension SpaceService {
     /// Verifies a membership event against the roster, stores and applies it (no device token).
     private func appendVerifiedEvent(_ event: MembershipEvent, space: SpaceID) throws {
         guard event.space == space else {
-            throw APIError.badRequest("wrong_context", "The event belongs to another space.")
+            throw APIError.badRequest(.wrongContext, "The event belongs to another space.")
         }
         let current = try roster(space)
         let updated = try check { () throws(KeyModelError) in try current.applying(event) }
@@ -213,7 +213,7 @@ extension SpaceService {
         case .memberRekeyed(let old, let record):
             try applyRekey(old: old, record: record, space: space, sequence: event.sequence)
         case .spaceCreated:
-            throw APIError.badRequest("invalid_event", "A space is created only once.")
+            throw APIError.badRequest(.invalidEvent, "A space is created only once.")
         case .memberRenamed:
             break
         }
@@ -271,7 +271,7 @@ extension SpaceService {
             sodium_memcmp(verifier, row.verifier, verifier.count) == 0
         else {
             throw APIError.forbidden(
-                "claim_invalid", "That is not the secret of this invite. Check the link.")
+                .claimInvalid, "That is not the secret of this invite. Check the link.")
         }
         try checkUsable(row)
         try checkInviter(row)
@@ -279,10 +279,10 @@ extension SpaceService {
         switch row.shape {
         case .setup:
             guard let genesis = body.genesis else {
-                throw APIError.badRequest("missing_field", "Field genesis is missing.")
+                throw APIError.badRequest(.missingField, "Field genesis is missing.")
             }
             guard genesis.space == row.space else {
-                throw APIError.badRequest("wrong_context", "This invite sets up a different space.")
+                throw APIError.badRequest(.wrongContext, "This invite sets up a different space.")
             }
             let created = try bootstrapSpace(
                 name: row.spaceName ?? "", genesis: genesis, deviceLabel: body.deviceLabel)
@@ -296,7 +296,7 @@ extension SpaceService {
                 record.removedSequence == nil
             else {
                 throw APIError.forbidden(
-                    "not_member", "The member this device would join is no longer in the space.")
+                    .notMember, "The member this device would join is no longer in the space.")
             }
             let token = try issueToken(
                 space: row.space, member: member, label: body.deviceLabel, expiresIn: nil)
@@ -313,14 +313,14 @@ extension SpaceService {
         -> KeyInviteWire.Claimed
     {
         guard let inviteMember = row.inviteMember, try store.space(row.space) != nil else {
-            throw APIError(500, "internal", "This invite is damaged.")
+            throw APIError(500, .internal, "This invite is damaged.")
         }
         // Keys the claimer has not seen (a thread created since its GET) would never reach it.
         if let seen = body.signerThreads.map(Set.init) {
             let current = try store.wraps(space: row.space, recipient: inviteMember, thread: nil)
             guard current.allSatisfy({ seen.contains($0.thread) }) else {
                 throw APIError.conflict(
-                    "invite_keys_changed", "A thread was created while you were joining: try again.")
+                    .inviteKeysChanged, "A thread was created while you were joining: try again.")
             }
         }
         let events = body.events ?? []
@@ -329,7 +329,7 @@ extension SpaceService {
         let lastUse = row.usesLeft == 1 && !retiresItself
         guard events.count == (lastUse ? 2 : 1) else {
             throw APIError.badRequest(
-                "invalid_event",
+                .invalidEvent,
                 lastUse
                     ? "The last claim of an invite carries two events: adding you, then retiring the invite."
                     : "A claim carries one event: adding you.")
@@ -338,7 +338,7 @@ extension SpaceService {
             record.rights == row.rights
         else {
             throw APIError.badRequest(
-                "invalid_event",
+                .invalidEvent,
                 "The first event must add you, signed by the invite, with the invite's rights.")
         }
         if lastUse {
@@ -346,26 +346,26 @@ extension SpaceService {
                 events[1].signer == inviteMember
             else {
                 throw APIError.badRequest(
-                    "invalid_event", "The second event must retire the invite's signer.")
+                    .invalidEvent, "The second event must retire the invite's signer.")
             }
         }
         for event in events { try appendVerifiedEvent(event, space: row.space) }
         let wraps = body.wraps ?? []
         guard wraps.count <= configuration.maximumWrapsPerRequest else {
-            throw APIError.badRequest("invalid_field", "Too many wraps in one request.")
+            throw APIError.badRequest(.invalidField, "Too many wraps in one request.")
         }
         let roster = try roster(row.space)
         for wrap in wraps {
             guard wrap.recipient == record.id, wrap.signer == record.keys.signing else {
                 throw APIError.forbidden(
-                    "signer_mismatch", "A claim may only carry wraps from you to yourself.")
+                    .signerMismatch, "A claim may only carry wraps from you to yourself.")
             }
             guard try store.thread(wrap.thread, space: row.space) != nil else {
-                throw APIError.notFound("unknown_thread", "A wrap names a thread that is not in this space.")
+                throw APIError.notFound(.unknownThread, "A wrap names a thread that is not in this space.")
             }
             try check { () throws(KeyModelError) in try wrap.verify(against: roster) }
             guard try !store.hasWrap(space: row.space, thread: wrap.thread, recipient: record.id) else {
-                throw APIError.conflict("wrap_exists", "Two wraps for the same thread.")
+                throw APIError.conflict(.wrapExists, "Two wraps for the same thread.")
             }
             try store.insertWrap(wrap, now: now)
             pendingChanges.append(.wraps(space: row.space, thread: wrap.thread))

@@ -63,12 +63,10 @@ public enum SpaceChange: Sendable, Hashable {
 /// The space server's request handling: JSON in, JSON out, authorisation on every call, each
 /// request's writes in one SQLite transaction (a refused request changes nothing).
 ///
-/// Safe to call from several threads: every request runs under one lock, in order (an `NSLock`,
-/// a pthread mutex, for the reason `Locked` gives).
+/// Safe to call from several threads: every request runs under one lock, in order.
 public final class SpaceAPI: @unchecked Sendable {
-    let lock = NSLock()
-    /// Only touched while `lock` is held.
-    let service: SpaceService
+    /// The service, and how many batches it handled (for tests): touched only under this lock.
+    let state: Locked<(service: SpaceService, batches: Int)>
     private let observer: (@Sendable (SpaceChange) -> Void)?
 
     /// Opens (or creates) the database at `databasePath`. `clock` gives the current Unix time in
@@ -81,7 +79,7 @@ public final class SpaceAPI: @unchecked Sendable {
     ) throws {
         Sodium.ensureInitialized()
         let store = try SpaceStore(path: databasePath, syncEveryCommit: configuration.syncEveryCommit)
-        service = SpaceService(
+        let service = SpaceService(
             store: store, configuration: configuration, clock: clock,
             challengeKey: try store.secret("sign_in_challenge", makingIfMissing: SpaceService.randomBytes(32))
         )
@@ -89,6 +87,7 @@ public final class SpaceAPI: @unchecked Sendable {
             service.homePepper = try HomePepper.load(besides: databasePath)
             service.homeMailer = configuration.homeMail.map(HomeMailer.init)
         }
+        state = Locked((service, 0))
         self.observer = observer
     }
 
@@ -102,10 +101,10 @@ public final class SpaceAPI: @unchecked Sendable {
     public func handle(_ request: APIRequest) -> APIResponse {
         var changes: [SpaceChange] = []
         let response = requests.submit(request) { batch in
-            lock.withLock {
-                batches += 1
-                let responses = service.handle(batch: batch)
-                changes = service.takeCommittedChanges()
+            state.withLock { state in
+                state.batches += 1
+                let responses = state.service.handle(batch: batch)
+                changes = state.service.takeCommittedChanges()
                 return responses
             }
         }
@@ -118,18 +117,17 @@ public final class SpaceAPI: @unchecked Sendable {
 
     /// Requests waiting for a batch.
     private let requests = BatchQueue<APIRequest, APIResponse>()
-    /// Batches handled so far (under `lock`), for tests.
-    private var batches = 0
-    var batchCount: Int { lock.withLock { batches } }
+    /// Batches handled so far, for tests.
+    var batchCount: Int { state.withLock { $0.batches } }
 
     /// Every row of every table, for diagnostics and for tests that check what the server stores.
     public func dumpTables() throws -> [String: [[SQLValue]]] {
-        try lock.withLock { try service.store.dump() }
+        try state.withLock { try $0.service.store.dump() }
     }
 
     /// The schema version of the open database.
     public func schemaVersion() throws -> Int {
-        try lock.withLock { try service.store.schemaVersion() }
+        try state.withLock { try $0.service.store.schemaVersion() }
     }
 }
 
@@ -242,7 +240,7 @@ final class SpaceService {
         now = clock()
         guard request.body.count <= configuration.maximumBodyBytes else {
             return APIError(
-                413, "body_too_large",
+                413, .bodyTooLarge,
                 "The request body is larger than \(configuration.maximumBodyBytes) bytes."
             ).response
         }
@@ -280,7 +278,7 @@ final class SpaceService {
         case let error as KeyModelError: apiError(error).response
         case let error as SQLiteError where error.isStorageFailure: error.storageAPIError.response
         default:
-            APIError(500, "internal", "The server failed to handle this request; nothing was changed.")
+            APIError(500, .internal, "The server failed to handle this request; nothing was changed.")
                 .response
         }
     }
@@ -311,7 +309,7 @@ final class SpaceService {
         case .eventOutOfOrder, .eventChainBroken: status = 409
         case .badSignature, .wrongRecipient, .decryptionFailed, .ownerKeyMismatch: status = 422
         }
-        return APIError(status, error.code.rawValue, error.message)
+        return APIError(status, reporting: error.code.rawValue, error.message)
     }
 
     /// Runs a key-model check, turning its error into an API error.
@@ -329,14 +327,14 @@ final class SpaceService {
     /// Decodes a JSON body, describing what is wrong and where.
     func decode<T: Decodable>(_ type: T.Type, from request: APIRequest) throws(APIError) -> T {
         guard !request.body.isEmpty else {
-            throw APIError.badRequest("invalid_json", "This request needs a JSON body.")
+            throw APIError.badRequest(.invalidJson, "This request needs a JSON body.")
         }
         do {
             return try Self.decoder.decode(type, from: Data(request.body))
         } catch let error as DecodingError {
             throw Self.describe(error)
         } catch {
-            throw APIError.badRequest("invalid_json", "The request body is not valid JSON.")
+            throw APIError.badRequest(.invalidJson, "The request body is not valid JSON.")
         }
     }
 
@@ -348,23 +346,23 @@ final class SpaceService {
     private static func describe(_ error: DecodingError) -> APIError {
         switch error {
         case .typeMismatch(_, let context) where context.codingPath.isEmpty:
-            return .badRequest("invalid_json", "The request body should be a JSON object.")
+            return .badRequest(.invalidJson, "The request body should be a JSON object.")
         case .typeMismatch(let type, let context):
             return .badRequest(
-                "invalid_field", "Field \(path(context.codingPath)) should be \(describe(type)).")
+                .invalidField, "Field \(path(context.codingPath)) should be \(describe(type)).")
         case .valueNotFound(_, let context):
-            return .badRequest("invalid_field", "Field \(path(context.codingPath)) must not be null.")
+            return .badRequest(.invalidField, "Field \(path(context.codingPath)) must not be null.")
         case .keyNotFound(let key, let context):
             return .badRequest(
-                "missing_field", "Field \(path(context.codingPath + [key])) is missing.")
+                .missingField, "Field \(path(context.codingPath + [key])) is missing.")
         case .dataCorrupted(let context):
             if context.codingPath.isEmpty {
-                return .badRequest("invalid_json", "The request body is not valid JSON.")
+                return .badRequest(.invalidJson, "The request body is not valid JSON.")
             }
             return .badRequest(
-                "invalid_field", "Field \(path(context.codingPath)): \(context.debugDescription).")
+                .invalidField, "Field \(path(context.codingPath)): \(context.debugDescription).")
         @unknown default:
-            return .badRequest("invalid_json", "The request body could not be read.")
+            return .badRequest(.invalidJson, "The request body could not be read.")
         }
     }
 
@@ -383,7 +381,7 @@ final class SpaceService {
         guard let text = request.query[name] else { return value }
         guard let number = Int64(text), number >= 0 else {
             throw APIError.badRequest(
-                "invalid_query", "Query parameter \(name) must be a non-negative integer.")
+                .invalidQuery, "Query parameter \(name) must be a non-negative integer.")
         }
         return number
     }
@@ -393,7 +391,7 @@ final class SpaceService {
         let limit = try integerQuery(request, "limit", default: Int64(configuration.defaultPageSize))
         guard limit >= 1, limit <= configuration.maximumPageSize else {
             throw APIError.badRequest(
-                "invalid_query",
+                .invalidQuery,
                 "Query parameter limit must be between 1 and \(configuration.maximumPageSize).")
         }
         return Int(limit)
@@ -402,21 +400,21 @@ final class SpaceService {
     /// Checks a short human text (space name, label): length and no control characters.
     func checkName(_ text: String, field: String, allowEmpty: Bool) throws(APIError) {
         if !allowEmpty && text.trimmingCharacters(in: .whitespaces).isEmpty {
-            throw APIError.badRequest("invalid_field", "Field \(field) must not be empty.")
+            throw APIError.badRequest(.invalidField, "Field \(field) must not be empty.")
         }
         guard text.utf8.count <= configuration.maximumNameBytes else {
             throw APIError.badRequest(
-                "invalid_field", "Field \(field) is longer than \(configuration.maximumNameBytes) bytes.")
+                .invalidField, "Field \(field) is longer than \(configuration.maximumNameBytes) bytes.")
         }
         guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIError.badRequest("invalid_field", "Field \(field) must not contain control characters.")
+            throw APIError.badRequest(.invalidField, "Field \(field) must not contain control characters.")
         }
     }
 
     /// Decodes a base64url field value.
     func bytes(_ text: String, field: String) throws(APIError) -> [UInt8] {
         guard let bytes = Base64URL.decode(text) else {
-            throw APIError.badRequest("invalid_field", "Field \(field) is not valid base64url.")
+            throw APIError.badRequest(.invalidField, "Field \(field) is not valid base64url.")
         }
         return bytes
     }
@@ -426,7 +424,7 @@ final class SpaceService {
     /// The space named in the path, or 404.
     func existingSpace(_ text: Substring) throws -> SpaceRow {
         guard let id = try? SpaceID(base64URL: String(text)), let space = try store.space(id) else {
-            throw APIError.notFound("unknown_space", "There is no space with that id on this server.")
+            throw APIError.notFound(.unknownSpace, "There is no space with that id on this server.")
         }
         return space
     }
@@ -450,7 +448,7 @@ final class SpaceService {
             if page.count < 1000 { break }
             from += UInt64(page.count)
         }
-        guard let roster else { throw APIError(500, "internal", "This space has no stored events.") }
+        guard let roster else { throw APIError(500, .internal, "This space has no stored events.") }
         rosters[space] = roster
         return roster
     }
@@ -458,45 +456,45 @@ final class SpaceService {
     /// Authenticates the bearer token for `space`.
     func authenticate(_ request: APIRequest, space: SpaceID) throws -> Principal {
         guard let header = request.header("Authorization") else {
-            throw APIError.unauthorised("token_missing", "Sign in first: this request needs a token.")
+            throw APIError.unauthorised(.tokenMissing, "Sign in first: this request needs a token.")
         }
         guard header.hasPrefix("Bearer ") else {
             throw APIError.unauthorised(
-                "token_missing", "Send the token as \"Authorization: Bearer <token>\".")
+                .tokenMissing, "Send the token as \"Authorization: Bearer <token>\".")
         }
         guard let raw = Base64URL.decode(String(header.dropFirst(7))), raw.count == 32 else {
-            throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
+            throw APIError.unauthorised(.tokenInvalid, "That token is not valid for this space.")
         }
         let hash = Self.hashToken(raw)
         if let token = try store.token(hash: hash) {
             guard token.space == space else {
-                throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
+                throw APIError.unauthorised(.tokenInvalid, "That token is not valid for this space.")
             }
             // Removal revokes every token of the member; say why rather than just "revoked".
             guard let member = try store.member(space: space, id: token.member), member.removedSequence == nil
             else {
                 throw APIError.unauthorised(
-                    "token_revoked", "You were removed from this space, so it no longer lets you in.")
+                    .tokenRevoked, "You were removed from this space, so it no longer lets you in.")
             }
             if token.revokedAt != nil {
-                throw APIError.unauthorised("token_revoked", "That token was revoked. Sign in again.")
+                throw APIError.unauthorised(.tokenRevoked, "That token was revoked. Sign in again.")
             }
             if now >= token.expiresAt {
-                throw APIError.unauthorised("token_expired", "That token has expired. Sign in again.")
+                throw APIError.unauthorised(.tokenExpired, "That token has expired. Sign in again.")
             }
             return .member(member.record, tokenID: token.id)
         }
         if try store.space(adminTokenHash: hash) == space {
             return .admin
         }
-        throw APIError.unauthorised("token_invalid", "That token is not valid for this space.")
+        throw APIError.unauthorised(.tokenInvalid, "That token is not valid for this space.")
     }
 
     /// The acting member; the admin token holds no member keys, so it is refused here.
     func requireMember(_ principal: Principal) throws(APIError) -> MemberRecord {
         guard let member = principal.member else {
             throw APIError.forbidden(
-                "member_required",
+                .memberRequired,
                 "This request must be made with a member's device token, not the admin token.")
         }
         return member
@@ -517,7 +515,7 @@ final class SpaceService {
         let lifetime = expiresIn ?? configuration.defaultTokenLifetime
         guard lifetime >= 60, lifetime <= configuration.maximumTokenLifetime else {
             throw APIError.badRequest(
-                "invalid_field",
+                .invalidField,
                 "Field expiresIn must be between 60 and \(configuration.maximumTokenLifetime) seconds.")
         }
         var raw = Self.randomBytes(32)

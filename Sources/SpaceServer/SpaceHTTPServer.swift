@@ -219,7 +219,7 @@ public final class SpaceHTTPServer: Sendable {
         guard let seconds = Int(text), seconds >= 0, seconds <= configuration.maximumWaitSeconds else {
             return .invalid(
                 .badRequest(
-                    "invalid_query",
+                    .invalidQuery,
                     "Query parameter wait must be between 0 and \(configuration.maximumWaitSeconds) seconds.")
             )
         }

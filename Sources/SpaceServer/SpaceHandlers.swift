@@ -27,7 +27,7 @@ extension SpaceService {
             let b = Array(required.utf8)
             guard a.count == b.count, sodium_memcmp(a, b, a.count) == 0 else {
                 throw APIError.unauthorised(
-                    "token_invalid", "Creating a space on this server needs its creation token.")
+                    .tokenInvalid, "Creating a space on this server needs its creation token.")
             }
         }
     }
@@ -41,10 +41,10 @@ extension SpaceService {
         if !name.isEmpty { try checkName(name, field: "name", allowEmpty: false) }
         let roster = try check { () throws(KeyModelError) in try Roster(genesis: genesis) }
         guard try store.space(roster.space) == nil else {
-            throw APIError.conflict("space_exists", "A space with that id already exists.")
+            throw APIError.conflict(.spaceExists, "A space with that id already exists.")
         }
         guard case .spaceCreated(let owner) = genesis.change else {
-            throw APIError.badRequest("invalid_event", "The first event must create the space.")
+            throw APIError.badRequest(.invalidEvent, "The first event must create the space.")
         }
         var adminRaw = Self.randomBytes(32)
         defer { sodium_memzero(&adminRaw, adminRaw.count) }
@@ -62,7 +62,7 @@ extension SpaceService {
     }
 
     func encodeEvent(_ event: MembershipEvent) throws -> String {
-        String(decoding: try APIResponse.encoder.encode(event), as: UTF8.self)
+        try EventList.storedText(event)
     }
 
     /// `/api/group` and `/api/server-avatar` name the space with `?space=`; a server hosting a
@@ -73,7 +73,7 @@ extension SpaceService {
         }
         let ids = try store.spaceIDs(limit: 2)
         guard ids.count == 1, let space = try store.space(ids[0]) else {
-            throw APIError.badRequest("space_required", "Name the space with ?space=<id>.")
+            throw APIError.badRequest(.spaceRequired, "Name the space with ?space=<id>.")
         }
         return space
     }
@@ -85,7 +85,7 @@ extension SpaceService {
     /// The join relay the operator configured, for clients that make or follow short codes.
     func advertisedRelay() throws -> APIResponse {
         guard let relay = configuration.relayURL else {
-            throw APIError.notFound("no_relay", "This server advertises no relay.")
+            throw APIError.notFound(.noRelay, "This server advertises no relay.")
         }
         return .json(RelayInfo(relay: relay))
     }
@@ -104,7 +104,7 @@ extension SpaceService {
 
     func avatarResponse(_ space: SpaceRow) throws -> APIResponse {
         guard let avatar = try store.avatar(space: space.id) else {
-            throw APIError.notFound("no_avatar", "This space has no avatar.")
+            throw APIError.notFound(.noAvatar, "This space has no avatar.")
         }
         return APIResponse(
             status: 200, contentType: avatar.type,
@@ -135,7 +135,7 @@ extension SpaceService {
         if let member = principal.member {
             guard try roster(space.id).rights(of: member.id).contains(.admin) else {
                 throw APIError.forbidden(
-                    "not_authorised", "Only the owner and admins may change the space's branding.")
+                    .notAuthorised, "Only the owner and admins may change the space's branding.")
             }
         }
         let body = try decode(BrandingBody.self, from: request)
@@ -145,17 +145,17 @@ extension SpaceService {
         }
         if let avatar = body.avatar {
             guard body.removeAvatar != true else {
-                throw APIError.badRequest("invalid_field", "Send either avatar or removeAvatar, not both.")
+                throw APIError.badRequest(.invalidField, "Send either avatar or removeAvatar, not both.")
             }
             let data = try bytes(avatar.data, field: "avatar.data")
             guard data.count <= configuration.maximumAvatarBytes else {
                 throw APIError(
-                    413, "avatar_too_large",
+                    413, .avatarTooLarge,
                     "The avatar is larger than \(configuration.maximumAvatarBytes) bytes.")
             }
             guard let magics = Self.avatarTypes[avatar.contentType] else {
                 throw APIError.badRequest(
-                    "invalid_field", "Field avatar.contentType must be a PNG, JPEG, GIF or WebP type.")
+                    .invalidField, "Field avatar.contentType must be a PNG, JPEG, GIF or WebP type.")
             }
             let matches = magics.contains { magic in
                 data.count >= magic.count
@@ -163,7 +163,7 @@ extension SpaceService {
             }
             guard matches else {
                 throw APIError.badRequest(
-                    "invalid_field", "Field avatar.data is not a \(avatar.contentType) image.")
+                    .invalidField, "Field avatar.data is not a \(avatar.contentType) image.")
             }
             try store.setAvatar((avatar.contentType, data), space: space.id)
         } else if body.removeAvatar == true {
@@ -190,19 +190,9 @@ extension SpaceService {
     func listEvents(_ request: APIRequest, space: SpaceRow) throws -> APIResponse {
         let from = try integerQuery(request, "from", default: 0)
         let limit = try pageSize(request)
-        // The stored texts are this server's own encoding of events it verified: spliced into the
-        // answer rather than decoded and encoded again (attendants and older joiners read it all).
+        // The stored texts are this server's own encoding of events it verified.
         let texts = try store.events(space: space.id, from: UInt64(from), limit: limit)
-        var body: [UInt8] = []
-        body.reserveCapacity(texts.reduce(16) { $0 + $1.utf8.count + 1 })
-        body += #"{"events":["#.utf8
-        for (index, text) in texts.enumerated() {
-            if index > 0 { body.append(UInt8(ascii: ",")) }
-            var text = text
-            text.withUTF8 { body.append(contentsOf: $0) }
-        }
-        body += "]}".utf8
-        return APIResponse(status: 200, body: body)
+        return APIResponse(status: 200, body: EventList.body(storedEvents: texts))
     }
 
     /// Verifies a signed membership event against the space's roster, stores it and applies it.
@@ -224,7 +214,7 @@ extension SpaceService {
         let body = try decode(MembersBody.self, from: request)
         guard let events = body.events else {
             guard let event = body.event else {
-                throw APIError.badRequest("missing_field", "Field event is missing.")
+                throw APIError.badRequest(.missingField, "Field event is missing.")
             }
             let appended = try append(
                 event, space: space, principal: principal, expect: .adding,
@@ -232,28 +222,28 @@ extension SpaceService {
             return .json(appended, status: 201)
         }
         guard body.event == nil else {
-            throw APIError.badRequest("invalid_request", "Send either event or events, not both.")
+            throw APIError.badRequest(.invalidRequest, "Send either event or events, not both.")
         }
         guard !events.isEmpty else {
-            throw APIError.badRequest("invalid_field", "Field events must not be empty.")
+            throw APIError.badRequest(.invalidField, "Field events must not be empty.")
         }
         guard events.count <= configuration.maximumEventsPerRequest else {
             throw APIError(
-                413, "too_many_events",
+                413, .tooManyEvents,
                 "Send at most \(configuration.maximumEventsPerRequest) events at once.")
         }
         var appended: [AppendedEvent] = []
         for (index, event) in events.enumerated() {
             guard case .memberAdded = event.change else {
                 throw APIError.badRequest(
-                    "invalid_event", "Event \(index) is not a member_added event; only those come in a batch."
+                    .invalidEvent, "Event \(index) is not a member_added event; only those come in a batch."
                 )
             }
             do {
                 appended.append(
                     try append(event, space: space, principal: principal, expect: .adding, token: false))
             } catch let error as APIError where events.count > 1 {
-                throw APIError(error.status, error.code, "Event \(index): \(error.message)")
+                throw APIError(error.status, reporting: error.code, "Event \(index): \(error.message)")
             }
         }
         return .json(AppendedEvents(appended: appended), status: 201)
@@ -273,19 +263,19 @@ extension SpaceService {
         case (.removing(let text), .memberRemoved(let id)):
             guard text == Substring(id.base64URL) else {
                 throw APIError.badRequest(
-                    "wrong_context", "The event removes a different member than the path names.")
+                    .wrongContext, "The event removes a different member than the path names.")
             }
         case (.any, .spaceCreated):
-            throw APIError.conflict("space_exists", "This space already exists.")
+            throw APIError.conflict(.spaceExists, "This space already exists.")
         default:
-            throw APIError.badRequest("invalid_event", "This endpoint does not accept that kind of event.")
+            throw APIError.badRequest(.invalidEvent, "This endpoint does not accept that kind of event.")
         }
         guard event.space == space.id else {
-            throw APIError.badRequest("wrong_context", "The event belongs to another space.")
+            throw APIError.badRequest(.wrongContext, "The event belongs to another space.")
         }
         if let member = principal.member, member.id != event.signer {
             throw APIError.forbidden(
-                "signer_mismatch", "A member may only submit events they signed themselves.")
+                .signerMismatch, "A member may only submit events they signed themselves.")
         }
         let current = try roster(space.id)
         let updated = try check { () throws(KeyModelError) in try current.applying(event) }
@@ -345,7 +335,7 @@ extension SpaceService {
     }
 
     func revokeToken(_ text: Substring, space: SpaceRow, principal: Principal) throws -> APIResponse {
-        let notFound = APIError.notFound("unknown_token", "There is no such token.")
+        let notFound = APIError.notFound(.unknownToken, "There is no such token.")
         // A member finds only their own tokens.
         guard let id = Base64URL.decode(String(text)),
             let token = try store.token(id: id, space: space.id, member: principal.member?.id)
@@ -372,10 +362,10 @@ extension SpaceService {
         let body = try decode(SignInBody.self, from: request)
         let proof = body.proof
         guard proof.space == space.id else {
-            throw APIError.badRequest("wrong_context", "The proof is for another space.")
+            throw APIError.badRequest(.wrongContext, "The proof is for another space.")
         }
         let invalid = APIError.unauthorised(
-            "challenge_invalid", "That sign-in challenge is unknown, used or expired.")
+            .challengeInvalid, "That sign-in challenge is unknown, used or expired.")
         guard
             let challenge = SignInChallenge(
                 checking: proof.challenge, space: space.id, member: proof.member, key: challengeKey),
@@ -385,11 +375,11 @@ extension SpaceService {
         }
         guard let member = try store.member(space: space.id, id: proof.member), member.removedSequence == nil
         else {
-            throw APIError.forbidden("not_member", "That member is not a member of this space.")
+            throw APIError.forbidden(.notMember, "That member is not a member of this space.")
         }
         // An invite's signer exists only to admit the people who claim the invite.
         guard try !store.isInviteMember(space: space.id, member: proof.member) else {
-            throw APIError.forbidden("not_member", "That member is an invite, which cannot sign in.")
+            throw APIError.forbidden(.notMember, "That member is an invite, which cannot sign in.")
         }
         try check { () throws(KeyModelError) in try proof.verify(signingKey: member.record.keys.signing) }
         // Marked used in the transaction that stores the token: a replay finds it, a refused

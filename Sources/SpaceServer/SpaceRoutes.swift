@@ -92,12 +92,12 @@ extension SpaceService {
         }
     }
 
-    static let unknownRoute = APIError.notFound("unknown_route", "There is no such API endpoint.")
+    static let unknownRoute = APIError.notFound(.unknownRoute, "There is no such API endpoint.")
 
     private func allow(_ method: String, _ allowed: [String]) throws(APIError) {
         guard allowed.contains(method) else {
             throw APIError(
-                405, "method_not_allowed", "Use \(allowed.joined(separator: " or ")) for this endpoint.")
+                405, .methodNotAllowed, "Use \(allowed.joined(separator: " or ")) for this endpoint.")
         }
     }
 
@@ -106,7 +106,7 @@ extension SpaceService {
         guard let id = try? ThreadID(base64URL: String(text)),
             let thread = try store.thread(id, space: space.id)
         else {
-            throw APIError.notFound("unknown_thread", "There is no thread with that id in this space.")
+            throw APIError.notFound(.unknownThread, "There is no thread with that id in this space.")
         }
         return thread
     }

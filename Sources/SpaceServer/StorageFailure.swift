@@ -6,10 +6,10 @@ extension SQLiteError {
     var storageAPIError: APIError {
         kind == .diskFull
             ? APIError(
-                503, "storage_full",
+                503, .storageFull,
                 "The server's disk is full, so nothing was changed; try again later.")
             : APIError(
-                503, "storage_unavailable",
+                503, .storageUnavailable,
                 "The server cannot write its database right now (\(description)); nothing was changed. "
                     + "Try again later.")
     }

@@ -66,6 +66,6 @@ extension SpaceService {
 extension SpaceAPI {
     /// `/healthz` (see ``SpaceService/health()``). Blocking: run it off the loop threads.
     public func health() -> APIResponse {
-        lock.withLock { service.health() }
+        state.withLock { $0.service.health() }
     }
 }

@@ -21,13 +21,13 @@ extension SpaceService {
             let bytes = try bytes(text, field: "metadata")
             guard bytes.count <= configuration.maximumThreadMetadataBytes else {
                 throw APIError(
-                    413, "metadata_too_large",
+                    413, .metadataTooLarge,
                     "Thread metadata is larger than \(configuration.maximumThreadMetadataBytes) bytes.")
             }
             metadata = bytes
         }
         guard try store.thread(body.thread, space: space.id) == nil else {
-            throw APIError.conflict("thread_exists", "A thread with that id already exists.")
+            throw APIError.conflict(.threadExists, "A thread with that id already exists.")
         }
         try store.insertThread(
             body.thread, space: space.id, createdBy: member.id, metadata: metadata, now: now)
@@ -41,10 +41,10 @@ extension SpaceService {
         let member = try requireMember(principal)
         let body = try decode(WrapsBody.self, from: request)
         guard !body.wraps.isEmpty else {
-            throw APIError.badRequest("invalid_field", "Field wraps must hold at least one key wrap.")
+            throw APIError.badRequest(.invalidField, "Field wraps must hold at least one key wrap.")
         }
         guard try holdsKey(member.id, thread: thread.id, createdBy: thread.createdBy, space: space.id) else {
-            throw APIError.forbidden("not_authorised", "Only members who hold this thread's key may wrap it.")
+            throw APIError.forbidden(.notAuthorised, "Only members who hold this thread's key may wrap it.")
         }
         return .json(
             StoredCount(stored: try storeWraps(body.wraps, space: space, thread: thread.id, member: member)),
@@ -78,14 +78,14 @@ extension SpaceService {
         let body = try decode(WrapsBody.self, from: request)
         let bundles = body.bundles ?? []
         guard !body.wraps.isEmpty || !bundles.isEmpty else {
-            throw APIError.badRequest("invalid_field", "Field wraps must hold at least one key wrap.")
+            throw APIError.badRequest(.invalidField, "Field wraps must hold at least one key wrap.")
         }
         guard
             body.wraps.count + bundles.reduce(0, { $0 + $1.entries.count })
                 <= configuration.maximumWrapsPerRequest
         else {
             throw APIError(
-                413, "too_many_wraps", "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
+                413, .tooManyWraps, "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
         }
         var stored = 0
         for thread in Set(body.wraps.map(\.thread)).sorted() {
@@ -105,11 +105,11 @@ extension SpaceService {
     /// `member` may wrap `thread`'s key: the thread is in the space and the member holds its key.
     private func checkWrapping(_ thread: ThreadID, space: SpaceRow, member: MemberRecord) throws {
         guard let row = try store.thread(thread, space: space.id) else {
-            throw APIError.notFound("unknown_thread", "A wrap names a thread this space does not have.")
+            throw APIError.notFound(.unknownThread, "A wrap names a thread this space does not have.")
         }
         guard try holdsKey(member.id, thread: thread, createdBy: row.createdBy, space: space.id) else {
             throw APIError.forbidden(
-                "not_authorised", "Only members who hold a thread's key may wrap it.")
+                .notAuthorised, "Only members who hold a thread's key may wrap it.")
         }
     }
 
@@ -120,11 +120,11 @@ extension SpaceService {
         throws -> Int
     {
         guard bundle.space == space.id else {
-            throw APIError.badRequest("wrong_context", "A wrap bundle is for another space.")
+            throw APIError.badRequest(.wrongContext, "A wrap bundle is for another space.")
         }
         guard bundle.signer == member.keys.signing else {
             throw APIError.forbidden(
-                "signer_mismatch", "A wrap bundle is not signed by the member sending it.")
+                .signerMismatch, "A wrap bundle is not signed by the member sending it.")
         }
         try check { () throws(KeyModelError) in try bundle.verify(against: roster) }
         for thread in bundle.threads {
@@ -146,7 +146,7 @@ extension SpaceService {
         }
         guard let key = try? SigningPublicKey(bytes: signer), roster.currentMember(signingKey: key) == nil
         else {
-            throw APIError.conflict("wrap_exists", "Member \(recipient) already has a wrap for this thread.")
+            throw APIError.conflict(.wrapExists, "Member \(recipient) already has a wrap for this thread.")
         }
         try store.deleteWrap(space: space, thread: thread, recipient: recipient)
     }
@@ -159,21 +159,21 @@ extension SpaceService {
     {
         guard wraps.count <= configuration.maximumWrapsPerRequest else {
             throw APIError(
-                413, "too_many_wraps", "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
+                413, .tooManyWraps, "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
         }
         let roster = try roster(space.id)
         var seen = Set<MemberID>()
         for (index, wrap) in wraps.enumerated() {
             guard wrap.space == space.id, wrap.thread == thread else {
-                throw APIError.badRequest("wrong_context", "Wrap \(index) is for another space or thread.")
+                throw APIError.badRequest(.wrongContext, "Wrap \(index) is for another space or thread.")
             }
             guard wrap.signer == member.keys.signing else {
                 throw APIError.forbidden(
-                    "signer_mismatch", "Wrap \(index) is not signed by the member sending it.")
+                    .signerMismatch, "Wrap \(index) is not signed by the member sending it.")
             }
             try check { () throws(KeyModelError) in try wrap.verify(against: roster) }
             guard seen.insert(wrap.recipient).inserted else {
-                throw APIError.conflict("wrap_exists", "Wrap \(index) repeats a recipient of this request.")
+                throw APIError.conflict(.wrapExists, "Wrap \(index) repeats a recipient of this request.")
             }
             try clearStaleWrap(space: space.id, thread: thread, recipient: wrap.recipient, roster: roster)
             try store.insertWrap(wrap, now: now)
@@ -197,19 +197,19 @@ extension SpaceService {
         let member = try requireMember(principal)
         let message = try decode(MessageBody.self, from: request).message
         guard message.space == space.id, message.thread == thread.id else {
-            throw APIError.badRequest("wrong_context", "The message is for another space or thread.")
+            throw APIError.badRequest(.wrongContext, "The message is for another space or thread.")
         }
         guard message.author == member.id else {
-            throw APIError.forbidden("author_mismatch", "A member may only post messages as themselves.")
+            throw APIError.forbidden(.authorMismatch, "A member may only post messages as themselves.")
         }
         guard message.ciphertext.count <= configuration.maximumMessageBytes else {
             throw APIError(
-                413, "message_too_large",
+                413, .messageTooLarge,
                 "The message is larger than \(configuration.maximumMessageBytes) bytes.")
         }
         try check { () throws(KeyModelError) in try message.verifySignature(authorKey: member.keys.signing) }
         guard try !store.messageExists(space: space.id, thread: thread.id, id: message.id) else {
-            throw APIError.conflict("message_exists", "A message with that id was already posted.")
+            throw APIError.conflict(.messageExists, "A message with that id was already posted.")
         }
         let cursor = try store.insertMessage(message, now: now)
         pendingChanges.append(.message(space: space.id, thread: thread.id, cursor: cursor))
@@ -233,16 +233,16 @@ extension SpaceService {
         let member = try requireMember(principal)
         let note = try decode(NoteBody.self, from: request).note
         guard note.space == space.id else {
-            throw APIError.badRequest("wrong_context", "The note is for another space.")
+            throw APIError.badRequest(.wrongContext, "The note is for another space.")
         }
         guard note.sender == member.id else {
-            throw APIError.forbidden("sender_mismatch", "A member may only send notes as themselves.")
+            throw APIError.forbidden(.senderMismatch, "A member may only send notes as themselves.")
         }
         try check { () throws(KeyModelError) in try note.verifySignature(senderKey: member.keys.signing) }
         guard let recipient = try store.member(space: space.id, id: note.recipient),
             recipient.removedSequence == nil
         else {
-            throw APIError.notFound("unknown_member", "The note's recipient is not a member of this space.")
+            throw APIError.notFound(.unknownMember, "The note's recipient is not a member of this space.")
         }
         let id = try store.insertNote(note, now: now)
         pendingChanges.append(.note(space: space.id, recipient: note.recipient, id: id))
@@ -263,7 +263,7 @@ extension SpaceService {
     func deleteNote(_ text: Substring, space: SpaceRow, principal: Principal) throws -> APIResponse {
         let member = try requireMember(principal)
         guard let id = Int64(text), try store.deleteNote(id: id, space: space.id, recipient: member.id) else {
-            throw APIError.notFound("unknown_note", "There is no such note in your inbox.")
+            throw APIError.notFound(.unknownNote, "There is no such note in your inbox.")
         }
         return .json(Done(ok: true))
     }

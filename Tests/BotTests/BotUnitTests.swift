@@ -219,14 +219,14 @@ private func temporaryDirectory() throws -> String {
         }
         #expect(check(f.annID, f.request()) == nil)
         #expect(check(f.paulID, f.request()) == nil)
-        #expect(check(f.samID, f.request())?.reason == "revoked")
-        #expect(check(.random(), f.request())?.reason == "revoked")
-        #expect(check(f.annID, f.request(uses: 0))?.reason == "invalid")
-        #expect(check(f.annID, f.request(uses: 1000))?.reason == "invalid")
-        #expect(check(f.annID, f.request(expiresIn: -5))?.reason == "invalid")
-        #expect(check(f.annID, f.request(expiresIn: 365 * 86_400))?.reason == "invalid")
-        #expect(check(f.annID, f.request(words: "ONE"))?.reason == "invalid")
-        #expect(check(f.annID, f.request(words: "a b;c"))?.reason == "invalid")
+        #expect(check(f.samID, f.request())?.reason == .revoked)
+        #expect(check(.random(), f.request())?.reason == .revoked)
+        #expect(check(f.annID, f.request(uses: 0))?.reason == .invalid)
+        #expect(check(f.annID, f.request(uses: 1000))?.reason == .invalid)
+        #expect(check(f.annID, f.request(expiresIn: -5))?.reason == .invalid)
+        #expect(check(f.annID, f.request(expiresIn: 365 * 86_400))?.reason == .invalid)
+        #expect(check(f.annID, f.request(words: "ONE"))?.reason == .invalid)
+        #expect(check(f.annID, f.request(words: "a b;c"))?.reason == .invalid)
     }
 
     @Test func aRequestFoundTooLateIsDropped() throws {
@@ -238,7 +238,7 @@ private func temporaryDirectory() throws -> String {
                 note, sender: f.annID, roster: f.roster, now: f.now, configuration: configuration)
         }
         // Its inviter stopped waiting and attends the invite itself.
-        #expect(check(31)?.reason == BotPolicy.staleReason)
+        #expect(check(31)?.reason == .stale)
         #expect(check(30) == nil)
         #expect(check(0) == nil)
         // A request from a client that does not date it is attended as before.
@@ -278,13 +278,13 @@ private func temporaryDirectory() throws -> String {
         open.record = good
         #expect(open.state == .open)
         #expect(BotPolicy.checkAdmission(open, roster: f.roster, now: f.now) == nil)
-        #expect(BotPolicy.checkAdmission(open, roster: f.roster, now: f.now + 61)?.reason == "expired")
+        #expect(BotPolicy.checkAdmission(open, roster: f.roster, now: f.now + 61)?.reason == .expired)
         var used = open
         used.attendant = BotStoreTests.with(open.attendant, taken: 1)
-        #expect(BotPolicy.checkAdmission(used, roster: f.roster, now: f.now)?.reason == "used_up")
+        #expect(BotPolicy.checkAdmission(used, roster: f.roster, now: f.now)?.reason == .usedUp)
         var roster = f.roster
         try roster.apply(try roster.nextEvent(.memberRemoved(f.annID), signedBy: f.paul))
-        #expect(BotPolicy.checkAdmission(open, roster: roster, now: f.now)?.reason == "revoked")
+        #expect(BotPolicy.checkAdmission(open, roster: roster, now: f.now)?.reason == .revoked)
     }
 
     @Test func theJoinRateLimitSlides() {

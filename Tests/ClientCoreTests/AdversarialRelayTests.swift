@@ -396,7 +396,7 @@ final class PassingAdversary: RelayAdversary, @unchecked Sendable {
                         // Eve asks Paul in Sam's name and passes on whatever she gets.
                         switch eveAsJoiner(samsRequest) {
                         case .success(let got): return .approve(grant: got)
-                        case .failure: return .refuse(reason: "declined", message: "The inviter declined.")
+                        case .failure: return .refuse(reason: .declined, message: "The inviter declined.")
                         }
                     }
                 })

@@ -1,9 +1,8 @@
 import Foundation
 import PAKE
-import SpaceModel
 import Testing
 
-@testable import ClientCore
+@testable import SpaceModel
 
 /// `EventListReader`, the hand-written reader of `GET …/events` answers, checked against
 /// `JSONDecoder` (the path it stands in for): whatever it returns, `JSONDecoder` returns too, and
@@ -62,6 +61,21 @@ import Testing
             }
             #expect((try? SpaceWire.EventList.decode(bytes, keysVouched: vouched)) == expected, comment)
         }
+    }
+
+    /// The codec both ways: what the server stores and splices is the whole list as the encoder
+    /// writes it, byte for byte, and it decodes (on the reader's path) to the events that went in.
+    @Test func theServersAnswerComesBackAsItWentIn() throws {
+        let events = try chain()
+        let body = SpaceWire.EventList.body(storedEvents: try events.map(SpaceWire.EventList.storedText))
+        #expect(body == Array(try SpaceWire.EventList.encoder.encode(SpaceWire.EventList(events: events))))
+        for vouched in [false, true] {
+            #expect(EventListReader.events(body, keysVouched: vouched) == events)
+            #expect(try SpaceWire.EventList.decode(body, keysVouched: vouched) == events)
+        }
+        let empty = SpaceWire.EventList.body(storedEvents: [])
+        #expect(String(decoding: empty, as: UTF8.self) == #"{"events":[]}"#)
+        #expect(EventListReader.events(empty, keysVouched: false) == [])
     }
 
     @Test func readsWhatTheEncoderWritesExactlyAsJSONDecoderDoes() throws {

@@ -573,7 +573,7 @@ import Testing
             try body()
             return nil
         } catch let error as JoinGrantError {
-            return error.code
+            return error.code.rawValue
         } catch {
             return "other: \(error)"
         }

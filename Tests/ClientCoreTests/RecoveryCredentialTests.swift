@@ -23,7 +23,7 @@ import Testing
             try body()
             return nil
         } catch let error as RecoveryError {
-            return error.code
+            return error.code.rawValue
         } catch {
             return "\(error)"
         }
@@ -93,7 +93,7 @@ import Testing
         ]
         for (status, wanted) in expected {
             let error = SecurityKey.error(fidoStatus: status)
-            #expect(error?.code == wanted, "\(status)")
+            #expect(error?.code.rawValue == wanted, "\(status)")
             #expect(!(error?.message.isEmpty ?? true))
         }
         // An unknown status names libfido2's own words.

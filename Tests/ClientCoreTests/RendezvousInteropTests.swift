@@ -111,7 +111,7 @@ enum JoinScenarios {
         // A refusal reaches the joiner with its message.
         let (np3, _) = startAttendant(
             relayURL: relayURL, words: "lamp-violin",
-            decision: .refuse(reason: "declined", message: "Paul said no."))
+            decision: .refuse(reason: .declined, message: "Paul said no."))
         let nameplate3 = Rendezvous.Nameplate(try #require(np3))
         do {
             _ = try JoinRunner.join(

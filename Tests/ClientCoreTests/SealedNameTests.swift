@@ -1,9 +1,9 @@
 import Foundation
-import SpaceModel
 import TestSupport
 import Testing
 
 @testable import ClientCore
+@testable import SpaceModel
 
 /// Names sealed for members (``SealedName``) against a space server that rewrites what it
 /// serves: the event signs the box, so a server can neither move a name to another member nor

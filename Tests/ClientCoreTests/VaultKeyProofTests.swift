@@ -23,7 +23,7 @@ import Testing
             _ = try body()
             return nil
         } catch {
-            return error.code
+            return error.code.rawValue
         }
     }
 

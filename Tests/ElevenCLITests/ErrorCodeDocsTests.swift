@@ -1,6 +1,10 @@
+import CLISupport
+import ClientCore
 import Foundation
 import JoinProtocol
+import SidecarBot
 import SpaceModel
+import SpaceServer
 import TestSupport
 import Testing
 
@@ -72,11 +76,17 @@ import Testing
             }
         }
         // Where an enum lists its cases, take them from the type as well as from the text.
-        let listed =
-            InviteLinkError.Code.allCases.map(\.rawValue) + KeyModelError.Code.allCases.map(\.rawValue)
-            + InviteEnd.allCases.map(\.code)
-        for code in listed { codes[code] = codes[code] ?? "(CaseIterable)" }
+        for code in typedCodes { codes[code] = codes[code] ?? "(CaseIterable)" }
         return codes
+    }
+
+    /// Every code of the error types that spell theirs as a `Code` enum, from the types.
+    static var typedCodes: [String] {
+        InviteLinkError.Code.allCases.map(\.rawValue) + KeyModelError.Code.allCases.map(\.rawValue)
+            + InviteEnd.allCases.map(\.code) + HomeError.Code.allCases.map(\.rawValue)
+            + RecoveryError.Code.allCases.map(\.rawValue) + BotError.Code.allCases.map(\.rawValue)
+            + CLIError.Code.allCases.map(\.rawValue) + JoinGrantError.Code.allCases.map(\.rawValue)
+            + APIError.Code.allCases.map(\.rawValue)
     }
 
     static func matches(_ pattern: String, in text: String) -> [[String]] {
@@ -126,6 +136,19 @@ import Testing
             contentsOf: TestSupport.packageRoot.appendingPathComponent("docs/errors.md"), encoding: .utf8)
         let missing = codes.filter { !docs.contains("`\($0.key)`") }
         #expect(missing.isEmpty, "missing from docs/errors.md: \(missing.sorted { $0.key < $1.key })")
+
+        // `refused_<reason>`: every reason an attendant or the bot gives is named on that line.
+        #expect(codes["refused_<reason>"] != nil, "the scan missed refused_<reason>")
+        let refusedLine = docs.split(separator: "\n").first { $0.hasPrefix("| `refused_<reason>`") } ?? ""
+        let unnamed = RefusalReason.allCases.filter { !refusedLine.contains("`\($0.rawValue)`") }
+        #expect(unnamed.isEmpty, "reasons missing from refused_<reason> in docs/errors.md: \(unnamed)")
+    }
+
+    /// The typed codes are snake_case, checked on the types themselves, not on their text.
+    @Test func typedCodesAreSnakeCase() {
+        let notSnake = Self.typedCodes.filter { !Self.isSnakeCase($0) }
+        #expect(notSnake.isEmpty, "not snake_case: \(notSnake)")
+        #expect(RefusalReason.allCases.allSatisfy { Self.isSnakeCase($0.rawValue) })
     }
 
     /// The cases callers match a server's error by keep the wire spelling, both ways, and an

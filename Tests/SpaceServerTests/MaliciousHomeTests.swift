@@ -108,7 +108,7 @@ import Testing
             _ = try body()
             return nil
         } catch let error as HomeError {
-            return error.code
+            return error.code.rawValue
         } catch {
             return "\(error)"
         }

@@ -85,7 +85,8 @@ import Testing
         } catch let error as RecoveryError {
             return error
         } catch {
-            return RecoveryError("unexpected", "\(error)")
+            Issue.record("not a RecoveryError: \(error)")
+            return nil
         }
     }
 
@@ -98,8 +99,10 @@ import Testing
             // A token without a PIN is refused as a way back in: whoever found it could use it.
             let token = SoftwareAuthenticator(pin: nil)
             let refused = Self.failure { _ = try Self.add(token, pin: "", for: w) }
-            print("adding a token without a PIN: \(refused?.code ?? "accepted") \(refused?.message ?? "")")
-            #expect(refused?.code == "security_key_no_pin")
+            print(
+                "adding a token without a PIN: \(refused?.code.rawValue ?? "accepted") \(refused?.message ?? "")"
+            )
+            #expect(refused?.code == .securityKeyNoPin)
             #expect(refused?.message.contains("has no PIN") == true)
             #expect(try w.paul.recoveryCredentials().isEmpty)
             #expect(token.touches == 0, "the token was used before it was refused")
@@ -109,7 +112,7 @@ import Testing
             let card = try Self.add(token, pin: "paul-4711", for: w)
             let finder = try w.device("finder")
             let none = Self.failure { _ = try Self.recover(token, card, pin: "", on: finder) }
-            #expect(none?.code == "security_key_pin_required", "\(String(describing: none))")
+            #expect(none?.code == .securityKeyPinRequired, "\(String(describing: none))")
             // Guessing: each wrong PIN is refused and says plainly how many tries are left,
             // until the token locks itself; then even the right PIN opens nothing.
             var messages: [String] = []
@@ -119,7 +122,9 @@ import Testing
                 }
                 messages.append(wrong?.message ?? "accepted")
                 let left = SoftwareAuthenticator.maximumRetries - guess
-                #expect(wrong?.code == (left == 0 ? "security_key_pin_blocked" : "security_key_pin_wrong"))
+                #expect(
+                    wrong?.code
+                        == (left == 0 ? RecoveryError.Code.securityKeyPinBlocked : .securityKeyPinWrong))
                 if left > 1 {
                     #expect(wrong?.message.contains("allows \(left) more tries") == true, "\(messages)")
                 }
@@ -127,7 +132,7 @@ import Testing
             }
             print("the finder's guesses: \(messages.first ?? "") … \(messages.last ?? "")")
             let locked = Self.failure { _ = try Self.recover(token, card, pin: "paul-4711", on: finder) }
-            #expect(locked?.code == "security_key_pin_blocked")
+            #expect(locked?.code == .securityKeyPinBlocked)
             let got = try finder.state.spaces().spaces.map(\.name)
             print("the finder has \(got)")
             let signedIn = try finder.home() != nil
@@ -143,7 +148,7 @@ import Testing
             defer { w.stop() }
             let token = SoftwareAuthenticator(pin: "paul-4711")
             #expect(
-                Self.failure { _ = try Self.add(token, pin: "", for: w) }?.code == "security_key_pin_required"
+                Self.failure { _ = try Self.add(token, pin: "", for: w) }?.code == .securityKeyPinRequired
             )
             let card = try Self.add(token, pin: "paul-4711", for: w)
             // The card holds nothing secret, and nothing from the PIN.
@@ -152,7 +157,7 @@ import Testing
 
             let laptop = try w.device("new-laptop")
             let typo = Self.failure { _ = try Self.recover(token, card, pin: "paul-4712", on: laptop) }
-            #expect(typo?.code == "security_key_pin_wrong")
+            #expect(typo?.code == .securityKeyPinWrong)
             #expect(
                 typo?.message
                     == "That PIN is not right. The hardware token allows 7 more tries before it locks itself for good."
@@ -166,7 +171,7 @@ import Testing
             let stranger = try w.device("stranger")
             #expect(
                 Self.failure { _ = try Self.recover(other, card, pin: "paul-4711", on: stranger) }?.code
-                    == "wrong_security_key")
+                    == .wrongSecurityKey)
         }
     }
 
@@ -179,11 +184,11 @@ import Testing
             let lax = SoftwareAuthenticator(pin: "1234", checksPIN: false)
             #expect(
                 Self.failure { _ = try Self.add(lax, pin: "0000", for: w) }?.code
-                    == "security_key_not_verified")
+                    == .securityKeyNotVerified)
             let old = SoftwareAuthenticator(pin: "1234", hmacSecret: false)
             #expect(
                 Self.failure { _ = try Self.add(old, pin: "1234", for: w) }?.code
-                    == "security_key_unsupported")
+                    == .securityKeyUnsupported)
             #expect(try w.paul.recoveryCredentials().isEmpty)
         }
     }

@@ -22,7 +22,9 @@ import Testing
         configuration.syncEveryCommit = false
         let api = try SpaceAPI(
             databasePath: directory.appendingPathComponent("api.sqlite").path, configuration: configuration)
-        #expect(try api.service.store.db.query("PRAGMA synchronous").first?.first?.integer == 1)
+        #expect(
+            try api.state.withLock { try $0.service.store.db.query("PRAGMA synchronous") }.first?.first?
+                .integer == 1)
     }
 
     @Test func aBadValueIsAUsageError() throws {

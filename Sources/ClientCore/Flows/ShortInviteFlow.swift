@@ -226,11 +226,9 @@ public func inviteLink(server: String, name space: String, code: String) -> Stri
 
 /// The refusal an attendant sends a joiner whose device is a member already (the use is not
 /// spent): the joiner's `eleven join` says so and changes nothing, as for a link.
-public let alreadyMemberReason = "already_member"
-
 public func alreadyMemberRefusal(_ spaceName: String) -> AttendantRefusal {
     AttendantRefusal(
-        .turnedAway, reason: alreadyMemberReason, "You are already in \(spaceName); nothing changed.")
+        .turnedAway, reason: .alreadyMember, "You are already in \(spaceName); nothing changed.")
 }
 
 /// The inviter's own device as the attendant (``InviteAttendantDriver``'s hooks): asks its
@@ -279,12 +277,12 @@ final class InviterAttendant {
                     return nil
                 case _ where !joinerWaiting():
                     events(.joinerLeft(name: request.displayName))
-                    return AttendantRefusal(.turnedAway, reason: "left", "You left.")
+                    return AttendantRefusal(.turnedAway, reason: .left, "You left.")
                 case .no:
-                    return AttendantRefusal(.declined, reason: "declined", "The inviter declined.")
+                    return AttendantRefusal(.declined, reason: .declined, "The inviter declined.")
                 case .stopped:
                     return AttendantRefusal(
-                        .turnedAway, reason: InviteEnd.left.rawValue,
+                        .turnedAway, reason: .left,
                         "\(inviterName ?? "The inviter") stopped attending this invite.")
                 }
             }
@@ -354,7 +352,7 @@ final class InviterAttendant {
             admitFailure = error
             return .failed(
                 AttendantRefusal(
-                    .turnedAway, reason: "unavailable",
+                    .turnedAway, reason: .unavailable,
                     "The inviter's device could not add you to the space: \(error)"),
                 mayBeMember: false)
         }

@@ -146,7 +146,7 @@ public enum ShortJoinFlow {
                         all.append(FailedJoinAttempt(pending, at: Int64(Date().timeIntervalSince1970)))
                     }) != nil
                 })
-        } catch .refused(alreadyMemberReason, let message) {
+        } catch .refused(let reason, let message) where RefusalReason(rawValue: reason) == .alreadyMember {
             // As with a link: a space this device is in already is left as it is.
             try? joins.remove(pending.id)
             forgetReported(pending, attempts)

@@ -50,10 +50,10 @@ extension HomeSync {
             let state = try poll(client, created.id, key, anchor, reveal)
             switch state.state {
             case "declined":
-                throw HomeError("declined", "Your other device said no. Nothing was shared.")
+                throw HomeError(.declined, "Your other device said no. Nothing was shared.")
             case "approved":
                 guard let agreement, let sealed = state.grant.flatMap(Base64URL.decode) else {
-                    throw HomeError("invalid_grant", "The answer came before this device could check it.")
+                    throw HomeError(.invalidGrant, "The answer came before this device could check it.")
                 }
                 return try completeLink(grant: agreement.open(sealed, "grant"))
             default:
@@ -61,7 +61,7 @@ extension HomeSync {
             }
         }
         throw HomeError(
-            "timed_out", "None of your devices answered in time. Run `eleven devices approve` on one of them."
+            .timedOut, "None of your devices answered in time. Run `eleven devices approve` on one of them."
         )
     }
 
@@ -84,7 +84,7 @@ extension HomeSync {
         } catch {
             guard error.typedCode == .unknownApproval else { throw error }
             throw HomeError(
-                "timed_out", "The request expired before one of your devices answered. Sign in again.")
+                .timedOut, "The request expired before one of your devices answered. Sign in again.")
         }
     }
 
@@ -108,14 +108,14 @@ extension HomeSync {
         }
         guard let request = waiting.first else {
             throw HomeError(
-                "no_request",
+                .noRequest,
                 wanted == nil
                     ? "No new device is waiting. On it, run `eleven signin --server URL --email ADDRESS`."
                     : "No device is waiting under \(wanted ?? ""); see `eleven devices`.")
         }
         guard wanted != nil || waiting.count == 1 else {
             throw HomeError(
-                "ambiguous_request", "Several devices are waiting; name one (see `eleven devices`).")
+                .ambiguousRequest, "Several devices are waiting; name one (see `eleven devices`).")
         }
         let exchange = DeviceApproval()
         _ = try withSession(&home) {
@@ -125,14 +125,14 @@ extension HomeSync {
         var revealed: HomeWire.Approval?
         while revealed == nil {
             guard Date() < deadline else {
-                throw HomeError("timed_out", "The new device did not answer in time.")
+                throw HomeError(.timedOut, "The new device did not answer in time.")
             }
             revealed = try withSession(&home) { try $0.approvals() }.approvals.first {
                 $0.id == request.id && $0.reveal != nil
             }
             if revealed == nil { Thread.sleep(forTimeInterval: Self.approvalPollInterval) }
         }
-        guard let revealed else { throw HomeError("timed_out", "The new device did not answer in time.") }
+        guard let revealed else { throw HomeError(.timedOut, "The new device did not answer in time.") }
         let agreement = try exchange.agreeAsApprover(
             device: revealed.publicKeys, commitment: Base64URL.decode(revealed.commitment) ?? [],
             reveal: Base64URL.decode(revealed.reveal ?? "") ?? [],

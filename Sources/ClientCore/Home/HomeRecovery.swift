@@ -54,7 +54,7 @@ extension HomeSync {
     public func removeRecovery(_ id: AnchorID) throws -> SyncReport {
         guard try recoveryCredentials().contains(where: { $0.id == id }) else {
             throw HomeError(
-                "unknown_credential", "There is no recovery credential \(id). See `eleven recovery list`.")
+                .unknownCredential, "There is no recovery credential \(id). See `eleven recovery list`.")
         }
         return try removeDevice(id)
     }
@@ -68,7 +68,7 @@ extension HomeSync {
     {
         guard try home() == nil else {
             throw HomeError(
-                "already_signed_in", "This device is already signed in; `eleven sync` brings in your spaces.")
+                .alreadySignedIn, "This device is already signed in; `eleven sync` brings in your spaces.")
         }
         var client = try HomeClient(server: server)
         let session = try client.session(
@@ -82,7 +82,7 @@ extension HomeSync {
             identity.anchor(.recovery).id(accountKey: accountKey) == anchor
         else {
             throw HomeError(
-                "key_mismatch", "The home server's copy of your spaces does not belong to this credential.")
+                .keyMismatch, "The home server's copy of your spaces does not belong to this credential.")
         }
         // The account key came out of the vault itself, and the key must carry its proof.
         let pin = try Self.authenticate(key, document, accountKey: accountKey, pin: nil)

@@ -6,10 +6,29 @@ import SpaceModel
 /// A problem with the home account that is neither the network nor a local file: a stable
 /// ``code`` and a message a person can act on.
 public struct HomeError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let code: String
+    /// Stable codes; the raw values are what `--json` prints (`docs/errors.md`).
+    public enum Code: String, CaseIterable, Sendable {
+        case alreadySignedIn = "already_signed_in"
+        case ambiguousRequest = "ambiguous_request"
+        case busy
+        case cannotRemoveSelf = "cannot_remove_self"
+        case declined
+        case invalidDeviceKey = "invalid_device_key"
+        case invalidGrant = "invalid_grant"
+        case keyMismatch = "key_mismatch"
+        case noRequest = "no_request"
+        case notSignedIn = "not_signed_in"
+        case timedOut = "timed_out"
+        case unknownCredential = "unknown_credential"
+        case unknownDevice = "unknown_device"
+        case vaultKeyUnauthenticated = "vault_key_unauthenticated"
+        case vaultRolledBack = "vault_rolled_back"
+    }
+
+    public let code: Code
     public let message: String
 
-    public init(_ code: String, _ message: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -17,26 +36,26 @@ public struct HomeError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { message }
 
     public static let notSignedIn = HomeError(
-        "not_signed_in", "This device is not signed in. Run `eleven signin --server URL` to save your spaces."
+        .notSignedIn, "This device is not signed in. Run `eleven signin --server URL` to save your spaces."
     )
 
     /// The home server handed out a vault key that no device of the account made (a substituted
     /// wrap, another account's vault, a generation it made up).
     static let unauthenticatedKey = HomeError(
-        "vault_key_unauthenticated",
+        .vaultKeyUnauthenticated,
         "Your home server sent saved spaces that none of your devices locked: it may have been tampered with. "
             + "Nothing was uploaded, and the spaces on this device are unchanged.")
 
     /// The home server served an older vault or key generation than this device already saw.
     static let rolledBack = HomeError(
-        "vault_rolled_back",
+        .vaultRolledBack,
         "Your home server sent an older copy of your saved spaces than this device has already seen: "
             + "it may have been tampered with. Nothing was uploaded, and the spaces on this device are unchanged."
     )
 
     /// While linking, the home server handed out something other than what the other device granted.
     static let linkMismatch = HomeError(
-        "key_mismatch",
+        .keyMismatch,
         "The home server gave this device something other than what your other device sent. Nothing was used."
     )
 }
@@ -427,7 +446,7 @@ public struct HomeSync: Sendable {
             try commit(merged, local: &local, home: &home, pin: pin)
             return report
         }
-        throw HomeError("busy", "Your saved spaces kept changing on another device; try again.")
+        throw HomeError(.busy, "Your saved spaces kept changing on another device; try again.")
     }
 
     /// Signs in: on first use creates the home account on `server` with this device as its first
@@ -504,7 +523,7 @@ public struct HomeSync: Sendable {
         do throws(KeyModelError) {
             keys = try request.publicKeys.keys()
         } catch {
-            throw HomeError("invalid_device_key", "The new device sent something that is not valid.")
+            throw HomeError(.invalidDeviceKey, "The new device sent something that is not valid.")
         }
         return try grantDevice(keys, label: request.deviceLabel)
     }
@@ -522,12 +541,12 @@ public struct HomeSync: Sendable {
     /// The new device's side after the code was proven: checks and saves the grant, then pulls.
     public func completeLink(grant bytes: [UInt8]) throws -> SyncReport {
         guard let grant = try? JSONDecoder().decode(LinkGrant.self, from: Data(bytes)) else {
-            throw HomeError("invalid_grant", "The other device sent something that is not a device link.")
+            throw HomeError(.invalidGrant, "The other device sent something that is not a device link.")
         }
         let accountKey = try AccountKey(base64URL: grant.accountKey)
         let key = try deviceKey()
         guard key.anchor().id(accountKey: accountKey) == grant.anchor else {
-            throw HomeError("invalid_grant", "The other device let in a different device than this one.")
+            throw HomeError(.invalidGrant, "The other device let in a different device than this one.")
         }
         let granted = try VaultKey(base64URL: grant.vaultKey, generation: grant.generation)
         let client = try HomeClient(server: grant.home)
@@ -546,7 +565,9 @@ public struct HomeSync: Sendable {
         let served: VaultKey
         do {
             served = try withSession(&home) { try pull($0, trusting: trusted).1 }
-        } catch let error as HomeError where error.code.hasPrefix("vault_") {
+        } catch let error as HomeError
+            where [.vaultKeyUnauthenticated, .vaultRolledBack].contains(error.code)
+        {
             try signOut()
             throw HomeError.linkMismatch
         }
@@ -564,7 +585,7 @@ public struct HomeSync: Sendable {
         guard var home = try home() else { throw HomeError.notSignedIn }
         guard target != home.anchor else {
             throw HomeError(
-                "cannot_remove_self", "That is this device. Remove it from another of your devices.")
+                .cannotRemoveSelf, "That is this device. Remove it from another of your devices.")
         }
         let accountKey = try AccountKey(base64URL: home.accountKey)
         var local = try record().vault
@@ -575,7 +596,7 @@ public struct HomeSync: Sendable {
                 let anchors = try client.anchors().anchors.filter { $0.revokedAt == nil }
                 guard anchors.contains(where: { $0.id == target }) else {
                     throw HomeError(
-                        "unknown_device",
+                        .unknownDevice,
                         "There is no device \(target) in your account. See `eleven devices`.")
                 }
                 let forged = anchors.filter { $0.keys.id(accountKey: accountKey) != $0.id }.map(\.id)
@@ -614,7 +635,7 @@ public struct HomeSync: Sendable {
             try commit(merged, local: &local, home: &home, pin: pin)
             return report
         }
-        throw HomeError("busy", "Your devices kept changing; try again.")
+        throw HomeError(.busy, "Your devices kept changing; try again.")
     }
 }
 

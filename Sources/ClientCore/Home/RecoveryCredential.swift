@@ -14,10 +14,35 @@ public protocol RecoverySecret {
 
 /// A problem with a recovery credential: a stable ``code`` and a message a person can act on.
 public struct RecoveryError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let code: String
+    /// Stable codes; the raw values are what `--json` prints (`docs/errors.md`).
+    public enum Code: String, CaseIterable, Sendable {
+        case fileExists = "file_exists"
+        case invalidCredential = "invalid_credential"
+        case invalidOutput = "invalid_output"
+        case invalidRecoveryFile = "invalid_recovery_file"
+        case invalidSalt = "invalid_salt"
+        case invalidSecurityKeyCard = "invalid_security_key_card"
+        case noRecoveryFile = "no_recovery_file"
+        case noSecurityKey = "no_security_key"
+        case securityKeyDenied = "security_key_denied"
+        case securityKeyError = "security_key_error"
+        case securityKeyNoPin = "security_key_no_pin"
+        case securityKeyNotVerified = "security_key_not_verified"
+        case securityKeyPinBlocked = "security_key_pin_blocked"
+        case securityKeyPinPaused = "security_key_pin_paused"
+        case securityKeyPinRequired = "security_key_pin_required"
+        case securityKeyPinWrong = "security_key_pin_wrong"
+        case securityKeyTimeout = "security_key_timeout"
+        case securityKeyUnreachable = "security_key_unreachable"
+        case securityKeyUnsupported = "security_key_unsupported"
+        case unsupportedRecoveryFile = "unsupported_recovery_file"
+        case wrongSecurityKey = "wrong_security_key"
+    }
+
+    public let code: Code
     public let message: String
 
-    public init(_ code: String, _ message: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -36,7 +61,7 @@ public enum RecoveryAnchor {
     public static func identity(output: SecretBytes) throws(RecoveryError) -> DeviceIdentity {
         guard output.count == byteCount else {
             throw RecoveryError(
-                "invalid_output", "The recovery credential answered with \(output.count) bytes, not 32.")
+                .invalidOutput, "The recovery credential answered with \(output.count) bytes, not 32.")
         }
         let keys = HKDFSHA256.deriveKey(from: output, info: info, byteCount: 64)
         // The stored form of a device identity: magic, version, X25519 secret, Ed25519 seed.
@@ -51,14 +76,14 @@ public enum RecoveryAnchor {
         do {
             return try DeviceIdentity(storedForm: stored)
         } catch {
-            throw RecoveryError("invalid_output", "This way back in could not be set up.")
+            throw RecoveryError(.invalidOutput, "This way back in could not be set up.")
         }
     }
 
     /// The anchor identity `secret` answers for `salt`.
     public static func identity(_ secret: some RecoverySecret, salt: [UInt8]) throws -> DeviceIdentity {
         guard salt.count == byteCount else {
-            throw RecoveryError("invalid_salt", "A recovery salt has 32 bytes, not \(salt.count).")
+            throw RecoveryError(.invalidSalt, "A recovery salt has 32 bytes, not \(salt.count).")
         }
         return try identity(output: try secret.output(salt: salt))
     }
@@ -127,13 +152,13 @@ public struct RecoveryFile: RecoverySecret, Sendable, CustomStringConvertible {
     /// Parses a credential file's bytes.
     public init(fileBytes bytes: [UInt8]) throws(RecoveryError) {
         let notOne = RecoveryError(
-            "invalid_recovery_file", "That file is not an Eleven recovery file (or it is damaged).")
+            .invalidRecoveryFile, "That file is not an Eleven recovery file (or it is damaged).")
         guard let stored = try? JSONDecoder().decode(Stored.self, from: Data(bytes)),
             stored.format == Self.format
         else { throw notOne }
         guard stored.version == Self.version else {
             throw RecoveryError(
-                "unsupported_recovery_file",
+                .unsupportedRecoveryFile,
                 "That recovery file uses format version \(stored.version); this eleven knows version 1.")
         }
         guard let salt = Base64URL.decode(stored.salt), salt.count == RecoveryAnchor.byteCount,
@@ -148,7 +173,7 @@ public struct RecoveryFile: RecoverySecret, Sendable, CustomStringConvertible {
         let parent = (path as NSString).deletingLastPathComponent
         let directory = StateDirectory(path: parent.isEmpty ? "." : parent)
         guard let bytes = try directory.read((path as NSString).lastPathComponent) else {
-            throw RecoveryError("no_recovery_file", "There is no file \(path).")
+            throw RecoveryError(.noRecoveryFile, "There is no file \(path).")
         }
         try self.init(fileBytes: bytes)
     }
@@ -160,7 +185,7 @@ public struct RecoveryFile: RecoverySecret, Sendable, CustomStringConvertible {
     public static func writeNew(_ bytes: SecretBytes, to path: String) throws {
         guard access(path, F_OK) != 0 else {
             throw RecoveryError(
-                "file_exists", "\(path) already exists; choose a new name so no other file is replaced.")
+                .fileExists, "\(path) already exists; choose a new name so no other file is replaced.")
         }
         let parent = (path as NSString).deletingLastPathComponent
         let directory = StateDirectory(path: parent.isEmpty ? "." : parent)

@@ -109,7 +109,7 @@ public struct SecurityKey: RecoverySecret, Sendable, CustomStringConvertible {
     }
 
     static let notVerified = RecoveryError(
-        "security_key_not_verified",
+        .securityKeyNotVerified,
         "The hardware token did not check its PIN, so it cannot be a way back in.")
 
     /// Runs `body`, turning a thrown libfido2 status into its clear error; a wrong PIN says how
@@ -122,7 +122,7 @@ public struct SecurityKey: RecoverySecret, Sendable, CustomStringConvertible {
                 throw wrongPIN(triesLeft: left)
             }
             throw error(fidoStatus: status.status)
-                ?? RecoveryError("security_key_error", "The hardware token failed.")
+                ?? RecoveryError(.securityKeyError, "The hardware token failed.")
         }
     }
 
@@ -134,7 +134,7 @@ public struct SecurityKey: RecoverySecret, Sendable, CustomStringConvertible {
             case 1: " The hardware token allows 1 more try before it locks itself for good."
             case let count?: " The hardware token allows \(count) more tries before it locks itself for good."
             }
-        return RecoveryError("security_key_pin_wrong", "That PIN is not right." + left)
+        return RecoveryError(.securityKeyPinWrong, "That PIN is not right." + left)
     }
 
     // MARK: Pure checks (tested without a key)
@@ -145,51 +145,51 @@ public struct SecurityKey: RecoverySecret, Sendable, CustomStringConvertible {
         case FIDO_OK: return nil
         case FIDO_ERR_NO_CREDENTIALS:
             return RecoveryError(
-                "wrong_security_key", "This hardware token is not the one that was added as a way back in.")
+                .wrongSecurityKey, "This hardware token is not the one that was added as a way back in.")
         case FIDO_ERR_UNSUPPORTED_EXTENSION:
             return RecoveryError(
-                "security_key_unsupported",
+                .securityKeyUnsupported,
                 "This hardware token cannot be a way back in (it lacks the hmac-secret extension).")
         case FIDO_ERR_PIN_NOT_SET:
             return RecoveryError(
-                "security_key_no_pin",
+                .securityKeyNoPin,
                 "This hardware token has no PIN, so anyone who found it could open your spaces with it. "
                     + "Set a PIN on it first (for example `fido2-token -S /dev/hidrawN`), then try again.")
         case FIDO_ERR_PIN_REQUIRED:
             return RecoveryError(
-                "security_key_pin_required",
+                .securityKeyPinRequired,
                 "Type the hardware token's PIN: without it the token opens nothing.")
         case FIDO_ERR_PIN_INVALID:
             return wrongPIN(triesLeft: nil)
         case FIDO_ERR_PIN_POLICY_VIOLATION:
-            return RecoveryError("security_key_pin_wrong", "That is not a PIN this hardware token accepts.")
+            return RecoveryError(.securityKeyPinWrong, "That is not a PIN this hardware token accepts.")
         case FIDO_ERR_PIN_BLOCKED:
             return RecoveryError(
-                "security_key_pin_blocked",
+                .securityKeyPinBlocked,
                 "This hardware token locked itself after too many wrong PINs; it opens nothing any more. "
                     + "Use another way back in.")
         case FIDO_ERR_PIN_AUTH_BLOCKED:
             return RecoveryError(
-                "security_key_pin_paused",
+                .securityKeyPinPaused,
                 "Too many wrong PINs in a row: unplug the hardware token, plug it in again, and retry.")
         case FIDO_ERR_ACTION_TIMEOUT, FIDO_ERR_USER_ACTION_TIMEOUT:
             return RecoveryError(
-                "security_key_timeout", "Nobody touched the hardware token in time; try again and touch it.")
+                .securityKeyTimeout, "Nobody touched the hardware token in time; try again and touch it.")
         case FIDO_ERR_OPERATION_DENIED:
-            return RecoveryError("security_key_denied", "The hardware token refused.")
+            return RecoveryError(.securityKeyDenied, "The hardware token refused.")
         case FIDO_ERR_TX, FIDO_ERR_RX, FIDO_ERR_RX_NOT_CBOR, FIDO_ERR_RX_INVALID_CBOR:
             return RecoveryError(
-                "security_key_unreachable", "The hardware token stopped answering; plug it in again.")
+                .securityKeyUnreachable, "The hardware token stopped answering; plug it in again.")
         default:
             let text = fido_strerr(status).map { String(cString: $0) } ?? "error \(status)"
-            return RecoveryError("security_key_error", "The hardware token failed: \(text).")
+            return RecoveryError(.securityKeyError, "The hardware token failed: \(text).")
         }
     }
 
     /// The salt as the extension wants it: exactly 32 bytes.
     public static func checkSalt(_ salt: [UInt8]) throws(RecoveryError) {
         guard salt.count == RecoveryAnchor.byteCount else {
-            throw RecoveryError("invalid_salt", "A recovery salt has 32 bytes, not \(salt.count).")
+            throw RecoveryError(.invalidSalt, "A recovery salt has 32 bytes, not \(salt.count).")
         }
     }
 
@@ -197,7 +197,7 @@ public struct SecurityKey: RecoverySecret, Sendable, CustomStringConvertible {
     public static func checkOutput(_ output: [UInt8]) throws(RecoveryError) -> SecretBytes {
         guard output.count == RecoveryAnchor.byteCount else {
             throw RecoveryError(
-                "invalid_output",
+                .invalidOutput,
                 "The hardware token answered with \(output.count) bytes instead of 32; it cannot be used.")
         }
         return SecretBytes(output)
@@ -206,7 +206,7 @@ public struct SecurityKey: RecoverySecret, Sendable, CustomStringConvertible {
     /// A credential id as the key returned it: 1 to 1,024 bytes.
     public static func checkCredentialID(_ id: [UInt8]) throws(RecoveryError) -> [UInt8] {
         guard (1...1024).contains(id.count) else {
-            throw RecoveryError("invalid_credential", "The hardware token returned no usable credential id.")
+            throw RecoveryError(.invalidCredential, "The hardware token returned no usable credential id.")
         }
         return id
     }
@@ -236,7 +236,7 @@ public struct FIDO2Device: SecurityKeyDevice {
     /// The first security key plugged in, or "no security key found".
     public static func first() throws(RecoveryError) -> FIDO2Device {
         guard let path = devicePaths().first else {
-            throw RecoveryError("no_security_key", "No hardware token found. Plug one in and try again.")
+            throw RecoveryError(.noSecurityKey, "No hardware token found. Plug one in and try again.")
         }
         return FIDO2Device(path: path)
     }
@@ -358,7 +358,7 @@ public struct SecurityKeyCard: Codable, Sendable, Equatable {
             let id = Base64URL.decode(card.credential), (1...1024).contains(id.count)
         else {
             throw RecoveryError(
-                "invalid_security_key_card",
+                .invalidSecurityKeyCard,
                 "That file is not an Eleven hardware token card (or it is damaged).")
         }
         self = card

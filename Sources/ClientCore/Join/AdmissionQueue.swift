@@ -14,7 +14,7 @@ public final class AdmissionQueue: @unchecked Sendable {
     public var maximumBatch: Int { queue.maximumBatch }
 
     /// Requests sent, and the events they carried (for tests and benchmarks).
-    public var counts: (requests: Int, events: Int) { lock.withLock { (requests, added) } }
+    public var counts: (requests: Int, events: Int) { state.withLock { ($0.requests, $0.added) } }
 
     public init(maximumBatch: Int = 32) {
         queue = BatchQueue(maximumBatch: maximumBatch)
@@ -53,12 +53,15 @@ public final class AdmissionQueue: @unchecked Sendable {
 
     private let queue:
         BatchQueue<Pending, Result<(events: [MembershipEvent], roster: Roster), SpaceClientError>>
-    /// Guards the counters and `singleOnly`.
-    private let lock = NSLock()
-    /// The server refused the batch form (an older one): one event per request from then on.
-    private var singleOnly = false
-    private var requests = 0
-    private var added = 0
+    /// The counters and `singleOnly`.
+    private struct State {
+        /// The server refused the batch form (an older one): one event per request from then on.
+        var singleOnly = false
+        var requests = 0
+        var added = 0
+    }
+
+    private let state = Locked(State())
 
     /// Signs `batch` onto the chain and sends it; gives every entry its result.
     private func add(_ batch: [Pending], session: SpaceSession, rosters: RosterCache) {
@@ -155,12 +158,12 @@ public final class AdmissionQueue: @unchecked Sendable {
     /// Returns how many the server stored, in order, and why it took no more.
     private func post(_ events: [MembershipEvent], session: SpaceSession) -> (Int, SpaceClientError?) {
         let space = session.saved.space
-        if events.count > 1 && !lock.withLock({ singleOnly }) {
+        if events.count > 1 && !state.withLock({ $0.singleOnly }) {
             do throws(SpaceClientError) {
                 _ = try session.client.addMembers(space, events: events)
-                lock.withLock {
-                    requests += 1
-                    added += events.count
+                state.withLock {
+                    $0.requests += 1
+                    $0.added += events.count
                 }
                 return (events.count, nil)
             } catch
@@ -169,7 +172,7 @@ public final class AdmissionQueue: @unchecked Sendable {
             {
                 // The server knows only `{"event"}` (an older one), or takes fewer at once:
                 // nothing was stored; one at a time from now on.
-                lock.withLock { singleOnly = true }
+                state.withLock { $0.singleOnly = true }
             } catch {
                 return (0, error)
             }
@@ -180,9 +183,9 @@ public final class AdmissionQueue: @unchecked Sendable {
             } catch {
                 return (index, error)
             }
-            lock.withLock {
-                requests += 1
-                added += 1
+            state.withLock {
+                $0.requests += 1
+                $0.added += 1
             }
         }
         return (events.count, nil)

@@ -125,9 +125,11 @@ public struct AttendantNote: Codable, Sendable, Equatable {
     }
 
     /// A note carrying a reason code and a human message.
-    public static func notice(_ type: Kind, id: String, reason: String, message: String) -> AttendantNote {
+    public static func notice(_ type: Kind, id: String, reason: RefusalReason, message: String)
+        -> AttendantNote
+    {
         var note = AttendantNote(type, id: id)
-        note.reason = reason
+        note.reason = reason.rawValue
         note.message = message
         return note
     }

@@ -153,7 +153,7 @@ public enum InviteAttendance {
                     guard receivedAny else { throw RelayConnectionError.timedOut("interrupted") }
                     // A joiner is in the mailbox: tell them before going.
                     let refusal = session.refuse(
-                        reason: InviteEnd.left.rawValue,
+                        reason: .left,
                         message: "\(inviterName ?? "The inviter") stopped attending this invite.",
                         using: &random)
                     if refusal.isEmpty {

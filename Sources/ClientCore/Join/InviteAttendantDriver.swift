@@ -15,22 +15,22 @@ public struct AttendantRefusal: Equatable, Sendable {
     }
 
     public let kind: Kind
-    /// A stable reason code the joiner's client shows (`refused_<reason>`).
-    public let reason: String
+    /// The reason code the joiner's client shows (`refused_<reason>`).
+    public let reason: RefusalReason
     /// A sentence for the joiner.
     public let message: String
 
-    public init(_ kind: Kind, reason: String, _ message: String) {
+    public init(_ kind: Kind, reason: RefusalReason, _ message: String) {
         self.kind = kind
         self.reason = reason
         self.message = message
     }
 
     public static let interrupted = AttendantRefusal(
-        .turnedAway, reason: "interrupted",
+        .turnedAway, reason: .interrupted,
         "Your join was interrupted; try the code again if it has uses left.")
     public static let cannotRecord = AttendantRefusal(
-        .turnedAway, reason: "unavailable", "The attendant cannot record your join right now; try again soon."
+        .turnedAway, reason: .unavailable, "The attendant cannot record your join right now; try again soon."
     )
 }
 

@@ -64,7 +64,7 @@ public enum JoinStep: Equatable, Sendable {
 /// What the attendant decided about a request.
 public enum JoinDecision: Sendable {
     case approve(grant: [UInt8])
-    case refuse(reason: String, message: String)
+    case refuse(reason: RefusalReason, message: String)
 }
 
 /// Runs the join sessions over a real relay connection (blocking; for the CLI and the bot).

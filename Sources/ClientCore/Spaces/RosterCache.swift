@@ -1,12 +1,14 @@
 import Foundation
 import SpaceModel
+import Support
 
 /// A space's membership chain kept verified between calls: each refresh fetches only the events
 /// after the last one seen and applies them to the verified roster, instead of fetching and
 /// verifying the whole chain again (what an attendant admitting many joiners needs). A chain
 /// that no longer extends the cached one is fetched and verified from the start.
 public final class RosterCache: @unchecked Sendable {
-    private let lock = NSLock()
+    /// Guards `events` and `roster`.
+    private let lock = Locked(())
     private var events: [MembershipEvent] = []
     private var roster: Roster?
 
@@ -14,31 +16,28 @@ public final class RosterCache: @unchecked Sendable {
 
     /// The roster verified at the last refresh, without asking the server (nil before one).
     public var latest: Roster? {
-        lock.lock()
-        defer { lock.unlock() }
-        return roster
+        lock.withLock { _ in roster }
     }
 
     /// The events and roster as last verified, without asking the server (nil before a
     /// refresh): what an attendant signs its next event onto, refreshing only when the server
     /// refuses it because the chain moved.
     public var verified: (events: [MembershipEvent], roster: Roster)? {
-        lock.lock()
-        defer { lock.unlock() }
-        return roster.map { (events, $0) }
+        lock.withLock { _ in roster.map { (events, $0) } }
     }
 
     /// Records events this device appended (the server took them), in chain order, onto the
     /// chain of `count` events, with the roster after the last of them. Nothing changes if the
     /// cache moved meanwhile: the next refresh reads them from the server like any other.
     public func extend(_ added: [MembershipEvent], onto count: Int, giving updated: Roster) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard roster != nil, events.count == count, let last = added.last, updated.head == last.hash else {
-            return
+        lock.withLock { _ in
+            guard roster != nil, events.count == count, let last = added.last, updated.head == last.hash
+            else {
+                return
+            }
+            events += added
+            roster = updated
         }
-        events += added
-        roster = updated
     }
 
     /// The current events and the roster verified from the session's saved owner key, as read
@@ -62,23 +61,18 @@ public final class RosterCache: @unchecked Sendable {
     private func fetch(_ session: SpaceSession) throws(SpaceClientError) -> (
         events: [MembershipEvent], roster: Roster
     ) {
-        lock.lock()
-        let from = events.count
-        let known = roster != nil
-        lock.unlock()
+        let (from, known) = lock.withLock { _ in (events.count, roster != nil) }
         if known {
             let newer = try session.client.events(session.saved.space, from: from)
-            lock.lock()
-            defer { lock.unlock() }
-            if let extended = extend(from: from, with: newer) { return extended }
+            if let extended = lock.withLock({ _ in extend(from: from, with: newer) }) { return extended }
         }
         // Nothing verified yet, or the chain does not extend the cached one: start over.
         let all = try session.client.events(session.saved.space)
         let verified = try session.verifiedRoster(all)
-        lock.lock()
-        defer { lock.unlock() }
-        events = all
-        roster = verified
+        lock.withLock { _ in
+            events = all
+            roster = verified
+        }
         return (all, verified)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SpaceModel
+import Support
 
 /// This device's thread keys kept opened between calls: each refresh fetches the device's own
 /// wraps (one request) and opens only the ones not opened before, instead of verifying and
@@ -12,9 +13,8 @@ public final class ThreadKeyCache: @unchecked Sendable {
         let key: ThreadKey
     }
 
-    private let lock = NSLock()
     /// By wrap (thread and signature bytes) or bundle (its signature bytes): what it opened.
-    private var opened: [[UInt8]: [Opened]] = [:]
+    private let opened = Locked([[UInt8]: [Opened]]())
 
     public init() {}
 
@@ -27,51 +27,52 @@ public final class ThreadKeyCache: @unchecked Sendable {
     {
         if let threads, let known = known(exactly: threads, roster: roster) { return known }
         let list = try session.client.wraps(session.saved.space)
-        lock.lock()
-        defer { lock.unlock() }
-        var current: [[UInt8]: [Opened]] = [:]
-        func reuse(_ id: [UInt8], signer: SigningPublicKey, open: () throws(KeyModelError) -> [Opened]) {
-            if let known = opened[id], roster.currentMember(signingKey: signer) != nil {
-                current[id] = known
-            } else if let fresh = try? open() {
-                current[id] = fresh
-            }
-        }
-        for wrap in list.wraps where wrap.recipient == session.saved.member {
-            reuse(wrap.thread.bytes + wrap.signature.bytes, signer: wrap.signer) { () throws(KeyModelError) in
-                [
-                    Opened(
-                        thread: wrap.thread, signer: wrap.signer,
-                        key: try wrap.open(with: session.identity, verifyingAgainst: roster))
-                ]
-            }
-        }
-        for bundle in list.bundles ?? [] where bundle.recipient == session.saved.member {
-            reuse(bundle.signature.bytes, signer: bundle.signer) { () throws(KeyModelError) in
-                try bundle.open(with: session.identity, verifyingAgainst: roster).map {
-                    Opened(thread: $0.key, signer: bundle.signer, key: $0.value)
+        return opened.withLock { opened in
+            var current: [[UInt8]: [Opened]] = [:]
+            func reuse(_ id: [UInt8], signer: SigningPublicKey, open: () throws(KeyModelError) -> [Opened]) {
+                if let known = opened[id], roster.currentMember(signingKey: signer) != nil {
+                    current[id] = known
+                } else if let fresh = try? open() {
+                    current[id] = fresh
                 }
             }
+            for wrap in list.wraps where wrap.recipient == session.saved.member {
+                reuse(wrap.thread.bytes + wrap.signature.bytes, signer: wrap.signer) {
+                    () throws(KeyModelError) in
+                    [
+                        Opened(
+                            thread: wrap.thread, signer: wrap.signer,
+                            key: try wrap.open(with: session.identity, verifyingAgainst: roster))
+                    ]
+                }
+            }
+            for bundle in list.bundles ?? [] where bundle.recipient == session.saved.member {
+                reuse(bundle.signature.bytes, signer: bundle.signer) { () throws(KeyModelError) in
+                    try bundle.open(with: session.identity, verifyingAgainst: roster).map {
+                        Opened(thread: $0.key, signer: bundle.signer, key: $0.value)
+                    }
+                }
+            }
+            opened = current
+            var keys: [ThreadID: ThreadKey] = [:]
+            for entry in current.values.joined() { keys[entry.thread] = entry.key }
+            return keys
         }
-        opened = current
-        var keys: [ThreadID: ThreadKey] = [:]
-        for entry in current.values.joined() { keys[entry.thread] = entry.key }
-        return keys
     }
 
     /// The keys opened at the last fetch, when they are for exactly `threads` (one each) and
     /// every signer is a current member of `roster`; otherwise nil.
     private func known(exactly threads: [ThreadID], roster: Roster) -> [ThreadID: ThreadKey]? {
-        lock.lock()
-        defer { lock.unlock() }
-        var keys: [ThreadID: ThreadKey] = [:]
-        for entry in opened.values.joined() {
-            guard keys[entry.thread] == nil, roster.currentMember(signingKey: entry.signer) != nil else {
-                return nil
+        opened.withLock { opened in
+            var keys: [ThreadID: ThreadKey] = [:]
+            for entry in opened.values.joined() {
+                guard keys[entry.thread] == nil, roster.currentMember(signingKey: entry.signer) != nil else {
+                    return nil
+                }
+                keys[entry.thread] = entry.key
             }
-            keys[entry.thread] = entry.key
+            guard !keys.isEmpty, Set(threads) == Set(keys.keys) else { return nil }
+            return keys
         }
-        guard !keys.isEmpty, Set(threads) == Set(keys.keys) else { return nil }
-        return keys
     }
 }

@@ -1,6 +1,6 @@
 import CSodium
 import PAKE
-import Synchronization
+import Support
 
 /// What a short code is for. Bound into the key agreement, so a code minted for one purpose is
 /// useless for another.
@@ -144,7 +144,7 @@ public struct JoinHandshake: ~Copyable {
     /// derives w, w·M and w·N once instead of two scalar multiplications per use. Each exchange
     /// still draws its own secret x. Held in memory only, like the words themselves; keyed by
     /// their hash; bounded.
-    private static let attendantPasswords = Mutex<[[UInt8]: SPAKE2.Password]>([:])
+    private static let attendantPasswords = Locked<[[UInt8]: SPAKE2.Password]>([:])
     static let attendantPasswordCacheSize = 1024
 
     static func attendantPassword(words: String, context: [UInt8]) -> SPAKE2.Password {

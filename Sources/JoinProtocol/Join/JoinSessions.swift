@@ -378,12 +378,12 @@ public struct AttendantSession: ~Copyable {
     }
 
     /// Turns the joiner away with a reason code and a human message.
-    public mutating func refuse(reason: String, message: String, using random: inout some RandomByteSource)
-        -> [Output]
-    {
+    public mutating func refuse(
+        reason: RefusalReason, message: String, using random: inout some RandomByteSource
+    ) -> [Output] {
         guard !isFinished, let channel = handshake.channel else { return [] }
         isFinished = true
-        return [send(.refusal(reason: reason, message: message), channel, &random)]
+        return [send(.refusal(reason: reason.rawValue, message: message), channel, &random)]
     }
 
     private mutating func send(

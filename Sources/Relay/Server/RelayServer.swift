@@ -1,6 +1,7 @@
 import Foundation
 import Mailbox
 import Net
+import Support
 import Synchronization
 
 /// The relay on the network: Net's WebSocket server wired to a ``RelayService`` as the seam in
@@ -25,12 +26,12 @@ public final class RelayServer: Sendable {
     private let metricsRouter = HTTPRouter()
     private let table: ConnectionTable
     private let log: RelayLog
-    private let timerLoop = Mutex<EventLoop?>(nil)
+    private let timerLoop = Locked<EventLoop?>(nil)
     private let stopped = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
     private let startTime = Date()
     /// Error counts at the last statistics line, to log what changed.
-    private let lastErrors = Mutex<[RelayError.Code: Int]>([:])
+    private let lastErrors = Locked<[RelayError.Code: Int]>([:])
 
     /// Opens the storage (the SQLite file at `configuration.databasePath` unless `storage` is
     /// given) and loads its state. Blocking; call before serving.

@@ -6,11 +6,18 @@ extension Domain {
 
 /// Why a grant could not be used. Nothing was saved when this is thrown.
 public struct JoinGrantError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// Stable machine-readable code (`grant_invalid`, `grant_forged`, …).
-    public let code: String
+    /// Stable codes; the raw values are what `--json` prints (`docs/errors.md`).
+    public enum Code: String, CaseIterable, Sendable {
+        /// The grant could not be read or checked.
+        case grantInvalid = "grant_invalid"
+        /// The grant did not verify: a signature or a key that does not belong.
+        case grantForged = "grant_forged"
+    }
+
+    public let code: Code
     public let message: String
 
-    public init(code: String, _ message: String) {
+    public init(code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -18,11 +25,11 @@ public struct JoinGrantError: Error, Equatable, Sendable, CustomStringConvertibl
     public var description: String { message }
 
     package static func invalid(_ why: String) -> JoinGrantError {
-        JoinGrantError(code: "grant_invalid", "The invitation could not be checked: \(why)")
+        JoinGrantError(code: .grantInvalid, "The invitation could not be checked: \(why)")
     }
 
     package static func forged(_ why: String) -> JoinGrantError {
-        JoinGrantError(code: "grant_forged", "The invitation did not verify: \(why)")
+        JoinGrantError(code: .grantForged, "The invitation did not verify: \(why)")
     }
 }
 

@@ -1,11 +1,11 @@
-import Synchronization
+import Support
 
 /// Public keys already found valid in this process, so a key seen again (the same member's key
 /// in every wrap, event and note) is not validated again: validating costs a scalar
 /// multiplication (tens of microseconds), a lookup does not. Only keys that passed are kept, so
 /// an invalid key is always checked (and refused) in full. Bounded: when full it starts over.
 final class ValidatedKeys: Sendable {
-    private let known = Mutex(Set<[UInt8]>())
+    private let known = Locked(Set<[UInt8]>())
     private let capacity: Int
 
     init(capacity: Int = 8192) {

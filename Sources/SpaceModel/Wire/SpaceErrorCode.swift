@@ -26,6 +26,16 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
     case inviteKeysChanged
     /// What the command line named or gave was wrong, whichever side noticed.
     case invalidURL, unknownThread, messageTooLarge, bodyTooLarge, invalidField
+    /// Signing in by email: the code ran out, the address was not proved, too many tries, no
+    /// mail on this server, an address it does not take.
+    case codeExpired, emailNotProved, tooManyAttempts, emailUnavailable, invalidAddress
+    /// This device was removed from its account.
+    case deviceRevoked
+    /// The server did not answer in time (the client's own code).
+    case timedOut
+    /// A full-length link that cannot be used: unknown, expired, used, its inviter gone, a claim
+    /// that does not check out, or a payload that cannot be read.
+    case unknownInvite, inviteExpired, inviteUsed, inviterRemoved, claimInvalid, inviteUnreadable
     /// Any other code, as spelled.
     case other(String)
 
@@ -34,7 +44,10 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
         .alreadyMember, .versionConflict, .keyRotated, .devicesChanged, .unknownApproval, .missingField,
         .tooManyEvents, .codeInvalid, .sessionExpired, .sessionInvalid, .sessionMissing, .eventOutOfOrder,
         .eventChainBroken, .inviteKeysChanged, .invalidURL, .unknownThread, .messageTooLarge, .bodyTooLarge,
-        .invalidField,
+        .invalidField, .codeExpired, .emailNotProved, .tooManyAttempts, .emailUnavailable, .invalidAddress,
+        .deviceRevoked, .timedOut, .unknownInvite, .inviteExpired, .inviteUsed, .inviterRemoved,
+        .claimInvalid,
+        .inviteUnreadable,
     ]
 
     public init(_ spelling: String) {
@@ -63,6 +76,19 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
         case .messageTooLarge: "message_too_large"
         case .bodyTooLarge: "body_too_large"
         case .invalidField: "invalid_field"
+        case .codeExpired: "code_expired"
+        case .emailNotProved: "email_not_proved"
+        case .tooManyAttempts: "too_many_attempts"
+        case .emailUnavailable: "email_unavailable"
+        case .invalidAddress: "invalid_address"
+        case .deviceRevoked: "device_revoked"
+        case .timedOut: "timed_out"
+        case .unknownInvite: "unknown_invite"
+        case .inviteExpired: "invite_expired"
+        case .inviteUsed: "invite_used"
+        case .inviterRemoved: "inviter_removed"
+        case .claimInvalid: "claim_invalid"
+        case .inviteUnreadable: "invite_unreadable"
         case .other(let spelling): spelling
         }
     }

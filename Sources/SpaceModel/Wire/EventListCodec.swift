@@ -1,14 +1,49 @@
 import Foundation
-import SpaceModel
 
+// `GET …/events`, both directions, in one place: the server writes each event once with
+// ``SpaceWire/EventList/encoder`` when it stores it and splices the stored texts into the answer
+// (``SpaceWire/EventList/body(storedEvents:)``); a client reads the answer with
+// ``SpaceWire/EventList/decode(_:keysVouched:)``. Reading stays two paths, because `JSONDecoder`
+// was ~40% of a joiner's CPU (docs/bot.md, "Third round"): ``EventListReader`` reads exactly the
+// form the encoder writes, and anything else goes to `JSONDecoder`. `EventListReaderTests` check
+// that the two read alike and that what the server writes comes back as it went in.
 extension SpaceWire.EventList {
+    /// How the space server writes an event (and every other answer): keys sorted, slashes as
+    /// they are. ``EventListReader`` reads this form without `JSONDecoder`.
+    public static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// One event as the server stores it and sends it in the list.
+    public static func storedText(_ event: MembershipEvent) throws -> String {
+        String(decoding: try encoder.encode(event), as: UTF8.self)
+    }
+
+    /// The answer `{"events":[…]}` from events as ``storedText(_:)`` wrote them: spliced, not
+    /// decoded and encoded again (attendants and older joiners read it all). The same bytes as
+    /// ``encoder`` writes for the whole list.
+    public static func body(storedEvents texts: [String]) -> [UInt8] {
+        var body: [UInt8] = []
+        body.reserveCapacity(texts.reduce(16) { $0 + $1.utf8.count + 1 })
+        body += #"{"events":["#.utf8
+        for (index, text) in texts.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            var text = text
+            text.withUTF8 { body.append(contentsOf: $0) }
+        }
+        body += "]}".utf8
+        return body
+    }
+
     /// Decodes a `GET …/events` answer. Every joiner reads the whole chain, so the common form
     /// (what ``MembershipEvent``'s `Codable` writes) is read by ``EventListReader``, which accepts
     /// only text whose meaning is unambiguous (no unknown or repeated keys, integers in plain
     /// form, every field valid as the `Codable` path checks it); anything else goes to
     /// `JSONDecoder`, which accepts or refuses it exactly as before. With `keysVouched`, member
     /// keys are checked as ``CodingUserInfoKey/memberKeysVouched`` says.
-    static func decode(_ bytes: [UInt8], keysVouched: Bool) throws -> [MembershipEvent] {
+    public static func decode(_ bytes: [UInt8], keysVouched: Bool) throws -> [MembershipEvent] {
         if let events = EventListReader.events(bytes, keysVouched: keysVouched) { return events }
         let decoder = JSONDecoder()
         if keysVouched { decoder.userInfo = [.memberKeysVouched: true] }
