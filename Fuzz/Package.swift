@@ -25,7 +25,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzRelayCore",
-            dependencies: [.product(name: "Relay", package: mainPackage)],
+            dependencies: [
+                .product(name: "Relay", package: mainPackage),
+                .product(name: "Mailbox", package: mainPackage),
+            ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(

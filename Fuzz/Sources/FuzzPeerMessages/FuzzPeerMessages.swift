@@ -1,10 +1,10 @@
 import Foundation
 import Mailbox
 import PAKE
-import SpaceModel
 
 @testable import ClientCore
 @testable import JoinProtocol
+@testable import SpaceModel
 
 /// Every decoder of data that comes from a peer or a server, picked by the first byte, plus an
 /// attacker without the code talking to each side of a join. Must never crash; the attacker must

@@ -1,3 +1,4 @@
+import Mailbox
 import Relay
 
 /// Drives the relay's protocol core with arbitrary events. The input is split at newlines; each
