@@ -14,6 +14,8 @@ import Synchronization
 public final class BotRunner: Sendable {
     public let store: BotStore
     public let configuration: BotConfiguration
+    /// The time the attendants, the policy and the log read.
+    let clock: any WallClock
     let session: SpaceSession
     private let emit: @Sendable ([String: Any]) -> Void
     /// Joiners admitted at once are added to the chain together, in the order they proved their
@@ -31,11 +33,12 @@ public final class BotRunner: Sendable {
 
     /// `log` receives one event per line for people and machines (never a secret).
     public init(
-        store: BotStore, configuration: BotConfiguration,
+        store: BotStore, configuration: BotConfiguration, clock: any WallClock = SystemClock(),
         log: @escaping @Sendable ([String: Any]) -> Void = { _ in }
     ) throws(BotError) {
         self.store = store
         self.configuration = configuration
+        self.clock = clock
         emit = log
         limiter = Locked(JoinRateLimiter(limit: configuration.joinsPerMinute))
         let identity = try store.identity()
@@ -106,7 +109,7 @@ public final class BotRunner: Sendable {
     /// Acts on one note; false when the state could not be written (a full disk), so the note
     /// stays in the inbox and is read again.
     private func handle(_ received: ReceivedNote, roster: Roster) -> Bool {
-        let now = Self.now()
+        let now = clock.seconds()
         let note: AttendantNote
         switch received.content {
         case .failure(let error):
@@ -243,7 +246,7 @@ public final class BotRunner: Sendable {
                 }
                 if invite.record == nil, let nameplate = invite.attendant.nameplate {
                     if !worker.readySent { try sendReady(invite, nameplate, worker) }
-                    if Self.now() > invite.createdAt + configuration.recordTimeout {
+                    if clock.seconds() > invite.createdAt + configuration.recordTimeout {
                         worker.cancelKind = ("cancelled", "the inviter never signed the invite")
                         try driver.cancel()
                         return
@@ -259,7 +262,8 @@ public final class BotRunner: Sendable {
                 let until =
                     invite.record == nil
                     ? ContinuousClock.now
-                        + .seconds(max(1, invite.createdAt + configuration.recordTimeout - Self.now())) : nil
+                        + .seconds(max(1, invite.createdAt + configuration.recordTimeout - clock.seconds()))
+                    : nil
                 if try driver.run(until: until, shouldStop: { isStopped }) != nil { return }
                 backoff.reset()
             } catch {
@@ -291,9 +295,9 @@ public final class BotRunner: Sendable {
             },
             admit: { [unowned self] request, _ in admit(id, request, worker) },
             report: { [unowned self] report, request in tell(report, request, id: id, worker) },
-            now: { Self.now() })
+            clock: clock)
         hooks.log = { [unowned self] kind, detail in
-            record(kind, nameplate: (try? store.invite(id))?.nameplate, detail, Self.now())
+            record(kind, nameplate: (try? store.invite(id))?.nameplate, detail, clock.seconds())
         }
         hooks.codeProven = { [unowned self] request, _ in
             attemptsReported(request.failedAttempts, by: request.displayName, joinedWith: id)
@@ -333,7 +337,9 @@ public final class BotRunner: Sendable {
             Thread.sleep(forTimeInterval: 0.02)
             invite = (try? store.invite(id)) ?? invite
         }
-        if let r = BotPolicy.checkAdmission(invite, roster: roster, now: Self.now()) { return r.attendant }
+        if let r = BotPolicy.checkAdmission(invite, roster: roster, now: clock.seconds()) {
+            return r.attendant
+        }
         if invite.ask {
             var ask = AttendantNote(.approvalNeeded, id: invite.noteID)
             ask.name = request.displayName
@@ -412,7 +418,7 @@ public final class BotRunner: Sendable {
         _ reports: [JoinAttemptReport], by joiner: String, joinedWith current: String?
     ) {
         guard !reports.isEmpty else { return }
-        let now = Self.now()
+        let now = clock.seconds()
         let name = joiner.isEmpty ? "Someone" : joiner
         let earliest = reports.map(\.at).min() ?? now
         let invites = (try? store.invites(expiringAfter: earliest - 300)) ?? []
@@ -462,7 +468,7 @@ public final class BotRunner: Sendable {
     {
         guard let invite = try? store.invite(id) else { return }
         let nameplate = invite.nameplate
-        let now = Self.now()
+        let now = clock.seconds()
         switch report {
         case .joined:
             let name = (request?.displayName).flatMap { $0.isEmpty ? nil : $0 } ?? "Someone"
@@ -534,11 +540,9 @@ public final class BotRunner: Sendable {
     private func log(_ event: String, _ fields: [String: Any]) {
         var line = fields
         line["event"] = event
-        line["at"] = Self.now()
+        line["at"] = clock.seconds()
         emit(line)
     }
-
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

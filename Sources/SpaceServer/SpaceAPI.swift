@@ -69,12 +69,12 @@ public final class SpaceAPI: @unchecked Sendable {
     let state: Locked<(service: SpaceService, batches: Int)>
     private let observer: (@Sendable (SpaceChange) -> Void)?
 
-    /// Opens (or creates) the database at `databasePath`. `clock` gives the current Unix time in
-    /// seconds (injected so tests can move time). `observer` hears about every committed change,
+    /// Opens (or creates) the database at `databasePath`. `clock` gives the time of every
+    /// request (injected so tests can move it). `observer` hears about every committed change,
     /// after the commit and outside the lock.
     public init(
         databasePath: String, configuration: SpaceServerConfiguration = SpaceServerConfiguration(),
-        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        clock: any WallClock = SystemClock(),
         observer: (@Sendable (SpaceChange) -> Void)? = nil
     ) throws {
         Sodium.ensureInitialized()
@@ -148,7 +148,7 @@ enum Principal {
 final class SpaceService {
     let store: SpaceStore
     let configuration: SpaceServerConfiguration
-    let clock: @Sendable () -> Int64
+    let clock: any WallClock
     /// Verified rosters, loaded on first use and updated only after a commit.
     private var rosters: [SpaceID: Roster] = [:]
     /// Rosters changed by the request in progress; kept if it commits.
@@ -180,14 +180,14 @@ final class SpaceService {
     var homeApprovals: [String: PendingApproval] = [:]
 
     init(
-        store: SpaceStore, configuration: SpaceServerConfiguration, clock: @escaping @Sendable () -> Int64,
+        store: SpaceStore, configuration: SpaceServerConfiguration, clock: any WallClock,
         challengeKey: SecretBytes
     ) {
         self.store = store
         self.configuration = configuration
         self.clock = clock
         self.challengeKey = challengeKey
-        usedChallengesClearedBefore = clock()
+        usedChallengesClearedBefore = clock.seconds()
     }
 
     func handle(_ request: APIRequest) -> APIResponse {
@@ -237,7 +237,7 @@ final class SpaceService {
     /// One request of a batch, in a savepoint. Sets `broken` when its changes could not be undone
     /// (then the whole batch must roll back).
     private func handleInBatch(_ request: APIRequest, broken: inout Bool) -> APIResponse {
-        now = clock()
+        now = clock.seconds()
         guard request.body.count <= configuration.maximumBodyBytes else {
             return APIError(
                 413, .bodyTooLarge,

@@ -1,5 +1,6 @@
 import Foundation
 import SQLite
+import Support
 
 /// The last write the database refused (disk full, read-only, I/O error), kept until a write
 /// succeeds again, for `/healthz`.
@@ -31,7 +32,7 @@ extension SpaceService {
 
     /// Notes a storage failure of a request (the first one of a run keeps its time).
     func noteStorageFailure(_ error: SQLiteError) {
-        storageFailure = StorageFailureRecord(error: error, since: storageFailure?.since ?? clock())
+        storageFailure = StorageFailureRecord(error: error, since: storageFailure?.since ?? clock.seconds())
     }
 
     /// `/healthz`: a real read of the database every time; while the last write failed, a real

@@ -4,5 +4,7 @@
 /// - ``BatchQueue``: group handling of work that goes one batch at a time (group commit).
 /// - ``Handoff``: a value handed from one thread to a blocking waiter, with a time limit.
 /// - ``Backoff``: the delay between retries, grown after each failure, reset by a success.
+/// - ``WallClock``: where the time comes from (``SystemClock``; ``ManualClock`` for tests that
+///   move it): time is an input to the pure machines, handed to whatever drives them.
 /// - ``WormholeLimits``: the message size the relay and the clients agree on.
 public enum SupportModule {}

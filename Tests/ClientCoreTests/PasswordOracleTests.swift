@@ -79,7 +79,7 @@ import Testing
             let hooks = InviteAttendantHooks(
                 save: { [saved] attendant in saved.withLock { $0 = attendant } },
                 check: { _, _, _ in nil }, admit: { _, _ in .granted(Array("{}".utf8)) },
-                report: { _, _ in }, now: { Int64(Date().timeIntervalSince1970) })
+                report: { _, _ in })
             let driver = InviteAttendantDriver(
                 attendant: InviteAttendant(
                     policy: .init(uses: 1, maxFailures: maxFailures, expiresAt: now + 120)),

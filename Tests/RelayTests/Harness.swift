@@ -9,14 +9,6 @@ import Testing
 /// The relay tests' seeded generator (TestSupport's).
 typealias SeededRandom = SplitMix64
 
-/// A clock the test moves by hand.
-final class ManualClock: RelayClock {
-    private let seconds: Locked<Double>
-    init(_ start: Double = 1_700_000_000) { seconds = Locked(start) }
-    func now() -> RelayInstant { RelayInstant(secondsSince1970: seconds.withLock { $0 }) }
-    func advance(_ delta: Double) { seconds.withLock { $0 += delta } }
-}
-
 let startTime = 1_700_000_000.0
 let testApp = "example.com/test-app"
 

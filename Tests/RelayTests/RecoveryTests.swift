@@ -37,7 +37,7 @@ struct RecoveryTests {
         let storage = SwitchableStorage()
         let sink = RecordingSink()
         let relay = try RelayService(
-            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock(startTime))
         defer { relay.shutdown() }
         let a = ConnectionID(1)
         relay.connectionOpened(id: a, remote: Self.address)

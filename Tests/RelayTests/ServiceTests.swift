@@ -74,7 +74,7 @@ struct ServiceTests {
     func commitBeforeReply() throws {
         let storage = GatedStorage()
         let sink = RecordingSink()
-        let clock = ManualClock()
+        let clock = ManualClock(startTime)
         let relay = try RelayService(config: RelayConfig(), storage: storage, sink: sink, clock: clock)
         relay.connectionOpened(id: ConnectionID(1), remote: Self.address)
         #expect(sink.types(1) == ["welcome"], "no write, delivered at once")
@@ -99,7 +99,7 @@ struct ServiceTests {
         let storage = GatedStorage()
         let sink = RecordingSink()
         let relay = try RelayService(
-            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock(startTime))
         for c in UInt64(1)...3 {
             relay.connectionOpened(id: ConnectionID(c), remote: Self.address)
             relay.received(text: #"{"type":"bind","appid":"a/b","side":"s\#(c)"}"#, from: ConnectionID(c))
@@ -127,7 +127,7 @@ struct ServiceTests {
     func lazyTouch() throws {
         let storage = GatedStorage()
         let sink = RecordingSink()
-        let clock = ManualClock()
+        let clock = ManualClock(startTime)
         let relay = try RelayService(config: RelayConfig(), storage: storage, sink: sink, clock: clock)
         let a = ConnectionID(1)
         relay.connectionOpened(id: a, remote: Self.address)
@@ -137,11 +137,11 @@ struct ServiceTests {
         let nameplate = try #require(sink.frames(1).last?["nameplate"]?.stringValue)
         // The stock client claims what it allocated, then opens: only touches, no new rows (late
         // enough that they are written at all).
-        clock.advance(RelayCore.touchResolution)
+        clock.advance(by: RelayCore.touchResolution)
         relay.received(text: #"{"type":"claim","nameplate":"\#(nameplate)"}"#, from: a)
         #expect(sink.types(1).last == "claimed")
         let mailbox = try #require(sink.frames(1).last?["mailbox"]?.stringValue)
-        clock.advance(RelayCore.touchResolution)
+        clock.advance(by: RelayCore.touchResolution)
         relay.received(text: #"{"type":"open","mailbox":"\#(mailbox)"}"#, from: a)
         #expect(sink.types(1) == ["welcome", "ack", "ack", "allocated", "ack", "claimed", "ack"])
         #expect(storage.heldCount == 2, "the touches are still queued for storage")
@@ -156,7 +156,7 @@ struct ServiceTests {
         let storage = GatedStorage()
         let sink = RecordingSink()
         let relay = try RelayService(
-            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock(startTime))
         for c in UInt64(1)...2 {
             relay.connectionOpened(id: ConnectionID(c), remote: Self.address)
             relay.received(text: #"{"type":"bind","appid":"a/b","side":"s\#(c)"}"#, from: ConnectionID(c))
@@ -184,7 +184,7 @@ struct ServiceTests {
         let storage = try SQLiteRelayStorage(path: dir.path("relay.sqlite"))
         let sink = RecordingSink()
         let relay = try RelayService(
-            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock())
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock(startTime))
         let done = DispatchSemaphore(value: 0)
         sink.onStorageFailure.withLock {
             $0 = {
@@ -207,7 +207,7 @@ struct ServiceTests {
         let dir = try TempDir()
         defer { dir.cleanup() }
         let path = dir.path("relay.sqlite")
-        let clock = ManualClock()
+        let clock = ManualClock(startTime)
         var sink = RecordingSink()
         var storage = try SQLiteRelayStorage(path: path)
         var relay = try RelayService(config: RelayConfig(), storage: storage, sink: sink, clock: clock)
@@ -233,7 +233,7 @@ struct ServiceTests {
         // Restart: a new service on the same file.
         relay.connectionClosed(id: a)
         relay.shutdown()
-        clock.advance(30)
+        clock.advance(by: 30)
         sink = RecordingSink()
         storage = try SQLiteRelayStorage(path: path)
         relay = try RelayService(config: RelayConfig(), storage: storage, sink: sink, clock: clock)

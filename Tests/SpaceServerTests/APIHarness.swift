@@ -3,15 +3,8 @@ import Foundation
 import SQLite
 import SpaceModel
 import SpaceServer
-import Synchronization
+import Support
 import Testing
-
-/// A settable clock for token expiry tests.
-final class TestClock: Sendable {
-    private let seconds = Mutex<Int64>(1_800_000_000)
-    var now: Int64 { seconds.withLock { $0 } }
-    func advance(by delta: Int64) { seconds.withLock { $0 += delta } }
-}
 
 /// A decoded JSON response.
 struct Reply {
@@ -34,7 +27,8 @@ struct Reply {
 final class APIHarness {
     let directory: URL
     let databasePath: String
-    let clock = TestClock()
+    /// Moved by the tests of expiry (tokens, challenges, codes).
+    let clock = ManualClock()
     let api: SpaceAPI
 
     init(
@@ -45,10 +39,8 @@ final class APIHarness {
             "spaceserver-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         databasePath = directory.appendingPathComponent("space.sqlite").path
-        let clock = self.clock
         api = try SpaceAPI(
-            databasePath: databasePath, configuration: configuration, clock: { clock.now }, observer: observer
-        )
+            databasePath: databasePath, configuration: configuration, clock: clock, observer: observer)
     }
 
     /// A server restarted on `other`'s file (after a test rewrote it), with its own clock;
@@ -57,9 +49,8 @@ final class APIHarness {
         directory = other.directory
         databasePath = other.databasePath
         ownsDirectory = false
-        let clock = self.clock
-        clock.advance(by: other.clock.now - clock.now)
-        api = try SpaceAPI(databasePath: databasePath, clock: { clock.now })
+        clock.set(to: other.clock.now())
+        api = try SpaceAPI(databasePath: databasePath, clock: clock)
     }
 
     private var ownsDirectory = true

@@ -42,7 +42,7 @@ struct HomeDevice {
         let body = HomeWire.CreateAccountRequest(
             anchor: upload, generation: 1, vault: vault,
             proof: device.identity.homeProof(
-                .createAccount, anchor: device.id, payload: payload, now: harness.clock.now))
+                .createAccount, anchor: device.id, payload: payload, now: harness.clock.seconds()))
         var json: [String: Any] = [
             "anchor": body.anchor, "generation": 1, "vault": body.vault, "proof": body.proof,
         ]
@@ -54,7 +54,8 @@ struct HomeDevice {
 
     private static func session(_ harness: APIHarness, _ device: HomeDevice) throws -> Reply {
         try harness.send(
-            "POST", "/api/home/session", json: ["proof": device.sessionBody(at: harness.clock.now).proof])
+            "POST", "/api/home/session",
+            json: ["proof": device.sessionBody(at: harness.clock.seconds()).proof])
     }
 
     @Test func createPullPushWithCompareAndSwap() throws {
@@ -91,14 +92,14 @@ struct HomeDevice {
     @Test func signedRequestsRefuseReplayStaleUnknownAndForged() throws {
         let harness = try Self.home()
         let (device, _, _) = try Self.account(harness)
-        let body = device.sessionBody(at: harness.clock.now)
+        let body = device.sessionBody(at: harness.clock.seconds())
         let first = try harness.send("POST", "/api/home/session", json: ["proof": body.proof])
         #expect(first.status == 201, "\(first.json)")
         let replayed = try harness.send("POST", "/api/home/session", json: ["proof": body.proof])
         #expect(replayed.status == 409)
         #expect(replayed.error == "replayed_signature")
 
-        let old = device.sessionBody(at: harness.clock.now - HomeProof.window - 1)
+        let old = device.sessionBody(at: harness.clock.seconds() - HomeProof.window - 1)
         let stale = try harness.send("POST", "/api/home/session", json: ["proof": old.proof])
         #expect(stale.status == 401)
         #expect(stale.error == "signature_expired")
@@ -110,7 +111,7 @@ struct HomeDevice {
 
         // Signed by another key in the device's name.
         let forged = stranger.identity.homeProof(
-            .session, anchor: device.id, payload: [], now: harness.clock.now)
+            .session, anchor: device.id, payload: [], now: harness.clock.seconds())
         let refused = try harness.send("POST", "/api/home/session", json: ["proof": forged])
         #expect(refused.status == 401)
         #expect(refused.error == "signature_invalid")

@@ -216,9 +216,8 @@ import Testing
         var configuration = SpaceServerConfiguration()
         configuration.homeEnabled = true
         configuration.homeMail = HomeMailConfiguration(server: w.mail.address, sender: "eleven@home.test")
-        let clock = w.harness.clock
         let reopened = try SpaceAPI(
-            databasePath: w.harness.databasePath, configuration: configuration, clock: { clock.now })
+            databasePath: w.harness.databasePath, configuration: configuration, clock: w.harness.clock)
         let asked = reopened.handle(
             APIRequest(
                 method: "POST", target: "/api/home/email-code",
@@ -250,7 +249,7 @@ import Testing
                 .approval, anchor: HomeWire.approvalAnchor(device.publicKeys),
                 payload: HomeWire.ApprovalRequest.payload(
                     publicKeys: device.publicKeys, commitment: commitment),
-                now: w.harness.clock.now)
+                now: w.harness.clock.seconds())
             return try w.harness.send(
                 "POST", "/api/home/approvals",
                 json: [

@@ -82,7 +82,7 @@ import Testing
         var space = try TestSpace.create(harness)
         let sam = try space.add("Sam")
         let bytes = try challenge(harness, space, for: sam)
-        harness.clock.advance(by: SpaceServerConfiguration().challengeLifetime + 1)
+        harness.clock.advance(by: Double(SpaceServerConfiguration().challengeLifetime + 1))
         let reply = try signIn(harness, space, sam, challenge: bytes)
         #expect(reply.status == 401)
         #expect(reply.error == "challenge_invalid")
@@ -109,8 +109,7 @@ import Testing
         let bytes = try challenge(harness, space, for: sam)
         let proof = try sam.identity.signIn(to: space.space, as: sam.id, challenge: bytes)
         // A second server on the same file: what a restarted process reads.
-        let clock = harness.clock
-        let restarted = try SpaceAPI(databasePath: harness.databasePath, clock: { clock.now })
+        let restarted = try SpaceAPI(databasePath: harness.databasePath, clock: harness.clock)
         let body = try JSONSerialization.data(withJSONObject: harness.plain(["proof": proof]))
         let request = APIRequest(
             method: "POST", target: "\(space.base)/sign-in", headers: ["content-type": "application/json"],
@@ -132,7 +131,7 @@ import Testing
         #expect(try signIn(harness, space, sam, challenge: challenge(harness, space, for: sam)).status == 201)
         let first = try #require(harness.dump()["used_sign_in_challenges"])
         #expect(first.count == 1)
-        harness.clock.advance(by: lifetime + 1)
+        harness.clock.advance(by: Double(lifetime + 1))
         #expect(try signIn(harness, space, sam, challenge: challenge(harness, space, for: sam)).status == 201)
         let second = try #require(harness.dump()["used_sign_in_challenges"])
         #expect(second.count == 1)
@@ -147,7 +146,7 @@ import Testing
         let bytes = try challenge(harness, space, for: sam)
         let proof = try sam.identity.signIn(to: space.space, as: sam.id, challenge: bytes)
         #expect(try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof]).status == 201)
-        harness.clock.advance(by: SpaceServerConfiguration().challengeLifetime + 1)
+        harness.clock.advance(by: Double(SpaceServerConfiguration().challengeLifetime + 1))
         #expect(try signIn(harness, space, sam, challenge: challenge(harness, space, for: sam)).status == 201)
         return (space, proof)
     }
@@ -156,7 +155,7 @@ import Testing
     func clockGoesBack() throws {
         let harness = try APIHarness()
         let (space, proof) = try proofWhoseChallengeWasCleared(harness)
-        harness.clock.advance(by: -SpaceServerConfiguration().challengeLifetime)
+        harness.clock.advance(by: -Double(SpaceServerConfiguration().challengeLifetime))
         let replay = try harness.send("POST", "\(space.base)/sign-in", json: ["proof": proof])
         #expect(replay.status == 401, "\(replay.json)")
         #expect(replay.error == "challenge_invalid")
@@ -168,9 +167,8 @@ import Testing
         let (space, proof) = try proofWhoseChallengeWasCleared(harness)
         // The process restarts (a new server on the file knows nothing of the clearing), and
         // the clock is set back to when the captured proof was fresh.
-        let clock = harness.clock
-        let restarted = try SpaceAPI(databasePath: harness.databasePath, clock: { clock.now })
-        harness.clock.advance(by: -SpaceServerConfiguration().challengeLifetime)
+        let restarted = try SpaceAPI(databasePath: harness.databasePath, clock: harness.clock)
+        harness.clock.advance(by: -Double(SpaceServerConfiguration().challengeLifetime))
         let body = try JSONSerialization.data(withJSONObject: harness.plain(["proof": proof]))
         let reply = restarted.handle(
             APIRequest(

@@ -268,8 +268,7 @@ final class InviterAttendant {
             check: { _, _, _ in nil },
             admit: { [unowned self] request, nameplate in admit(request, nameplate: nameplate, invite: invite)
             },
-            report: { [unowned self] report, request in try tell(report, request) },
-            now: { Int64(Date().timeIntervalSince1970) })
+            report: { [unowned self] report, request in try tell(report, request) })
         if let ask {
             hooks.ask = { [unowned self] request, joinerWaiting in
                 switch ask(request.displayName, session.saved.name, joinerWaiting) {

@@ -1,6 +1,7 @@
 import Foundation
 import JoinProtocol
 import SpaceModel
+import Support
 
 /// A new device's request as an enrolled device sees it in `eleven devices`.
 public struct ApprovalEntry: Sendable, Equatable {
@@ -34,7 +35,7 @@ extension HomeSync {
                 proof: key.homeProof(
                     .approval, anchor: anchor,
                     payload: HomeWire.ApprovalRequest.payload(
-                        publicKeys: key.publicKeys, commitment: exchange.commitment), now: now())))
+                        publicKeys: key.publicKeys, commitment: exchange.commitment), now: clock.seconds())))
         waiting(created.id)
         var agreement: DeviceApproval.Agreement?
         let deadline = Date().addingTimeInterval(timeout)
@@ -79,7 +80,7 @@ extension HomeSync {
             return try client.pollApproval(
                 id,
                 HomeWire.ApprovalPoll(
-                    proof: key.homeProof(.approval, anchor: anchor, payload: payload, now: now()),
+                    proof: key.homeProof(.approval, anchor: anchor, payload: payload, now: clock.seconds()),
                     reveal: reveal?.key, nonce: reveal?.nonce, label: reveal?.label))
         } catch {
             guard error.typedCode == .unknownApproval else { throw error }

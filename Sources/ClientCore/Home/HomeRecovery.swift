@@ -1,5 +1,6 @@
 import PAKE
 import SpaceModel
+import Support
 
 // Account recovery, rung 3 of the ladder: a recovery credential is one more key anchor of the
 // home account (`kind: recovery`), with its own wrap of the vault key. With every device lost,
@@ -73,7 +74,7 @@ extension HomeSync {
         var client = try HomeClient(server: server)
         let session = try client.session(
             HomeWire.SessionRequest(
-                proof: identity.homeProof(.session, anchor: anchor, payload: [], now: now())))
+                proof: identity.homeProof(.session, anchor: anchor, payload: [], now: clock.seconds())))
         client.use(session: session.token)
         let remote = try client.vault()
         let key = try identity.unwrapVaultKey(Base64URL.decode(remote.wrap) ?? [])

@@ -2,6 +2,7 @@ import Foundation
 import JoinProtocol
 import PAKE
 import SpaceModel
+import Support
 
 /// A problem with the home account that is neither the network nor a local file: a stable
 /// ``code`` and a message a person can act on.
@@ -120,8 +121,9 @@ public struct DeviceEntry: Sendable, Equatable {
 /// server is unreachable stays queued (`pending`) and is pushed by the next sync.
 public struct HomeSync: Sendable {
     public let state: LocalState
-    /// The clock (Unix seconds); injected for tests.
-    public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    /// The time its signed requests carry and its session expiry is checked against (injected
+    /// so tests can move it).
+    public var clock: any WallClock = SystemClock()
     /// Compare-and-swap attempts before giving up.
     public var attempts = 8
 
@@ -283,7 +285,7 @@ public struct HomeSync: Sendable {
     /// A client with a live session (cached in `home.json`, renewed with a signed request).
     private func client(_ home: inout HomeState, renew: Bool = false) throws -> HomeClient {
         var client = try HomeClient(server: home.server)
-        let time = now()
+        let time = clock.seconds()
         if !renew, let token = home.session, let expiry = home.sessionExpiresAt, expiry > time + 30 {
             client.use(session: token)
             return client
@@ -477,7 +479,7 @@ public struct HomeSync: Sendable {
         let session = try client.createAccount(
             HomeWire.CreateAccountRequest(
                 anchor: upload, generation: 1, vault: vault,
-                proof: key.homeProof(.createAccount, anchor: id, payload: payload, now: now()),
+                proof: key.homeProof(.createAccount, anchor: id, payload: payload, now: clock.seconds()),
                 emailTicket: emailTicket))
         try writeJSON(local, Self.vaultFile)
         try save(

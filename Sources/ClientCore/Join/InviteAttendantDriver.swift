@@ -63,21 +63,21 @@ public struct InviteAttendantHooks {
     public var codeProven: (_ request: JoinRequest, _ verifier: [UInt8]) -> Void = { _, _ in }
     /// A line for the attendant's own log (abandoned uses).
     public var log: (_ kind: String, _ detail: String) -> Void = { _, _ in }
-    /// The time, Unix seconds.
-    public var now: () -> Int64
+    /// Where the machine's `now` comes from.
+    public var clock: any WallClock
 
     public init(
         save: @escaping (InviteAttendant) throws -> Void,
         check: @escaping (JoinRequest, [UInt8], Int) -> AttendantRefusal?,
         admit: @escaping (JoinRequest, Rendezvous.Nameplate) -> AttendantAdmission,
         report: @escaping (InviteAttendant.Report, JoinRequest?) throws -> Void,
-        now: @escaping () -> Int64
+        clock: any WallClock = SystemClock()
     ) {
         self.save = save
         self.check = check
         self.admit = admit
         self.report = report
-        self.now = now
+        self.clock = clock
     }
 }
 
@@ -134,7 +134,7 @@ public final class InviteAttendantDriver {
         until: ContinuousClock.Instant? = nil, untilAttending: Bool = false,
         shouldStop: () -> Bool = { false }
     ) throws -> InviteAttendant.Ending? {
-        var actions = attendant.resume(now: hooks.now())
+        var actions = attendant.resume(now: hooks.clock.seconds())
         try hooks.save(attendant)
         while true {
             var step: InviteAttendant.Action?
@@ -157,7 +157,7 @@ public final class InviteAttendantDriver {
             if shouldStop() || interruption?.isInterrupted == true { return nil }
             if untilAttending, case .attend = step { return nil }
             guard let event = try perform(step: step, until: until) else { return nil }
-            actions = attendant.handle(event, now: hooks.now())
+            actions = attendant.handle(event, now: hooks.clock.seconds())
             try hooks.save(attendant)
             // Saved before the code is shown: a code shown is a code attended.
             if case .allocated(let nameplate, _) = event { try onAllocated(nameplate) }
@@ -169,7 +169,7 @@ public final class InviteAttendantDriver {
     /// Call between runs; the invite may end (burned).
     public func attemptsReported(_ sides: [Rendezvous.Side]) throws {
         for side in sides where attendant.isOpen {
-            let actions = attendant.handle(.attemptReported(side: side), now: hooks.now())
+            let actions = attendant.handle(.attemptReported(side: side), now: hooks.clock.seconds())
             try hooks.save(attendant)
             for action in actions {
                 switch action {
@@ -184,7 +184,7 @@ public final class InviteAttendantDriver {
     /// nameplate for joiners who come later (an inviter who stopped attending).
     public func cancel(notice: InviteEnd? = nil) throws {
         let nameplate = attendant.nameplate
-        let actions = attendant.handle(.cancel, now: hooks.now())
+        let actions = attendant.handle(.cancel, now: hooks.clock.seconds())
         try hooks.save(attendant)
         for action in actions {
             if case .closeMailbox(let machine) = action {
@@ -288,7 +288,7 @@ public final class InviteAttendantDriver {
         let connection = try live ?? InviteAttendance.resume(relayURL: relayURL, machine: saved)
         live = nil
         let machine = connection.machine
-        var deadline = ContinuousClock.now + .seconds(max(1, expiresAt - hooks.now()))
+        var deadline = ContinuousClock.now + .seconds(max(1, expiresAt - hooks.clock.seconds()))
         if let until { deadline = min(deadline, until) }
         var refusal: AttendantRefusal?
         var joinerSpoke = false
@@ -313,7 +313,7 @@ public final class InviteAttendantDriver {
                     // at that was not saved.
                     spoke.withLock { $0 = true }
                     _ = self.attendant.handle(
-                        .joinerSpoke(connection: machine.replayingPeer()), now: self.hooks.now())
+                        .joinerSpoke(connection: machine.replayingPeer()), now: self.hooks.clock.seconds())
                     return (try? self.hooks.save(self.attendant)) != nil
                 },
                 onCodeProven: { request, verifier in
@@ -323,7 +323,7 @@ public final class InviteAttendantDriver {
                     // restart before it finds the failure still counted, the safe side, and gives
                     // it back when the relay replays the same joiner. One sealed write per join
                     // fewer.
-                    _ = self.attendant.handle(.codeProven, now: self.hooks.now())
+                    _ = self.attendant.handle(.codeProven, now: self.hooks.clock.seconds())
                     // Earlier attempts of this joiner on this very invite that never reached it:
                     // counted once this use is over (the machine is mid-step now).
                     let missed = request.failedAttempts.filter {
@@ -347,7 +347,7 @@ public final class InviteAttendantDriver {
             case .relay(.timedOut):
                 // Nobody came: the owner's own deadline, or the invite's expiry (the machine
                 // checks it).
-                if let until, ContinuousClock.now >= until, hooks.now() < expiresAt { return nil }
+                if let until, ContinuousClock.now >= until, hooks.clock.seconds() < expiresAt { return nil }
                 return .idle
             case .relay(.rendezvous(.nameplateMoved)):
                 // Killed in the instant between a joiner's first message and saving it: the
@@ -412,12 +412,12 @@ public final class InviteAttendantDriver {
         }
         let refusal = hooks.ask.map { $0(request, joinerWaiting) } ?? hooks.check(request, verifier, use)
         if let refusal { return .refuse(refusal) }
-        _ = attendant.handle(.admitting(joinerKeys: request.publicKeys), now: hooks.now())
+        _ = attendant.handle(.admitting(joinerKeys: request.publicKeys), now: hooks.clock.seconds())
         do {
             try hooks.save(attendant)
         } catch {
             // Admit only a joiner whose use the state can record (not on a full disk).
-            _ = attendant.handle(.admissionFailed, now: hooks.now())
+            _ = attendant.handle(.admissionFailed, now: hooks.clock.seconds())
             return .refuse(.cannotRecord)
         }
         return admit(request, nameplate, giveBack: true)
@@ -431,7 +431,7 @@ public final class InviteAttendantDriver {
         case .failed(let refusal, let mayBeMember):
             // If in doubt the use stays taken, the safe side.
             if giveBack && !mayBeMember {
-                _ = attendant.handle(.admissionFailed, now: hooks.now())
+                _ = attendant.handle(.admissionFailed, now: hooks.clock.seconds())
                 try? hooks.save(attendant)
             }
             return .refuse(refusal)

@@ -25,17 +25,6 @@ extension RelayConnectionSink {
     public func storageRecovered() {}
 }
 
-/// The source of `server_tx`/`server_rx` times.
-public protocol RelayClock: Sendable {
-    func now() -> RelayInstant
-}
-
-/// Wall-clock time.
-public struct SystemRelayClock: RelayClock {
-    public init() {}
-    public func now() -> RelayInstant { RelayInstant(secondsSince1970: Date().timeIntervalSince1970) }
-}
-
 /// The relay as the network glue sees it: owns the pure ``RelayCore`` and a ``RelayStorage``,
 /// and turns connection events into frames through a ``RelayConnectionSink``.
 ///
@@ -90,23 +79,28 @@ public final class RelayService: RelayChangeFollower {
     private let state: Locked<State>
     private let storage: any RelayStorage
     private let sink: any RelayConnectionSink
-    private let clock: any RelayClock
+    /// The source of `server_tx`/`server_rx` times and of the core's `now`.
+    private let clock: any WallClock
 
     /// Loads the stored state and starts serving it.
     public init(
         config: RelayConfig, storage: any RelayStorage, sink: any RelayConnectionSink,
-        clock: any RelayClock = SystemRelayClock(),
+        clock: any WallClock = SystemClock(),
         random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) throws(RelayStorageError) {
         let (snapshot, position) = try storage.loadForServing()
         let core = RelayCore(
-            config: config, snapshot: snapshot, now: clock.now(), random: random, shared: storage.isShared)
+            config: config, snapshot: snapshot, now: RelayInstant(secondsSince1970: clock.now()),
+            random: random, shared: storage.isShared)
         self.state = Locked(State(core: core, feedPosition: position))
         self.storage = storage
         self.sink = sink
         self.clock = clock
         if storage.isShared { storage.follow(self) }
     }
+
+    /// The clock's time as the relay's messages carry it.
+    private func instant() -> RelayInstant { RelayInstant(secondsSince1970: clock.now()) }
 
     // MARK: - Events from the glue
 
@@ -159,7 +153,7 @@ public final class RelayService: RelayChangeFollower {
     // MARK: - Ordering
 
     private func process(_ event: RelayEvent) {
-        let now = clock.now()
+        let now = instant()
         var leader = true
         if case .tick = event { leader = storage.isExpiryLeader }
         state.withLock { s in
@@ -274,7 +268,7 @@ public final class RelayService: RelayChangeFollower {
                 guard !s.stopped else { return false }
                 let old = s.core
                 var core = RelayCore(
-                    config: old.config, snapshot: snapshot, now: clock.now(), random: old.random,
+                    config: old.config, snapshot: snapshot, now: instant(), random: old.random,
                     shared: old.isShared)
                 core.metrics = old.metrics
                 s.core = core
@@ -303,7 +297,7 @@ public final class RelayService: RelayChangeFollower {
         case .failure(let error):
             fail(error, epoch: epoch)
         case .success(let reservation):
-            let now = clock.now()
+            let now = instant()
             state.withLock { s in
                 guard s.failure == nil, s.epoch == epoch else { return }
                 s.grants.append((reservation, id))
@@ -329,7 +323,7 @@ public final class RelayService: RelayChangeFollower {
     }
 
     public func applyChanges(_ changes: [(position: Int64, ops: [StorageOp])], through position: Int64) {
-        let now = clock.now()
+        let now = instant()
         state.withLock { s in
             guard s.failure == nil, !s.stopped, position > s.feedPosition else { return }
             // A reload may have passed some of them already.
@@ -344,7 +338,7 @@ public final class RelayService: RelayChangeFollower {
     }
 
     public func ownChangesCommitted(_ positions: [Int64]) {
-        let now = clock.now()
+        let now = instant()
         state.withLock { s in
             guard s.failure == nil, !s.stopped else { return }
             for position in positions where position > s.feedPosition { s.ownPositions.insert(position) }
@@ -392,7 +386,7 @@ public final class RelayService: RelayChangeFollower {
     }
 
     private func perform(_ actions: [RelayAction]) {
-        let serverTX = clock.now()
+        let serverTX = instant()
         for action in actions {
             switch action {
             case .send(let message, let id): sink.send(text: message.encoded(serverTX: serverTX), to: id)
