@@ -18,22 +18,14 @@ import Testing
             defer { _ = relay.stop() }
             let url = "ws://127.0.0.1:\(relay.port)/v1"
             var generator = SystemRandomNumberGenerator()
-            let sender = RendezvousConnection(
-                url: url,
-                machine: RendezvousMachine(
-                    appID: JoinIntent.join.appID, side: .random(using: &generator), start: .allocate))
-            try sender.start()
-            var nameplate: Rendezvous.Nameplate?
-            while nameplate == nil {
-                if case .allocated(let n) = try sender.next(timeout: .seconds(30)) { nameplate = n }
-            }
+            let (sender, nameplate) = try Self.allocate(url: url)
             // The peer is in the mailbox (its own message stored), then goes away: what it
             // finds when it comes back is what the relay stored.
             let away = RendezvousConnection(
                 url: url,
                 machine: RendezvousMachine(
                     appID: JoinIntent.join.appID, side: .random(using: &generator),
-                    start: .claim(try #require(nameplate))))
+                    start: .claim(nameplate)))
             try away.start()
             try away.send(phase: Rendezvous.Phase("0"), body: [1])
             try away.waitUntilEchoed(timeout: .seconds(30))
@@ -64,16 +56,7 @@ import Testing
             let dir = try TestSupport.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let relay = try AdversarialRelayFixture.startRelay(in: dir)
-            var generator = SystemRandomNumberGenerator()
-            let sender = RendezvousConnection(
-                url: "ws://127.0.0.1:\(relay.port)/v1",
-                machine: RendezvousMachine(
-                    appID: JoinIntent.join.appID, side: .random(using: &generator), start: .allocate))
-            try sender.start()
-            var allocated = false
-            while !allocated {
-                if case .allocated = try sender.next(timeout: .seconds(30)) { allocated = true }
-            }
+            let (sender, _) = try Self.allocate(url: "ws://127.0.0.1:\(relay.port)/v1")
             _ = relay.stop()
             try sender.send(phase: Rendezvous.Phase("0"), body: [1, 2, 3])
             // The relay is gone: the close must not count as done (a short wait: it cannot happen).
@@ -81,6 +64,19 @@ import Testing
                 try sender.closeWhenStored(mood: .happy, timeout: .seconds(2))
             }
             #expect(!sender.machine.isClosed)
+        }
+    }
+
+    /// A connection that allocated a nameplate (its mailbox being opened).
+    private static func allocate(url: String) throws -> (RendezvousConnection, Rendezvous.Nameplate) {
+        var generator = SystemRandomNumberGenerator()
+        let connection = RendezvousConnection(
+            url: url,
+            machine: RendezvousMachine(
+                appID: JoinIntent.join.appID, side: .random(using: &generator), start: .allocate))
+        try connection.start()
+        while true {
+            if case .allocated(let n) = try connection.next(timeout: .seconds(30)) { return (connection, n) }
         }
     }
 }
