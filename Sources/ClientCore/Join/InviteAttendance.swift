@@ -63,7 +63,7 @@ public enum InviteAttendance {
     /// Attends one use on `connection` until a joiner is answered, the code is burned, or
     /// `deadline` passes. `published` says whether this use's first message is already in the
     /// mailbox (``publish(on:words:binding:seed:use:timeout:)`` or a resumed connection).
-    /// `decide` is called once the code is proven; an approval's grant is sent and stored before
+    /// `decide` is called once the code is proven; an approval's grant is sent and echoed before
     /// the mailbox is closed. The connection is closed when this returns or throws, except that
     /// with `keepOpenOnTimeout` a deadline that passes before any joiner proved the code only
     /// drops the connection when no joiner message arrived yet (the invite stays pending; save
@@ -142,7 +142,8 @@ public enum InviteAttendance {
                         for case .send(let phase, let body) in answer {
                             try connection.send(phase: phase, body: body)
                         }
-                        try connection.closeWhenStored(mood: .happy, timeout: deadline - .now)
+                        try connection.waitUntilEchoed(timeout: deadline - .now)
+                        connection.close(mood: .happy)
                         return approved ? .admitted(request) : .refused(request)
                     }
                 }

@@ -220,8 +220,9 @@ public enum JoinRunner {
                         for case .send(let phase, let body) in answer {
                             try connection.send(phase: phase, body: body)
                         }
-                        // Closed only once the relay stored the answer.
-                        try connection.closeWhenStored(mood: .happy, timeout: deadline - .now)
+                        // Wait until the relay stored the answer before closing.
+                        try connection.waitUntilEchoed(timeout: deadline - .now)
+                        connection.close(mood: .happy)
                         return request
                     }
                 }

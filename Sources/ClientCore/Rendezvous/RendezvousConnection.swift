@@ -217,21 +217,6 @@ public final class RendezvousConnection {
         socket = nil
     }
 
-    /// Closes the mailbox with `mood` as soon as the last messages are sent, without waiting for
-    /// their echoes first, and waits (up to `timeout`) for the relay to confirm the close; throws
-    /// when it did not. The relay answers a connection's frames in order, each once its own
-    /// writes are durable, so a confirmed close means every message sent before it is stored;
-    /// and sent back to back, the last `add` and the `close` can share the relay's commit
-    /// (group commit) instead of costing one each, one after the other.
-    public func closeWhenStored(mood: Rendezvous.Mood, timeout: Duration) throws(RelayConnectionError) {
-        defer {
-            socket?.close()
-            socket = nil
-        }
-        try perform(machine.close(mood: mood))
-        _ = try next(until: ContinuousClock.now + timeout, stopWhen: { $0.machine.isClosed })
-    }
-
     /// Drops the connection without closing the mailbox (a process that will resume later).
     public func disconnect() {
         socket?.close()
