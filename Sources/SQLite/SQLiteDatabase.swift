@@ -96,10 +96,16 @@ public final class SQLiteDatabase {
     /// The rowid of the last insert.
     public var lastInsertRowID: Int64 { handle.map { sqlite3_last_insert_rowid($0) } ?? 0 }
 
+    /// The main file's path; nil for an in-memory or temporary database.
+    func fileName() throws(SQLiteError) -> String? {
+        guard let name = sqlite3_db_filename(try connection(), "main"), name.pointee != 0 else { return nil }
+        return String(cString: name)
+    }
+
     /// Reads the main file's header from the disk (not SQLite's page cache): a cheap check that
     /// the file is there and readable. Throws `SQLITE_IOERR_READ` when it is not.
     public func readFileHeader() throws(SQLiteError) {
-        guard let name = sqlite3_db_filename(try connection(), "main"), name.pointee != 0 else { return }
+        guard let name = try fileName() else { return }
         let fd = Glibc.open(name, O_RDONLY | O_CLOEXEC)
         var header = [UInt8](repeating: 0, count: 16)
         let count = fd < 0 ? -1 : header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 16, 0) }

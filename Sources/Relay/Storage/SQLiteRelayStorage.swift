@@ -337,39 +337,16 @@ public final class SQLiteRelayStorage: RelayStorage {
         if !isOnQueue { queue.sync {} }
     }
 
-    /// Whether the file takes a write now: one real write (the schema version written back
-    /// unchanged, a page in the WAL), so a relay whose commits failed (disk full, read-only
-    /// file) recovers only once it can commit again, instead of reloading and failing anew.
-    /// That write may fit in room the WAL already has, so on a full disk it can succeed while
-    /// every commit that needs a new block fails: the file system must also have room for the
-    /// WAL to grow (``minimumFreeBytes``).
+    /// Whether the file takes a write now (``SQLiteDatabase/probeWrite()``: a real write and
+    /// room on the disk), so a relay whose commits failed (disk full, read-only file) recovers
+    /// only once it can commit again, instead of reloading and failing anew.
     public func ping() -> RelayStorageError? {
-        if let free = Self.freeBytes(besides: path), free < Self.minimumFreeBytes {
-            return RelayStorageError(.write, "no room left on the disk of \(path) (\(free) bytes free)")
-        }
         do throws(RelayStorageError) {
-            try onQueue(failing: .write) { db throws(SQLiteError) in
-                let version = try db.integer("PRAGMA user_version")
-                try db.writeTransaction { () throws(SQLiteError) in
-                    try db.execute("PRAGMA user_version=\(version)")
-                }
-            }
+            try onQueue(failing: .write) { db throws(SQLiteError) in try db.probeWrite() }
             return nil
         } catch {
             return error
         }
-    }
-
-    /// The free room a recovering store asks of its file system: 256 new WAL pages and more.
-    static let minimumFreeBytes: UInt64 = 256 << 10
-
-    /// The bytes an unprivileged process may still write on the file system holding `path`;
-    /// nil when that cannot be told.
-    static func freeBytes(besides path: String) -> UInt64? {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        var info = statvfs()
-        guard statvfs(directory, &info) == 0 else { return nil }
-        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
     }
 
     /// Copies the WAL into the main file and truncates the WAL.
