@@ -220,11 +220,16 @@ final class SpaceService {
         }
         do {
             if broken { throw BatchAborted() }
+            let writes = store.db.totalChanges != changesBefore
+            // While writes fail, a small write may still fit in room the WAL already has on a
+            // full disk: it commits only once the disk has room again, so the server stays
+            // failed (and says so) until it takes writes again.
+            if writes, storageFailure != nil { try store.db.requireRoom() }
             try store.db.execute("COMMIT")
             rosters.merge(pendingRosters) { $1 }
             committedChanges = pendingChanges
             // A write reached the disk: it takes writes again.
-            if store.db.totalChanges != changesBefore { storageFailure = nil }
+            if writes { storageFailure = nil }
             return responses
         } catch {
             noteIfStorageFailure(error)

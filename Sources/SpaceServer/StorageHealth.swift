@@ -36,15 +36,15 @@ extension SpaceService {
     }
 
     /// `/healthz`: a real read of the database every time; while the last write failed, a real
-    /// write too (the schema version written back unchanged, one page), so the answer turns
+    /// write too and room on the disk (``SQLiteDatabase/probeWrite()``), so the answer turns
     /// healthy by itself once the disk takes writes again. 200 `{"ok":true}`, else 503 with
     /// `storage_full` or `storage_unavailable` and since when writes fail.
     func health() -> APIResponse {
         do {
             try store.db.readFileHeader()
-            let version = try store.schemaVersion()
+            _ = try store.schemaVersion()
             if storageFailure != nil {
-                try store.db.transaction { try store.db.execute("PRAGMA user_version=\(version)") }
+                try store.db.probeWrite()
                 storageFailure = nil
             }
             return .json(HealthBody(ok: true, error: nil, message: nil, failingSince: nil))

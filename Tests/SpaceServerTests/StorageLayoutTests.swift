@@ -45,7 +45,7 @@ import Testing
 
     /// Single wraps (as before schema 10) or one wrap bundle (what attendants send now).
     @Test(
-        "a new member's keys of ten threads are one commit of at most seven WAL pages, not one per thread",
+        "a new member's keys of ten threads are one commit of at most 28 KiB of WAL pages, not a page per thread",
         arguments: [false, true])
     func newMembersWrapsArePagesNotThreads(bundled: Bool) throws {
         // 10 threads of 31 members: about 80 KB of wraps, some twenty b-tree leaves.
@@ -79,24 +79,28 @@ import Testing
             }
         let reply = try harness.send("POST", "\(space.base)/wraps", token: space.owner.token, json: body)
         #expect(reply.status == 201, "\(reply.json)")
-        // Keyed by thread first (schema 5) this commit wrote 20 pages: a leaf per thread, the
-        // recipient index's leaf and their parents. Now the wraps land on one leaf; when it is
-        // full, SQLite balances it with its neighbours: at most three leaves, a new one, their
-        // parent and the file's header page (7 pages). A bundle's rows are the same neighbours,
-        // its signature in the first: nothing is written elsewhere.
-        let frames = try walFrames(harness.databasePath, reader)
-        #expect(frames > 0 && frames <= 7, "\(frames) WAL pages for one member's wraps")
+        // Keyed by thread first (schema 5) this commit wrote 20 pages of 4 KiB (80 KiB): a leaf
+        // per thread, the recipient index's leaf and their parents. Now the wraps are neighbours;
+        // with 4 KiB pages they landed on one leaf, balanced with its neighbours when full: at
+        // most three leaves, a new one, their parent and the file's header page (7 pages, 28
+        // KiB). With 1 KiB pages they span a few leaves, each balanced likewise (8 to 21 pages of
+        // 1 KiB in repeated runs). A bundle's rows are the same neighbours, its signature in the
+        // first: nothing is written elsewhere.
+        let bytes = try walFrames(harness.databasePath, reader) * reader.integer("PRAGMA page_size")
+        #expect(bytes > 0 && bytes <= 7 * 4096, "\(bytes) bytes of WAL pages for one member's wraps")
         #expect(try walTrees(harness.databasePath, reader).subtracting(["wraps", "sqlite_schema"]).isEmpty)
         #expect(try space.read(as: joiner, thread: keys[9].0) == [])
     }
 
-    @Test("a schema-5 database keeps its wraps and tokens through migrations 6 to 10")
+    @Test(
+        "a schema-5 database of 4 KiB pages keeps its wraps, tokens and page size through migrations 6 to 10")
     func migrationKeepsWrapsAndTokens() throws {
         let (harness, spaceBefore, keys) = try Self.space(threads: 3, members: 4)
         var space = spaceBefore
         let sam = try space.add("Sam")
         try space.post("hello", by: space.owner, thread: keys[1].0, key: keys[1].1)
         let before = try harness.dump()
+        let oldPath = harness.directory.appendingPathComponent("old.sqlite").path
         #expect(before["wraps"]?.count == 15)
         #expect(before["device_tokens"]?.count == 6)
         // Turn the file back into what a schema-5 server left behind.
@@ -131,11 +135,15 @@ import Testing
                 PRAGMA user_version=5;
                 """)
             #expect(try db.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'index'") >= 2)
+            // Earlier servers made files of SQLite's default 4 KiB pages.
+            #expect(try db.integer("PRAGMA page_size") == Int64(SpaceSchema.pageSize))
+            try db.execute("PRAGMA page_size=4096; VACUUM INTO '\(oldPath)'")
         }
-        let reopened = try SpaceAPI(databasePath: harness.databasePath)
+        let reopened = try SpaceAPI(databasePath: oldPath)
         #expect(try reopened.schemaVersion() == 10)
         #expect(try reopened.dumpTables() == before)
-        let check = try SQLiteDatabase(path: harness.databasePath)
+        let check = try SQLiteDatabase(path: oldPath)
+        #expect(try check.integer("PRAGMA page_size") == 4096, "an existing file keeps its page size")
         defer { check.close() }
         #expect(
             try check.integer(
@@ -168,6 +176,16 @@ import Testing
             send("DELETE", "\(space.base)/tokens/\(Base64URL.encode(samsID))", token: space.adminToken).status
                 == 200)
         #expect(send("GET", "\(space.base)/threads", token: sam.token).status == 401)
+    }
+
+    @Test("a new database has 1 KiB pages, checkpointed every 4000 WAL frames (4 MiB, as 1000 of 4 KiB)")
+    func newFilePageSizeAndCheckpoints() throws {
+        let harness = try APIHarness()
+        let db = try SQLiteDatabase(path: harness.databasePath)
+        defer { db.close() }
+        #expect(try db.integer("PRAGMA page_size") == 1024)
+        let store = try SpaceStore(path: harness.databasePath)
+        #expect(try store.db.integer("PRAGMA wal_autocheckpoint") == 4000)
     }
 
     @Test("asking for a sign-in challenge writes nothing")
