@@ -39,18 +39,12 @@ extension InviteAttendant.State {
             }
         case .attending(let nameplate, let use, let connection, let attempt):
             out.object("attending") { out in
-                out.wrapped("nameplate", nameplate.value)
-                out.integer("use", use)
-                out.key("connection")
-                connection.writeJSON(into: &out)
+                Self.writeUse(nameplate, use, connection, into: &out)
                 out.bool("attempt", attempt)
             }
         case .admitting(let nameplate, let use, let connection, let joinerKeys):
             out.object("admitting") { out in
-                out.wrapped("nameplate", nameplate.value)
-                out.integer("use", use)
-                out.key("connection")
-                connection.writeJSON(into: &out)
+                Self.writeUse(nameplate, use, connection, into: &out)
                 out.string("joinerKeys", joinerKeys.text)
             }
         case .ended(let ending, let nameplate):
@@ -59,5 +53,16 @@ extension InviteAttendant.State {
                 if let nameplate { out.wrapped("nameplate", nameplate.value) }
             }
         }
+    }
+
+    /// The members an attended use's states share.
+    private static func writeUse(
+        _ nameplate: Rendezvous.Nameplate, _ use: Int, _ connection: RendezvousMachine,
+        into out: inout StateJSONWriter
+    ) {
+        out.wrapped("nameplate", nameplate.value)
+        out.integer("use", use)
+        out.key("connection")
+        connection.writeJSON(into: &out)
     }
 }
