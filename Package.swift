@@ -80,7 +80,7 @@ let package = Package(
             ]),
 
         // Argument parsing, help text, exit codes and output shared by the executables.
-        .target(name: "CLISupport", dependencies: ["WordCodes"]),
+        .target(name: "CLISupport", dependencies: ["WordCodes", "Mailbox"]),
 
         // Thin executables.
         .executableTarget(

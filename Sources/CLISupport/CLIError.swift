@@ -1,4 +1,5 @@
 import Foundation
+import Mailbox
 
 /// Exit statuses every Eleven program uses. Stable: scripts depend on them.
 public enum ExitStatus: Int32, Sendable {
@@ -158,6 +159,10 @@ public enum Terminal {
 
     /// Prints a JSON object on one line (keys sorted, so output is stable).
     public static func json(_ object: [String: Any]) {
+        if let line = flatJSONLine(object) {
+            write(1, line)
+            return
+        }
         guard JSONSerialization.isValidJSONObject(object),
             let data = try? JSONSerialization.data(
                 withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
@@ -167,6 +172,29 @@ public enum Terminal {
         }
         // Raw: JSON escapes what needs it, and a reader wants the text as it was sent.
         write(1, String(decoding: data, as: UTF8.self) + "\n")
+    }
+
+    /// ``json(_:)``'s line for an object of strings, integers and booleans (every line of
+    /// `eleven-bot run`'s log: several per join), written by ``JSONWriter`` rather than
+    /// `JSONSerialization`, which was about 3% of the bot's CPU. The same JSON; nil for anything
+    /// else.
+    static func flatJSONLine(_ object: [String: Any]) -> String? {
+        var members: [JSONObject.Member] = []
+        members.reserveCapacity(object.count)
+        for (key, value) in object.sorted(by: { $0.key < $1.key }) {
+            let json: JSONValue
+            switch value {
+            case let text as String: json = .string(text)
+            // Exact types: a boxed number must not pass for a boolean, nor one for the other.
+            case let flag as Bool where type(of: value) == Bool.self: json = .bool(flag)
+            case let number as Int where type(of: value) == Int.self: json = .number(JSONNumber(number))
+            case let number as Int64 where type(of: value) == Int64.self:
+                json = .number(JSONNumber(Int(number)))
+            default: return nil
+            }
+            members.append(JSONObject.Member(key: key, value: json))
+        }
+        return JSONWriter.string(.object(JSONObject(members))) + "\n"
     }
 }
 

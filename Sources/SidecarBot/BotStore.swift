@@ -167,6 +167,55 @@ public struct BotInvite: Codable, Sendable {
     }
 }
 
+extension BotInvite {
+    /// The invite as ``encode(to:)`` writes it, without Foundation's encoder (``StateJSONWriter``):
+    /// it is sealed and written at nearly every step of every join. The caller zeroes the bytes
+    /// (they hold the secret).
+    func storedJSON() -> [UInt8] {
+        var out = StateJSONWriter(capacity: 4096)
+        out.object { out in
+            out.string("id", id)
+            out.string("noteID", noteID)
+            out.string("inviter", inviter.base64URL)
+            if let inviterName { out.string("inviterName", inviterName) }
+            out.object("secret") { out in
+                out.string("words", secret.words)
+                out.string("seed", secret.seed)
+            }
+            out.string("relay", relay)
+            out.bool("ask", ask)
+            out.integer("createdAt", createdAt)
+            if let record {
+                out.object("record") { out in
+                    out.integer("v", record.v)
+                    out.string("space", record.space.base64URL)
+                    out.string("inviter", record.inviter.base64URL)
+                    out.string("inviter_key", record.inviterKey)
+                    out.string("nameplate", record.nameplate)
+                    out.integer("created_at", record.createdAt)
+                    out.integer("expires_at", record.expiresAt)
+                    out.integer("uses", record.uses)
+                    out.string("signature", record.signature)
+                }
+            }
+            if let approval { out.bool("approval", approval) }
+            if let approvalUse { out.integer("approvalUse", approvalUse) }
+            out.bool("cancelRequested", cancelRequested)
+            if !reportedSides.isEmpty {
+                out.array("reportedSides") { out in
+                    for side in reportedSides {
+                        out.element()
+                        out.wrapped(side.value)
+                    }
+                }
+            }
+            out.key("attendant")
+            attendant.writeJSON(into: &out)
+        }
+        return out.bytes
+    }
+}
+
 /// One line of the bot's history (`eleven-bot status`): joins, refusals, burned codes. Never a
 /// secret: invites are named by nameplate only.
 public struct BotLogEntry: Codable, Sendable, Equatable {
@@ -318,6 +367,14 @@ public final class BotStore: @unchecked Sendable {
         return key.seal(plain, purpose: purpose)
     }
 
+    /// An invite is sealed at nearly every step of every join: written by hand
+    /// (``BotInvite/storedJSON()``), in the form its `Codable` reads.
+    private func seal(_ invite: BotInvite) -> [UInt8] {
+        var plain = invite.storedJSON()
+        defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
+        return key.seal(plain, purpose: "invite")
+    }
+
     // MARK: Identity and space
 
     /// The bot's device identity, made on first use.
@@ -401,7 +458,7 @@ public final class BotStore: @unchecked Sendable {
     /// Saves an invite; with `onlyIfNew` returns false (and changes nothing) when it exists.
     @discardableResult
     public func save(_ invite: BotInvite, onlyIfNew: Bool = false) throws(BotError) -> Bool {
-        let body = seal(invite, purpose: "invite")
+        let body = seal(invite)
         return try runCaching { db, openCache in
             try db.query(
                 onlyIfNew
@@ -432,7 +489,7 @@ public final class BotStore: @unchecked Sendable {
             change(&invite)
             try db.query(
                 "UPDATE invites SET state = ?, body = ? WHERE id = ?",
-                [.text(invite.state.rawValue), .blob(seal(invite, purpose: "invite")), .text(id)])
+                [.text(invite.state.rawValue), .blob(seal(invite)), .text(id)])
             // Only once written: a failed write (a full disk) leaves the cache as the file is.
             remember(invite, in: &openCache)
             return invite

@@ -312,3 +312,70 @@ extension RendezvousMachine: Equatable {
             && a.usedPhases == b.usedPhases && a.seenPeerPhases == b.seenPeerPhases
     }
 }
+
+extension RendezvousMachine {
+    /// The machine as its synthesized `Codable` writes it (``StateJSONWriter``): the bot saves it
+    /// inside the invite at every step of a join.
+    public func writeJSON(into out: inout StateJSONWriter) {
+        out.object { out in
+            out.string("appID", appID)
+            out.wrapped("side", side.value)
+            out.array("clientVersion") { out in
+                for part in clientVersion {
+                    out.element()
+                    out.string(part)
+                }
+            }
+            if let nameplate { out.wrapped("nameplate", nameplate.value) }
+            if let mailbox { out.wrapped("mailbox", mailbox.value) }
+            if let peerSide { out.wrapped("peerSide", peerSide.value) }
+            out.bool("wantsAllocation", wantsAllocation)
+            out.bool("releaseRequested", releaseRequested)
+            out.bool("nameplateReleased", nameplateReleased)
+            if let closeMood { out.string("closeMood", closeMood.rawValue) }
+            out.bool("isClosed", isClosed)
+            if let failure { out.object("failure") { failure.writeJSON(into: &$0) } }
+            out.array("unechoed") { out in
+                for message in unechoed {
+                    out.element()
+                    out.object { out in
+                        out.wrapped("phase", message.phase.value)
+                        out.array("body") { out in
+                            for byte in message.body {
+                                out.element()
+                                out.integer(byte)
+                            }
+                        }
+                    }
+                }
+            }
+            Self.writePhases("usedPhases", usedPhases, into: &out)
+            Self.writePhases("seenPeerPhases", seenPeerPhases, into: &out)
+        }
+    }
+
+    private static func writePhases(
+        _ key: String, _ phases: Set<Rendezvous.Phase>, into out: inout StateJSONWriter
+    ) {
+        out.array(key) { out in
+            for phase in phases {
+                out.element()
+                out.wrapped(phase.value)
+            }
+        }
+    }
+}
+
+extension RendezvousError {
+    /// The members of the synthesized `Codable` form (`{"crowded":{}}`, `{"server":{"_0":"…"}}`).
+    func writeJSON(into out: inout StateJSONWriter) {
+        switch self {
+        case .protocolViolation(let why): out.object("protocolViolation") { $0.string("_0", why) }
+        case .nameplateMoved: out.object("nameplateMoved") { _ in }
+        case .crowded: out.object("crowded") { _ in }
+        case .unwelcome(let why): out.object("unwelcome") { $0.string("_0", why) }
+        case .server(let why): out.object("server") { $0.string("_0", why) }
+        case .misuse(let why): out.object("misuse") { $0.string("_0", why) }
+        }
+    }
+}
