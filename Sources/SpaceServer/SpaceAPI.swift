@@ -325,15 +325,13 @@ final class SpaceService {
         }
     }
 
-    private static let decoder = JSONDecoder()
-
     /// Decodes a JSON body, describing what is wrong and where.
     func decode<T: Decodable>(_ type: T.Type, from request: APIRequest) throws(APIError) -> T {
         guard !request.body.isEmpty else {
             throw APIError.badRequest(.invalidJson, "This request needs a JSON body.")
         }
         do {
-            return try Self.decoder.decode(type, from: Data(request.body))
+            return try WireJSON.decode(type, from: request.body)
         } catch let error as DecodingError {
             throw Self.describe(error)
         } catch {
