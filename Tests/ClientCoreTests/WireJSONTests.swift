@@ -15,7 +15,8 @@ import Testing
         return encoder
     }()
 
-    /// A space with every kind of event, a thread's wraps and a wrap bundle, a sign-in proof.
+    /// A space with every kind of event (`EventListReaderTests`' chain), a thread's wraps and a
+    /// wrap bundle, a sign-in proof.
     private struct Fixture {
         var events: [MembershipEvent]
         var wraps: SpaceWire.WrapsRequest
@@ -24,30 +25,19 @@ import Testing
     }
 
     private func fixture() throws -> Fixture {
-        var space = try SpaceFixture()
-        let (ann, annRecord) = try space.addMember(name: "Ann \"A/B\" \\ é \u{1F600}", rights: .invite)
-        let bot = DeviceIdentity.generate()
-        let botRecord = MemberRecord(
-            id: .random(), keys: bot.publicKeys, rights: [.invite, .attendant], name: "bot")
-        try space.append(space.roster.nextEvent(.memberAdded(botRecord), signedBy: space.owner))
-        let invite = ann.signInvite(
-            space: space.space, inviter: annRecord.id, nameplate: "42", createdAt: -5,
-            expiresAt: 1_900_000_000,
-            uses: 3)
-        let joiner = MemberRecord(id: .random(), keys: DeviceIdentity.generate().publicKeys, name: "Joe")
-        try space.append(space.roster.nextEvent(.memberAdded(joiner), signedBy: bot, invite: invite))
-        try space.append(space.roster.nextEvent(.rightsChanged(joiner.id, [.invite]), signedBy: space.owner))
-        try space.remove(joiner.id)
+        let space = try EventListReaderTests.chainFixture()
+        let owner = space.owner
+        let member = try #require(space.roster.members.values.first { $0.id != space.ownerID })
         let threads = (0..<3).map { _ in ThreadID.random() }
-        let wraps = threads.map { bot.wrap(ThreadKey.random(), for: annRecord, in: space.space, thread: $0) }
+        let wraps = threads.map { owner.wrap(ThreadKey.random(), for: member, in: space.space, thread: $0) }
         let keys = Dictionary(uniqueKeysWithValues: threads.map { ($0, ThreadKey.random()) })
-        let bundle = try #require(bot.wrapBundle(keys, for: annRecord, in: space.space))
-        let proof = try ann.signIn(
-            to: space.space, as: annRecord.id,
+        let bundle = try #require(owner.wrapBundle(keys, for: member, in: space.space))
+        let proof = try owner.signIn(
+            to: space.space, as: space.ownerID,
             challenge: Array(repeating: 7, count: SignInProof.challengeByteCount))
         return Fixture(
             events: space.events, wraps: SpaceWire.WrapsRequest(wraps: wraps, bundles: [bundle]),
-            signIn: SpaceWire.SignInRequest(proof: proof, label: "phone", expiresIn: 3600), member: annRecord)
+            signIn: SpaceWire.SignInRequest(proof: proof, label: "phone", expiresIn: 3600), member: member)
     }
 
     /// Every control character, the characters `JSONEncoder` escapes, a slash and non-ASCII text.
@@ -190,20 +180,7 @@ import Testing
     @Test func damagedBodiesGiveTheSameResultAsJSONDecoder() throws {
         let fixture = try fixture()
         var random = SeededRandom(seed: 12)
-        let alphabet = Array(#"{}[]",:\0123456789-eE.AZaz_ nu"#.utf8) + [0x00, 0x0A, 0xC3, 0xFF]
-        func damage(_ text: [UInt8]) -> [UInt8] {
-            var bytes = text
-            for _ in 0...(Int(random.bytes(count: 1)[0]) % 3) {
-                let pick = random.bytes(count: 4).reduce(0) { $0 << 8 | Int($1) }
-                let at = pick % bytes.count
-                switch pick % 3 {
-                case 0: bytes[at] = alphabet[(pick >> 8) % alphabet.count]
-                case 1: bytes.remove(at: at)
-                default: bytes.insert(alphabet[(pick >> 8) % alphabet.count], at: at)
-                }
-            }
-            return bytes
-        }
+        func damage(_ text: [UInt8]) -> [UInt8] { EventListReaderTests.damage(text, &random) }
         let wraps = Array(try Self.reference.encode(fixture.wraps))
         let signIn = Array(try Self.reference.encode(fixture.signIn))
         let appended = Array(
