@@ -67,6 +67,7 @@ import Testing
             ]),
             SpaceWire.ThreadList(threads: []),
             SpaceWire.WrapList(wraps: fixture.wraps.wraps, bundles: fixture.wraps.bundles),
+            SpaceWire.WrapList(wraps: fixture.wraps.wraps), SpaceWire.WrapList(wraps: [], bundles: []),
             SpaceWire.StoredCount(stored: 12), SpaceWire.AppendedMessage(cursor: -7),
             SpaceWire.MemberList(
                 members: [
@@ -105,6 +106,10 @@ import Testing
             let expected = Array(try Self.reference.encode(value))
             #expect(WireJSON.fastEncode(value) == expected, "value \(index)")
             #expect(try WireJSON.encode(value) == expected, "value \(index)")
+            // The answers written field by field, too.
+            if value is SpaceWire.WrapList || value is SpaceWire.ThreadList {
+                #expect(WireJSON.directEncode(value) == expected, "value \(index)")
+            }
         }
         // The stored form of each event, which the server splices into its answers.
         for event in try fixture().events {

@@ -31,8 +31,94 @@ public enum WireJSON {
 
     /// The bytes `SpaceWire.EventList.encoder` writes for `value`.
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        if let bytes = fastEncode(value) { return bytes }
+        if let bytes = directEncode(value) ?? fastEncode(value) { return bytes }
         return Array(try SpaceWire.EventList.encoder.encode(value))
+    }
+
+    /// The answers the server writes most (`GET …/wraps` to every joiner, `GET …/threads`),
+    /// written field by field without `Codable`: the generic writer spent most of its time in
+    /// `Codable`'s own machinery there. Keys in the sorted order `JSONEncoder` writes them;
+    /// `WireJSONTests` compare the bytes.
+    static func directEncode<T: Encodable>(_ value: T) -> [UInt8]? {
+        var out: [UInt8] = []
+        if T.self == SpaceWire.WrapList.self {
+            let list = value as! SpaceWire.WrapList
+            out.reserveCapacity(64 + list.wraps.count * 400 + (list.bundles?.count ?? 0) * 600)
+            out += #"{"#.utf8
+            if let bundles = list.bundles {
+                out += #""bundles":["#.utf8
+                for (index, bundle) in bundles.enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    write(bundle, into: &out)
+                }
+                out += "],".utf8
+            }
+            out += #""wraps":["#.utf8
+            for (index, wrap) in list.wraps.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                write(wrap, into: &out)
+            }
+            out += "]}".utf8
+        } else if T.self == SpaceWire.ThreadList.self {
+            let list = value as! SpaceWire.ThreadList
+            out.reserveCapacity(16 + list.threads.count * 160)
+            out += #"{"threads":["#.utf8
+            for (index, thread) in list.threads.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out += #"{"createdAt":"#.utf8
+                out += String(thread.createdAt).utf8
+                field("createdBy", thread.createdBy.base64URL, into: &out)
+                field("id", thread.id.base64URL, into: &out)
+                if let messages = thread.messages {
+                    out += #","messages":"#.utf8
+                    out += String(messages).utf8
+                }
+                if let metadata = thread.metadata { field("metadata", metadata, into: &out) }
+                out.append(UInt8(ascii: "}"))
+            }
+            out += "]}".utf8
+        } else {
+            return nil
+        }
+        return out
+    }
+
+    /// `,"name":"text"`, the text escaped as `JSONEncoder` escapes it.
+    private static func field(_ name: StaticString, _ text: String, into out: inout [UInt8]) {
+        out += #",""#.utf8
+        name.withUTF8Buffer { out += $0 }
+        out += #"":"#.utf8
+        WriteNode.writeString(text, into: &out)
+    }
+
+    private static func write(_ wrap: KeyWrap, into out: inout [UInt8]) {
+        out += #"{"recipient":"#.utf8
+        WriteNode.writeString(wrap.recipient.base64URL, into: &out)
+        field("sealed", Base64URL.encode(wrap.sealed), into: &out)
+        field("signature", Base64URL.encode(wrap.signature.bytes), into: &out)
+        field("signer", Base64URL.encode(wrap.signer.bytes), into: &out)
+        field("space", wrap.space.base64URL, into: &out)
+        field("thread", wrap.thread.base64URL, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static func write(_ bundle: KeyWrapBundle, into out: inout [UInt8]) {
+        out += #"{"entries":["#.utf8
+        for (index, entry) in bundle.entries.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out += #"{"nonce":"#.utf8
+            WriteNode.writeString(Base64URL.encode(entry.nonce), into: &out)
+            field("sealed", Base64URL.encode(entry.sealed), into: &out)
+            field("thread", entry.thread.base64URL, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        field("ephemeral", Base64URL.encode(bundle.ephemeral), into: &out)
+        field("recipient", bundle.recipient.base64URL, into: &out)
+        field("signature", Base64URL.encode(bundle.signature.bytes), into: &out)
+        field("signer", Base64URL.encode(bundle.signer.bytes), into: &out)
+        field("space", bundle.space.base64URL, into: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     /// The value when the fast reader takes the text; nil when it gives up.
