@@ -54,7 +54,7 @@ let package = Package(
         .target(
             name: "Relay", dependencies: ["Mailbox", "Net", "SQLite", "CPostgres", "COpenSSL", "Support"]),
         // Keys, roster, invites and the wire types of the space and home APIs; no I/O.
-        .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "Support", "CSodium"]),
+        .target(name: "SpaceModel", dependencies: ["PAKE", "WordCodes", "Mailbox", "Support", "CSodium"]),
         // The pure machines of a join: rendezvous, handshake and channel, verification words, an
         // invite's whole life (InviteAttendant); time and randomness passed in, no I/O.
         .target(

@@ -76,7 +76,7 @@ public struct APIResponse: Sendable {
     /// A JSON response.
     static func json(_ value: some Encodable, status: Int = 200) -> APIResponse {
         do {
-            return APIResponse(status: status, body: Array(try encoder.encode(value)))
+            return APIResponse(status: status, body: try WireJSON.encode(value))
         } catch {
             return APIError(500, .internal, "The server could not encode its answer.").response
         }

@@ -197,14 +197,13 @@ extension SpaceService {
         guard event.space == space else {
             throw APIError.badRequest(.wrongContext, "The event belongs to another space.")
         }
-        let current = try roster(space)
-        let updated = try check { () throws(KeyModelError) in try current.applying(event) }
+        let applied = try applyEvent(event, space: space)
         try store.insertEvent(
-            space: space, sequence: event.sequence, hash: updated.head, json: try encodeEvent(event))
+            space: space, sequence: event.sequence, hash: applied.head, json: try encodeEvent(event))
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space, sequence: event.sequence)
-            try recordRetiredLinkSigner(event, before: current, after: updated)
+            try recordRetiredLinkSigner(event, retired: applied.retiredSigner)
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space, sequence: event.sequence)
             try store.revokeTokens(space: space, member: id, now: now)
@@ -217,7 +216,6 @@ extension SpaceService {
         case .memberRenamed:
             break
         }
-        pendingRosters[space] = updated
         pendingChanges.append(.membership(space: space, sequence: event.sequence))
     }
 

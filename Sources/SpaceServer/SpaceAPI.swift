@@ -149,10 +149,11 @@ final class SpaceService {
     let store: SpaceStore
     let configuration: SpaceServerConfiguration
     let clock: any WallClock
-    /// Verified rosters, loaded on first use and updated only after a commit.
+    /// Verified rosters, loaded on first use, with the events of the batch in progress applied
+    /// in place (``applyEvent(_:space:)``); `rosterLog` takes them back if it rolls back.
     private var rosters: [SpaceID: Roster] = [:]
-    /// Rosters changed by the request in progress; kept if it commits.
-    var pendingRosters: [SpaceID: Roster] = [:]
+    /// How to take back what the batch in progress did to `rosters`, oldest first.
+    private var rosterLog: [RosterChange] = []
     /// Changes made by the request in progress; reported if it commits.
     var pendingChanges: [SpaceChange] = []
     private var committedChanges: [SpaceChange] = []
@@ -199,10 +200,10 @@ final class SpaceService {
     /// the whole batch durable (group commit). No answer counts before that commit: if it fails,
     /// every answer that reported success becomes the storage error, and nothing is reported.
     func handle(batch requests: [APIRequest]) -> [APIResponse] {
-        pendingRosters = [:]
+        rosterLog = []
         pendingChanges = []
         defer {
-            pendingRosters = [:]
+            rosterLog = []
             pendingChanges = []
         }
         let changesBefore = store.db.totalChanges
@@ -226,7 +227,7 @@ final class SpaceService {
             // failed (and says so) until it takes writes again.
             if writes, storageFailure != nil { try store.db.requireRoom() }
             try store.db.execute("COMMIT")
-            rosters.merge(pendingRosters) { $1 }
+            rosterLog = []
             committedChanges = pendingChanges
             // A write reached the disk: it takes writes again.
             if writes { storageFailure = nil }
@@ -234,6 +235,7 @@ final class SpaceService {
         } catch {
             noteIfStorageFailure(error)
             try? store.db.execute("ROLLBACK")
+            rollBackRosters(to: 0)
             let failure = Self.response(for: error)
             return responses.map { $0.status < 400 ? failure : $0 }
         }
@@ -249,7 +251,7 @@ final class SpaceService {
                 "The request body is larger than \(configuration.maximumBodyBytes) bytes."
             ).response
         }
-        let (rostersBefore, changesBefore) = (pendingRosters, pendingChanges)
+        let (rostersBefore, changesBefore) = (rosterLog.count, pendingChanges)
         do {
             try store.db.execute("SAVEPOINT request")
         } catch {
@@ -269,7 +271,8 @@ final class SpaceService {
             } catch {
                 broken = true
             }
-            (pendingRosters, pendingChanges) = (rostersBefore, changesBefore)
+            rollBackRosters(to: rostersBefore)
+            pendingChanges = changesBefore
             noteIfStorageFailure(error)
             return Self.response(for: error)
         }
@@ -327,15 +330,13 @@ final class SpaceService {
         }
     }
 
-    private static let decoder = JSONDecoder()
-
     /// Decodes a JSON body, describing what is wrong and where.
     func decode<T: Decodable>(_ type: T.Type, from request: APIRequest) throws(APIError) -> T {
         guard !request.body.isEmpty else {
             throw APIError.badRequest(.invalidJson, "This request needs a JSON body.")
         }
         do {
-            return try Self.decoder.decode(type, from: Data(request.body))
+            return try WireJSON.decode(type, from: request.body)
         } catch let error as DecodingError {
             throw Self.describe(error)
         } catch {
@@ -436,7 +437,7 @@ final class SpaceService {
 
     /// The verified roster of a space (including changes made earlier in this request).
     func roster(_ space: SpaceID) throws -> Roster {
-        if let roster = pendingRosters[space] ?? rosters[space] { return roster }
+        if let roster = rosters[space] { return roster }
         let decoder = JSONDecoder()
         var roster: Roster?
         var from: UInt64 = 0
@@ -456,6 +457,44 @@ final class SpaceService {
         guard let roster else { throw APIError(500, .internal, "This space has no stored events.") }
         rosters[space] = roster
         return roster
+    }
+
+    /// A change the batch in progress made to `rosters`.
+    private enum RosterChange {
+        case created(SpaceID)
+        case applied(SpaceID, Roster.Undo)
+    }
+
+    /// Keeps the roster of a space the request just created (taken back if it rolls back).
+    func addRoster(_ roster: Roster) {
+        rosters[roster.space] = roster
+        rosterLog.append(.created(roster.space))
+    }
+
+    /// Checks `event` against the space's roster and applies it in place (taken back if the
+    /// request rolls back). Returns whether the event's signer was a current member before
+    /// and is not after (a link's signer retired by its last use).
+    func applyEvent(_ event: MembershipEvent, space: SpaceID) throws -> (head: EventHash, retiredSigner: Bool)
+    {
+        _ = try roster(space)
+        // Taken out while it changes, so the dictionary's is the only reference and nothing is
+        // copied.
+        var roster = rosters.removeValue(forKey: space)!
+        defer { rosters[space] = roster }
+        let wasMember = roster.members[event.signer] != nil
+        let undo = try check { () throws(KeyModelError) in try roster.applyUndoably(event) }
+        rosterLog.append(.applied(space, undo))
+        return (roster.head, wasMember && roster.members[event.signer] == nil)
+    }
+
+    /// Takes back the roster changes after the first `count`, newest first.
+    private func rollBackRosters(to count: Int) {
+        while rosterLog.count > count {
+            switch rosterLog.removeLast() {
+            case .created(let space): rosters[space] = nil
+            case .applied(let space, let undo): rosters[space]?.undo(undo)
+            }
+        }
     }
 
     /// Authenticates the bearer token for `space`.

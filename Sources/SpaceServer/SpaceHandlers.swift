@@ -54,7 +54,7 @@ extension SpaceService {
         try store.insertEvent(
             space: roster.space, sequence: 0, hash: roster.head, json: try encodeEvent(genesis))
         let token = try issueToken(space: roster.space, member: owner.id, label: deviceLabel, expiresIn: nil)
-        pendingRosters[roster.space] = roster
+        addRoster(roster)
         pendingChanges.append(.membership(space: roster.space, sequence: 0))
         return CreatedSpace(
             space: roster.space, adminToken: Base64URL.encode(adminRaw), owner: owner.id, deviceToken: token,
@@ -277,15 +277,14 @@ extension SpaceService {
             throw APIError.forbidden(
                 .signerMismatch, "A member may only submit events they signed themselves.")
         }
-        let current = try roster(space.id)
-        let updated = try check { () throws(KeyModelError) in try current.applying(event) }
+        let applied = try applyEvent(event, space: space.id)
         try store.insertEvent(
-            space: space.id, sequence: event.sequence, hash: updated.head, json: try encodeEvent(event))
+            space: space.id, sequence: event.sequence, hash: applied.head, json: try encodeEvent(event))
         var token: IssuedToken?
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space.id, sequence: event.sequence)
-            try recordRetiredLinkSigner(event, before: current, after: updated)
+            try recordRetiredLinkSigner(event, retired: applied.retiredSigner)
             if issuing {
                 token = try issueToken(space: space.id, member: record.id, label: label, expiresIn: nil)
             }
@@ -300,15 +299,14 @@ extension SpaceService {
             // A new name is sealed: the members table keeps none.
             break
         }
-        pendingRosters[space.id] = updated
         pendingChanges.append(.membership(space: space.id, sequence: event.sequence))
-        return AppendedEvent(sequence: event.sequence, hash: updated.head.description, deviceToken: token)
+        return AppendedEvent(sequence: event.sequence, hash: applied.head.description, deviceToken: token)
     }
 
     /// Marks a link's signer removed when `event` spent its last use: the roster retired it
     /// without a removal event of its own.
-    func recordRetiredLinkSigner(_ event: MembershipEvent, before: Roster, after: Roster) throws {
-        guard before.members[event.signer] != nil, after.members[event.signer] == nil else { return }
+    func recordRetiredLinkSigner(_ event: MembershipEvent, retired: Bool) throws {
+        guard retired else { return }
         try store.markRemoved(event.signer, space: event.space, sequence: event.sequence)
     }
 

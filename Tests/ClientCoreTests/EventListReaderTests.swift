@@ -11,6 +11,11 @@ import Testing
     /// Every kind of event: created, added (one by an attendant carrying an invite), removed,
     /// rights changed, re-keyed; names that need escapes.
     private func chain() throws -> [MembershipEvent] {
+        try Self.chainFixture().events
+    }
+
+    /// The space of ``chain()`` (also what `WireJSONTests` write and read).
+    static func chainFixture() throws -> SpaceFixture {
         var fixture = try SpaceFixture()
         let (ann, annRecord) = try fixture.addMember(name: "Ann \"A/B\" \\ é \u{1F600}", rights: .invite)
         let bot = DeviceIdentity.generate()
@@ -31,7 +36,7 @@ import Testing
         try fixture.append(
             fixture.roster.nextEvent(.memberRekeyed(old: bob.id, new: newBob), signedBy: fixture.owner))
         try fixture.remove(joiner.id)
-        return fixture.events
+        return fixture
     }
 
     /// The answer as the space server writes it, and as a default `JSONEncoder` would.
@@ -159,20 +164,26 @@ import Testing
     @Test func damagedAnswersGiveTheSameResultAsJSONDecoder() throws {
         let text = try texts(try chain())[0]
         var random = SeededRandom(seed: 8)
-        let alphabet = Array(#"{}[]",:\0123456789-eE.AZaz_ nu"#.utf8) + [0x00, 0x0A, 0xC3, 0xFF]
         for round in 0..<300 {
-            var bytes = text
-            for _ in 0...(Int(random.bytes(count: 1)[0]) % 3) {
-                let pick = random.bytes(count: 4).reduce(0) { $0 << 8 | Int($1) }
-                let at = pick % bytes.count
-                switch pick % 3 {
-                case 0: bytes[at] = alphabet[(pick >> 8) % alphabet.count]
-                case 1: bytes.remove(at: at)
-                default: bytes.insert(alphabet[(pick >> 8) % alphabet.count], at: at)
-                }
-            }
-            expectAgreement(bytes, "round \(round)")
+            expectAgreement(Self.damage(text, &random), "round \(round)")
         }
+    }
+
+    /// `text` with one to three bytes replaced, removed or inserted (JSON's punctuation, digits,
+    /// letters, a NUL, a newline, a lead byte, an invalid byte), at random places.
+    static func damage(_ text: [UInt8], _ random: inout SeededRandom) -> [UInt8] {
+        let alphabet = Array(#"{}[]",:\0123456789-eE.AZaz_ nu"#.utf8) + [0x00, 0x0A, 0xC3, 0xFF]
+        var bytes = text
+        for _ in 0...(Int(random.bytes(count: 1)[0]) % 3) {
+            let pick = random.bytes(count: 4).reduce(0) { $0 << 8 | Int($1) }
+            let at = pick % bytes.count
+            switch pick % 3 {
+            case 0: bytes[at] = alphabet[(pick >> 8) % alphabet.count]
+            case 1: bytes.remove(at: at)
+            default: bytes.insert(alphabet[(pick >> 8) % alphabet.count], at: at)
+            }
+        }
+        return bytes
     }
 }
 

@@ -216,9 +216,7 @@ public struct SpaceClient: Sendable {
         _ method: HTTPMethod, _ target: String, body: Body?, userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws(SpaceClientError) -> Answer {
         try call(method, target, body: body) { bytes in
-            let decoder = JSONDecoder()
-            decoder.userInfo = userInfo
-            return try decoder.decode(Answer.self, from: Data(bytes))
+            try WireJSON.decode(Answer.self, from: bytes, userInfo: userInfo)
         }
     }
 
@@ -239,7 +237,7 @@ public struct SpaceClient: Sendable {
         if let body {
             headers.set("Content-Type", "application/json")
             do {
-                bytes = Array(try JSONEncoder().encode(body))
+                bytes = try WireJSON.encode(body)
             } catch {
                 throw SpaceClientError(
                     .invalidResponse, code: "encode_failed", message: "could not encode the request")

@@ -296,6 +296,95 @@ public struct Roster: Sendable, Equatable {
         return copy
     }
 
+    /// ``apply(_:)`` in place, returning what ``undo(_:)`` needs to put the roster back as it
+    /// was. A holder that may have to take an event back (a server whose transaction rolls back)
+    /// keeps one roster and these, rather than a copy of every member per event
+    /// (``applying(_:)`` copies each dictionary it touches: the whole space, on every join).
+    public mutating func applyUndoably(_ event: MembershipEvent) throws(KeyModelError) -> Undo {
+        let undo = Undo(saving: event, from: self)
+        do throws(KeyModelError) {
+            try apply(event)
+        } catch {
+            // `apply` checks before it changes anything; this keeps that true whatever it throws.
+            self.undo(undo)
+            throw error
+        }
+        return undo
+    }
+
+    /// Takes back the event whose ``applyUndoably(_:)`` gave `undo`; events taken back must go
+    /// in the reverse of the order they were applied.
+    public mutating func undo(_ undo: Undo) {
+        for (id, entry) in undo.entries {
+            members[id] = entry.member
+            formerMembers[id] = entry.former
+            newIdentities[id] = entry.newIdentity
+            removedAt[id] = entry.removedAt
+            delegations[id] = entry.delegation
+            admittedBy[id] = entry.admitted
+        }
+        for (key, id) in undo.signingKeys { bySigningKey[key] = id }
+        owner = undo.owner
+        head = undo.head
+        nextSequence = undo.nextSequence
+    }
+
+    /// What one event may change, as it was before: every entry of each member the event names
+    /// (its signer, the member it adds, removes, re-keys or renames), the signing keys of those
+    /// members and of the records it brings, and the chain's owner, head and next sequence.
+    /// `apply` changes nothing else (a link's signer retired by its last use is the event's signer).
+    public struct Undo: Sendable {
+        struct Entry: Sendable {
+            let member: MemberRecord?
+            let former: MemberRecord?
+            let newIdentity: MemberID?
+            let removedAt: UInt64?
+            let delegation: Delegation?
+            let admitted: [MemberID]?
+        }
+
+        let entries: [(MemberID, Entry)]
+        let signingKeys: [(SigningPublicKey, MemberID?)]
+        let owner: MemberID
+        let head: EventHash
+        let nextSequence: UInt64
+
+        init(saving event: MembershipEvent, from roster: Roster) {
+            var ids = [event.signer]
+            var records: [MemberRecord] = []
+            switch event.change {
+            case .spaceCreated(let record), .memberAdded(let record):
+                ids.append(record.id)
+                records.append(record)
+            case .memberRemoved(let id), .rightsChanged(let id, _), .memberRenamed(let id, _):
+                ids.append(id)
+            case .memberRekeyed(let old, let record):
+                ids += [old, record.id]
+                records.append(record)
+            }
+            var entries: [(MemberID, Entry)] = []
+            var keys: [SigningPublicKey] = records.map(\.keys.signing)
+            for id in ids where !entries.contains(where: { $0.0 == id }) {
+                let member = roster.members[id]
+                if let member { keys.append(member.keys.signing) }
+                entries.append(
+                    (
+                        id,
+                        Entry(
+                            member: member, former: roster.formerMembers[id],
+                            newIdentity: roster.newIdentities[id],
+                            removedAt: roster.removedAt[id], delegation: roster.delegations[id],
+                            admitted: roster.admittedBy[id])
+                    ))
+            }
+            signingKeys = keys.map { ($0, roster.bySigningKey[$0]) }
+            self.entries = entries
+            owner = roster.owner
+            head = roster.head
+            nextSequence = roster.nextSequence
+        }
+    }
+
     /// Makes and signs the next event of this roster's chain with `identity`, which must belong
     /// to a current member. The result still has to pass ``apply(_:)``.
     public func nextEvent(

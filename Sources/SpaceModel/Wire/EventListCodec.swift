@@ -18,7 +18,7 @@ extension SpaceWire.EventList {
 
     /// One event as the server stores it and sends it in the list.
     public static func storedText(_ event: MembershipEvent) throws -> String {
-        String(decoding: try encoder.encode(event), as: UTF8.self)
+        String(decoding: try WireJSON.encode(event), as: UTF8.self)
     }
 
     /// The answer `{"events":[…]}` from events as ``storedText(_:)`` wrote them: spliced, not

@@ -1,0 +1,255 @@
+import Foundation
+import PAKE
+import Testing
+
+@testable import SpaceModel
+
+/// `WireJSON`, the space API's JSON without Foundation on the common path, checked against
+/// `JSONEncoder` and `JSONDecoder` (what it stands in for): it writes the same bytes, and what
+/// its reader returns `JSONDecoder` returns too; `WireJSON.decode` accepts and refuses exactly
+/// what `JSONDecoder` does.
+@Suite struct WireJSONTests {
+    private static let reference: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// A space with every kind of event (`EventListReaderTests`' chain), a thread's wraps and a
+    /// wrap bundle, a sign-in proof.
+    private struct Fixture {
+        var events: [MembershipEvent]
+        var wraps: SpaceWire.WrapsRequest
+        var signIn: SpaceWire.SignInRequest
+        var member: MemberRecord
+    }
+
+    private func fixture() throws -> Fixture {
+        let space = try EventListReaderTests.chainFixture()
+        let owner = space.owner
+        let member = try #require(space.roster.members.values.first { $0.id != space.ownerID })
+        let threads = (0..<3).map { _ in ThreadID.random() }
+        let wraps = threads.map { owner.wrap(ThreadKey.random(), for: member, in: space.space, thread: $0) }
+        let keys = Dictionary(uniqueKeysWithValues: threads.map { ($0, ThreadKey.random()) })
+        let bundle = try #require(owner.wrapBundle(keys, for: member, in: space.space))
+        let proof = try owner.signIn(
+            to: space.space, as: space.ownerID,
+            challenge: Array(repeating: 7, count: SignInProof.challengeByteCount))
+        return Fixture(
+            events: space.events, wraps: SpaceWire.WrapsRequest(wraps: wraps, bundles: [bundle]),
+            signIn: SpaceWire.SignInRequest(proof: proof, label: "phone", expiresIn: 3600), member: member)
+    }
+
+    /// Every control character, the characters `JSONEncoder` escapes, a slash and non-ASCII text.
+    private static let awkward = String(
+        decoding: Array(0..<0x20) + Array(#""\/ é"#.utf8) + Array("\u{1F600}\u{7F}".utf8), as: UTF8.self)
+
+    /// The wire values of a join, as the server answers and the clients send them.
+    private func values(_ fixture: Fixture) -> [any Codable] {
+        let token = SpaceWire.IssuedToken(token: "t0k/en", id: "id", member: fixture.member.id, expiresAt: -1)
+        var values: [any Codable] = [
+            SpaceWire.EventList(events: fixture.events),
+            SpaceWire.EventsRequest(events: Array(fixture.events.dropFirst())),
+            SpaceWire.EventRequest(event: fixture.events[1], deviceLabel: Self.awkward),
+            fixture.wraps, SpaceWire.WrapsRequest(wraps: fixture.wraps.wraps), fixture.signIn,
+            SpaceWire.SignInRequest(proof: fixture.signIn.proof),
+            SpaceWire.ChallengeRequest(member: fixture.member.id),
+            SpaceWire.Challenge(challenge: "abc", expiresAt: Int64.max), token,
+            SpaceWire.AppendedEvents(appended: [
+                SpaceWire.AppendedEvent(sequence: 3, hash: "h", deviceToken: token),
+                SpaceWire.AppendedEvent(sequence: UInt64.max, hash: "g"),
+            ]),
+            SpaceWire.ThreadList(threads: [
+                SpaceWire.ThreadInfo(
+                    id: .random(), createdBy: fixture.member.id, createdAt: Int64.min, metadata: Self.awkward,
+                    messages: 0),
+                SpaceWire.ThreadInfo(id: .random(), createdBy: fixture.member.id, createdAt: 5),
+            ]),
+            SpaceWire.ThreadList(threads: []),
+            SpaceWire.WrapList(wraps: fixture.wraps.wraps, bundles: fixture.wraps.bundles),
+            SpaceWire.WrapList(wraps: fixture.wraps.wraps), SpaceWire.WrapList(wraps: [], bundles: []),
+            SpaceWire.StoredCount(stored: 12), SpaceWire.AppendedMessage(cursor: -7),
+            SpaceWire.MemberList(
+                members: [
+                    SpaceWire.MemberInfo(
+                        id: fixture.member.id, keys: fixture.member.keys, rights: .all, name: "Ann",
+                        addedSequence: 1)
+                ],
+                formerMembers: [
+                    SpaceWire.MemberInfo(
+                        id: .random(), keys: fixture.member.keys, rights: [], name: "", addedSequence: 2,
+                        removedSequence: 4)
+                ]),
+        ]
+        values += fixture.events.map { $0 as any Codable }
+        return values
+    }
+
+    /// The value `JSONDecoder` reads from `bytes`, written again by `JSONEncoder` (nil when it refuses).
+    private func referenceReading<T: Codable>(_ type: T.Type, _ bytes: [UInt8]) -> [UInt8]? {
+        guard let value = try? JSONDecoder().decode(type, from: Data(bytes)) else { return nil }
+        return try? Array(Self.reference.encode(value))
+    }
+
+    /// The fast reader gives up or agrees with `JSONDecoder`; `WireJSON.decode` always agrees.
+    private func expectAgreement<T: Codable>(_ type: T.Type, _ bytes: [UInt8], _ comment: Comment? = nil) {
+        let expected = referenceReading(type, bytes)
+        if let fast = WireJSON.fastDecode(type, from: bytes, userInfo: [:]) {
+            #expect((try? Array(Self.reference.encode(fast))) == expected, comment)
+        }
+        let decoded = try? WireJSON.decode(type, from: bytes)
+        #expect(decoded.flatMap { try? Array(Self.reference.encode($0)) } == expected, comment)
+    }
+
+    @Test func writesWhatJSONEncoderWritesByteForByte() throws {
+        for (index, value) in values(try fixture()).enumerated() {
+            let expected = Array(try Self.reference.encode(value))
+            #expect(WireJSON.fastEncode(value) == expected, "value \(index)")
+            #expect(try WireJSON.encode(value) == expected, "value \(index)")
+            // The answers written field by field, too.
+            if value is SpaceWire.WrapList || value is SpaceWire.ThreadList {
+                #expect(WireJSON.directEncode(value) == expected, "value \(index)")
+            }
+        }
+        // The stored form of each event, which the server splices into its answers.
+        for event in try fixture().events {
+            #expect(
+                try SpaceWire.EventList.storedText(event).utf8.elementsEqual(Self.reference.encode(event)))
+        }
+    }
+
+    @Test func readsWhatJSONEncoderWritesAsJSONDecoderDoes() throws {
+        let pretty = JSONEncoder()
+        pretty.outputFormatting = [.prettyPrinted]
+        for (index, value) in values(try fixture()).enumerated() {
+            for encoder in [Self.reference, JSONEncoder(), pretty] {
+                let bytes = Array(try encoder.encode(value))
+                func check<T: Codable>(_ value: T) {
+                    // The fast reader takes every form an encoder writes.
+                    let fast = WireJSON.fastDecode(T.self, from: bytes, userInfo: [:])
+                    #expect(fast != nil, "value \(index)")
+                    expectAgreement(T.self, bytes, "value \(index)")
+                }
+                check(value)
+            }
+        }
+    }
+
+    /// Forms the fast reader leaves to `JSONDecoder`, and text it refuses: same results.
+    @Test func malformedBodiesGetJSONDecodersAnswer() throws {
+        let fixture = try fixture()
+        let signIn = String(decoding: try Self.reference.encode(fixture.signIn), as: UTF8.self)
+        let expires = #""expiresIn":3600"#
+        #expect(signIn.contains(expires))
+        let cases: [String] = [
+            "", "{", "[]", "null", "{}", #"{"proof":null}"#, signIn + "x", signIn + " ",
+            signIn.replacingOccurrences(of: expires, with: #""expiresIn":3600.0"#),
+            signIn.replacingOccurrences(of: expires, with: #""expiresIn":36e2"#),
+            signIn.replacingOccurrences(of: expires, with: #""expiresIn":03600"#),
+            signIn.replacingOccurrences(of: expires, with: #""expiresIn":-0"#),
+            signIn.replacingOccurrences(of: expires, with: #""expiresIn":-3600"#),
+            signIn.replacingOccurrences(of: expires, with: #""expiresIn":9223372036854775808"#),
+            signIn.replacingOccurrences(of: expires, with: #""expiresIn":"3600""#),
+            signIn.replacingOccurrences(of: expires, with: #""expiresIn":null"#),
+            signIn.replacingOccurrences(of: expires, with: expires + "," + expires),
+            signIn.replacingOccurrences(of: expires, with: expires + #","expiresIn":1"#),
+            signIn.replacingOccurrences(of: expires, with: expires + #","other":[1.5,{"a":null}]"#),
+            signIn.replacingOccurrences(of: #""phone""#, with: #""ph\u006fne\/""#),
+            signIn.replacingOccurrences(of: #""phone""#, with: #""\ud800""#),
+            signIn.replacingOccurrences(of: #""phone""#, with: #""\uD83D\uDE00""#),
+            signIn.replacingOccurrences(of: #""phone""#, with: "\"ph\u{1}one\""),
+            signIn.replacingOccurrences(of: #""phone""#, with: "true"),
+        ]
+        for (index, text) in cases.enumerated() {
+            expectAgreement(SpaceWire.SignInRequest.self, Array(text.utf8), "case \(index)")
+        }
+        // The fast reader reads plain forms itself, and leaves the others to `JSONDecoder`.
+        for (text, fast) in [
+            (signIn.replacingOccurrences(of: expires, with: #""expiresIn":-3600"#), true),
+            (signIn.replacingOccurrences(of: #""phone""#, with: #""ph\u006fne\/""#), true),
+            (signIn.replacingOccurrences(of: expires, with: #""expiresIn":3600.0"#), false),
+            (signIn.replacingOccurrences(of: expires, with: expires + "," + expires), false),
+        ] {
+            #expect(
+                (WireJSON.fastDecode(SpaceWire.SignInRequest.self, from: Array(text.utf8), userInfo: [:])
+                    != nil)
+                    == fast, "\(text)")
+        }
+        var bytes = Array(signIn.utf8)
+        let label = try #require(bytes.firstRange(of: Array("phone".utf8)))
+        bytes[label.lowerBound] = 0xFF
+        expectAgreement(SpaceWire.SignInRequest.self, bytes, "invalid UTF-8")
+    }
+
+    /// Random damage to real bodies (a few hundred cases each): the two paths never disagree.
+    @Test func damagedBodiesGiveTheSameResultAsJSONDecoder() throws {
+        let fixture = try fixture()
+        var random = SeededRandom(seed: 12)
+        func damage(_ text: [UInt8]) -> [UInt8] { EventListReaderTests.damage(text, &random) }
+        let wraps = Array(try Self.reference.encode(fixture.wraps))
+        let signIn = Array(try Self.reference.encode(fixture.signIn))
+        let appended = Array(
+            try Self.reference.encode(
+                SpaceWire.AppendedEvents(appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")])))
+        for round in 0..<200 {
+            expectAgreement(SpaceWire.WrapsRequest.self, damage(wraps), "wraps \(round)")
+            expectAgreement(SpaceWire.SignInRequest.self, damage(signIn), "sign-in \(round)")
+            expectAgreement(SpaceWire.AppendedEvents.self, damage(appended), "appended \(round)")
+        }
+    }
+
+    /// A type that swallows a failure (`try?`) still goes to `JSONDecoder` when the fast reader
+    /// could not read a field; floating point and Foundation's special types are Foundation's.
+    @Test func whatTheFastPathDoesNotKnowGoesToFoundation() throws {
+        struct Lenient: Codable {
+            let count: Int?
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                count = try? c.decode(Int.self, forKey: .count)
+            }
+        }
+        struct Special: Codable, Equatable {
+            let data: Data
+            let date: Date
+            let ratio: Double
+        }
+        let lenient = Array(#"{"count":2.0}"#.utf8)
+        #expect(WireJSON.fastDecode(Lenient.self, from: lenient, userInfo: [:]) == nil)
+        #expect(
+            try WireJSON.decode(Lenient.self, from: lenient).count
+                == (try JSONDecoder().decode(Lenient.self, from: Data(lenient)).count))
+        let special = Special(data: Data([1, 2, 255]), date: Date(timeIntervalSince1970: 12.5), ratio: 0.1)
+        #expect(WireJSON.fastEncode(special) == nil)
+        let bytes = try WireJSON.encode(special)
+        #expect(bytes == Array(try Self.reference.encode(special)))
+        #expect(WireJSON.fastDecode(Special.self, from: bytes, userInfo: [:]) == nil)
+        #expect(try WireJSON.decode(Special.self, from: bytes) == special)
+    }
+
+    /// `userInfo` reaches the types' decoders (an event list read with keys vouched for).
+    @Test func userInfoReachesTheDecoders() throws {
+        let fixture = try fixture()
+        let ownerEncryption = Base64URL.encode(
+            try #require(fixture.events[0].change.addedRecord).keys.encryption.bytes)
+        let badPoint = Base64URL.encode([UInt8](repeating: 0, count: 32))
+        let text = String(
+            decoding: try Self.reference.encode(SpaceWire.EventList(events: [fixture.events[0]])),
+            as: UTF8.self)
+        let small = Array(text.replacingOccurrences(of: ownerEncryption, with: badPoint).utf8)
+        #expect(WireJSON.fastDecode(SpaceWire.EventList.self, from: small, userInfo: [:]) == nil)
+        #expect(throws: (any Error).self) { try WireJSON.decode(SpaceWire.EventList.self, from: small) }
+        let vouched = try WireJSON.decode(
+            SpaceWire.EventList.self, from: small, userInfo: [.memberKeysVouched: true])
+        #expect(vouched.events.count == 1)
+    }
+}
+
+extension MembershipChange {
+    /// The record a change introduces, if any.
+    fileprivate var addedRecord: MemberRecord? {
+        switch self {
+        case .spaceCreated(let record), .memberAdded(let record), .memberRekeyed(_, let record): record
+        case .memberRemoved, .rightsChanged, .memberRenamed: nil
+        }
+    }
+}
