@@ -1,4 +1,5 @@
 import Foundation
+import JoinProtocol
 import PAKE
 import SpaceModel
 import Testing
@@ -66,6 +67,39 @@ import Testing
         }
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode([SpaceID].self, from: Data("[17]".utf8))
+        }
+    }
+}
+
+/// The mailbox bodies' hex (`Hex`, table-driven): every byte both ways, either case read, and
+/// anything else refused.
+@Suite struct HexTests {
+    @Test func everyByteRoundTripsInLowercase() {
+        let bytes = (0...255).map { UInt8($0) }
+        let text = Hex.encode(bytes)
+        #expect(
+            text.count == 512 && text == text.lowercased() && text.hasPrefix("000102")
+                && text.hasSuffix("feff"))
+        #expect(Hex.decode(text) == bytes)
+        #expect(Hex.decode(text.uppercased()) == bytes)
+        #expect(Hex.encode([UInt8]()) == "" && Hex.decode("") == [])
+        #expect(Hex.encode([0xAB, 0x0C][...]) == "ab0c")
+        #expect(Hex.decode("aB0c") == [0xAB, 0x0C])
+    }
+
+    @Test(arguments: [
+        "0", "abc", "0g", "g0", " 0", "0 ", "/0", ":0", "@0", "G0", "`0", "0x", "é0", "ab\u{0}0",
+    ])
+    func refusesWhatIsNotHex(_ text: String) {
+        #expect(Hex.decode(text) == nil)
+    }
+
+    @Test func refusesEveryByteThatIsNotADigit() {
+        let digits = Set("0123456789abcdefABCDEF".utf8)
+        for byte in (0...127).map(UInt8.init) where !digits.contains(byte) {
+            #expect(Hex.decode(String(decoding: [UInt8(ascii: "a"), byte], as: UTF8.self)) == nil)
+            #expect(
+                Hex.decode(String(decoding: [byte, UInt8(ascii: "0"), 0x31, 0x32], as: UTF8.self)) == nil)
         }
     }
 }

@@ -28,6 +28,18 @@ struct JSONTests {
         #expect(JSONWriter.string(value) == #"{"a":"A\n\"\\/😀"}"#)
     }
 
+    @Test("strings with and without escapes: runs before, between and after escapes are kept")
+    func stringRuns() throws {
+        let body = String(repeating: "0123456789abcdef", count: 256)
+        let text = #"{"plain":""# + body + #"","mixed":"a\nb\u00e9c\"","lead":"\td","utf8":"é😀","empty":""}"#
+        let object = try #require(try JSONParser.parse(text).objectValue)
+        #expect(object["plain"] == .string(body))
+        #expect(object["mixed"] == .string("a\nbéc\""))
+        #expect(object["lead"] == .string("\td"))
+        #expect(object["utf8"] == .string("é😀"))
+        #expect(object["empty"] == .string(""))
+    }
+
     @Test("control characters are escaped on output")
     func controlEscapes() {
         #expect(JSONWriter.string(.string("\u{01}\t\r")) == #""\u0001\t\r""#)

@@ -99,6 +99,8 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     /// The JSON object's UTF-8 bytes, as `JoinMessage.grant` carries them.
     public func encoded() -> [UInt8] {
+        // The attendant's usual grant is written directly (the same bytes; see JoinGrantCodec).
+        if let bytes = JoinGrantWriter.bytes(self) { return bytes }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(self)).map { Array($0) } ?? []
@@ -110,18 +112,24 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         // Decoded once (a grant carries every wrap); only a grant that fails is read again, for
         // the error that says why, as before: not an object with a version, an unsupported
         // version, or a bad field.
-        let data = Data(bytes)
+        // The usual form is read directly (see JoinGrantCodec); anything else as `JSONDecoder`
+        // reads it.
         let grant: JoinGrant
-        do {
-            grant = try JSONDecoder().decode(JoinGrant.self, from: data)
-        } catch {
-            guard let version = try? JSONDecoder().decode(Version.self, from: data) else {
-                throw .invalid("it is not a grant object")
+        if let direct = JoinGrantReader.grant(bytes) {
+            grant = direct
+        } else {
+            let data = Data(bytes)
+            do {
+                grant = try JSONDecoder().decode(JoinGrant.self, from: data)
+            } catch {
+                guard let version = try? JSONDecoder().decode(Version.self, from: data) else {
+                    throw .invalid("it is not a grant object")
+                }
+                guard Self.acceptedVersions.contains(version.v) else {
+                    throw .invalid("grant version \(version.v) is not supported; update eleven")
+                }
+                throw .invalid("a field is missing or malformed")
             }
-            guard Self.acceptedVersions.contains(version.v) else {
-                throw .invalid("grant version \(version.v) is not supported; update eleven")
-            }
-            throw .invalid("a field is missing or malformed")
         }
         guard Self.acceptedVersions.contains(grant.v) else {
             throw .invalid("grant version \(grant.v) is not supported; update eleven")

@@ -12,39 +12,61 @@ public enum Rendezvous {
     public typealias Mood = Mailbox.Mood
 }
 
-/// Lowercase hexadecimal, as the mailbox protocol carries bodies.
+/// Lowercase hexadecimal, as the mailbox protocol carries bodies. Every message of a join
+/// passes through here both ways (a grant is kilobytes): both directions work on the bytes in
+/// place, with tables, where a per-character switch and copies cost a joiner and the bot
+/// 1–2% of their CPU (docs/bot.md, "Session 12").
 public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// Each byte's value as a hex digit (either case), 0xFF for any other byte.
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, digit) in "0123456789abcdef".utf8.enumerated() { table[Int(digit)] = UInt8(value) }
+        for (value, digit) in "ABCDEF".utf8.enumerated() { table[Int(digit)] = UInt8(10 + value) }
+        return table
+    }()
+
     public static func encode<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
+        let input = Array(bytes)
+        return String(unsafeUninitializedCapacity: input.count * 2) { out in
+            digits.withUnsafeBufferPointer { digits in
+                var at = 0
+                for byte in input {
+                    out[at] = digits[Int(byte >> 4)]
+                    out[at + 1] = digits[Int(byte & 0x0F)]
+                    at += 2
+                }
+            }
+            return input.count * 2
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Decodes hex (either case); `nil` for odd length or a non-hex character.
     public static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 2)
-        var i = 0
-        while i < chars.count {
-            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
+        var text = text
+        return text.withUTF8 { chars -> [UInt8]? in
+            guard chars.count % 2 == 0 else { return nil }
+            let count = chars.count / 2
+            var valid = true
+            let out = [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
+                values.withUnsafeBufferPointer { values in
+                    var index = 0
+                    while index < count {
+                        let high = values[Int(chars[2 * index])]
+                        let low = values[Int(chars[2 * index + 1])]
+                        // A non-digit's 0xFF has high bits a digit's value never has.
+                        guard (high | low) & 0xF0 == 0 else {
+                            valid = false
+                            break
+                        }
+                        out[index] = high << 4 | low
+                        index += 1
+                    }
+                    initialized = index
+                }
+            }
+            return valid ? out : nil
         }
     }
 }

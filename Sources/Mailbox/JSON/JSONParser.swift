@@ -173,30 +173,49 @@ public struct JSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
+        // Filled only once an escape comes: a string without one (nearly every string, a
+        // message's hex body of kilobytes among them) is made from the input's bytes directly.
         var out: [UInt8] = []
+        var escaped = false
         var runStart = index
         while true {
+            index = Self.plainASCIIEnd(bytes, from: index)
             guard index < bytes.count else { throw error("unterminated string") }
             let b = bytes[index]
             if b == UInt8(ascii: "\"") {
-                out.append(contentsOf: bytes[runStart..<index])
+                let run = bytes[runStart..<index]
                 index += 1
+                // Checked as UTF-8 on the way (`skipUTF8Sequence`).
+                guard escaped else { return String(decoding: run, as: UTF8.self) }
+                out.append(contentsOf: run)
                 break
             }
             if b < 0x20 { throw error("control character in string") }
             if b == UInt8(ascii: "\\") {
+                escaped = true
                 out.append(contentsOf: bytes[runStart..<index])
                 try parseEscape(into: &out)
                 runStart = index
                 continue
             }
-            if b < 0x80 {
-                index += 1
-            } else {
-                try skipUTF8Sequence()
-            }
+            // Past the ASCII run: the start of a multi-byte sequence.
+            try skipUTF8Sequence()
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Where the run of printable ASCII other than `"` and `\` that starts at `start` ends: the
+    /// bytes a string holds as they are, scanned without a bounds check per byte.
+    private static func plainASCIIEnd(_ bytes: [UInt8], from start: Int) -> Int {
+        bytes.withUnsafeBufferPointer { buffer in
+            var at = start
+            while at < buffer.count {
+                let b = buffer[at]
+                if b < 0x20 || b >= 0x80 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { break }
+                at += 1
+            }
+            return at
+        }
     }
 
     private mutating func parseEscape(into out: inout [UInt8]) throws(JSONParseError) {
