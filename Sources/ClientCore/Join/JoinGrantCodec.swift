@@ -8,8 +8,8 @@ import SpaceModel
 // and hands anything else to Foundation: ``JoinGrantWriter`` writes the very bytes
 // `JSONEncoder` writes (sorted keys, slashes as they are), since joiners of every version read
 // them, and ``JoinGrantReader`` returns only what `JSONDecoder` would return for the same text.
-// `JoinGrantCodecTests` check both against Foundation. (The same kind of reader as
-// `EventListReader` in SpaceModel, kept apart so the two can be folded later.)
+// `JoinGrantCodecTests` check both against Foundation. The reading is SpaceModel's
+// `StrictJSONReader`, shared with the event list.
 
 extension JoinGrant {
     /// Every field, as decoding sets them (the public initializer derives `v` from `bundles`).
@@ -198,44 +198,31 @@ enum JoinGrantWriter {
     }
 }
 
-/// A reader for the grant's JSON that gives up (returns nil) on anything it does not fully
-/// understand instead of guessing: unknown or repeated keys, `null` for an absent field, escapes,
+/// Reads the grant's JSON with ``StrictJSONReader``, giving up (nil) on anything it does not
+/// fully understand instead of guessing: unknown or repeated keys, `null` for an absent field,
 /// numbers other than plain integers, single wraps or a chain (version 1). What it returns is
 /// always what `JSONDecoder` would return for the same text; ``JoinGrant/init(decoding:)`` hands
 /// everything else to `JSONDecoder`.
-struct JoinGrantReader {
-    private let bytes: [UInt8]
-    private var at = 0
-
-    private init(_ bytes: [UInt8]) { self.bytes = bytes }
-
+enum JoinGrantReader {
     /// The grant, or nil when the text is not in the form this reader knows.
     static func grant(_ bytes: [UInt8]) -> JoinGrant? {
-        var reader = Self(bytes)
-        guard let grant = reader.grant() else { return nil }
-        reader.skipSpace()
-        return reader.at == reader.bytes.count ? grant : nil
+        var reader = StrictJSONReader(bytes)
+        guard let grant = reader.grant(), reader.atEnd() else { return nil }
+        return grant
     }
+}
 
-    // MARK: The shape
-
-    private static func keys(_ names: String...) -> [[UInt8]] { names.map { Array($0.utf8) } }
-
+extension StrictJSONReader {
     private static let grantKeys = keys(
         "v", "space", "owner_signing_key", "member_id", "device_token", "wraps", "wrap_bundles", "invite",
         "history_hint", "checkpoint", "vouched_members")
     private static let spaceKeys = keys("server", "id", "name")
     private static let hintKeys = keys("threads", "messages")
     private static let checkpointKeys = keys("sequence", "hash")
-    private static let inviteKeys = keys(
-        "v", "space", "inviter", "inviter_key", "nameplate", "created_at", "expires_at", "uses", "signature")
-    private static let memberKeys = keys("id", "keys", "rights", "name", "sealedName")
-    private static let publicKeyKeys = keys("encryption", "signing")
-    private static let sealedNameKeys = keys("thread", "box")
     private static let bundleKeys = keys("space", "recipient", "signer", "ephemeral", "entries", "signature")
     private static let entryKeys = keys("thread", "nonce", "sealed")
 
-    private mutating func grant() -> JoinGrant? {
+    fileprivate mutating func grant() -> JoinGrant? {
         var v: Int?
         var space: JoinGrant.Space?
         var ownerKey: String?
@@ -319,95 +306,6 @@ struct JoinGrantReader {
         return ChainCheckpoint(sequence: sequence, hash: hash)
     }
 
-    private mutating func signedInvite() -> SignedInvite? {
-        var v: Int?
-        var space: SpaceID?
-        var inviter: MemberID?
-        var inviterKey: String?
-        var nameplate: String?
-        var createdAt: Int?
-        var expiresAt: Int?
-        var uses: Int?
-        var signature: String?
-        var object = ObjectScan(keys: Self.inviteKeys)
-        while let key = nextKey(&object) {
-            let read: Bool
-            switch key {
-            case 0: read = Self.got(&v, int())
-            case 1: read = Self.got(&space, identifier())
-            case 2: read = Self.got(&inviter, identifier())
-            case 3: read = Self.got(&inviterKey, string())
-            case 4: read = Self.got(&nameplate, string())
-            case 5: read = Self.got(&createdAt, int())
-            case 6: read = Self.got(&expiresAt, int())
-            case 7: read = Self.got(&uses, int())
-            default: read = Self.got(&signature, string())
-            }
-            if !read { return nil }
-        }
-        guard !object.failed, let v, let space, let inviter, let inviterKey, let nameplate, let createdAt,
-            let expiresAt, let uses, let signature
-        else { return nil }
-        return SignedInvite(
-            v: v, space: space, inviter: inviter, inviterKey: inviterKey, nameplate: nameplate,
-            createdAt: Int64(createdAt), expiresAt: Int64(expiresAt), uses: uses, signature: signature)
-    }
-
-    private mutating func memberRecord() -> MemberRecord? {
-        var id: MemberID?
-        var keys: MemberPublicKeys?
-        var rights: MemberRights?
-        var name: String?
-        var sealed: SealedName?
-        var object = ObjectScan(keys: Self.memberKeys)
-        while let key = nextKey(&object) {
-            let read: Bool
-            switch key {
-            case 0: read = Self.got(&id, identifier())
-            case 1: read = Self.got(&keys, publicKeys())
-            case 2: read = Self.got(&rights, memberRights())
-            case 3: read = Self.got(&name, string())
-            default: read = Self.got(&sealed, sealedName())
-            }
-            if !read { return nil }
-        }
-        guard !object.failed, let id, let keys, let rights, name != nil || sealed != nil else { return nil }
-        // As `MemberRecord`'s decoder: beside a sealed name, a name in clear is not signed.
-        return MemberRecord(
-            id: id, keys: keys, rights: rights, name: sealed == nil ? name ?? "" : "", sealedName: sealed)
-    }
-
-    private mutating func publicKeys() -> MemberPublicKeys? {
-        var encryption: EncryptionPublicKey?
-        var signing: SigningPublicKey?
-        var object = ObjectScan(keys: Self.publicKeyKeys)
-        while let key = nextKey(&object) {
-            let read =
-                key == 0
-                ? Self.got(&encryption, byteString().flatMap { try? EncryptionPublicKey(bytes: $0) })
-                : Self.got(&signing, byteString().flatMap { try? SigningPublicKey(bytes: $0) })
-            if !read { return nil }
-        }
-        guard !object.failed, let encryption, let signing else { return nil }
-        return MemberPublicKeys(encryption: encryption, signing: signing)
-    }
-
-    private mutating func sealedName() -> SealedName? {
-        var thread: ThreadID?
-        var box: [UInt8]?
-        var object = ObjectScan(keys: Self.sealedNameKeys)
-        while let key = nextKey(&object) {
-            let read = key == 0 ? Self.got(&thread, identifier()) : Self.got(&box, byteString())
-            if !read { return nil }
-        }
-        guard !object.failed, let thread, let box else { return nil }
-        return try? SealedName(thread: thread, box: box)
-    }
-
-    private mutating func memberRights() -> MemberRights? {
-        array { $0.string() }.flatMap { try? MemberRights(names: $0) }
-    }
-
     private mutating func bundle() -> KeyWrapBundle? {
         var space: SpaceID?
         var recipient: MemberID?
@@ -452,149 +350,5 @@ struct JoinGrantReader {
         }
         guard !object.failed, let thread, let nonce, let sealed else { return nil }
         return try? KeyWrapBundle.Entry(thread: thread, nonce: nonce, sealed: sealed)
-    }
-
-    /// Stores a value just read; false when there was none (the text is not in this form).
-    private static func got<T>(_ slot: inout T?, _ value: T?) -> Bool {
-        slot = value
-        return value != nil
-    }
-
-    /// An array whose every element `element` reads.
-    private mutating func array<T>(_ element: (inout Self) -> T?) -> [T]? {
-        guard consume(UInt8(ascii: "[")) else { return nil }
-        var list: [T] = []
-        while !consume(UInt8(ascii: "]")) {
-            if !list.isEmpty { guard consume(UInt8(ascii: ",")) else { return nil } }
-            guard let value = element(&self) else { return nil }
-            list.append(value)
-        }
-        return list
-    }
-
-    private mutating func identifier<Kind>() -> Identifier<Kind>? {
-        byteString().flatMap { try? Identifier(bytes: $0) }
-    }
-
-    /// A base64url string's bytes (base64url never needs an escape: one is left to JSONDecoder).
-    private mutating func byteString() -> [UInt8]? {
-        plainString().flatMap { Base64URL.decode(utf8: $0) }
-    }
-
-    /// A string without escapes, in valid UTF-8 (one with an escape is left to JSONDecoder).
-    private mutating func string() -> String? {
-        plainString().flatMap { String(validating: $0, as: UTF8.self) }
-    }
-
-    // MARK: JSON pieces
-
-    /// Which keys an object may hold, which it held, and whether reading it failed.
-    private struct ObjectScan {
-        let keys: [[UInt8]]
-        var seen: UInt32 = 0
-        var started = false
-        var failed = false
-
-        init(keys: [[UInt8]]) { self.keys = keys }
-    }
-
-    /// The index of the next key of the object (its `{`, `,` and `:` consumed), or nil at its end
-    /// or on anything else (then `object.failed`): an unknown or repeated key, or bad syntax.
-    private mutating func nextKey(_ object: inout ObjectScan) -> Int? {
-        if !object.started {
-            object.started = true
-            guard consume(UInt8(ascii: "{")) else {
-                object.failed = true
-                return nil
-            }
-            if consume(UInt8(ascii: "}")) { return nil }
-        } else {
-            if consume(UInt8(ascii: "}")) { return nil }
-            guard consume(UInt8(ascii: ",")) else {
-                object.failed = true
-                return nil
-            }
-        }
-        // Keys compared as bytes, so no two spellings (Unicode equivalence, escapes) name one key.
-        guard let name = plainString(), let index = object.keys.firstIndex(where: { $0.elementsEqual(name) }),
-            object.seen & (1 << index) == 0, consume(UInt8(ascii: ":"))
-        else {
-            object.failed = true
-            return nil
-        }
-        object.seen |= 1 << index
-        return index
-    }
-
-    private mutating func skipSpace() {
-        while at < bytes.count {
-            switch bytes[at] {
-            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): at += 1
-            default: return
-            }
-        }
-    }
-
-    /// Skips white space, then consumes `byte` if it comes next.
-    private mutating func consume(_ byte: UInt8) -> Bool {
-        skipSpace()
-        guard at < bytes.count, bytes[at] == byte else { return false }
-        at += 1
-        return true
-    }
-
-    /// The bytes of a string without escapes or control characters, not yet checked as UTF-8.
-    private mutating func plainString() -> ArraySlice<UInt8>? {
-        guard consume(UInt8(ascii: "\"")) else { return nil }
-        let start = at
-        while at < bytes.count {
-            let byte = bytes[at]
-            if byte == UInt8(ascii: "\"") {
-                at += 1
-                return bytes[start..<at - 1]
-            }
-            if byte < 0x20 || byte == UInt8(ascii: "\\") { return nil }
-            at += 1
-        }
-        return nil
-    }
-
-    /// A non-negative integer in plain form (no sign, fraction, exponent or leading zero).
-    private mutating func unsigned() -> UInt64? {
-        skipSpace()
-        let start = at
-        var value: UInt64 = 0
-        while at < bytes.count, bytes[at] >= UInt8(ascii: "0"), bytes[at] <= UInt8(ascii: "9") {
-            let (times, o1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = times.addingReportingOverflow(UInt64(bytes[at] - UInt8(ascii: "0")))
-            guard !o1, !o2 else { return nil }
-            value = sum
-            at += 1
-        }
-        let digits = at - start
-        guard digits > 0, digits == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
-        // What follows a number must end it; `1.5` or `1e3` is left to JSONDecoder.
-        if at < bytes.count {
-            switch bytes[at] {
-            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
-            default: break
-            }
-        }
-        return value
-    }
-
-    /// An integer in plain form, optionally negative (not `-0`).
-    private mutating func int() -> Int? {
-        skipSpace()
-        let negative = at < bytes.count && bytes[at] == UInt8(ascii: "-")
-        if negative { at += 1 }
-        guard at < bytes.count, bytes[at] >= UInt8(ascii: "0"), bytes[at] <= UInt8(ascii: "9"),
-            let magnitude = unsigned()
-        else { return nil }
-        if negative {
-            guard magnitude > 0, magnitude <= UInt64(Int.max) else { return nil }
-            return -Int(magnitude)
-        }
-        return magnitude <= UInt64(Int.max) ? Int(magnitude) : nil
     }
 }
