@@ -679,6 +679,58 @@ struct StorageTests {
         store.close()
     }
 
+    @Test(
+        "the WAL is copied into the database once it holds 8 MiB, not SQLite's 1,000 pages, and stays bounded"
+    )
+    func checkpointsAtTheWALBound() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let store = try SQLiteRelayStorage(path: path)
+        defer { store.close() }
+        let key = MailboxKey(app: "a", id: "m")
+        #expect(
+            store.commit([.putMailbox(key, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))])
+                == nil)
+        try store.checkpoint()
+        let emptyFile = try fileSize(path)
+        var seq = 0
+        let filler = String(repeating: "5a", count: 1996)
+        /// Commits 250 messages of 2,000 bytes (two overflow pages each): about 0.55 MiB of pages.
+        func commitMessages() {
+            var writes: [StorageOp] = []
+            for _ in 0..<250 {
+                seq += 1
+                writes.append(
+                    .appendMessage(
+                        key,
+                        StoredMessage(
+                            side: "s", phase: Phase("\(seq)"), body: String(format: "%08x", seq) + filler,
+                            serverRX: RelayInstant(secondsSince1970: Double(seq)), messageID: .null)))
+            }
+            #expect(store.commit(writes) == nil)
+        }
+        // About 2.7 MiB of pages: SQLite's automatic checkpoint (1,000 pages) would have copied
+        // them into the file; the relay's waits.
+        for _ in 0..<5 { commitMessages() }
+        #expect(try walSize(path) > 2 << 20)
+        #expect(try fileSize(path) == emptyFile, "no checkpoint yet")
+        // Past 8 MiB a checkpoint copies them (after the commit that got there), and the next
+        // commit starts the WAL over instead of growing it, twice over.
+        for _ in 0..<12 { commitMessages() }
+        #expect(try fileSize(path) > emptyFile + (6 << 20), "checkpointed")
+        for _ in 0..<20 {
+            commitMessages()
+            #expect(try walSize(path) < (8 << 20) + (1 << 20), "the WAL is reused, not grown")
+        }
+        #expect(try store.load().mailboxes[key]?.messages.count == seq)
+    }
+
+    private func fileSize(_ path: String) throws -> Int64 {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.size] as? NSNumber)?.int64Value ?? -1
+    }
+
     @Test("writes after close fail instead of vanishing")
     func closed() throws {
         let dir = try TempDir()
