@@ -731,6 +731,113 @@ struct StorageTests {
         return (attributes[.size] as? NSNumber)?.int64Value ?? -1
     }
 
+    /// Commits with `spacing` on a queue of their own: each commit's writes and the time it
+    /// started.
+    final class SpacedCommits: @unchecked Sendable {
+        let queue = DispatchQueue(label: "test.spaced-commits")
+        let commits: GroupCommit
+        let log = Locked<[(writes: [StorageOp], at: UInt64)]>([])
+
+        init(spacing: Duration) {
+            commits = GroupCommit(queue: queue, spacing: spacing, busyMailboxes: 3)
+        }
+
+        func enqueue(_ writes: [StorageOp], done: DispatchSemaphore) {
+            commits.enqueue(
+                writes, completion: { _ in done.signal() },
+                drain: { [self] in
+                    commits.commitPending { writes in
+                        log.withLock { $0.append((writes, DispatchTime.now().uptimeNanoseconds)) }
+                    }
+                })
+        }
+    }
+
+    static func touch(_ id: String) -> StorageOp {
+        .touchMailbox(MailboxKey(app: "a", id: MailboxID(id)), updated: RelayInstant(secondsSince1970: 1))
+    }
+
+    @Test(
+        "after a commit for many mailboxes the next waits its spacing, and what arrives meanwhile shares it")
+    func spacingAfterABusyCommit() {
+        let spaced = SpacedCommits(spacing: .seconds(2))
+        let done = DispatchSemaphore(value: 0)
+        spaced.queue.suspend()
+        for id in ["m1", "m2", "m3"] { spaced.enqueue([Self.touch(id)], done: done) }
+        spaced.queue.resume()
+        for _ in 0..<3 { done.wait() }
+        // The first commit wrote three mailboxes: the next starts two seconds after it, and
+        // both of these are in it.
+        spaced.enqueue([Self.touch("m1")], done: done)
+        spaced.enqueue([Self.touch("m4")], done: done)
+        for _ in 0..<2 { done.wait() }
+        let log = spaced.log.withLock { $0 }
+        #expect(log.map(\.writes.count) == [3, 2])
+        if log.count == 2 {
+            #expect(log[1].at - log[0].at >= 1_900_000_000, "held until the spacing after the busy commit")
+        }
+    }
+
+    @Test("after a commit for one or two mailboxes the next starts at once")
+    func noSpacingAfterAQuietCommit() {
+        // A wait would be a minute: the test would fail on its semaphore first.
+        let spaced = SpacedCommits(spacing: .seconds(60))
+        let done = DispatchSemaphore(value: 0)
+        spaced.queue.suspend()
+        for id in ["m1", "m2", "m1"] { spaced.enqueue([Self.touch(id)], done: done) }
+        spaced.queue.resume()
+        for _ in 0..<3 { done.wait() }
+        spaced.enqueue([Self.touch("m2")], done: done)
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(spaced.log.withLock { $0.map(\.writes.count) } == [3, 1])
+    }
+
+    @Test("kill safety with held commits: at any moment every acknowledged write is in the files")
+    func killSafetyWithHeldCommits() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let store = try SQLiteRelayStorage(path: path)
+        defer { store.close() }
+        let keys = (0..<6).map { MailboxKey(app: "a", id: MailboxID("m\($0)")) }
+        // One commit for six mailboxes: the commits after it are held (a busy relay).
+        #expect(
+            store.commit(
+                keys.map { .putMailbox($0, forNameplate: true, updated: RelayInstant(secondsSince1970: 1)) })
+                == nil)
+        let acknowledged = Locked<Set<Int>>([])
+        for round in 0..<4 {
+            for i in 0..<30 {
+                let n = round * 30 + i
+                let message = StoredMessage(
+                    side: "s", phase: Phase("\(n)"), body: "00", serverRX: RelayInstant(secondsSince1970: 2),
+                    messageID: .null)
+                store.enqueue([.appendMessage(keys[n % keys.count], message)]) { error in
+                    if error == nil { acknowledged.withLock { _ = $0.insert(n) } }
+                }
+            }
+            // What a kill -9 now would leave: the files as they are. Whatever was acknowledged
+            // before the copy started must be in the copy.
+            let acked = acknowledged.withLock { $0 }
+            let crash = try TempDir()
+            defer { crash.cleanup() }
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+                try FileManager.default.copyItem(
+                    atPath: path + suffix, toPath: crash.path("relay.sqlite") + suffix)
+            }
+            let recovered = try SQLiteRelayStorage(path: crash.path("relay.sqlite"))
+            let phases = Set(
+                try recovered.load().mailboxes.values.flatMap {
+                    $0.messages.map { Int($0.phase.value) ?? -1 }
+                })
+            recovered.close()
+            #expect(
+                acked.isSubset(of: phases), "acknowledged but lost: \(acked.subtracting(phases).sorted())")
+        }
+        store.flush()
+        #expect(acknowledged.withLock { $0.count } == 120)
+    }
+
     @Test("writes after close fail instead of vanishing")
     func closed() throws {
         let dir = try TempDir()
