@@ -751,6 +751,15 @@ struct StorageTests {
                     }
                 })
         }
+
+        /// One commit touching each of `mailboxes`, waited for.
+        func commitTogether(_ mailboxes: [String]) {
+            let done = DispatchSemaphore(value: 0)
+            queue.suspend()
+            for id in mailboxes { enqueue([StorageTests.touch(id)], done: done) }
+            queue.resume()
+            for _ in mailboxes { done.wait() }
+        }
     }
 
     static func touch(_ id: String) -> StorageOp {
@@ -761,11 +770,8 @@ struct StorageTests {
         "after a commit for many mailboxes the next waits its spacing, and what arrives meanwhile shares it")
     func spacingAfterABusyCommit() {
         let spaced = SpacedCommits(spacing: .seconds(2))
+        spaced.commitTogether(["m1", "m2", "m3"])
         let done = DispatchSemaphore(value: 0)
-        spaced.queue.suspend()
-        for id in ["m1", "m2", "m3"] { spaced.enqueue([Self.touch(id)], done: done) }
-        spaced.queue.resume()
-        for _ in 0..<3 { done.wait() }
         // The first commit wrote three mailboxes: the next starts two seconds after it, and
         // both of these are in it.
         spaced.enqueue([Self.touch("m1")], done: done)
@@ -782,11 +788,8 @@ struct StorageTests {
     func noSpacingAfterAQuietCommit() {
         // A wait would be a minute: the test would fail on its semaphore first.
         let spaced = SpacedCommits(spacing: .seconds(60))
+        spaced.commitTogether(["m1", "m2", "m1"])
         let done = DispatchSemaphore(value: 0)
-        spaced.queue.suspend()
-        for id in ["m1", "m2", "m1"] { spaced.enqueue([Self.touch(id)], done: done) }
-        spaced.queue.resume()
-        for _ in 0..<3 { done.wait() }
         spaced.enqueue([Self.touch("m2")], done: done)
         #expect(done.wait(timeout: .now() + 30) == .success)
         #expect(spaced.log.withLock { $0.map(\.writes.count) } == [3, 1])
