@@ -738,8 +738,12 @@ struct StorageTests {
         let commits: GroupCommit
         let log = Locked<[(writes: [StorageOp], at: UInt64)]>([])
 
-        init(spacing: Duration) {
-            commits = GroupCommit(queue: queue, spacing: spacing, busyMailboxes: 3)
+        /// Each commit takes `commitMicroseconds` (a sync's time).
+        let commitMicroseconds: UInt32
+
+        init(spacing: Duration, costFactor: Int? = nil, commitMicroseconds: UInt32 = 0) {
+            commits = GroupCommit(queue: queue, spacing: spacing, busyMailboxes: 3, costFactor: costFactor)
+            self.commitMicroseconds = commitMicroseconds
         }
 
         func enqueue(_ writes: [StorageOp], done: DispatchSemaphore) {
@@ -748,6 +752,7 @@ struct StorageTests {
                 drain: { [self] in
                     commits.commitPending { writes in
                         log.withLock { $0.append((writes, DispatchTime.now().uptimeNanoseconds)) }
+                        if commitMicroseconds > 0 { usleep(commitMicroseconds) }
                     }
                 })
         }
@@ -781,6 +786,21 @@ struct StorageTests {
         #expect(log.map(\.writes.count) == [3, 2])
         if log.count == 2 {
             #expect(log[1].at - log[0].at >= 1_900_000_000, "held until the spacing after the busy commit")
+        }
+    }
+
+    @Test("with a cost factor the hold is that many times what the busy commit took, within the spacing")
+    func spacingScaledToTheCommitsCost() {
+        // Commits of 100 ms (a slow sync), held five times that: half a second, not a minute.
+        let spaced = SpacedCommits(spacing: .seconds(60), costFactor: 5, commitMicroseconds: 100_000)
+        spaced.commitTogether(["m1", "m2", "m3"])
+        let done = DispatchSemaphore(value: 0)
+        spaced.enqueue([Self.touch("m1")], done: done)
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let log = spaced.log.withLock { $0 }
+        #expect(log.map(\.writes.count) == [3, 1])
+        if log.count == 2 {
+            #expect(log[1].at - log[0].at >= 450_000_000, "held about five times the 100 ms commit")
         }
     }
 

@@ -36,17 +36,23 @@ final class GroupCommit: Sendable {
         /// it wrote to.
         var lastStart: UInt64 = 0
         var lastMailboxes = 0
+        /// How long the last commit took (nanoseconds): mostly the disk's sync.
+        var lastCost: UInt64 = 0
     }
 
     private let pending = Locked(Pending())
     private let queue: DispatchQueue
     private let spacingNanos: UInt64
     private let busyMailboxes: Int
+    private let costFactor: UInt64?
 
-    /// `queue` is the back-end's serial queue, where every commit runs.
-    init(queue: DispatchQueue, spacing: Duration = .zero, busyMailboxes: Int = 3) {
+    /// `queue` is the back-end's serial queue, where every commit runs. With a `costFactor`
+    /// the hold is at most that many times what the last commit took: where a sync costs
+    /// nothing (tmpfs) a hold would save nothing and only add its wait.
+    init(queue: DispatchQueue, spacing: Duration = .zero, busyMailboxes: Int = 3, costFactor: Int? = nil) {
         self.queue = queue
         self.busyMailboxes = busyMailboxes
+        self.costFactor = costFactor.map { UInt64(max($0, 0)) }
         let (seconds, attoseconds) = spacing.components
         spacingNanos = UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
     }
@@ -94,6 +100,10 @@ final class GroupCommit: Sendable {
         } catch {
             failure = error
         }
+        if spacingNanos > 0 {
+            let end = DispatchTime.now().uptimeNanoseconds
+            pending.withLock { p in p.lastCost = end &- p.lastStart }
+        }
         if failure == nil {
             pending.withLock { p in
                 p.statistics.transactions += 1
@@ -111,7 +121,8 @@ final class GroupCommit: Sendable {
         guard spacingNanos > 0 else { return }
         let wait: UInt64 = pending.withLock { p in
             guard p.lastMailboxes >= busyMailboxes, !p.items.isEmpty else { return 0 }
-            let due = p.lastStart &+ spacingNanos
+            let hold = costFactor.map { min(spacingNanos, $0 &* p.lastCost) } ?? spacingNanos
+            let due = p.lastStart &+ hold
             let now = DispatchTime.now().uptimeNanoseconds
             return due > now ? min(due - now, spacingNanos) : 0
         }

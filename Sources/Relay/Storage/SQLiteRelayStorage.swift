@@ -43,7 +43,7 @@ public final class SQLiteRelayStorage: RelayStorage {
     public init(path: String, options: Options = Options()) throws(RelayStorageError) {
         self.path = path
         self.queue = DispatchQueue(label: "eleven.relay.sqlite")
-        commits = GroupCommit(queue: queue, spacing: Self.commitSpacing)
+        commits = GroupCommit(queue: queue, spacing: Self.commitSpacing, costFactor: Self.commitCostFactor)
         queue.setSpecific(key: confined.queueKey, value: ())
         let confined = self.confined
         let result: Result<Void, RelayStorageError> = queue.sync {
@@ -397,15 +397,16 @@ public final class SQLiteRelayStorage: RelayStorage {
         return UInt64(info.f_bavail) * UInt64(info.f_frsize)
     }
 
-    /// How long after a busy commit starts the next may start (``GroupCommit``): at most about
-    /// 66 commits a second under load. A disk's sync takes a few milliseconds, so without it a
-    /// busy relay committed back to back, about three commits per join in `eleven-bench bot`,
-    /// and each commit rewrites the WAL's last 4 KiB page and the leaves and interior pages that
-    /// every join touches. In that bench (20 joiners) 15 ms cut the relay's bytes per join by
-    /// about 15 KiB more than the checkpoint change alone, joins per second unchanged within
-    /// the noise (docs/bot.md, session 12). A write waits at most this long beyond its own
-    /// commit, and only while three or more mailboxes are busy.
+    /// How long after a busy commit starts the next may start (``GroupCommit``): at most 15 ms,
+    /// and at most five times what that commit took (``commitCostFactor``). A disk's sync takes
+    /// a few milliseconds, so without a hold a busy relay committed back to back, about three
+    /// commits per join in `eleven-bench bot`, and each commit rewrites the WAL's last 4 KiB
+    /// page and the leaves and interior pages that every join touches. Where a sync costs
+    /// nothing (tmpfs) the hold shrinks with it: it would save no bytes there and only add its
+    /// wait. A write waits at most this long beyond its own commit, and only while three or
+    /// more mailboxes are busy (docs/bot.md, session 12).
     static let commitSpacing: Duration = .milliseconds(15)
+    static let commitCostFactor = 5
 
     /// Copies the WAL into the main file and truncates the WAL.
     public func checkpoint() throws(RelayStorageError) {
