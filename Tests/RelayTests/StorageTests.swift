@@ -765,6 +765,20 @@ struct StorageTests {
             queue.resume()
             for _ in mailboxes { done.wait() }
         }
+
+        /// Queues one write for each of `mailboxes` as they come (nothing held back) and waits
+        /// for them, at most 30 s each; whether all completed.
+        func commitAsTheyCome(_ mailboxes: [String]) -> Bool {
+            let done = DispatchSemaphore(value: 0)
+            for id in mailboxes { enqueue([StorageTests.touch(id)], done: done) }
+            return mailboxes.allSatisfy { _ in done.wait(timeout: .now() + 30) == .success }
+        }
+
+        /// How many writes each commit had.
+        var counts: [Int] { log.withLock { $0.map(\.writes.count) } }
+
+        /// Nanoseconds from the first commit's start to the second's (0 without a second).
+        var secondAfterFirst: UInt64 { log.withLock { $0.count >= 2 ? $0[1].at - $0[0].at : 0 } }
     }
 
     static func touch(_ id: String) -> StorageOp {
@@ -776,17 +790,11 @@ struct StorageTests {
     func spacingAfterABusyCommit() {
         let spaced = SpacedCommits(spacing: .seconds(2))
         spaced.commitTogether(["m1", "m2", "m3"])
-        let done = DispatchSemaphore(value: 0)
         // The first commit wrote three mailboxes: the next starts two seconds after it, and
         // both of these are in it.
-        spaced.enqueue([Self.touch("m1")], done: done)
-        spaced.enqueue([Self.touch("m4")], done: done)
-        for _ in 0..<2 { done.wait() }
-        let log = spaced.log.withLock { $0 }
-        #expect(log.map(\.writes.count) == [3, 2])
-        if log.count == 2 {
-            #expect(log[1].at - log[0].at >= 1_900_000_000, "held until the spacing after the busy commit")
-        }
+        #expect(spaced.commitAsTheyCome(["m1", "m4"]))
+        #expect(spaced.counts == [3, 2])
+        #expect(spaced.secondAfterFirst >= 1_900_000_000, "held until the spacing after the busy commit")
     }
 
     @Test("with a cost factor the hold is that many times what the busy commit took, within the spacing")
@@ -794,14 +802,9 @@ struct StorageTests {
         // Commits of 100 ms (a slow sync), held five times that: half a second, not a minute.
         let spaced = SpacedCommits(spacing: .seconds(60), costFactor: 5, commitMicroseconds: 100_000)
         spaced.commitTogether(["m1", "m2", "m3"])
-        let done = DispatchSemaphore(value: 0)
-        spaced.enqueue([Self.touch("m1")], done: done)
-        #expect(done.wait(timeout: .now() + 30) == .success)
-        let log = spaced.log.withLock { $0 }
-        #expect(log.map(\.writes.count) == [3, 1])
-        if log.count == 2 {
-            #expect(log[1].at - log[0].at >= 450_000_000, "held about five times the 100 ms commit")
-        }
+        #expect(spaced.commitAsTheyCome(["m1"]))
+        #expect(spaced.counts == [3, 1])
+        #expect(spaced.secondAfterFirst >= 450_000_000, "held about five times the 100 ms commit")
     }
 
     @Test("after a commit for one or two mailboxes the next starts at once")
@@ -809,10 +812,8 @@ struct StorageTests {
         // A wait would be a minute: the test would fail on its semaphore first.
         let spaced = SpacedCommits(spacing: .seconds(60))
         spaced.commitTogether(["m1", "m2", "m1"])
-        let done = DispatchSemaphore(value: 0)
-        spaced.enqueue([Self.touch("m2")], done: done)
-        #expect(done.wait(timeout: .now() + 30) == .success)
-        #expect(spaced.log.withLock { $0.map(\.writes.count) } == [3, 1])
+        #expect(spaced.commitAsTheyCome(["m2"]))
+        #expect(spaced.counts == [3, 1])
     }
 
     @Test("kill safety with held commits: at any moment every acknowledged write is in the files")
