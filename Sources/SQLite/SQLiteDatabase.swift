@@ -7,6 +7,8 @@ import Glibc
 public final class SQLiteDatabase {
     private var handle: OpaquePointer?
     private var statements: [String: SQLiteStatement] = [:]
+    /// Set by ``checkpointManually()``: the WAL's frame count after each commit.
+    private var walFrames: WALFrames?
 
     /// Opens (creating if needed) the file at `path`; writes nothing. Extended result codes on,
     /// and a busy connection is waited for up to 5 s.
@@ -102,6 +104,28 @@ public final class SQLiteDatabase {
         return String(cString: name)
     }
 
+    /// Stops SQLite's automatic checkpoints (which run inside the commit that fills the WAL past
+    /// `wal_autocheckpoint` pages, before that commit returns) and counts the WAL's frames
+    /// instead, for an owner that checkpoints itself (``walFrameCount``, then
+    /// `PRAGMA wal_checkpoint`).
+    public func checkpointManually() throws(SQLiteError) {
+        let counter = WALFrames()
+        _ = sqlite3_wal_hook(
+            try connection(),
+            { context, _, _, frames in
+                if let context {
+                    Unmanaged<WALFrames>.fromOpaque(context).takeUnretainedValue().count = frames
+                }
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(counter).toOpaque())
+        walFrames = counter
+    }
+
+    /// The frames in the WAL after the last commit (0 before the first, or without
+    /// ``checkpointManually()``). A checkpoint that copies all of them lets the next commit
+    /// start the WAL over; until then this counts on from where it was.
+    public var walFrameCount: Int { Int(walFrames?.count ?? 0) }
+
     /// Reads the main file's header from the disk (not SQLite's page cache): a cheap check that
     /// the file is there and readable. Throws `SQLITE_IOERR_READ` when it is not.
     public func readFileHeader() throws(SQLiteError) {
@@ -144,4 +168,10 @@ public final class SQLiteDatabase {
             throw error
         }
     }
+}
+
+/// The WAL hook's context: the frame count it last reported. Owned by the connection, which
+/// outlives the hook (closing the connection drops it).
+private final class WALFrames {
+    var count: Int32 = 0
 }

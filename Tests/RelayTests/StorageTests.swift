@@ -679,6 +679,189 @@ struct StorageTests {
         store.close()
     }
 
+    @Test(
+        "the WAL is copied into the database once it holds 8 MiB, not SQLite's 1,000 pages, and stays bounded"
+    )
+    func checkpointsAtTheWALBound() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let store = try SQLiteRelayStorage(path: path)
+        defer { store.close() }
+        let key = MailboxKey(app: "a", id: "m")
+        #expect(
+            store.commit([.putMailbox(key, forNameplate: false, updated: RelayInstant(secondsSince1970: 1))])
+                == nil)
+        try store.checkpoint()
+        let emptyFile = try fileSize(path)
+        var seq = 0
+        let filler = String(repeating: "5a", count: 1996)
+        /// Commits 250 messages of 2,000 bytes (two overflow pages each): about 0.55 MiB of pages.
+        func commitMessages() {
+            var writes: [StorageOp] = []
+            for _ in 0..<250 {
+                seq += 1
+                writes.append(
+                    .appendMessage(
+                        key,
+                        StoredMessage(
+                            side: "s", phase: Phase("\(seq)"), body: String(format: "%08x", seq) + filler,
+                            serverRX: RelayInstant(secondsSince1970: Double(seq)), messageID: .null)))
+            }
+            #expect(store.commit(writes) == nil)
+        }
+        // About 2.7 MiB of pages: SQLite's automatic checkpoint (1,000 pages) would have copied
+        // them into the file; the relay's waits.
+        for _ in 0..<5 { commitMessages() }
+        #expect(try walSize(path) > 2 << 20)
+        #expect(try fileSize(path) == emptyFile, "no checkpoint yet")
+        // Past 8 MiB a checkpoint copies them (after the commit that got there), and the next
+        // commit starts the WAL over instead of growing it, twice over.
+        for _ in 0..<12 { commitMessages() }
+        #expect(try fileSize(path) > emptyFile + (6 << 20), "checkpointed")
+        for _ in 0..<20 {
+            commitMessages()
+            #expect(try walSize(path) < (8 << 20) + (1 << 20), "the WAL is reused, not grown")
+        }
+        #expect(try store.load().mailboxes[key]?.messages.count == seq)
+    }
+
+    private func fileSize(_ path: String) throws -> Int64 {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.size] as? NSNumber)?.int64Value ?? -1
+    }
+
+    /// Commits with `spacing` on a queue of their own: each commit's writes and the time it
+    /// started.
+    final class SpacedCommits: @unchecked Sendable {
+        let queue = DispatchQueue(label: "test.spaced-commits")
+        let commits: GroupCommit
+        let log = Locked<[(writes: [StorageOp], at: UInt64)]>([])
+
+        /// Each commit takes `commitMicroseconds` (a sync's time).
+        let commitMicroseconds: UInt32
+
+        init(spacing: Duration, costFactor: Int? = nil, commitMicroseconds: UInt32 = 0) {
+            commits = GroupCommit(queue: queue, spacing: spacing, busyMailboxes: 3, costFactor: costFactor)
+            self.commitMicroseconds = commitMicroseconds
+        }
+
+        func enqueue(_ writes: [StorageOp], done: DispatchSemaphore) {
+            commits.enqueue(
+                writes, completion: { _ in done.signal() },
+                drain: { [self] in
+                    commits.commitPending { writes in
+                        log.withLock { $0.append((writes, DispatchTime.now().uptimeNanoseconds)) }
+                        if commitMicroseconds > 0 { usleep(commitMicroseconds) }
+                    }
+                })
+        }
+
+        /// One commit touching each of `mailboxes`, waited for.
+        func commitTogether(_ mailboxes: [String]) {
+            let done = DispatchSemaphore(value: 0)
+            queue.suspend()
+            for id in mailboxes { enqueue([StorageTests.touch(id)], done: done) }
+            queue.resume()
+            for _ in mailboxes { done.wait() }
+        }
+
+        /// Queues one write for each of `mailboxes` as they come (nothing held back) and waits
+        /// for them, at most 30 s each; whether all completed.
+        func commitAsTheyCome(_ mailboxes: [String]) -> Bool {
+            let done = DispatchSemaphore(value: 0)
+            for id in mailboxes { enqueue([StorageTests.touch(id)], done: done) }
+            return mailboxes.allSatisfy { _ in done.wait(timeout: .now() + 30) == .success }
+        }
+
+        /// How many writes each commit had.
+        var counts: [Int] { log.withLock { $0.map(\.writes.count) } }
+
+        /// Nanoseconds from the first commit's start to the second's (0 without a second).
+        var secondAfterFirst: UInt64 { log.withLock { $0.count >= 2 ? $0[1].at - $0[0].at : 0 } }
+    }
+
+    static func touch(_ id: String) -> StorageOp {
+        .touchMailbox(MailboxKey(app: "a", id: MailboxID(id)), updated: RelayInstant(secondsSince1970: 1))
+    }
+
+    @Test(
+        "after a commit for many mailboxes the next waits its spacing, and what arrives meanwhile shares it")
+    func spacingAfterABusyCommit() {
+        let spaced = SpacedCommits(spacing: .seconds(2))
+        spaced.commitTogether(["m1", "m2", "m3"])
+        // The first commit wrote three mailboxes: the next starts two seconds after it, and
+        // both of these are in it.
+        #expect(spaced.commitAsTheyCome(["m1", "m4"]))
+        #expect(spaced.counts == [3, 2])
+        #expect(spaced.secondAfterFirst >= 1_900_000_000, "held until the spacing after the busy commit")
+    }
+
+    @Test("with a cost factor the hold is that many times what the busy commit took, within the spacing")
+    func spacingScaledToTheCommitsCost() {
+        // Commits of 100 ms (a slow sync), held five times that: half a second, not a minute.
+        let spaced = SpacedCommits(spacing: .seconds(60), costFactor: 5, commitMicroseconds: 100_000)
+        spaced.commitTogether(["m1", "m2", "m3"])
+        #expect(spaced.commitAsTheyCome(["m1"]))
+        #expect(spaced.counts == [3, 1])
+        #expect(spaced.secondAfterFirst >= 450_000_000, "held about five times the 100 ms commit")
+    }
+
+    @Test("after a commit for one or two mailboxes the next starts at once")
+    func noSpacingAfterAQuietCommit() {
+        // A wait would be a minute: the test would fail on its semaphore first.
+        let spaced = SpacedCommits(spacing: .seconds(60))
+        spaced.commitTogether(["m1", "m2", "m1"])
+        #expect(spaced.commitAsTheyCome(["m2"]))
+        #expect(spaced.counts == [3, 1])
+    }
+
+    @Test("kill safety with held commits: at any moment every acknowledged write is in the files")
+    func killSafetyWithHeldCommits() throws {
+        let dir = try TempDir()
+        defer { dir.cleanup() }
+        let path = dir.path("relay.sqlite")
+        let store = try SQLiteRelayStorage(path: path)
+        defer { store.close() }
+        let keys = (0..<6).map { MailboxKey(app: "a", id: MailboxID("m\($0)")) }
+        // One commit for six mailboxes: the commits after it are held (a busy relay).
+        #expect(
+            store.commit(
+                keys.map { .putMailbox($0, forNameplate: true, updated: RelayInstant(secondsSince1970: 1)) })
+                == nil)
+        let acknowledged = Locked<Set<Int>>([])
+        for round in 0..<4 {
+            for i in 0..<30 {
+                let n = round * 30 + i
+                let message = StoredMessage(
+                    side: "s", phase: Phase("\(n)"), body: "00", serverRX: RelayInstant(secondsSince1970: 2),
+                    messageID: .null)
+                store.enqueue([.appendMessage(keys[n % keys.count], message)]) { error in
+                    if error == nil { acknowledged.withLock { _ = $0.insert(n) } }
+                }
+            }
+            // What a kill -9 now would leave: the files as they are. Whatever was acknowledged
+            // before the copy started must be in the copy.
+            let acked = acknowledged.withLock { $0 }
+            let crash = try TempDir()
+            defer { crash.cleanup() }
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+                try FileManager.default.copyItem(
+                    atPath: path + suffix, toPath: crash.path("relay.sqlite") + suffix)
+            }
+            let recovered = try SQLiteRelayStorage(path: crash.path("relay.sqlite"))
+            let phases = Set(
+                try recovered.load().mailboxes.values.flatMap {
+                    $0.messages.map { Int($0.phase.value) ?? -1 }
+                })
+            recovered.close()
+            #expect(
+                acked.isSubset(of: phases), "acknowledged but lost: \(acked.subtracting(phases).sorted())")
+        }
+        store.flush()
+        #expect(acknowledged.withLock { $0.count } == 120)
+    }
+
     @Test("writes after close fail instead of vanishing")
     func closed() throws {
         let dir = try TempDir()

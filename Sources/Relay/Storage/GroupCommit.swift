@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Support
 
@@ -14,6 +15,15 @@ public struct RelayStorageStatistics: Sendable, Equatable {
 /// committed are committed together in the next one, on the back-end's own serial queue, and
 /// their completions run after that commit (with its outcome). The back-end supplies only the
 /// transaction itself.
+///
+/// With a `spacing`, a commit that follows a busy one (writes to at least `busyMailboxes`
+/// mailboxes: many exchanges at once) starts no sooner than `spacing` after that one started,
+/// so what arrives meanwhile shares it. Every commit writes and syncs pages that the next one
+/// writes again (the WAL's last, half-written page, the tables' leaves and interior pages):
+/// fewer, larger commits write fewer bytes per change. After a commit for one or two
+/// mailboxes (an exchange or two at a time, whose two sides wait for each other's messages)
+/// the next starts at once: holding it would only add its wait to every round trip, and
+/// nothing would share it. Completions still run as soon as their own commit is durable.
 final class GroupCommit: Sendable {
     typealias Completion = @Sendable (RelayStorageError?) -> Void
 
@@ -22,14 +32,29 @@ final class GroupCommit: Sendable {
         var drainScheduled = false
         var closed = false
         var statistics = RelayStorageStatistics()
+        /// When the last commit started (`DispatchTime` nanoseconds), and how many mailboxes
+        /// it wrote to.
+        var lastStart: UInt64 = 0
+        var lastMailboxes = 0
+        /// How long the last commit took (nanoseconds): mostly the disk's sync.
+        var lastCost: UInt64 = 0
     }
 
     private let pending = Locked(Pending())
     private let queue: DispatchQueue
+    private let spacingNanos: UInt64
+    private let busyMailboxes: Int
+    private let costFactor: UInt64?
 
-    /// `queue` is the back-end's serial queue, where every commit runs.
-    init(queue: DispatchQueue) {
+    /// `queue` is the back-end's serial queue, where every commit runs. With a `costFactor`
+    /// the hold is at most that many times what the last commit took: where a sync costs
+    /// nothing (tmpfs) a hold would save nothing and only add its wait.
+    init(queue: DispatchQueue, spacing: Duration = .zero, busyMailboxes: Int = 3, costFactor: Int? = nil) {
         self.queue = queue
+        self.busyMailboxes = busyMailboxes
+        self.costFactor = costFactor.map { UInt64(max($0, 0)) }
+        let (seconds, attoseconds) = spacing.components
+        spacingNanos = UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
     }
 
     /// Queues `writes`; the first call since the last commit schedules `drain` on the queue
@@ -55,19 +80,29 @@ final class GroupCommit: Sendable {
     /// On the queue: commits everything queued so far with `transaction` (all the writes, in
     /// order, in one transaction), counts it, then runs the completions with the outcome.
     func commitPending(_ transaction: ([StorageOp]) throws(RelayStorageError) -> Void) {
+        holdAfterBusyCommit()
         let items = pending.withLock { p in
             let items = p.items
             p.items = []
             p.drainScheduled = false
+            if !items.isEmpty { p.lastStart = DispatchTime.now().uptimeNanoseconds }
             return items
         }
         guard !items.isEmpty else { return }
         let writes = items.flatMap(\.writes)
+        if spacingNanos > 0 {
+            let mailboxes = Set(writes.compactMap(\.mailbox)).count
+            pending.withLock { $0.lastMailboxes = mailboxes }
+        }
         var failure: RelayStorageError?
         do {
             try transaction(writes)
         } catch {
             failure = error
+        }
+        if spacingNanos > 0 {
+            let end = DispatchTime.now().uptimeNanoseconds
+            pending.withLock { p in p.lastCost = end &- p.lastStart }
         }
         if failure == nil {
             pending.withLock { p in
@@ -79,10 +114,37 @@ final class GroupCommit: Sendable {
         for item in items { item.completion(failure) }
     }
 
+    /// On the queue, before taking the pending writes: waits until `spacing` after the start of
+    /// the last commit if that one was busy. Blocking the queue (not rescheduling) keeps
+    /// `flush` and `close`, which wait for the queue, behind the commit.
+    private func holdAfterBusyCommit() {
+        guard spacingNanos > 0 else { return }
+        let wait: UInt64 = pending.withLock { p in
+            guard p.lastMailboxes >= busyMailboxes, !p.items.isEmpty else { return 0 }
+            let hold = costFactor.map { min(spacingNanos, $0 &* p.lastCost) } ?? spacingNanos
+            let due = p.lastStart &+ hold
+            let now = DispatchTime.now().uptimeNanoseconds
+            return due > now ? min(due - now, spacingNanos) : 0
+        }
+        if wait > 0 { usleep(UInt32(wait / 1000)) }
+    }
+
     /// Refuses further writes (already queued ones are still committed).
     func close() {
         pending.withLock { $0.closed = true }
     }
 
     var statistics: RelayStorageStatistics { pending.withLock { $0.statistics } }
+}
+
+extension StorageOp {
+    /// The mailbox the write changes; nil for a nameplate's.
+    var mailbox: MailboxKey? {
+        switch self {
+        case .putNameplate, .putNameplateSide, .deleteNameplate: nil
+        case .putMailbox(let key, _, _), .touchMailbox(let key, _), .putMailboxSide(let key, _, _),
+            .appendMessage(let key, _), .deleteMailbox(let key):
+            key
+        }
+    }
 }

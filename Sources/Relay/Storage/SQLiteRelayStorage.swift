@@ -43,14 +43,18 @@ public final class SQLiteRelayStorage: RelayStorage {
     public init(path: String, options: Options = Options()) throws(RelayStorageError) {
         self.path = path
         self.queue = DispatchQueue(label: "eleven.relay.sqlite")
-        commits = GroupCommit(queue: queue)
+        commits = GroupCommit(queue: queue, spacing: Self.commitSpacing, costFactor: Self.commitCostFactor)
         queue.setSpecific(key: confined.queueKey, value: ())
         let confined = self.confined
         let result: Result<Void, RelayStorageError> = queue.sync {
             do throws(DatabaseOpenError) {
-                confined.database = try SQLiteDatabase.open(
+                let database = try SQLiteDatabase.open(
                     path: path, schema: RelaySchema.schema(secureDelete: options.secureDelete),
                     sync: options.synchronous)
+                confined.database = database
+                do throws(SQLiteError) { try database.checkpointManually() } catch {
+                    return .failure(RelayStorageError(error, .open))
+                }
                 return .success(())
             } catch {
                 return .failure(RelayStorageError(error, path: path))
@@ -187,6 +191,27 @@ public final class SQLiteRelayStorage: RelayStorage {
                 throw RelayStorageError(error, .write)
             }
         }
+        checkpointIfFull(database)
+    }
+
+    /// The WAL's size, in bytes of pages, past which a checkpoint copies it into the database
+    /// file. A checkpoint writes each page the WAL holds once, whole (a scattered 1 KiB page
+    /// dirties a 4 KiB page of the file system's cache), however many commits rewrote it since
+    /// the last: the relay's file is small and its hot pages (the tables' leaves, the freelist)
+    /// are rewritten by nearly every commit, so a larger WAL means fewer copies of the same
+    /// pages. SQLite's default (1,000 pages) copied the whole file every thirty joins or so.
+    static let checkpointWALBytes = 8 << 20
+
+    /// After a commit's completions have run (so no reply waits for it): a checkpoint once the
+    /// WAL holds ``checkpointWALBytes``. `PASSIVE`: it copies what no reader still needs and
+    /// never waits; the next commit after a complete one starts the WAL over. A failed one
+    /// (disk full) is tried again after the next commit, which reports the failure if the disk
+    /// refuses it too.
+    private func checkpointIfFull(_ database: SQLiteDatabase?) {
+        guard let db = database, db.walFrameCount > 0 else { return }
+        let pageSize = (try? db.integer("PRAGMA page_size")).map(Int.init) ?? 4096
+        guard db.walFrameCount * pageSize >= Self.checkpointWALBytes else { return }
+        try? db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     }
 
     /// Whether `writes[index]` touches a mailbox at the time another write beside it already
@@ -348,6 +373,17 @@ public final class SQLiteRelayStorage: RelayStorage {
             return error
         }
     }
+
+    /// How long after a busy commit starts the next may start (``GroupCommit``): at most 15 ms,
+    /// and at most five times what that commit took (``commitCostFactor``). A disk's sync takes
+    /// a few milliseconds, so without a hold a busy relay committed back to back, about three
+    /// commits per join in `eleven-bench bot`, and each commit rewrites the WAL's last 4 KiB
+    /// page and the leaves and interior pages that every join touches. Where a sync costs
+    /// nothing (tmpfs) the hold shrinks with it: it would save no bytes there and only add its
+    /// wait. A write waits at most this long beyond its own commit, and only while three or
+    /// more mailboxes are busy (docs/bot.md, session 12).
+    static let commitSpacing: Duration = .milliseconds(15)
+    static let commitCostFactor = 5
 
     /// Copies the WAL into the main file and truncates the WAL.
     public func checkpoint() throws(RelayStorageError) {
