@@ -394,7 +394,7 @@ public final class BotRunner: Sendable {
             let seenNotMember =
                 (try? request.publicKeys.keys()).map { keys in
                     (try? rosters.refresh(session).roster).map { roster in
-                        !roster.members.values.contains(where: { $0.keys == keys })
+                        roster.currentMember(signingKey: keys.signing)?.keys != keys
                     } ?? false
                 } ?? false
             let refusal = BotRefusal(

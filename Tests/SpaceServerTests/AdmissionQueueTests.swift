@@ -106,7 +106,11 @@ import Testing
 
         let bea = MemberRecord(id: .random(), keys: DeviceIdentity.generate().publicKeys, name: "Bea")
         let added = try queue.add(bea, invite: nil, session: session, rosters: rosters)
-        #expect(added.events.count == start + 2)
+        // The event the server stored for Bea, on the moved chain; the cache holds the chain.
+        #expect(added.event.sequence == UInt64(start + 1))
+        #expect(added.event.change.adds(bea.id))
+        #expect(rosters.verified?.events.count == start + 2)
+        #expect(rosters.verified?.events.last == added.event)
         #expect(added.roster.members[bea.id]?.name == "Bea")
         let refusals = { running.log.lines.withLock { $0.filter { $0.contains(#""status":409"#) }.count } }
         #expect(refusals() == 1)

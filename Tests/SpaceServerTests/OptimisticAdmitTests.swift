@@ -66,4 +66,41 @@ import Testing
                 request: other, invite: invite, carryInvite: true, rosters: rosters)
         }
     }
+
+    /// Someone admitted with the invite who has since been removed, coming back with the same
+    /// keys and invite (a restarted bot's retry): their earlier addition is found through the
+    /// former members, whatever the cache held, and they are not answered as a member; and the
+    /// grant of an admission names the event that added the joiner.
+    @Test func aRemovedJoinerIsFoundAmongFormerMembersAndNotAnsweredAgain() throws {
+        let running = try HTTPServerTests.Running()
+        let (session, _, _, _) = try running.space()
+        let now = Int64(Date().timeIntervalSince1970)
+        let invite = session.identity.signInvite(
+            space: session.saved.space, inviter: session.saved.member, nameplate: "8", createdAt: now,
+            expiresAt: now + 600, uses: 5)
+        let rosters = RosterCache()
+        _ = try rosters.refresh(session)
+        let (_, bea) = request("Bea")
+        let first = try session.admit(request: bea, invite: invite, carryInvite: true, rosters: rosters)
+        let events = try session.client.events(session.saved.space)
+        let adding = try #require(events.last { $0.change.adds(first.member.id) })
+        #expect(first.grant.checkpoint == ChainCheckpoint(adding))
+
+        try session.removeMember(first.member.id)
+        // The cache still shows Bea as a member: it is read again before deciding.
+        #expect(rosters.latest?.members[first.member.id] != nil)
+        #expect {
+            try session.admit(request: bea, invite: invite, carryInvite: true, rosters: rosters)
+        } throws: { error in
+            (error as? SpaceClientError)?.code == "not_member"
+        }
+        // With the cache now current (Bea a former member only): the same.
+        #expect(rosters.latest?.members[first.member.id] == nil)
+        #expect {
+            try session.admit(request: bea, invite: invite, carryInvite: true, rosters: rosters)
+        } throws: { error in
+            (error as? SpaceClientError)?.code == "not_member"
+        }
+        #expect(try session.client.events(session.saved.space).count == events.count + 1)
+    }
 }

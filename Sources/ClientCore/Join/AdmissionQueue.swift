@@ -22,11 +22,13 @@ public final class AdmissionQueue: @unchecked Sendable {
 
     /// Adds `record` (brought by `invite`, carried in the event if given) onto the chain as the
     /// cache last verified it, reading the chain again only when the server refuses the events
-    /// because it moved on. Returns the chain through the new event and the roster after it.
+    /// because it moved on. Returns the new event and the roster after it (and after whatever
+    /// was added with it); the chain stays in `rosters`, so no caller holds a copy that the
+    /// cache's next append would have to copy again.
     /// Refuses (`already_member`) a record whose keys a member already holds.
     public func add(
         _ record: MemberRecord, invite: SignedInvite?, session: SpaceSession, rosters: RosterCache
-    ) throws(SpaceClientError) -> (events: [MembershipEvent], roster: Roster) {
+    ) throws(SpaceClientError) -> (event: MembershipEvent, roster: Roster) {
         try queue.submit(Pending(record: record, invite: invite)) { batch in
             add(batch, session: session, rosters: rosters)
             return batch.map {
@@ -43,7 +45,7 @@ public final class AdmissionQueue: @unchecked Sendable {
     private final class Pending: @unchecked Sendable {
         let record: MemberRecord
         let invite: SignedInvite?
-        var result: Result<(events: [MembershipEvent], roster: Roster), SpaceClientError>?
+        var result: Result<(event: MembershipEvent, roster: Roster), SpaceClientError>?
 
         init(record: MemberRecord, invite: SignedInvite?) {
             self.record = record
@@ -51,8 +53,7 @@ public final class AdmissionQueue: @unchecked Sendable {
         }
     }
 
-    private let queue:
-        BatchQueue<Pending, Result<(events: [MembershipEvent], roster: Roster), SpaceClientError>>
+    private let queue: BatchQueue<Pending, Result<(event: MembershipEvent, roster: Roster), SpaceClientError>>
     /// The counters and `singleOnly`.
     private struct State {
         /// The server refused the batch form (an older one): one event per request from then on.
@@ -65,14 +66,15 @@ public final class AdmissionQueue: @unchecked Sendable {
 
     /// Signs `batch` onto the chain and sends it; gives every entry its result.
     private func add(_ batch: [Pending], session: SpaceSession, rosters: RosterCache) {
-        var events: [MembershipEvent]
+        // The chain's length only: holding its events would make the cache's append copy them.
+        var count: Int
         var roster: Roster
         var fresh = false
         do throws(SpaceClientError) {
-            if let cached = rosters.verified {
-                (events, roster) = cached
+            if let cached = rosters.tip {
+                (count, roster) = cached
             } else {
-                (events, roster) = try rosters.refresh(session)
+                (count, roster) = try Self.tip(rosters.refresh(session))
                 fresh = true
             }
         } catch {
@@ -83,16 +85,21 @@ public final class AdmissionQueue: @unchecked Sendable {
             let open = batch.filter { $0.result == nil }
             guard !open.isEmpty else { return }
             // Sign each onto the one before; a key held already (also by an earlier entry of
-            // this batch) is refused, on a chain known fresh.
+            // this batch) is refused, on a chain known fresh. One roster applied in place, with
+            // what takes each event back if the server stores fewer: a roster kept per event
+            // copied every member dictionary at each next event.
             var running = roster
             var signed: [MembershipEvent] = []
-            var after: [Roster] = []
+            var undos: [Roster.Undo] = []
             var sent: [Pending] = []
             var stale = false
             var failure: SpaceClientError?
             do throws(SpaceClientError) {
                 for pending in open {
-                    if let holder = running.members.values.first(where: { $0.keys == pending.record.keys }) {
+                    // Keys are unique among current members: a lookup, not a scan of the space.
+                    if let holder = running.currentMember(signingKey: pending.record.keys.signing),
+                        holder.keys == pending.record.keys
+                    {
                         guard fresh else {
                             stale = true
                             break
@@ -110,9 +117,9 @@ public final class AdmissionQueue: @unchecked Sendable {
                         try base.nextEvent(
                             .memberAdded(pending.record), signedBy: session.identity, invite: pending.invite)
                     }
-                    try session.signed { () throws(KeyModelError) in try running.apply(event) }
+                    undos.append(
+                        try session.signed { () throws(KeyModelError) in try running.applyUndoably(event) })
                     signed.append(event)
-                    after.append(running)
                     sent.append(pending)
                 }
             } catch {
@@ -124,11 +131,13 @@ public final class AdmissionQueue: @unchecked Sendable {
             }
             // What the server took is the chain now, whatever happened to the rest.
             if stored > 0 {
-                let taken = Array(signed.prefix(stored))
-                rosters.extend(taken, onto: events.count, giving: after[stored - 1])
-                events += taken
-                roster = after[stored - 1]
-                for pending in sent.prefix(stored) { pending.result = .success((events, roster)) }
+                for undo in undos[stored...].reversed() { running.undo(undo) }
+                rosters.extend(Array(signed.prefix(stored)), onto: count, giving: running)
+                count += stored
+                roster = running
+                for (pending, event) in zip(sent, signed).prefix(stored) {
+                    pending.result = .success((event, roster))
+                }
             }
             if let failure {
                 if !fresh && SpaceSession.chainMoved(failure) {
@@ -142,7 +151,7 @@ public final class AdmissionQueue: @unchecked Sendable {
             }
             if stale {
                 do throws(SpaceClientError) {
-                    (events, roster) = try rosters.refresh(session)
+                    (count, roster) = try Self.tip(rosters.refresh(session))
                     fresh = true
                 } catch {
                     for pending in batch where pending.result == nil { pending.result = .failure(error) }
@@ -152,6 +161,11 @@ public final class AdmissionQueue: @unchecked Sendable {
             }
             return
         }
+    }
+
+    /// A refreshed chain's length and roster, its events let go at once.
+    private static func tip(_ chain: (events: [MembershipEvent], roster: Roster)) -> (Int, Roster) {
+        (chain.events.count, chain.roster)
     }
 
     /// Sends the events: one request (or one per event to a server without the batch form).

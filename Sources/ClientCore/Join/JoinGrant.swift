@@ -448,34 +448,44 @@ extension SpaceSession {
                 .rejected, code: "invalid_request",
                 message: "The joiner sent unusable keys (\(error.message)).")
         }
-        var events: [MembershipEvent]
+        // The chain's events only where they are searched (nil: not held): the cache appends
+        // in place while nobody else holds its array.
+        var events: [MembershipEvent]?
         var roster: Roster
         // What the cache holds may be stale: a plain addition is signed onto it anyway (the
         // queue reads the chain again if the server refuses), anything else reads it first.
         var fresh = true
-        if let rosters, readmit == nil, let cached = rosters.verified {
-            (events, roster) = cached
+        if let rosters, readmit == nil, let cached = rosters.latest {
+            roster = cached
             fresh = false
         } else if let rosters {
             (events, roster) = try rosters.refresh(self)
         } else {
             (events, roster) = try verifiedChain()
         }
+        // A member holding the joiner's keys already (keys are unique among current members).
+        func holder() -> MemberRecord? {
+            roster.currentMember(signingKey: keys.signing).flatMap { $0.keys == keys ? $0 : nil }
+        }
+        // Every `member_added` leaves its record, keys unchanged, among the current or former
+        // members: only when one holds these keys can the chain hold an earlier addition, and
+        // only then is it searched.
+        func mayBeKnown() -> Bool {
+            holder() != nil || (carryInvite && roster.formerMembers.values.contains { $0.keys == keys })
+        }
+        if !fresh && mayBeKnown(), let rosters {
+            // Possibly known, in what may be stale: decide on the chain as it is now.
+            (events, roster) = try rosters.refresh(self)
+        }
         // This device's earlier addition of the joiner with this invite, or a member holding
         // their keys already.
-        func known() -> (earlier: MembershipEvent?, member: MemberRecord?) {
-            let earlier = events.last { event in
-                guard carryInvite, case .memberAdded(let added) = event.change else { return false }
+        let earlier =
+            carryInvite && mayBeKnown()
+            ? events?.last { event in
+                guard case .memberAdded(let added) = event.change else { return false }
                 return added.keys == keys && event.invite == invite
-            }
-            return (earlier, roster.members.values.first { $0.keys == keys })
-        }
-        var (earlier, alreadyMember) = known()
-        if !fresh && (earlier != nil || alreadyMember != nil), let rosters {
-            // Found in what may be stale: decide on the chain as it is now.
-            (events, roster) = try rosters.refresh(self)
-            (earlier, alreadyMember) = known()
-        }
+            } : nil
+        let alreadyMember = holder()
         // The thread list first: it gives the history hint and tells the key cache whether a
         // thread is new (else the wraps it opened before are current); with the keys, it gives
         // the names thread the joiner's name is sealed under.
@@ -487,6 +497,8 @@ extension SpaceSession {
                 try threadKeys(roster: roster)
             }
         let record: MemberRecord
+        // The event that adds the joiner, when made here (else found in `events`).
+        var addition: MembershipEvent?
         // The names thread the joiner's name is sealed under: made just now when the space had
         // none, so not among `heldKeys` yet.
         var madeNames: (thread: ThreadID, key: ThreadKey)?
@@ -510,7 +522,7 @@ extension SpaceSession {
             madeNames = names
             record = sealedRecord(keys: keys, rights: [], name: request.displayName, names: names)
             if let rosters {
-                (events, roster) = try (admissions ?? AdmissionQueue()).add(
+                (addition, roster) = try (admissions ?? AdmissionQueue()).add(
                     record, invite: carryInvite ? invite : nil, session: self, rosters: rosters)
             } else {
                 let event = try signed { () throws(KeyModelError) in
@@ -519,7 +531,7 @@ extension SpaceSession {
                 }
                 _ = try client.addMember(saved.space, event: event)
                 try signed { () throws(KeyModelError) in try roster.apply(event) }
-                events.append(event)
+                addition = event
             }
         }
         // A new member is given the whole space's threads only, never a direct conversation or a
@@ -578,7 +590,8 @@ extension SpaceSession {
             space: .init(server: saved.server, id: saved.space, name: saved.name),
             ownerSigningKey: saved.ownerSigningKey, memberID: record.id, deviceToken: nil, wraps: [],
             bundles: bundles, invite: invite, historyHint: .init(threads: hintedThreads, messages: messages),
-            checkpoint: events.last(where: { $0.change.adds(record.id) }).map(ChainCheckpoint.init),
+            checkpoint: (addition ?? events?.last(where: { $0.change.adds(record.id) })).map(
+                ChainCheckpoint.init),
             vouched: vouched)
         return (grant, record)
     }

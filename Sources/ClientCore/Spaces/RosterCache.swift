@@ -26,6 +26,13 @@ public final class RosterCache: @unchecked Sendable {
         lock.withLock { _ in roster.map { (events, $0) } }
     }
 
+    /// ``verified`` without the events: how many there are. What a holder keeps while it works
+    /// (the queue while its request is out); a holder of the events array makes the cache's next
+    /// append copy the whole chain.
+    public var tip: (count: Int, roster: Roster)? {
+        lock.withLock { _ in roster.map { (events.count, $0) } }
+    }
+
     /// Records events this device appended (the server took them), in chain order, onto the
     /// chain of `count` events, with the roster after the last of them. Nothing changes if the
     /// cache moved meanwhile: the next refresh reads them from the server like any other.
@@ -50,17 +57,19 @@ public final class RosterCache: @unchecked Sendable {
     public func refresh(_ session: SpaceSession) throws(SpaceClientError) -> (
         events: [MembershipEvent], roster: Roster
     ) {
-        try flights.run { () throws(SpaceClientError) in try fetch(session) }
+        let verified = try flights.run { () throws(SpaceClientError) in try fetch(session) }
+        // The cache as it is now: what the request brought, or more (an extension since). The
+        // shared answer itself holds no events: kept for late callers, it would make every
+        // later append copy the whole chain.
+        return lock.withLock { _ in roster.map { (events, $0) } } ?? ([], verified)
     }
 
     /// ``refresh(_:)``'s shared requests.
-    private let flights = SharedRequest<(events: [MembershipEvent], roster: Roster)>()
+    private let flights = SharedRequest<Roster>()
 
     /// One request: the events after the cached ones, applied to the verified roster, or the
     /// whole chain verified afresh when nothing is cached or the chain does not extend it.
-    private func fetch(_ session: SpaceSession) throws(SpaceClientError) -> (
-        events: [MembershipEvent], roster: Roster
-    ) {
+    private func fetch(_ session: SpaceSession) throws(SpaceClientError) -> Roster {
         let (from, known) = lock.withLock { _ in (events.count, roster != nil) }
         if known {
             let newer = try session.client.events(session.saved.space, from: from)
@@ -73,21 +82,21 @@ public final class RosterCache: @unchecked Sendable {
             events = all
             roster = verified
         }
-        return (all, verified)
+        return verified
     }
 
     /// Under `lock`: applies `newer` (the server's events from sequence `from` on) to the cache,
     /// which may have grown since they were asked for (another refresh, ``extend(_:onto:giving:)``).
     /// Nil when they do not fit the verified chain.
-    private func extend(from: Int, with newer: [MembershipEvent]) -> (
-        events: [MembershipEvent], roster: Roster
-    )? {
+    private func extend(from: Int, with newer: [MembershipEvent]) -> Roster? {
         guard var current = roster, events.count >= from else { return nil }
         let overlap = events.count - from
         // What the cache gained meanwhile must be what the server sent; a cache ahead of the
         // answer (an event appended after it was read) is the fresher of the two.
         for (held, sent) in zip(events[from...], newer) where held.hash != sent.hash { return nil }
-        guard newer.count > overlap else { return (events, current) }
+        guard newer.count > overlap else { return current }
+        // Applied to a copy: the roster's dictionaries are shared with whoever holds the cached
+        // roster anyway, and an event refused half way must leave the cache as it was.
         do throws(KeyModelError) {
             for event in newer[overlap...] { try current.apply(event) }
         } catch {
@@ -95,7 +104,7 @@ public final class RosterCache: @unchecked Sendable {
         }
         events += newer[overlap...]
         roster = current
-        return (events, current)
+        return current
     }
 }
 
