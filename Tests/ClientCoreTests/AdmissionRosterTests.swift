@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ClientCore
@@ -10,18 +11,6 @@ import Testing
 /// batches (with entries refused before signing, and stores cut short) the roster it ends with
 /// must be exactly the one verified afresh from the events the server stored.
 @Suite struct AdmissionRosterTests {
-    /// A deterministic generator (SplitMix64), so a failure can be run again.
-    private struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The queue's old check, a scan of every current member.
     private func scanned(_ keys: MemberPublicKeys, in roster: Roster) -> MemberRecord? {
         roster.members.values.first { $0.keys == keys }
@@ -29,7 +18,7 @@ import Testing
 
     @Test(arguments: [1, 2, 3, 4, 5, 6])
     func batchesAppliedInPlaceAndCutShortEqualTheStoredChainVerified(seed: UInt64) throws {
-        var random = Seeded(state: seed)
+        var random = SplitMix64(seed: seed)
         var fixture = try SpaceFixture()
         // A few members the owner adds first, some of whom then leave: their keys come back in
         // batches (held by a current member: refused; by a former one: a new member, allowed).

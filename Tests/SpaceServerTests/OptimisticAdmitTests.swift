@@ -17,13 +17,20 @@ import Testing
         )
     }
 
-    @Test func anAdmissionOnAStaleCacheIsSignedAgainOnTheMovedChain() throws {
+    /// A space on a running server (kept running while the result is held), and an invite of
+    /// five uses its owner signed.
+    private func space(nameplate: String) throws -> (HTTPServerTests.Running, SpaceSession, SignedInvite) {
         let running = try HTTPServerTests.Running()
         let (session, _, _, _) = try running.space()
         let now = Int64(Date().timeIntervalSince1970)
         let invite = session.identity.signInvite(
-            space: session.saved.space, inviter: session.saved.member, nameplate: "7", createdAt: now,
+            space: session.saved.space, inviter: session.saved.member, nameplate: nameplate, createdAt: now,
             expiresAt: now + 600, uses: 5)
+        return (running, session, invite)
+    }
+
+    @Test func anAdmissionOnAStaleCacheIsSignedAgainOnTheMovedChain() throws {
+        let (running, session, invite) = try space(nameplate: "7")
         let rosters = RosterCache()
         let start = try rosters.refresh(session).events.count
 
@@ -72,12 +79,7 @@ import Testing
     /// former members, whatever the cache held, and they are not answered as a member; and the
     /// grant of an admission names the event that added the joiner.
     @Test func aRemovedJoinerIsFoundAmongFormerMembersAndNotAnsweredAgain() throws {
-        let running = try HTTPServerTests.Running()
-        let (session, _, _, _) = try running.space()
-        let now = Int64(Date().timeIntervalSince1970)
-        let invite = session.identity.signInvite(
-            space: session.saved.space, inviter: session.saved.member, nameplate: "8", createdAt: now,
-            expiresAt: now + 600, uses: 5)
+        let (running, session, invite) = try space(nameplate: "8")
         let rosters = RosterCache()
         _ = try rosters.refresh(session)
         let (_, bea) = request("Bea")
@@ -102,5 +104,6 @@ import Testing
             (error as? SpaceClientError)?.code == "not_member"
         }
         #expect(try session.client.events(session.saved.space).count == events.count + 1)
+        withExtendedLifetime(running) {}  // The server runs until here.
     }
 }
