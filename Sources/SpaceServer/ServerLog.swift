@@ -16,11 +16,13 @@ public struct ServerLog: Sendable {
     /// A log that discards everything.
     public static let silent = ServerLog(skipping: ["request"]) { _ in }
 
-    /// Writes one entry: `{"time": …, "event": event, …fields}` with sorted keys.
-    public func log(_ event: String, _ fields: [String: any Sendable] = [:]) {
+    /// Writes one entry: `{"time": …, "event": event, …fields}` with sorted keys. `fields` is
+    /// built only for an entry that is written: a skipped request line cost a dictionary of
+    /// boxed values per request (docs/bot.md, "Session 13").
+    public func log(_ event: String, _ fields: @autoclosure () -> [String: any Sendable] = [:]) {
         guard !skipping.contains(event) else { return }
         var object: [String: Any] = ["event": event, "time": Self.timestamp()]
-        for (key, value) in fields { object[key] = value }
+        for (key, value) in fields() { object[key] = value }
         guard JSONSerialization.isValidJSONObject(object),
             let data = try? JSONSerialization.data(
                 withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])

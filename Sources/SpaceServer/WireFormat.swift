@@ -28,12 +28,7 @@ typealias AppendedMessage = SpaceWire.AppendedMessage
 typealias MessageEntry = SpaceWire.MessageEntry
 typealias MessageList = SpaceWire.MessageList
 
-/// `POST …/members`: one event, or several `member_added` events (``SpaceWire/EventsRequest``).
-struct MembersBody: Decodable {
-    let event: MembershipEvent?
-    let events: [MembershipEvent]?
-    let deviceLabel: String?
-}
+typealias MembersBody = SpaceWire.MembersRequest
 
 struct AvatarBody: Decodable {
     let contentType: String

@@ -51,6 +51,9 @@ import Testing
             SpaceWire.EventList(events: fixture.events),
             SpaceWire.EventsRequest(events: Array(fixture.events.dropFirst())),
             SpaceWire.EventRequest(event: fixture.events[1], deviceLabel: Self.awkward),
+            SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: Self.awkward),
+            SpaceWire.MembersRequest(events: Array(fixture.events.dropFirst())),
+            SpaceWire.MembersRequest(event: fixture.events[1], events: [], deviceLabel: ""),
             fixture.wraps, SpaceWire.WrapsRequest(wraps: fixture.wraps.wraps), fixture.signIn,
             SpaceWire.SignInRequest(proof: fixture.signIn.proof),
             SpaceWire.ChallengeRequest(member: fixture.member.id),
@@ -91,11 +94,15 @@ import Testing
         return try? Array(Self.reference.encode(value))
     }
 
-    /// The fast reader gives up or agrees with `JSONDecoder`; `WireJSON.decode` always agrees.
+    /// The fast reader and the hand readers give up or agree with `JSONDecoder`;
+    /// `WireJSON.decode` always agrees.
     private func expectAgreement<T: Codable>(_ type: T.Type, _ bytes: [UInt8], _ comment: Comment? = nil) {
         let expected = referenceReading(type, bytes)
         if let fast = WireJSON.fastDecode(type, from: bytes, userInfo: [:]) {
             #expect((try? Array(Self.reference.encode(fast))) == expected, comment)
+        }
+        if let strict = WireJSON.strictDecode(type, from: bytes) {
+            #expect((try? Array(Self.reference.encode(strict))) == expected, comment)
         }
         let decoded = try? WireJSON.decode(type, from: bytes)
         #expect(decoded.flatMap { try? Array(Self.reference.encode($0)) } == expected, comment)
@@ -128,6 +135,10 @@ import Testing
                     // The fast reader takes every form an encoder writes.
                     let fast = WireJSON.fastDecode(T.self, from: bytes, userInfo: [:])
                     #expect(fast != nil, "value \(index)")
+                    // And the hand readers every form of their bodies.
+                    if T.self is any StrictJSONReadable.Type {
+                        #expect(WireJSON.strictDecode(T.self, from: bytes) != nil, "value \(index)")
+                    }
                     expectAgreement(T.self, bytes, "value \(index)")
                 }
                 check(value)
@@ -191,11 +202,77 @@ import Testing
         let appended = Array(
             try Self.reference.encode(
                 SpaceWire.AppendedEvents(appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")])))
+        let members = Array(
+            try Self.reference.encode(
+                SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: "ph\u{1}one")))
+        let membersList = Array(
+            try Self.reference.encode(SpaceWire.MembersRequest(events: Array(fixture.events.prefix(3)))))
         for round in 0..<200 {
             expectAgreement(SpaceWire.WrapsRequest.self, damage(wraps), "wraps \(round)")
+            expectAgreement(SpaceWire.MembersRequest.self, damage(members), "members \(round)")
+            expectAgreement(SpaceWire.MembersRequest.self, damage(membersList), "member list \(round)")
             expectAgreement(SpaceWire.SignInRequest.self, damage(signIn), "sign-in \(round)")
             expectAgreement(SpaceWire.AppendedEvents.self, damage(appended), "appended \(round)")
         }
+    }
+
+    /// The hand readers of the wraps and members bodies leave what they do not fully know to
+    /// the generic reader and `JSONDecoder`: the same answers either way.
+    @Test func handReadersLeaveTheUnknownToTheOtherReaders() throws {
+        let fixture = try fixture()
+        let wraps = String(decoding: try Self.reference.encode(fixture.wraps), as: UTF8.self)
+        let signer = Base64URL.encode(fixture.wraps.wraps[0].signer.bytes)
+        let small = Base64URL.encode([UInt8](repeating: 0, count: 32))
+        let sealed = Base64URL.encode(fixture.wraps.wraps[0].sealed)
+        let threads = try #require(fixture.wraps.bundles?.first).entries.map {
+            Base64URL.encode($0.thread.bytes)
+        }
+        let cases: [(String, strict: Bool)] = [
+            (wraps, true),
+            (wraps.replacingOccurrences(of: #""bundles":["#, with: #""bundles":null,"x":["#), false),
+            (wraps.replacingOccurrences(of: #"{"bundles":"#, with: #"{"wraps":[],"bundles":"#), false),
+            (wraps.replacingOccurrences(of: #"{"bundles":"#, with: #"{"other":1,"bundles":"#), false),
+            (wraps.replacingOccurrences(of: signer, with: small), false),
+            (wraps.replacingOccurrences(of: sealed, with: String(sealed.dropLast(4))), false),
+            (wraps.replacingOccurrences(of: threads[0], with: "__"), false),
+            (wraps.replacingOccurrences(of: threads[0], with: threads[2]), false),
+            (wraps.replacingOccurrences(of: "\"" + sealed, with: "\"\\u0041" + sealed.dropFirst()), false),
+            (#"{"wraps":[]}"#, true), (#"{"wraps":[],"bundles":[]}"#, true), (#"{"bundles":[]}"#, false),
+        ]
+        for (index, (text, strict)) in cases.enumerated() {
+            let bytes = Array(text.utf8)
+            #expect(
+                (WireJSON.strictDecode(SpaceWire.WrapsRequest.self, from: bytes) != nil) == strict,
+                "case \(index)")
+            expectAgreement(SpaceWire.WrapsRequest.self, bytes, "case \(index)")
+        }
+        let members = String(
+            decoding: try Self.reference.encode(
+                SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: "a")),
+            as: UTF8.self)
+        let memberCases: [(String, strict: Bool)] = [
+            (members, true), ("{}", true), (#"{"deviceLabel":"\u00e9\n"}"#, true),
+            (members.replacingOccurrences(of: #""deviceLabel":"a""#, with: #""deviceLabel":null"#), false),
+            (
+                members.replacingOccurrences(of: #""deviceLabel":"a""#, with: #""deviceLabel":"\ud800""#),
+                false
+            ),
+            (
+                members.replacingOccurrences(of: #"{"deviceLabel""#, with: #"{"events":[],"deviceLabel""#),
+                true
+            ),
+            (members.replacingOccurrences(of: #""version":1"#, with: #""version":1.0"#), false),
+            (members.replacingOccurrences(of: #""version":1"#, with: #""version":2"#), false),
+        ]
+        for (index, (text, strict)) in memberCases.enumerated() {
+            let bytes = Array(text.utf8)
+            #expect(
+                (WireJSON.strictDecode(SpaceWire.MembersRequest.self, from: bytes) != nil) == strict,
+                "member case \(index)")
+            expectAgreement(SpaceWire.MembersRequest.self, bytes, "member case \(index)")
+        }
+        // Keys vouched for are the generic reader's: the hand readers check every point.
+        #expect(WireJSON.strictDecode(SpaceWire.EventList.self, from: Array(#"{"events":[]}"#.utf8)) == nil)
     }
 
     /// A type that swallows a failure (`try?`) still goes to `JSONDecoder` when the fast reader

@@ -219,8 +219,6 @@ extension StrictJSONReader {
     private static let spaceKeys = keys("server", "id", "name")
     private static let hintKeys = keys("threads", "messages")
     private static let checkpointKeys = keys("sequence", "hash")
-    private static let bundleKeys = keys("space", "recipient", "signer", "ephemeral", "entries", "signature")
-    private static let entryKeys = keys("thread", "nonce", "sealed")
 
     fileprivate mutating func grant() -> JoinGrant? {
         var v: Int?
@@ -245,7 +243,7 @@ extension StrictJSONReader {
             case 4: read = Self.got(&token, string())
             // Single wraps (attendants before version 3) are left to `JSONDecoder`.
             case 5: read = consume(UInt8(ascii: "[")) && consume(UInt8(ascii: "]"))
-            case 6: read = Self.got(&bundles, array { $0.bundle() })
+            case 6: read = Self.got(&bundles, array { $0.keyWrapBundle() })
             case 7: read = Self.got(&invite, signedInvite())
             case 8: read = Self.got(&hint, historyHint())
             case 9: read = Self.got(&checkpoint, chainCheckpoint())
@@ -304,51 +302,5 @@ extension StrictJSONReader {
         }
         guard !object.failed, let sequence, let hash else { return nil }
         return ChainCheckpoint(sequence: sequence, hash: hash)
-    }
-
-    private mutating func bundle() -> KeyWrapBundle? {
-        var space: SpaceID?
-        var recipient: MemberID?
-        var signer: SigningPublicKey?
-        var ephemeral: [UInt8]?
-        var entries: [KeyWrapBundle.Entry]?
-        var signature: Signature?
-        var object = ObjectScan(keys: Self.bundleKeys)
-        while let key = nextKey(&object) {
-            let read: Bool
-            switch key {
-            case 0: read = Self.got(&space, identifier())
-            case 1: read = Self.got(&recipient, identifier())
-            case 2: read = Self.got(&signer, byteString().flatMap { try? SigningPublicKey(bytes: $0) })
-            case 3: read = Self.got(&ephemeral, byteString())
-            case 4: read = Self.got(&entries, array { $0.entry() })
-            default: read = Self.got(&signature, byteString().flatMap { try? Signature(bytes: $0) })
-            }
-            if !read { return nil }
-        }
-        guard !object.failed, let space, let recipient, let signer, let ephemeral, let entries, let signature
-        else { return nil }
-        // The initializer checks the ephemeral key's length and the entries' order, as decoding does.
-        return try? KeyWrapBundle(
-            space: space, recipient: recipient, signer: signer, ephemeral: ephemeral, entries: entries,
-            signature: signature)
-    }
-
-    private mutating func entry() -> KeyWrapBundle.Entry? {
-        var thread: ThreadID?
-        var nonce: [UInt8]?
-        var sealed: [UInt8]?
-        var object = ObjectScan(keys: Self.entryKeys)
-        while let key = nextKey(&object) {
-            let read: Bool
-            switch key {
-            case 0: read = Self.got(&thread, identifier())
-            case 1: read = Self.got(&nonce, byteString())
-            default: read = Self.got(&sealed, byteString())
-            }
-            if !read { return nil }
-        }
-        guard !object.failed, let thread, let nonce, let sealed else { return nil }
-        return try? KeyWrapBundle.Entry(thread: thread, nonce: nonce, sealed: sealed)
     }
 }

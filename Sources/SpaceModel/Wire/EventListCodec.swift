@@ -78,7 +78,8 @@ extension StrictJSONReader {
         "version", "space", "sequence", "previous", "type", "member", "memberID", "rights", "signer",
         "invite", "signature")
 
-    private mutating func event() -> MembershipEvent? {
+    /// One event in the form `MembershipEvent`'s `Codable` writes (any key order, white space).
+    public mutating func event() -> MembershipEvent? {
         var version: Int?
         var space: SpaceID?
         var sequence: UInt64?
@@ -104,7 +105,7 @@ extension StrictJSONReader {
             case 7: read = Self.got(&rights, memberRights())
             case 8: read = Self.got(&signer, identifier())
             case 9: read = Self.got(&invite, signedInvite())
-            default: read = Self.got(&signature, byteString().flatMap { try? Signature(bytes: $0) })
+            default: read = Self.got(&signature, signatureBytes())
             }
             if !read { return nil }
         }

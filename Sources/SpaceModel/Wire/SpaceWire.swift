@@ -33,6 +33,21 @@ public enum SpaceWire {
         }
     }
 
+    /// `POST …/members` as the server reads it: one event (``EventRequest``, with the new
+    /// member's device label) or several `member_added` events (``EventsRequest``).
+    public struct MembersRequest: Codable, Sendable {
+        public let event: MembershipEvent?
+        public let events: [MembershipEvent]?
+        public let deviceLabel: String?
+        public init(
+            event: MembershipEvent? = nil, events: [MembershipEvent]? = nil, deviceLabel: String? = nil
+        ) {
+            self.event = event
+            self.events = events
+            self.deviceLabel = deviceLabel
+        }
+    }
+
     /// The answer to an ``EventsRequest``: each event's place in the chain, in order.
     public struct AppendedEvents: Codable, Sendable {
         public let appended: [AppendedEvent]

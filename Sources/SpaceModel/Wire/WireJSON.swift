@@ -23,6 +23,7 @@ public enum WireJSON {
     public static func decode<T: Decodable>(
         _ type: T.Type, from bytes: [UInt8], userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws -> T {
+        if userInfo.isEmpty, let value = strictDecode(type, from: bytes) { return value }
         if let value = fastDecode(type, from: bytes, userInfo: userInfo) { return value }
         let decoder = JSONDecoder()
         decoder.userInfo = userInfo
@@ -119,6 +120,16 @@ public enum WireJSON {
         field("signer", Base64URL.encode(bundle.signer.bytes), into: &out)
         field("space", bundle.space.base64URL, into: &out)
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// The value when `type` has a hand reader (``StrictJSONReadable``) and it takes the whole
+    /// text; nil when it has none or gives up. Only without `userInfo`: the hand readers check
+    /// every field in full, as the types' decoders do when nothing is vouched for.
+    static func strictDecode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) -> T? {
+        guard let readable = type as? any StrictJSONReadable.Type else { return nil }
+        var reader = StrictJSONReader(bytes)
+        guard let value = readable.read(&reader), reader.atEnd() else { return nil }
+        return value as? T
     }
 
     /// The value when the fast reader takes the text; nil when it gives up.
