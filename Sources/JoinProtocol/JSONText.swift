@@ -1,6 +1,7 @@
-/// Two scans over a join message's JSON text that let a grant (a JSON object another layer
-/// wrote) travel as the bytes it was written as, without parsing it only to write it again. The
-/// messages themselves are read and written by the mailbox protocol's one codec (`Mailbox`).
+/// A scan over a grant's JSON text (an object another layer wrote) that lets it go into a join
+/// message as the bytes it was written as, without parsing it only to write it again. The
+/// messages themselves are read and written by the mailbox protocol's one codec (`Mailbox`),
+/// which reads a grant back as its text (`JSONParser.members`).
 enum JSONText {
     /// Whether `bytes` is one JSON object and nothing else as far as nesting goes: it opens with
     /// `{` and the brace that closes it is the last byte (strings and escapes skipped). Enough to
@@ -13,38 +14,6 @@ enum JSONText {
 }
 
 extension JSONText {
-    /// The text of the top-level member `name` of the JSON object `bytes`, which the caller has
-    /// parsed already (so it is well-formed); nil when there is no such member or the key is
-    /// written with escapes. Lets a reader take a nested object as it was sent instead of
-    /// serialising what it parsed again.
-    static func memberText(_ name: String, in bytes: [UInt8]) -> ArraySlice<UInt8>? {
-        let wanted = Array(name.utf8)
-        var index = skipSpace(bytes, 0)
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
-        index += 1
-        while true {
-            index = skipSpace(bytes, index)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\""),
-                let keyEnd = skipValue(bytes, index)
-            else { return nil }
-            let key = bytes[(index + 1)..<max(index + 1, keyEnd - 1)]
-            index = skipSpace(bytes, keyEnd)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
-            let start = skipSpace(bytes, index + 1)
-            guard let end = skipValue(bytes, start), end > start else { return nil }
-            if key.elementsEqual(wanted) { return bytes[start..<end] }
-            index = skipSpace(bytes, end)
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return nil }
-            index += 1
-        }
-    }
-
-    private static func skipSpace(_ bytes: [UInt8], _ start: Int) -> Int {
-        var index = start
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
-        return index
-    }
-
     /// Where the value starting at `start` ends (one past its last byte); nil when a string or
     /// an object or array it opens is not closed before the end of `bytes`.
     private static func skipValue(_ bytes: [UInt8], _ start: Int) -> Int? {

@@ -1,4 +1,6 @@
 import Foundation
+import Mailbox
+import PAKE
 import Testing
 
 @testable import ClientCore
@@ -20,16 +22,78 @@ struct JSONTextTests {
         #expect((parsed?["grant"] as? [String: Any])?.isEmpty == true)
     }
 
-    @Test func aMemberIsFoundAsSent() {
+    @Test func aNestedMemberIsFoundAsSent() throws {
         let text = Array(#" { "v" : 1 , "s":"a,}\"b", "grant" : {"x":[{"y":"]"}],"z":null} ,"t":true}"#.utf8)
-        #expect(
-            JSONText.memberText("grant", in: text).map { Array($0) }
-                == Array(#"{"x":[{"y":"]"}],"z":null}"#.utf8))
-        #expect(JSONText.memberText("v", in: text).map { Array($0) } == Array("1".utf8))
-        #expect(JSONText.memberText("t", in: text).map { Array($0) } == Array("true".utf8))
-        #expect(JSONText.memberText("missing", in: text) == nil)
-        #expect(JSONText.memberText("grant", in: Array("[1]".utf8)) == nil)
-        #expect(JSONText.memberText("grant", in: []) == nil)
+        let members = try JSONParser.members(text)
+        #expect(members.nestedText("grant").map { Array($0) } == Array(#"{"x":[{"y":"]"}],"z":null}"#.utf8))
+        #expect(members["v"] == .number(JSONNumber(1)))
+        #expect(members["s"] == .string(#"a,}"b"#))
+        #expect(members["t"] == .bool(true))
+        #expect(members.nestedText("v") == nil)
+        #expect(members.nestedText("missing") == nil)
+        #expect(members["missing"] == nil)
+        // The last of two, as for any other key.
+        let twice = try JSONParser.members(Array(#"{"grant":{"a":1},"grant":[2]}"#.utf8))
+        #expect(twice.nestedText("grant").map { Array($0) } == Array("[2]".utf8))
+        for notAnObject in ["[1]", "", "1", #""a""#, "{", #"{"a":1}x"#] {
+            #expect(throws: JSONParseError.self) { try JSONParser.members(Array(notAnObject.utf8)) }
+        }
+    }
+
+    /// `JSONParser.members` against the whole tree of `parse`, on real join messages, JSON at
+    /// the nesting limit and just past it, and a few hundred randomly damaged texts: it reads a
+    /// text exactly when `parse` reads it as an object, with the same members in the same order,
+    /// and a nested member's text parses to the tree's value.
+    @Test func membersAgreeWithTheWholeTree() throws {
+        func expectAgreement(_ bytes: [UInt8], _ note: String) {
+            let tree = try? JSONParser.parse(bytes)
+            let members = try? JSONParser.members(bytes)
+            guard case .object(let object)? = tree else {
+                #expect(members == nil, "\(note)")
+                return
+            }
+            guard let members else {
+                Issue.record("members refused what parse read: \(note)")
+                return
+            }
+            #expect(members.members.map(\.key) == object.members.map(\.key), "\(note)")
+            for (member, expected) in zip(members.members, object.members) {
+                #expect(members.value(member.value) == expected.value, "\(note)")
+                if case .nested(let range) = member.value {
+                    #expect((try? JSONParser.parse(Array(bytes[range]))) == expected.value, "\(note)")
+                }
+            }
+            for key in Set(object.members.map(\.key)) { #expect(members[key] == object[key], "\(note)") }
+        }
+        let grant = Array(
+            #"{"b":"https:\/\/x","a":[1.50,-2e3,true,null,{"c":"\u00e9\ud83d\ude00"}],"d":{}, "e" : [ ] }"#
+                .utf8)
+        let texts: [[UInt8]] = [
+            JoinMessage.grant(object: grant).encoded(),
+            JoinMessage.refusal(reason: "used_up", message: "é/ü \"x\"").encoded(),
+            JoinMessage.status(.waitingForApproval(inviter: "Paul")).encoded(),
+            JoinMessage.request(
+                JoinRequest(
+                    displayName: "Sam", deviceLabel: "laptop\n", publicKeys: JoinerKeys(text: "k.k"),
+                    failedAttempts: [
+                        JoinAttemptReport(
+                            relay: "ws://r", nameplate: .init("12"), side: .init("s"), at: 5,
+                            outcome: "timed_out")
+                    ])
+            ).encoded(),
+            Array(#" {"a" : {"b":[[[]]]} , "a":"x", "\u0061":2 } "#.utf8),
+        ]
+        for (n, text) in texts.enumerated() { expectAgreement(text, "text \(n)") }
+        // The nesting limit counts the outer object, in both.
+        for depth in [JSONParser.maximumDepth - 1, JSONParser.maximumDepth] {
+            let nested = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+            expectAgreement(Array(#"{"a":\#(nested)}"#.utf8), "depth \(depth)")
+        }
+        var random = SeededRandom(seed: 23)
+        for round in 0..<400 {
+            let text = texts[round % texts.count]
+            expectAgreement(EventListReaderTests.damage(text, &random), "round \(round)")
+        }
     }
 
     @Test func aGrantMessageRoundTripsItsText() throws {

@@ -71,9 +71,9 @@ public enum JoinMessage: Equatable, Sendable {
 
     /// Parses a decrypted plaintext, expecting one of `allowed` types, with the same codec.
     public init(decoding bytes: [UInt8], allowed: Set<String>) throws(JoinHandshakeError) {
-        guard case .object(let object)? = try? JSONParser.parse(bytes) else {
-            throw .badMessage("not a JSON object")
-        }
+        // One level deep: a grant's kilobytes are checked, never made into a tree (it goes on
+        // as its text).
+        guard let object = try? JSONParser.members(bytes) else { throw .badMessage("not a JSON object") }
         guard let v = object["v"]?.integerValue else { throw .badMessage("no message version") }
         guard v == Self.version else { throw .badMessage("message version \(v) is not supported") }
         guard let type = object["type"]?.stringValue, allowed.contains(type) else {
@@ -99,16 +99,12 @@ public enum JoinMessage: Equatable, Sendable {
                     state: .init(wire: try string("state")), inviterName: object["inviter_name"]?.stringValue)
             )
         case "grant":
-            guard case .object(let fields)? = object["grant"] else { throw .badMessage("'grant' is missing") }
-            // The grant's text as sent (the message parsed above, so it is well-formed); written
-            // again only when its key was spelled with escapes.
-            if let text = JSONText.memberText("grant", in: bytes), JSONText.isSingleObject(Array(text)) {
-                self = .grant(object: Array(text))
-                return
+            // The grant's text as sent (checked with the message above), the last `grant` member
+            // as with every other key.
+            guard let text = object.nestedText("grant"), text.first == UInt8(ascii: "{") else {
+                throw .badMessage("'grant' is missing")
             }
-            var out: [UInt8] = []
-            JSONWriter.write(.object(fields), into: &out)
-            self = .grant(object: out)
+            self = .grant(object: Array(text))
         default:
             self = .refusal(reason: try string("reason"), message: try string("message", max: 1024))
         }

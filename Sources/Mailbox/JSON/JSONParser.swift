@@ -42,6 +42,63 @@ public struct JSONParser {
         try parse(Array(text.utf8))
     }
 
+    /// Reads a JSON text that must be one object, one level deep: the whole text is checked as
+    /// ``parse(_:)`` checks it (grammar, nesting limit, UTF-8), the members' strings, numbers
+    /// and literals are made, and their objects and arrays are only checked and located (made
+    /// when asked for). A reader that wants a nested object's text rather than its tree (a join
+    /// grant of kilobytes) then never builds the tree.
+    public static func members(_ bytes: [UInt8]) throws(JSONParseError) -> JSONMembers {
+        var parser = JSONParser(bytes)
+        parser.skipWhitespace()
+        guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else {
+            throw parser.error("expected an object")
+        }
+        parser.index += 1
+        var members: [JSONMembers.Member] = []
+        parser.skipWhitespace()
+        if parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "}") {
+            parser.index += 1
+        } else {
+            while true {
+                parser.skipWhitespace()
+                guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "\"") else {
+                    throw parser.error("expected a member name")
+                }
+                let key = try parser.parseString()
+                parser.skipWhitespace()
+                guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: ":") else {
+                    throw parser.error("expected ':'")
+                }
+                parser.index += 1
+                parser.skipWhitespace()
+                guard parser.index < bytes.count else { throw parser.error("unexpected end of input") }
+                let start = parser.index
+                switch bytes[start] {
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    // The top-level object is depth 1, as in `parse`.
+                    try parser.skipValue(depth: 1)
+                    members.append(JSONMembers.Member(key: key, value: .nested(start..<parser.index)))
+                default:
+                    members.append(
+                        JSONMembers.Member(key: key, value: .made(try parser.parseValue(depth: 1))))
+                }
+                parser.skipWhitespace()
+                guard parser.index < bytes.count else { throw parser.error("unexpected end of input") }
+                if bytes[parser.index] == UInt8(ascii: ",") {
+                    parser.index += 1
+                } else if bytes[parser.index] == UInt8(ascii: "}") {
+                    parser.index += 1
+                    break
+                } else {
+                    throw parser.error("expected ',' or '}'")
+                }
+            }
+        }
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected data after the value") }
+        return JSONMembers(bytes: bytes, members: members)
+    }
+
     private func error(_ reason: String) -> JSONParseError { JSONParseError(offset: index, reason: reason) }
 
     private mutating func skipWhitespace() {
@@ -72,6 +129,56 @@ public struct JSONParser {
             return .number(try parseNumber())
         default:
             throw error("unexpected character")
+        }
+    }
+
+    /// Checks the value at `index` as ``parseValue(depth:)`` does and moves past it, making
+    /// nothing but the short text of its numbers.
+    private mutating func skipValue(depth: Int) throws(JSONParseError) {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        let open = bytes[index]
+        guard open == UInt8(ascii: "{") || open == UInt8(ascii: "[") else {
+            if open == UInt8(ascii: "\"") {
+                _ = try scanString(making: false)
+            } else {
+                _ = try parseValue(depth: depth)
+            }
+            return
+        }
+        let isObject = open == UInt8(ascii: "{")
+        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        guard depth + 1 <= Self.maximumDepth else { throw error("nested too deeply") }
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == close {
+            index += 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            if isObject {
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                    throw error("expected a member name")
+                }
+                _ = try scanString(making: false)
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                    throw error("expected ':'")
+                }
+                index += 1
+                skipWhitespace()
+            }
+            try skipValue(depth: depth + 1)
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == close {
+                index += 1
+                return
+            } else {
+                throw error(isObject ? "expected ',' or '}'" : "expected ',' or ']'")
+            }
         }
     }
 
@@ -172,6 +279,13 @@ public struct JSONParser {
     private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 
     private mutating func parseString() throws(JSONParseError) -> String {
+        // Always made when asked to be.
+        try scanString(making: true) ?? ""
+    }
+
+    /// Checks the string that starts at `index` and moves past it; makes it only when `making`
+    /// (a skipped value's strings are checked, never made).
+    private mutating func scanString(making: Bool) throws(JSONParseError) -> String? {
         index += 1  // opening quote
         // Filled only once an escape comes: a string without one (nearly every string, a
         // message's hex body of kilobytes among them) is made from the input's bytes directly.
@@ -185,6 +299,7 @@ public struct JSONParser {
             if b == UInt8(ascii: "\"") {
                 let run = bytes[runStart..<index]
                 index += 1
+                guard making else { return nil }
                 // Checked as UTF-8 on the way (`skipUTF8Sequence`).
                 guard escaped else { return String(decoding: run, as: UTF8.self) }
                 out.append(contentsOf: run)
@@ -193,7 +308,7 @@ public struct JSONParser {
             if b < 0x20 { throw error("control character in string") }
             if b == UInt8(ascii: "\\") {
                 escaped = true
-                out.append(contentsOf: bytes[runStart..<index])
+                if making { out.append(contentsOf: bytes[runStart..<index]) }
                 try parseEscape(into: &out)
                 runStart = index
                 continue

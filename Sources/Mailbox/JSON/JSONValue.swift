@@ -102,3 +102,50 @@ public struct JSONObject: Sendable, Equatable {
         members.append(Member(key: key, value: value))
     }
 }
+
+/// A JSON object read one level deep by ``JSONParser/members(_:)``: its members in order, each
+/// a made value or, for an object or an array, where its text lies. Lookups find the last member
+/// with a name, as ``JSONObject``'s do.
+public struct JSONMembers: Sendable {
+    public enum Value: Sendable, Equatable {
+        /// A string, number, boolean or null, made.
+        case made(JSONValue)
+        /// An object or an array, checked, at these bytes of the text.
+        case nested(Range<Int>)
+    }
+
+    public struct Member: Sendable, Equatable {
+        public let key: String
+        public let value: Value
+    }
+
+    /// The whole text.
+    public let bytes: [UInt8]
+    public let members: [Member]
+
+    /// The value of the last member named `key`, an object or array made now.
+    public subscript(key: String) -> JSONValue? {
+        guard let value = last(key) else { return nil }
+        return self.value(value)
+    }
+
+    /// The value of a member, an object or array made now.
+    public func value(_ value: Value) -> JSONValue {
+        switch value {
+        case .made(let made): return made
+        // Checked by `members(_:)` at a greater depth than this, so it parses.
+        case .nested(let range): return (try? JSONParser.parse(Array(bytes[range]))) ?? .null
+        }
+    }
+
+    /// The text of the last member named `key` when it is an object or an array, exactly as sent.
+    public func nestedText(_ key: String) -> ArraySlice<UInt8>? {
+        guard case .nested(let range)? = last(key) else { return nil }
+        return bytes[range]
+    }
+
+    private func last(_ key: String) -> Value? {
+        for member in members.reversed() where member.key == key { return member.value }
+        return nil
+    }
+}
