@@ -160,7 +160,9 @@ class Connection: LoopHandler, @unchecked Sendable {
     private func updateInterest(wantWrite: Bool? = nil) {
         var events: UInt32 = 0
         if !readPaused && !outputBlocked { events |= EPOLLIN.rawValue }
-        let pendingOut = outboundOffset < outbound.count
+        // Output gathered for the end of the turn needs no writability event: the loop sends
+        // it then (and asks for one only if the kernel does not take it all).
+        let pendingOut = outboundOffset < outbound.count && !flushScheduled
         if pendingOut || wantWrite == true { events |= EPOLLOUT.rawValue }
         setInterest(events)
     }
