@@ -160,7 +160,9 @@ class Connection: LoopHandler, @unchecked Sendable {
     private func updateInterest(wantWrite: Bool? = nil) {
         var events: UInt32 = 0
         if !readPaused && !outputBlocked { events |= EPOLLIN.rawValue }
-        let pendingOut = outboundOffset < outbound.count
+        // Output gathered for the end of the turn needs no writability event: the loop sends
+        // it then (and asks for one only if the kernel does not take it all).
+        let pendingOut = outboundOffset < outbound.count && !flushScheduled
         if pendingOut || wantWrite == true { events |= EPOLLOUT.rawValue }
         setInterest(events)
     }
@@ -321,14 +323,24 @@ class Connection: LoopHandler, @unchecked Sendable {
 
     // MARK: Writing
 
-    /// Queues bytes for sending; writes at once when nothing is queued. Exceeding the output
-    /// cap (a peer that does not read) drops the connection.
+    /// Writes below this size wait for the end of the loop turn (see ``write(_:)``); larger
+    /// ones go to the kernel at once when nothing is queued, since copying them would cost
+    /// more than the system call it saves.
+    static let coalescedWriteLimit = 16384
+
+    /// Queues bytes for sending. Small writes are gathered and sent together at the end of the
+    /// loop's turn, so the frames one turn makes for a connection (a relay's `ack` and its
+    /// answer, an upgrade response and the welcome) cost one `send` instead of one each; a
+    /// large write with nothing queued goes out at once. Exceeding the output cap (a peer that
+    /// does not read) drops the connection.
     func write(_ bytes: UnsafeRawBufferPointer) {
         if isClosed || closeWhenFlushed || bytes.isEmpty { return }
         var start = 0
         let handshakeDone = tls?.handshakeComplete ?? true
         let wasEmpty = outboundOffset >= outbound.count
-        if wasEmpty && handshakeDone {
+        let coalesce =
+            handshakeDone && (flushScheduled || (wasEmpty && bytes.count < Self.coalescedWriteLimit))
+        if wasEmpty && handshakeDone && !coalesce {
             switch writeOnce(bytes) {
             case .wrote(let n): start = n
             case .wouldBlock: break
@@ -352,7 +364,25 @@ class Connection: LoopHandler, @unchecked Sendable {
         }
         if wasEmpty { outputMoved = monotonicNanos() }
         if outbound.count - outboundOffset > outputHighWater { outputBlocked = true }
-        if handshakeDone { updateInterest() }
+        if coalesce {
+            if !flushScheduled {
+                flushScheduled = true
+                loop.flushAtEndOfTurn(self)
+            }
+        } else if handshakeDone {
+            updateInterest()
+        }
+    }
+
+    /// Output written this turn and not yet offered to the kernel.
+    private var flushScheduled = false
+
+    /// From the loop at the end of its turn: sends what this turn's writes gathered.
+    func flushCoalesced() {
+        guard flushScheduled else { return }
+        flushScheduled = false
+        guard !isClosed, !connecting, outboundOffset < outbound.count else { return }
+        flush()
     }
 
     func write(_ bytes: [UInt8]) {
@@ -444,6 +474,14 @@ class Connection: LoopHandler, @unchecked Sendable {
 
     private func close(error: NetError?) {
         guard !isClosed else { return }
+        // Output gathered this turn was never offered to the kernel; offer it once, as an
+        // immediate write would have (an error response written just before an abort).
+        if flushScheduled && !writeShut && !connecting && outboundOffset < outbound.count {
+            _ = outbound.withUnsafeBytes {
+                writeOnce(UnsafeRawBufferPointer(rebasing: $0[outboundOffset...]))
+            }
+        }
+        flushScheduled = false
         isClosed = true
         loop.deregister(fd)
         Glibc.close(fd)

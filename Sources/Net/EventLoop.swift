@@ -129,7 +129,9 @@ public final class EventLoop: @unchecked Sendable {
             q.append(task)
             return q.count == 1
         }
-        if wasEmpty { wake() }
+        // On the loop thread the queue is checked before the loop blocks again: no wake-up
+        // (an eventfd write, then its epoll event and read) is needed.
+        if wasEmpty && !inLoop { wake() }
     }
 
     /// Runs `task` on the loop thread after `delay`. Safe from any thread.
@@ -220,6 +222,26 @@ public final class EventLoop: @unchecked Sendable {
 
     func removeTick(_ owner: AnyObject) {
         tickHandlers[ObjectIdentifier(owner)] = nil
+    }
+
+    /// Connections with output gathered this turn (loop-confined).
+    private var flushQueue: [Connection] = []
+
+    /// Sends `connection`'s gathered output once this turn's events, tasks and timers are done.
+    func flushAtEndOfTurn(_ connection: Connection) {
+        flushQueue.append(connection)
+    }
+
+    /// Flushes what this turn gathered, including output that flushing itself causes (a
+    /// drained handler that writes more).
+    private func flushGatheredOutput() {
+        var i = 0
+        while i < flushQueue.count {
+            let connection = flushQueue[i]
+            i += 1
+            connection.flushCoalesced()
+        }
+        flushQueue.removeAll(keepingCapacity: true)
     }
 
     /// Loop-confined timer for internal use (no hop).
@@ -314,6 +336,7 @@ public final class EventLoop: @unchecked Sendable {
                 activeSinceTick = false
                 for body in Array(tickHandlers.values) { body() }
             }
+            if !flushQueue.isEmpty { flushGatheredOutput() }
         }
         threadToken.store(0, ordering: .releasing)
         finished.lock()

@@ -157,6 +157,35 @@ struct MessageTests {
         )
     }
 
+    /// `encoded` writes the frame directly; it must stay byte for byte the serialised
+    /// `jsonObject`, escapes and number forms included.
+    @Test("server messages encode as their JSON object")
+    func encodingMatchesTheObject() {
+        let message = StoredMessage(
+            side: "s\"1", phase: "ph\\ase\n", body: "7b\u{1}22\"é",
+            serverRX: RelayInstant(secondsSince1970: 1e20), messageID: .object(JSONObject(["n": .null])))
+        let all: [ServerMessage] = [
+            .welcome(
+                Welcome(
+                    motd: "a \"quoted\" motd",
+                    yourAddress: ClientAddress(family: .ipv4, host: "1.2.3.4", port: 9))),
+            .ack(id: .array([.bool(true), .string("x\ty")])), .pong(.number(JSONNumber(-3))),
+            .nameplates([]), .nameplates([Nameplate(validating: "12")!]),
+            .allocated(Nameplate(validating: "3")!),
+            .claimed("m\"b"), .released, .message(message), .closed,
+            .error(RelayError(received: "bad \"thing\"\u{7}"), orig: .string("o")),
+            .unknown(type: "new\"type"),
+        ]
+        for tx in [0.0, 1_764_433_206.123_456, -2.5, .infinity] {
+            let instant = RelayInstant(secondsSince1970: tx)
+            for m in all {
+                #expect(
+                    m.encoded(serverTX: instant)
+                        == JSONWriter.string(.object(m.jsonObject(serverTX: instant))))
+            }
+        }
+    }
+
     @Test("the welcome carries only what is configured")
     func welcome() {
         let tx = RelayInstant(secondsSince1970: 1.0)

@@ -69,9 +69,58 @@ public enum ServerMessage: Sendable, Equatable {
         return o
     }
 
-    /// The text of the WebSocket frame.
+    /// The text of the WebSocket frame: the bytes of ``jsonObject(serverTX:)``, written
+    /// straight into one buffer (the relay encodes every frame it sends; building the object
+    /// first cost an array of members and a boxed value per field).
     public func encoded(serverTX: RelayInstant) -> String {
-        JSONWriter.string(.object(jsonObject(serverTX: serverTX)))
+        var out: [UInt8] = []
+        if case .message(let m) = self {
+            out.reserveCapacity(m.body.utf8.count + m.side.value.utf8.count + m.phase.value.utf8.count + 128)
+        } else {
+            out.reserveCapacity(96)
+        }
+        out.append(contentsOf: #"{"type":"#.utf8)
+        JSONWriter.writeString(type, into: &out)
+        func field(_ key: StaticString, _ value: JSONValue) {
+            Self.key(key, into: &out)
+            JSONWriter.write(value, into: &out)
+        }
+        func text(_ key: StaticString, _ value: String) {
+            Self.key(key, into: &out)
+            JSONWriter.writeString(value, into: &out)
+        }
+        switch self {
+        case .welcome(let welcome): field("welcome", .object(welcome.jsonObject))
+        case .ack(let id): field("id", id)
+        case .pong(let value): field("pong", value)
+        case .nameplates(let names):
+            field("nameplates", .array(names.map { .object(JSONObject(["id": .string($0.value)])) }))
+        case .allocated(let nameplate): text("nameplate", nameplate.value)
+        case .claimed(let mailbox): text("mailbox", mailbox.value)
+        case .released, .closed, .unknown: break
+        case .message(let m):
+            text("side", m.side.value)
+            text("phase", m.phase.value)
+            text("body", m.body)
+            Self.key("server_rx", into: &out)
+            out.append(contentsOf: JSONNumber(m.serverRX.secondsSince1970).text.utf8)
+            field("id", m.messageID)
+        case .error(let error, let orig):
+            text("error", error.message)
+            field("orig", orig)
+        }
+        Self.key("server_tx", into: &out)
+        out.append(contentsOf: JSONNumber(serverTX.secondsSince1970).text.utf8)
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `,"key":` for a key that needs no escaping.
+    private static func key(_ key: StaticString, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: ","))
+        out.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { out.append(contentsOf: $0) }
+        out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
     }
 }
 
