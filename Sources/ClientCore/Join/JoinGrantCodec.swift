@@ -314,44 +314,61 @@ extension StrictJSONReader {
     private static let bundleKeys = keys("space", "recipient", "signer", "ephemeral", "entries", "signature")
     private static let entryKeys = keys("thread", "nonce", "sealed")
 
-    fileprivate mutating func grant() -> JoinGrant? {
+    /// A grant's top-level fields as read; the invite and the bundles in the form `Invite` and
+    /// `Bundle` of the version being read.
+    private struct GrantFields<Invite, Bundle> {
         var v: Int?
         var space: JoinGrant.Space?
         var ownerKey: String?
         var memberID: MemberID?
         var token: String?
+        /// An empty `wraps` was there (version 3 has one; version 4 none).
         var wraps = false
-        var bundles: [KeyWrapBundle]?
-        var invite: SignedInvite?
+        var bundles: [Bundle]?
+        var invite: Invite?
         var hint: JoinGrant.HistoryHint?
         var checkpoint: ChainCheckpoint?
         var vouched: [MemberRecord]?
+    }
+
+    /// The top-level object, with `invite` and `bundle` for the fields whose form differs
+    /// between versions 3 and 4; nil on anything else.
+    private mutating func grantFields<Invite, Bundle>(
+        invite readInvite: (inout Self) -> Invite?, bundle readBundle: (inout Self) -> Bundle?
+    ) -> GrantFields<Invite, Bundle>? {
+        var fields = GrantFields<Invite, Bundle>()
         var object = ObjectScan(keys: Self.grantKeys)
         while let key = nextKey(&object) {
             let read: Bool
             switch key {
-            case 0: read = Self.got(&v, int())
-            case 1: read = Self.got(&space, spaceObject())
-            case 2: read = Self.got(&ownerKey, string())
-            case 3: read = Self.got(&memberID, identifier())
-            case 4: read = Self.got(&token, string())
+            case 0: read = Self.got(&fields.v, int())
+            case 1: read = Self.got(&fields.space, spaceObject())
+            case 2: read = Self.got(&fields.ownerKey, string())
+            case 3: read = Self.got(&fields.memberID, identifier())
+            case 4: read = Self.got(&fields.token, string())
             // Single wraps (attendants before version 3) are left to `JSONDecoder`.
             case 5: read = consume(UInt8(ascii: "[")) && consume(UInt8(ascii: "]"))
-            case 6: read = Self.got(&bundles, array { $0.bundle() })
-            case 7: read = Self.got(&invite, signedInvite())
-            case 8: read = Self.got(&hint, historyHint())
-            case 9: read = Self.got(&checkpoint, chainCheckpoint())
-            default: read = Self.got(&vouched, array { $0.memberRecord() })
+            case 6: read = Self.got(&fields.bundles, array { readBundle(&$0) })
+            case 7: read = Self.got(&fields.invite, readInvite(&self))
+            case 8: read = Self.got(&fields.hint, historyHint())
+            case 9: read = Self.got(&fields.checkpoint, chainCheckpoint())
+            default: read = Self.got(&fields.vouched, array { $0.memberRecord() })
             }
             if !read { return nil }
-            if key == 5 { wraps = true }
+            if key == 5 { fields.wraps = true }
         }
-        guard !object.failed, let v, let space, let ownerKey, let memberID, wraps, let invite, let hint else {
-            return nil
-        }
+        return object.failed ? nil : fields
+    }
+
+    fileprivate mutating func grant() -> JoinGrant? {
+        guard let fields = grantFields(invite: { $0.signedInvite() }, bundle: { $0.bundle() }),
+            let v = fields.v, let space = fields.space, let ownerKey = fields.ownerKey,
+            let memberID = fields.memberID, fields.wraps, let invite = fields.invite, let hint = fields.hint
+        else { return nil }
         return JoinGrant(
-            v: v, space: space, ownerSigningKey: ownerKey, memberID: memberID, deviceToken: token,
-            bundles: bundles, invite: invite, historyHint: hint, checkpoint: checkpoint, vouched: vouched)
+            v: v, space: space, ownerSigningKey: ownerKey, memberID: memberID, deviceToken: fields.token,
+            bundles: fields.bundles, invite: invite, historyHint: hint, checkpoint: fields.checkpoint,
+            vouched: fields.vouched)
     }
 
     /// A version 4 bundle: its space and recipient are the grant's, its signer (when absent) the
@@ -368,39 +385,14 @@ extension StrictJSONReader {
     /// Version 4 (``JoinGrantWriter/compactBytes(_:)``), with what it leaves out put back, so
     /// the grant is the very one the attendant compacted (every signature checks it as before).
     fileprivate mutating func compactGrant() -> JoinGrant? {
-        var v: Int?
-        var space: JoinGrant.Space?
-        var ownerKey: String?
-        var memberID: MemberID?
-        var token: String?
-        var compactBundles: [CompactBundle]?
-        var inviteFields: InviteFields?
-        var hint: JoinGrant.HistoryHint?
-        var checkpoint: ChainCheckpoint?
-        var vouched: [MemberRecord]?
-        var object = ObjectScan(keys: Self.grantKeys)
-        while let key = nextKey(&object) {
-            let read: Bool
-            switch key {
-            case 0: read = Self.got(&v, int())
-            case 1: read = Self.got(&space, spaceObject())
-            case 2: read = Self.got(&ownerKey, string())
-            case 3: read = Self.got(&memberID, identifier())
-            case 4: read = Self.got(&token, string())
-            case 5: read = false  // no single wraps in version 4
-            case 6: read = Self.got(&compactBundles, array { $0.compactBundle() })
-            case 7: read = Self.got(&inviteFields, self.inviteFields())
-            case 8: read = Self.got(&hint, historyHint())
-            case 9: read = Self.got(&checkpoint, chainCheckpoint())
-            default: read = Self.got(&vouched, array { $0.memberRecord() })
-            }
-            if !read { return nil }
-        }
-        // The invite's space is the grant's: the compact form has no other.
-        guard !object.failed, v == JoinGrant.compactVersion, let v, let space, let memberID,
-            let compactBundles,
-            let inviteFields, inviteFields.space == nil, let inviter = inviteFields.inviter, let hint
+        // No `wraps`, and the invite's space is the grant's: the compact form has no other.
+        guard let fields = grantFields(invite: { $0.inviteFields() }, bundle: { $0.compactBundle() }),
+            fields.v == JoinGrant.compactVersion, let v = fields.v, let space = fields.space,
+            let memberID = fields.memberID, !fields.wraps, let compactBundles = fields.bundles,
+            let inviteFields = fields.invite, inviteFields.space == nil, let inviter = inviteFields.inviter,
+            let hint = fields.hint
         else { return nil }
+        let vouched = fields.vouched
         let inviterKey: String
         if let key = inviteFields.inviterKey {
             inviterKey = key
@@ -439,9 +431,9 @@ extension StrictJSONReader {
             bundles.append(bundle)
         }
         return JoinGrant(
-            v: v, space: space, ownerSigningKey: ownerKey ?? inviterKey, memberID: memberID,
-            deviceToken: token,
-            bundles: bundles, invite: invite, historyHint: hint, checkpoint: checkpoint, vouched: vouched)
+            v: v, space: space, ownerSigningKey: fields.ownerKey ?? inviterKey, memberID: memberID,
+            deviceToken: fields.token, bundles: bundles, invite: invite, historyHint: hint,
+            checkpoint: fields.checkpoint, vouched: vouched)
     }
 
     private mutating func compactBundle() -> CompactBundle? {
