@@ -134,7 +134,8 @@ import Testing
         #expect(p.botRecord.rights.names.count == 2)
     }
 
-    /// What the compact form cannot carry goes as version 3, which the joiner reads as before.
+    /// What the compact form cannot carry goes in version 3's form (labelled 4, so it decodes to
+    /// the same grant), which the joiner reads as before.
     @Test func aGrantTheCompactFormCannotCarryGoesAsVersion3() throws {
         let p = try Parts()
         var fixture = p.s.fixture
@@ -146,8 +147,12 @@ import Testing
             p.grant(token: "tab\t"),
         ] {
             let bytes = grant.compact().encoded()
-            #expect(bytes == grant.encoded())
-            #expect(try JoinGrant(decoding: bytes) == grant)
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.contains(#""v":4"#) && text.contains(#""wraps":[]"#))
+            #expect(
+                text.replacingOccurrences(of: #""v":4"#, with: #""v":3"#)
+                    == String(decoding: grant.encoded(), as: UTF8.self))
+            #expect(try JoinGrant(decoding: bytes) == grant.compact())
         }
         // A grant with single wraps or no bundles is not compacted at all.
         let wraps = p.s.vouchedGrant()

@@ -106,11 +106,10 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     /// The JSON object's UTF-8 bytes, as `JoinMessage.grant` carries them.
     public func encoded() -> [UInt8] {
-        if v == Self.compactVersion {
-            // A grant the compact form cannot carry (a text that needs an escape, a bundle for
-            // another member) goes as version 3, which every joiner that reads 4 reads too.
-            return JoinGrantWriter.compactBytes(self) ?? with(version: Self.currentVersion).encoded()
-        }
+        // A version 4 grant the compact form cannot carry (a text that needs an escape, a bundle
+        // for another member) goes in version 3's form, still labelled 4: every joiner that reads
+        // 4 reads that form too, and it decodes to this very grant.
+        if v == Self.compactVersion, let bytes = JoinGrantWriter.compactBytes(self) { return bytes }
         // The attendant's usual grant is written directly (the same bytes; see JoinGrantCodec).
         if let bytes = JoinGrantWriter.bytes(self) { return bytes }
         let encoder = JSONEncoder()

@@ -61,7 +61,7 @@ enum JoinGrantWriter {
     /// Version 4 (``JoinGrant/compactVersion``): the fields of ``bytes(_:)`` less what the
     /// joiner has elsewhere in the grant (`StrictJSONReader.compactGrant()` puts it back), or nil
     /// when the grant does not fit that form exactly (a bundle for another space or member, an
-    /// invite for another space, a text that needs an escape), which then goes as version 3.
+    /// invite for another space, a text that needs an escape), which then goes in version 3's form, labelled 4.
     static func compactBytes(_ grant: JoinGrant) -> [UInt8]? {
         guard grant.wraps.isEmpty, grant.roster == nil, let bundles = grant.bundles,
             grant.invite.space == grant.space.id,
