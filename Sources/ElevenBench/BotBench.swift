@@ -323,7 +323,8 @@ private func measureBotRow(
                         words: code.words,
                         request: JoinRequest(
                             displayName: "Joiner", deviceLabel: "bench",
-                            publicKeys: JoinerKeys(joiner.publicKeys)),
+                            publicKeys: JoinerKeys(joiner.publicKeys),
+                            grantVersion: JoinGrant.acceptedVersions.upperBound),
                         timeout: .seconds(30), firstAnswer: .seconds(10), step: { marks.mark($0) }
                     ) { _ in }
                     marks.mark(at: 4)
@@ -384,8 +385,9 @@ private func measureSelfAttended(threads: Int, seconds: Double, relayURL: String
                 let grant = try JoinRunner.join(
                     relayURL: relayURL, nameplate: Rendezvous.Nameplate(nameplate), words: words,
                     request: JoinRequest(
-                        displayName: "Joiner", deviceLabel: "bench", publicKeys: JoinerKeys(joiner.publicKeys)
-                    ),
+                        displayName: "Joiner", deviceLabel: "bench",
+                        publicKeys: JoinerKeys(joiner.publicKeys),
+                        grantVersion: JoinGrant.acceptedVersions.upperBound),
                     timeout: .seconds(30)
                 ) { _ in }
                 _ = try JoinGrant(decoding: grant).open(

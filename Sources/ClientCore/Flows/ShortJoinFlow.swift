@@ -49,7 +49,8 @@ public enum ShortJoinFlow {
         let request = JoinRequest(
             displayName: String(name.prefix(64)), deviceLabel: String(deviceLabel.prefix(64)),
             publicKeys: JoinerKeys(identity.publicKeys),
-            failedAttempts: try FailedJoinAttemptStore(directory: state.directory).reports())
+            failedAttempts: try FailedJoinAttemptStore(directory: state.directory).reports(),
+            grantVersion: JoinGrant.acceptedVersions.upperBound)
         var random = SystemRandom()
         return PendingJoin(
             relay: relay, nameplate: code.nameplate,

@@ -19,8 +19,15 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     /// which would find no keys in it, refuses it and asks to be updated. A grant of single
     /// wraps alone is still version 2.
     public static let currentVersion = 3
+    /// Version 4 is version 3 written smaller (``compact()``, `JoinGrantCodec.swift`): what the
+    /// joiner has elsewhere in the grant is left out (each bundle's space and recipient, its
+    /// signer when it is the attendant's vouched record, the invite's space, the inviter's key
+    /// when its vouched record has it, the owner's key when it is the inviter's) and each
+    /// bundle's boxes are one base64url text. An attendant sends it only to a joiner whose
+    /// request says it reads it (``JoinRequest/grantVersion``): older joiners refuse version 4.
+    public static let compactVersion = 4
     /// The versions this device accepts.
-    public static let acceptedVersions = 1...3
+    public static let acceptedVersions = 1...4
 
     public struct Space: Codable, Sendable, Equatable {
         public let server: String
@@ -99,6 +106,10 @@ public struct JoinGrant: Codable, Sendable, Equatable {
 
     /// The JSON object's UTF-8 bytes, as `JoinMessage.grant` carries them.
     public func encoded() -> [UInt8] {
+        // A version 4 grant the compact form cannot carry (a text that needs an escape, a bundle
+        // for another member) goes in version 3's form, still labelled 4: every joiner that reads
+        // 4 reads that form too, and it decodes to this very grant.
+        if v == Self.compactVersion, let bytes = JoinGrantWriter.compactBytes(self) { return bytes }
         // The attendant's usual grant is written directly (the same bytes; see JoinGrantCodec).
         if let bytes = JoinGrantWriter.bytes(self) { return bytes }
         let encoder = JSONEncoder()
@@ -593,7 +604,10 @@ extension SpaceSession {
             checkpoint: (addition ?? events?.last(where: { $0.change.adds(record.id) })).map(
                 ChainCheckpoint.init),
             vouched: vouched)
-        return (grant, record)
+        // The smaller form only to a joiner that says it reads it: the relay stores the grant
+        // and wipes it again, page by page (docs/bot.md, "Session 13").
+        let reads = request.grantVersion ?? JoinGrant.currentVersion
+        return (reads >= JoinGrant.compactVersion ? grant.compact() : grant, record)
     }
 
     /// The most threads one wrap bundle holds (the server takes at most 1,000 keys per request).

@@ -39,6 +39,9 @@ public enum JoinMessage: Equatable, Sendable {
             if !r.failedAttempts.isEmpty {
                 members.append(("failed_attempts", .array(r.failedAttempts.map(\.json))))
             }
+            if let version = r.grantVersion {
+                members.append(("grant_version", .number(JSONNumber(version))))
+            }
         case .status(let s):
             members.append(("state", .string(s.state.wire)))
             if let name = s.inviterName { members.append(("inviter_name", .string(name))) }
@@ -92,7 +95,8 @@ public enum JoinMessage: Equatable, Sendable {
                     displayName: try string("display_name", max: 128),
                     deviceLabel: try string("device_label", max: 128),
                     publicKeys: JoinerKeys(text: try string("public_keys", max: 1024)),
-                    failedAttempts: try JoinAttemptReport.list(object["failed_attempts"])))
+                    failedAttempts: try JoinAttemptReport.list(object["failed_attempts"]),
+                    grantVersion: object["grant_version"]?.integerValue))
         case "status":
             self = .status(
                 JoinStatus(
@@ -121,19 +125,25 @@ public struct JoinRequest: Equatable, Sendable, Codable {
     /// (``JoinAttemptReport``): told to this attendant inside the confirmed channel, which a
     /// relay cannot strip without failing this join too.
     public let failedAttempts: [JoinAttemptReport]
+    /// The newest grant version the joiner reads (`grant_version`; it reads every one before it
+    /// too): an attendant sends a newer, smaller grant only to a joiner that says it reads it.
+    /// Nil from joiners that predate it (they read versions 1 to 3); attendants that predate it
+    /// ignore the key and send version 3.
+    public let grantVersion: Int?
 
     public init(
         displayName: String, deviceLabel: String, publicKeys: JoinerKeys,
-        failedAttempts: [JoinAttemptReport] = []
+        failedAttempts: [JoinAttemptReport] = [], grantVersion: Int? = nil
     ) {
         self.displayName = displayName
         self.deviceLabel = deviceLabel
         self.publicKeys = publicKeys
         self.failedAttempts = failedAttempts
+        self.grantVersion = grantVersion
     }
 
     enum CodingKeys: String, CodingKey {
-        case displayName, deviceLabel, publicKeys, failedAttempts
+        case displayName, deviceLabel, publicKeys, failedAttempts, grantVersion
     }
 
     public init(from decoder: any Decoder) throws {
@@ -143,15 +153,17 @@ public struct JoinRequest: Equatable, Sendable, Codable {
         publicKeys = try c.decode(JoinerKeys.self, forKey: .publicKeys)
         // Joins saved before the reports existed have none.
         failedAttempts = try c.decodeIfPresent([JoinAttemptReport].self, forKey: .failedAttempts) ?? []
+        grantVersion = try c.decodeIfPresent(Int.self, forKey: .grantVersion)
     }
 
-    /// Without reports, the same text as before they existed (``JoinerKeysTests``).
+    /// Without reports or a grant version, the same text as before they existed (``JoinerKeysTests``).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(displayName, forKey: .displayName)
         try c.encode(deviceLabel, forKey: .deviceLabel)
         try c.encode(publicKeys, forKey: .publicKeys)
         if !failedAttempts.isEmpty { try c.encode(failedAttempts, forKey: .failedAttempts) }
+        if let grantVersion { try c.encode(grantVersion, forKey: .grantVersion) }
     }
 }
 

@@ -94,37 +94,55 @@ public struct StrictJSONReader {
     }
 
     public mutating func signedInvite() -> SignedInvite? {
-        var v: Int?
-        var space: SpaceID?
-        var inviter: MemberID?
-        var inviterKey: String?
+        guard let fields = inviteFields(), let v = fields.v, let space = fields.space,
+            let inviterKey = fields.inviterKey
+        else { return nil }
+        return fields.invite(v: v, space: space, inviterKey: inviterKey)
+    }
+
+    /// An invite record's fields as read, any of them absent (the join grant's compact form
+    /// leaves some out and takes them from elsewhere in the grant).
+    public struct InviteFields {
+        public var v: Int?
+        public var space: SpaceID?
+        public var inviter: MemberID?
+        public var inviterKey: String?
         var nameplate: String?
         var createdAt: Int?
         var expiresAt: Int?
         var uses: Int?
         var signature: String?
+
+        /// The record, with the fields given (nil when another one is missing).
+        public func invite(v: Int, space: SpaceID, inviterKey: String) -> SignedInvite? {
+            guard let inviter, let nameplate, let createdAt, let expiresAt, let uses, let signature else {
+                return nil
+            }
+            return SignedInvite(
+                v: v, space: space, inviter: inviter, inviterKey: inviterKey, nameplate: nameplate,
+                createdAt: Int64(createdAt), expiresAt: Int64(expiresAt), uses: uses, signature: signature)
+        }
+    }
+
+    public mutating func inviteFields() -> InviteFields? {
+        var fields = InviteFields()
         var object = ObjectScan(keys: Self.inviteKeys)
         while let key = nextKey(&object) {
             let read: Bool
             switch key {
-            case 0: read = Self.got(&v, int())
-            case 1: read = Self.got(&space, identifier())
-            case 2: read = Self.got(&inviter, identifier())
-            case 3: read = Self.got(&inviterKey, string())
-            case 4: read = Self.got(&nameplate, string())
-            case 5: read = Self.got(&createdAt, int())
-            case 6: read = Self.got(&expiresAt, int())
-            case 7: read = Self.got(&uses, int())
-            default: read = Self.got(&signature, string())
+            case 0: read = Self.got(&fields.v, int())
+            case 1: read = Self.got(&fields.space, identifier())
+            case 2: read = Self.got(&fields.inviter, identifier())
+            case 3: read = Self.got(&fields.inviterKey, string())
+            case 4: read = Self.got(&fields.nameplate, string())
+            case 5: read = Self.got(&fields.createdAt, int())
+            case 6: read = Self.got(&fields.expiresAt, int())
+            case 7: read = Self.got(&fields.uses, int())
+            default: read = Self.got(&fields.signature, string())
             }
             if !read { return nil }
         }
-        guard !object.failed, let v, let space, let inviter, let inviterKey, let nameplate, let createdAt,
-            let expiresAt, let uses, let signature
-        else { return nil }
-        return SignedInvite(
-            v: v, space: space, inviter: inviter, inviterKey: inviterKey, nameplate: nameplate,
-            createdAt: Int64(createdAt), expiresAt: Int64(expiresAt), uses: uses, signature: signature)
+        return object.failed ? nil : fields
     }
 
     /// Stores a value just read; false when there was none (the text is not in this form).
