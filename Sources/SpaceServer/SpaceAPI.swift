@@ -208,7 +208,7 @@ final class SpaceService {
         }
         let changesBefore = store.db.totalChanges
         do {
-            try store.db.execute("BEGIN IMMEDIATE")
+            try store.db.run("BEGIN IMMEDIATE")
         } catch {
             noteIfStorageFailure(error)
             return requests.map { _ in Self.response(for: error) }
@@ -226,7 +226,7 @@ final class SpaceService {
             // full disk: it commits only once the disk has room again, so the server stays
             // failed (and says so) until it takes writes again.
             if writes, storageFailure != nil { try store.db.requireRoom() }
-            try store.db.execute("COMMIT")
+            try store.db.run("COMMIT")
             rosterLog = []
             committedChanges = pendingChanges
             // A write reached the disk: it takes writes again.
@@ -234,7 +234,7 @@ final class SpaceService {
             return responses
         } catch {
             noteIfStorageFailure(error)
-            try? store.db.execute("ROLLBACK")
+            try? store.db.run("ROLLBACK")
             rollBackRosters(to: 0)
             let failure = Self.response(for: error)
             return responses.map { $0.status < 400 ? failure : $0 }
@@ -253,7 +253,7 @@ final class SpaceService {
         }
         let (rostersBefore, changesBefore) = (rosterLog.count, pendingChanges)
         do {
-            try store.db.execute("SAVEPOINT request")
+            try store.db.run("SAVEPOINT request")
         } catch {
             noteIfStorageFailure(error)
             return Self.response(for: error)
@@ -262,12 +262,12 @@ final class SpaceService {
             let response = try route(request)
             // A response that is an error must leave nothing behind.
             if response.status >= 400 { throw RolledBack(response: response) }
-            try store.db.execute("RELEASE request")
+            try store.db.run("RELEASE request")
             return response
         } catch {
             do {
-                try store.db.execute("ROLLBACK TO request")
-                try store.db.execute("RELEASE request")
+                try store.db.run("ROLLBACK TO request")
+                try store.db.run("RELEASE request")
             } catch {
                 broken = true
             }

@@ -93,4 +93,42 @@ import Testing
         }
         #expect(FileManager.default.contents(atPath: path) == text)
     }
+
+    /// `run` takes transaction statements from the statement cache: used again and again they
+    /// keep their meaning (a rolled-back savepoint leaves nothing, a committed one stays, as
+    /// another connection sees), and one that fails (a `COMMIT` with no transaction, a
+    /// `RELEASE` of no savepoint) throws and leaves the next use working.
+    @Test func cachedTransactionStatementsKeepTheirMeaning() throws {
+        let path = Self.temporaryPath()
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        let db = try SQLiteDatabase.open(path: path, schema: Self.schema, sync: .full)
+        for round in 0..<3 {
+            try db.run("BEGIN IMMEDIATE")
+            for id in 0..<4 {
+                try db.run("SAVEPOINT request")
+                try db.query("INSERT INTO things (id) VALUES (?)", [.integer(Int64(round * 10 + id))])
+                if id % 2 == 1 {
+                    try db.run("ROLLBACK TO request")
+                }
+                try db.run("RELEASE request")
+            }
+            try db.run("COMMIT")
+            #expect(throws: SQLiteError.self) { try db.run("COMMIT") }
+            #expect(throws: SQLiteError.self) { try db.run("RELEASE request") }
+        }
+        try db.writeTransaction { () throws(SQLiteError) in
+            try db.query("INSERT INTO things (id) VALUES (?)", [.integer(100)])
+        }
+        #expect(throws: SQLiteError.self) {
+            try db.writeTransaction { () throws(SQLiteError) in
+                try db.query("INSERT INTO things (id) VALUES (?)", [.integer(101)])
+                try db.query("INSERT INTO things (id) VALUES (?)", [.integer(101)])
+            }
+        }
+        let other = try SQLiteDatabase(path: path)
+        let ids = try other.query("SELECT id FROM things ORDER BY id").map { $0[0].integer ?? -1 }
+        #expect(ids == [0, 2, 10, 12, 20, 22, 100])
+    }
 }
