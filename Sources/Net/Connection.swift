@@ -230,6 +230,12 @@ class Connection: LoopHandler, @unchecked Sendable {
     }
 
     private func readAvailable() {
+        // Reading was paused with the interest left on (``pauseReading()``): input arrived
+        // meanwhile, so stop epoll reporting it until reading resumes.
+        if readPaused || outputBlocked {
+            updateInterest()
+            return
+        }
         let buffer = loop.readBuffer
         var rounds = 0
         while !isClosed && !readPaused && !outputBlocked {
@@ -291,9 +297,11 @@ class Connection: LoopHandler, @unchecked Sendable {
     }
 
     /// Stops reading (e.g. while a request is being answered); input stays in the kernel.
+    /// The interest in input is dropped only if input arrives while paused (``readAvailable()``):
+    /// an HTTP client sends nothing while its request is answered, and dropping it here and
+    /// taking it back in ``resumeReading()`` cost two `epoll_ctl` per request.
     func pauseReading() {
         readPaused = true
-        updateInterest()
     }
 
     /// Resumes reading, first handling anything already buffered.

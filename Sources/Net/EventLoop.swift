@@ -198,9 +198,13 @@ public final class EventLoop: @unchecked Sendable {
         return true
     }
 
+    /// `epoll_ctl(EPOLL_CTL_MOD)` calls so far (loop-confined; for tests).
+    private(set) var interestChanges = 0
+
     func modify(_ fd: Int32, events: UInt32) {
         let index = Int(fd)
         guard index < handlers.count, handlers[index] != nil else { return }
+        interestChanges += 1
         var ev = epoll_event()
         ev.events = events
         ev.data.u64 = UInt64(UInt32(bitPattern: fd)) | (UInt64(generations[index]) << 32)
