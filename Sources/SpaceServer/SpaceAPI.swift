@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import Net
 import PAKE
 import SQLite
 import SpaceModel
@@ -95,28 +96,101 @@ public final class SpaceAPI: @unchecked Sendable {
     /// `{ "error": code, "message": text }`.
     ///
     /// Requests that arrive while a batch is being committed wait, and are then handled together
-    /// in one transaction (``SpaceService/handle(batch:)``) by the first of them, the next
-    /// leader; every one is answered only after the commit that made it durable, and as soon as
-    /// that commit is done (not after later batches).
+    /// in one transaction (``SpaceService/handle(batch:)``); every one is answered only after the
+    /// commit that made it durable, and as soon as that commit is done (not after later
+    /// batches). With no batch running, this caller handles its own batch on its own thread.
     public func handle(_ request: APIRequest) -> APIResponse {
-        var changes: [SpaceChange] = []
-        let response = requests.submit(request) { batch in
-            state.withLock { state in
+        let answer = Locked<APIResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let leads = enqueue(request) { response in
+            answer.withLock { $0 = response }
+            done.signal()
+        }
+        if leads { lead(oneBatch: true) }
+        done.wait()
+        return answer.withLock { $0 }!
+    }
+
+    /// Handles one request like ``handle(_:)`` without blocking the caller (an event loop):
+    /// `answer` runs on the thread that committed the request's batch. The batches run on a
+    /// thread of their own, one after another, which answers every request of a batch itself:
+    /// no thread waits per request (before, each request held a pool thread that the batch's
+    /// leader woke to answer it: about 6% of the space server's CPU went to that hand-off,
+    /// docs/bot.md, session 14).
+    public func handle(_ request: APIRequest, answer: @escaping @Sendable (APIResponse) -> Void) {
+        if enqueue(request, answer) {
+            Self.leaders.submit { [self] in lead(oneBatch: false) }
+        }
+    }
+
+    /// Threads that run batches for ``handle(_:answer:)``, shared by every API of the process.
+    /// They never wait for anything but SQLite, so two are enough for any number of APIs (each
+    /// has at most one batch running).
+    private static let leaders = BlockingPool(threads: 2)
+
+    /// A request waiting for a batch, and who hears its answer.
+    private struct Waiting {
+        let request: APIRequest
+        let answer: @Sendable (APIResponse) -> Void
+    }
+
+    /// The requests waiting for a batch, and whether a batch is being handled.
+    private struct Queue {
+        var waiting: [Waiting] = []
+        var leading = false
+    }
+
+    private let queue = Locked(Queue())
+
+    /// Queues `request`; true when no batch is running, so the caller must run it (``lead``).
+    private func enqueue(_ request: APIRequest, _ answer: @escaping @Sendable (APIResponse) -> Void) -> Bool {
+        queue.withLock { queue in
+            queue.waiting.append(Waiting(request: request, answer: answer))
+            if queue.leading { return false }
+            queue.leading = true
+            return true
+        }
+    }
+
+    /// Handles the waiting requests in batches until none wait. A caller of ``handle(_:)``
+    /// handles one batch on its own thread and leaves any further ones to ``leaders``, so it
+    /// returns with its answer.
+    private func lead(oneBatch: Bool) {
+        while true {
+            let batch = queue.withLock { queue -> [Waiting] in
+                if queue.waiting.isEmpty {
+                    queue.leading = false
+                    return []
+                }
+                var taken: [Waiting] = []
+                swap(&taken, &queue.waiting)
+                return taken
+            }
+            if batch.isEmpty { return }
+            var changes: [SpaceChange] = []
+            let responses = state.withLock { state in
                 state.batches += 1
-                let responses = state.service.handle(batch: batch)
+                let responses = state.service.handle(batch: batch.map { $0.request })
                 changes = state.service.takeCommittedChanges()
                 return responses
             }
+            precondition(responses.count == batch.count, "one answer per request")
+            for (waiting, response) in zip(batch, responses) { waiting.answer(response) }
+            // After every answer of the batch went out.
+            if let observer {
+                for change in changes { observer(change) }
+            }
+            if oneBatch {
+                let more = queue.withLock { queue in
+                    if queue.waiting.isEmpty { queue.leading = false }
+                    return queue.leading
+                }
+                if more { Self.leaders.submit { [self] in lead(oneBatch: false) } }
+                return
+            }
         }
-        // Set only where this request led its batch: after every answer of it went out.
-        if let observer {
-            for change in changes { observer(change) }
-        }
-        return response
     }
 
-    /// Requests waiting for a batch.
-    private let requests = BatchQueue<APIRequest, APIResponse>()
     /// Batches handled so far, for tests.
     var batchCount: Int { state.withLock { $0.batches } }
 

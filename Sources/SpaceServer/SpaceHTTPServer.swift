@@ -139,9 +139,8 @@ public final class SpaceHTTPServer: Sendable {
 
     // MARK: Requests
 
-    /// Threads that run requests: a request waits on one while its batch is committed, so there
-    /// are enough for the batches to grow (``SpaceAPI/handle(_:)``). Shared by every server of
-    /// the process.
+    /// Threads that run long-polls: a request waits on one while its batch is committed
+    /// (``SpaceAPI/handle(_:)``). Shared by every server of the process.
     private static let pool = BlockingPool(threads: 16)
 
     private func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
@@ -171,7 +170,8 @@ public final class SpaceHTTPServer: Sendable {
             return
         }
         guard wait > 0, let key = Self.waitKey(request.path) else {
-            Self.pool.submit { [api] in respond(api.handle(apiRequest)) }
+            // Queued from the loop; answered by the thread that commits its batch.
+            api.handle(apiRequest, answer: respond)
             return
         }
         Self.pool.submit { [self] in

@@ -95,4 +95,62 @@ import Testing
             #expect((json?["messages"] as? [Any])?.count == workers * perWorker)
         }
     }
+
+    /// `handle(_:answer:)` (the HTTP server's path) never blocks its caller: requests queued
+    /// while a batch runs are handled together on the batch thread, each answered once, after
+    /// the commit, and kept.
+    @Test func queuedRequestsAreAnsweredByTheBatchThread() async throws {
+        try await TestSupport.offPool {
+            let harness = try APIHarness()
+            let space = try TestSpace.create(harness)
+            let owner = space.owner
+            let (thread, key) = try space.createThread(by: owner, for: [owner])
+            let target = "\(space.base)/threads/\(thread)/messages"
+            let count = 40
+            var requests: [APIRequest] = []
+            for n in 0..<count {
+                let message = owner.identity.encrypt(
+                    Array("m\(n)".utf8), with: key, in: space.space, thread: thread, as: owner.id)
+                let body = try JSONSerialization.data(withJSONObject: try harness.plain(["message": message]))
+                requests.append(
+                    APIRequest(
+                        method: "POST", target: target, headers: ["Authorization": "Bearer \(owner.token)"],
+                        body: Array(body), remoteAddress: "127.0.0.1"))
+            }
+            let api = harness.api
+            let batchesBefore = api.batchCount
+            let statuses = Mutex<[Int]>([])
+            let answered = DispatchSemaphore(value: 0)
+            let caller = pthread_self()
+            let answeredOnCaller = Mutex(false)
+            // Queued while the service is held: no batch can run, yet every call returns.
+            api.state.withLock { _ in
+                for request in requests {
+                    api.handle(request) { response in
+                        if pthread_equal(pthread_self(), caller) != 0 {
+                            answeredOnCaller.withLock { $0 = true }
+                        }
+                        statuses.withLock { $0.append(response.status) }
+                        answered.signal()
+                    }
+                }
+                #expect(statuses.withLock { $0.isEmpty })
+            }
+            for _ in 0..<count {
+                #expect(answered.wait(timeout: .now() + 60) == .success, "every request is answered")
+            }
+            #expect(statuses.withLock { $0 } == Array(repeating: 201, count: count))
+            #expect(!answeredOnCaller.withLock { $0 })
+            // At most the batch taken before the lock was free, and all the rest together.
+            #expect(api.batchCount - batchesBefore <= 2)
+            let reopened = try SpaceAPI(databasePath: harness.databasePath)
+            let list = reopened.handle(
+                APIRequest(
+                    method: "GET", target: target + "?limit=500",
+                    headers: ["Authorization": "Bearer \(owner.token)"], body: [], remoteAddress: "127.0.0.1")
+            )
+            let json = try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any]
+            #expect((json?["messages"] as? [Any])?.count == count)
+        }
+    }
 }
