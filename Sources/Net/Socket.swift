@@ -145,17 +145,36 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let bytes = self.bytes
-        if bytes.count == 4 {
-            var a = in_addr()
-            withUnsafeMutableBytes(of: &a) { $0.copyBytes(from: bytes) }
-            inet_ntop(AF_INET, &a, &buffer, 64)
-        } else {
-            var a = in6_addr()
-            withUnsafeMutableBytes(of: &a) { $0.copyBytes(from: bytes) }
-            inet_ntop(AF_INET6, &a, &buffer, 64)
+        if !isIPv6 {
+            // Digits written in place: the space server formats every request's client address
+            // (about 1% of its CPU through arrays and `inet_ntop`). At most 15 bytes, which a
+            // small string holds without an allocation.
+            return String(unsafeUninitializedCapacity: 15) { text in
+                var count = 0
+                for shift: UInt64 in stride(from: 24, through: 0, by: -8) {
+                    if shift != 24 {
+                        text[count] = UInt8(ascii: ".")
+                        count += 1
+                    }
+                    let byte = UInt8(truncatingIfNeeded: low >> shift)
+                    if byte >= 100 {
+                        text[count] = UInt8(ascii: "0") + byte / 100
+                        count += 1
+                    }
+                    if byte >= 10 {
+                        text[count] = UInt8(ascii: "0") + byte / 10 % 10
+                        count += 1
+                    }
+                    text[count] = UInt8(ascii: "0") + byte % 10
+                    count += 1
+                }
+                return count
+            }
         }
+        var buffer = [CChar](repeating: 0, count: 64)
+        var a = in6_addr()
+        withUnsafeMutableBytes(of: &a) { $0.copyBytes(from: bytes) }
+        inet_ntop(AF_INET6, &a, &buffer, 64)
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

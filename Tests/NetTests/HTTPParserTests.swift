@@ -1,3 +1,4 @@
+import Foundation
 import Net
 import Testing
 
@@ -144,6 +145,26 @@ struct AddressTests {
         #expect(IPAddress("::ffff:1.2.3.4")?.description == "1.2.3.4")
         #expect(IPNetwork("1.2.3.4/33") == nil)
         #expect(IPAddress("nonsense") == nil)
+    }
+
+    /// IPv4 addresses are written by hand (every request's client address): the same text as
+    /// `inet_ntop`, for every byte value in every position.
+    @Test func ipv4TextIsInetNtops() throws {
+        var generator = SystemRandomNumberGenerator()
+        var samples: [[UInt8]] = [[0, 0, 0, 0], [255, 255, 255, 255], [127, 0, 0, 1], [10, 9, 99, 100]]
+        for value in 0...255 { samples.append([UInt8(value), UInt8(255 - value), UInt8(value / 2), 7]) }
+        for _ in 0..<500 { samples.append((0..<4).map { _ in UInt8.random(in: 0...255, using: &generator) }) }
+        for bytes in samples {
+            var address = in_addr()
+            withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: bytes) }
+            var buffer = [CChar](repeating: 0, count: 64)
+            inet_ntop(AF_INET, &address, &buffer, 64)
+            let expected = String(cString: buffer)
+            let parsed = try #require(IPAddress(expected))
+            #expect(parsed.description == expected)
+            #expect(parsed.bytes == bytes)
+        }
+        #expect(IPAddress("fd12::1")?.description == "fd12::1")
     }
 
     @Test func urls() throws {
