@@ -46,7 +46,8 @@ public enum AttendantAdmission: Sendable {
 /// What the owner of an attendant supplies: where the machine is saved, who decides about a
 /// joiner who proved the code, and who hears how it went. The bot and the CLI differ only here.
 public struct InviteAttendantHooks {
-    /// Saves the machine durably. Called after every event, before anything is acted on.
+    /// Saves the machine durably. Called after every event before anything is acted on, except
+    /// a use's prepared mailbox (the `preparing` saved before restarts as well; see `run`).
     public var save: (InviteAttendant) throws -> Void
     /// Whether the joiner who proved the code may come in (the policy, a person's answer); nil
     /// lets them in.
@@ -82,8 +83,8 @@ public struct InviteAttendantHooks {
 }
 
 /// Drives an ``InviteAttendant`` over a real relay (blocking; one invite per thread): performs
-/// its actions, feeds back what happened, and saves the machine after every step through the
-/// owner's hooks. The bot (`eleven-bot run`) and the CLI (`eleven invite --short`,
+/// its actions, feeds back what happened, and saves the machine after every step that a restart
+/// needs through the owner's hooks. The bot (`eleven-bot run`) and the CLI (`eleven invite --short`,
 /// `eleven approve`) use this one driver.
 public final class InviteAttendantDriver {
     public private(set) var attendant: InviteAttendant
