@@ -169,8 +169,8 @@ import Testing
             Thread.detachNewThread {
                 second.put(world.join(nameplate: asked.nameplate, words: asked.words, timeout: .seconds(60)))
             }
-            try world.approveWhenAsked(invite: 0, use: 1)
-            world.pauseRelay()
+            // Frozen once the bot asks (it has joiner 2's request), before it hears the answer.
+            try world.approveWhenAsked(invite: 0, use: 1) { world.pauseRelay() }
             try Self.wait(disk, askedID, "joiner 2's use taken") {
                 if case .admitting(_, 1, _, _) = $0.state { return true }
                 return false

@@ -197,14 +197,18 @@ public final class BotLoadWorld: @unchecked Sendable {
     private var noteCursor: Int64 = 0
 
     /// Waits (up to `timeout` seconds) for the bot to ask about use `use` of invite `n` (the
-    /// `n`th opened, counting from 0), then answers yes. Call it from one thread at a time.
-    public func approveWhenAsked(invite n: Int, use: Int, timeout: TimeInterval = 30) throws {
+    /// `n`th opened, counting from 0), runs `beforeAnswering`, then answers yes. Call it from one
+    /// thread at a time.
+    public func approveWhenAsked(
+        invite n: Int, use: Int, timeout: TimeInterval = 30, beforeAnswering: () -> Void = {}
+    ) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let page = try owner.receiveNotes(since: noteCursor)
             noteCursor = page.next
             for case .success(let note) in page.notes.map(\.content)
             where note.type == .approvalNeeded && note.id == "load\(n)" && note.use == use {
+                beforeAnswering()
                 var answer = AttendantNote(.approval, id: note.id)
                 answer.approve = true
                 answer.use = use
