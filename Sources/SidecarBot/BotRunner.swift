@@ -22,6 +22,9 @@ public final class BotRunner: Sendable {
     /// codes, one request per batch (one at a time under a lock made the p99 of
     /// `eleven-bench bot`: each waited for every POST ahead of it).
     private let admissions = AdmissionQueue()
+    /// The notes to inviters (who joined, what ended) that workers send at once go in one
+    /// request, as the admissions do.
+    private let notes = NoteQueue()
     private let rosters = RosterCache()
     private let threadKeys = ThreadKeyCache()
     private let limiter: Locked<JoinRateLimiter>
@@ -277,7 +280,7 @@ public final class BotRunner: Sendable {
     private func sendReady(_ invite: BotInvite, _ nameplate: Rendezvous.Nameplate, _ worker: Worker) throws {
         var ready = AttendantNote(.inviteReady, id: invite.noteID)
         ready.nameplate = nameplate.value
-        try session.send(ready, to: try member(invite.inviter))
+        try session.send(ready, to: try member(invite.inviter), via: notes)
         worker.readySent = true
     }
 
@@ -345,7 +348,7 @@ public final class BotRunner: Sendable {
             ask.name = request.displayName
             ask.verification = VerificationWords.words(for: verifier).joined(separator: " ")
             ask.use = use
-            guard let inviter = roster.members[invite.inviter], (try? session.send(ask, to: inviter)) != nil
+            guard let inviter = roster.members[invite.inviter], (try? session.send(ask, to: inviter, via: notes)) != nil
             else {
                 return BotRefusal(.unavailable, "The inviter cannot be asked right now.").attendant
             }
@@ -479,7 +482,7 @@ public final class BotRunner: Sendable {
             joined.message = "\(name) joined \(session.saved.name) with your invite \(invite.code ?? "")."
             // The roster admit just refreshed names the inviter: no request for it.
             if let inviter = rosters.latest?.members[invite.inviter] ?? (try? member(invite.inviter)) {
-                try? session.send(joined, to: inviter)
+                try? session.send(joined, to: inviter, via: notes)
             }
             worker.admitted = nil
         case .declined, .turnedAway:
@@ -527,7 +530,7 @@ public final class BotRunner: Sendable {
 
     private func tell(_ recipient: MemberID, _ note: AttendantNote, roster: Roster?) {
         guard let record = roster?.members[recipient] ?? (try? member(recipient)) else { return }
-        try? session.send(note, to: record)
+        try? session.send(note, to: record, via: notes)
     }
 
     private func record(_ kind: String, nameplate: String?, _ detail: String, _ at: Int64) {

@@ -10,6 +10,18 @@ extension SpaceWire {
         public init(note: InboxNote) { self.note = note }
     }
 
+    /// `POST …/inbox` with several notes, stored all or none (a server before this form answers
+    /// `missing_field`).
+    public struct NotesRequest: Codable, Sendable {
+        public let notes: [InboxNote]
+        public init(notes: [InboxNote]) { self.notes = notes }
+    }
+
+    /// The answer to a ``NotesRequest``: each note's id, in order.
+    public struct NotesStored: Codable, Sendable {
+        public let ids: [Int64]
+    }
+
     /// One note in the caller's inbox.
     public struct NoteEntry: Codable, Sendable {
         public let id: Int64
@@ -45,6 +57,20 @@ extension SpaceClient {
         let stored: SpaceWire.NoteStored = try call(
             .post, spacePath(note.space, "inbox"), body: SpaceWire.NoteRequest(note: note))
         return stored.id
+    }
+
+    /// Delivers several signed, sealed notes (to any recipients) in one request, all or none;
+    /// returns their ids, in order.
+    public func postNotes(_ notes: [InboxNote]) throws(SpaceClientError) -> [Int64] {
+        guard let space = notes.first?.space else { return [] }
+        let stored: SpaceWire.NotesStored = try call(
+            .post, spacePath(space, "inbox"), body: SpaceWire.NotesRequest(notes: notes))
+        guard stored.ids.count == notes.count else {
+            throw SpaceClientError(
+                .invalidResponse, code: "invalid_response",
+                message: "\(server) answered for \(stored.ids.count) of \(notes.count) notes")
+        }
+        return stored.ids
     }
 
     /// The caller's notes after id `since`, oldest first.
