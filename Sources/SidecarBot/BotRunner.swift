@@ -324,7 +324,16 @@ public final class BotRunner: Sendable {
     private func check(_ id: String, _ request: JoinRequest, _ verifier: [UInt8], use: Int)
         -> AttendantRefusal?
     {
-        guard var invite = try? store.invite(id), let roster = try? rosters.refresh(session).roster else {
+        // The roster as last verified, without a request per joiner (`GET …/events` for the
+        // events of others since): the admission itself signs its event onto that chain, and
+        // the server takes it only on the chain's head, so a removal or a change of rights made
+        // meanwhile refuses it and the chain is read again (``admit(_:_:_:)`` then refuses the
+        // joiner for it, as here). Read afresh where the roster decides more than the admission:
+        // whom to ask (policy "ask"), and whether to wait for a record not here yet.
+        guard var invite = try? store.invite(id),
+            let roster = (invite.ask || invite.record == nil ? nil : rosters.latest)
+                ?? (try? rosters.refresh(session).roster)
+        else {
             return BotRefusal(.unavailable, "The space's server cannot be reached; try again soon.")
                 .attendant
         }
@@ -373,7 +382,7 @@ public final class BotRunner: Sendable {
     /// their grant. A joiner seen not to be a member after a failure gets their use back; if in
     /// doubt it stays taken, the safe side.
     private func admit(_ id: String, _ request: JoinRequest, _ worker: Worker) -> AttendantAdmission {
-        guard let signed = (try? store.invite(id))?.record else {
+        guard let invite = try? store.invite(id), let signed = invite.record else {
             let refusal = BotRefusal(.unavailable, "The invite is not ready yet; try again in a moment.")
                 .attendant
             worker.refusal = refusal
@@ -394,16 +403,17 @@ public final class BotRunner: Sendable {
             worker.refusal = refusal
             return .failed(refusal, mayBeMember: false)
         } catch {
+            let roster = try? rosters.refresh(session).roster
             let seenNotMember =
                 (try? request.publicKeys.keys()).map { keys in
-                    (try? rosters.refresh(session).roster).map { roster in
-                        roster.currentMember(signingKey: keys.signing)?.keys != keys
-                    } ?? false
+                    roster.map { $0.currentMember(signingKey: keys.signing)?.keys != keys } ?? false
                 } ?? false
-            let refusal = BotRefusal(
-                .unavailable, "The bot could not add you to the space: \(error.message)"
-            )
-            .attendant
+            // ``check(_:_:_:use:)`` decided on the roster as last verified; the chain read again
+            // says whether the invite stopped working meanwhile (its inviter removed).
+            let refusal =
+                (roster.flatMap { BotPolicy.checkInviteWorks(signed, inviter: invite.inviter, roster: $0) }
+                ?? BotRefusal(.unavailable, "The bot could not add you to the space: \(error.message)"))
+                .attendant
             worker.refusal = refusal
             return .failed(refusal, mayBeMember: !seenNotMember)
         }
