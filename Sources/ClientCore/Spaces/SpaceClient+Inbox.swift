@@ -100,3 +100,54 @@ extension SpaceClient {
         try call(.post, spacePath(event.space, "events"), body: SpaceWire.EventRequest(event: event))
     }
 }
+
+// The note to the inviter is sent, and its answer read, for every joiner the bot admits: written
+// and read by hand (``DirectJSONWritable``, ``StrictJSONReadable``), as `JSONEncoder` writes and
+// `JSONDecoder` reads them.
+
+extension SpaceWire.NoteRequest: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out += #"{"note":"#.utf8
+        WireJSON.write(note, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension SpaceWire.NotesRequest: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out += #"{"notes":["#.utf8
+        for (index, note) in notes.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            WireJSON.write(note, into: &out)
+        }
+        out += "]}".utf8
+    }
+}
+
+extension SpaceWire.NoteStored: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("id")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        var id: Int?
+        var object = StrictJSONReader.ObjectScan(keys: keys)
+        while reader.nextKey(&object) != nil {
+            guard StrictJSONReader.got(&id, reader.int()) else { return nil }
+        }
+        guard !object.failed, let id else { return nil }
+        return Self(id: Int64(id))
+    }
+}
+
+extension SpaceWire.NotesStored: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("ids")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        var ids: [Int]?
+        var object = StrictJSONReader.ObjectScan(keys: keys)
+        while reader.nextKey(&object) != nil {
+            guard StrictJSONReader.got(&ids, reader.array { $0.int() }) else { return nil }
+        }
+        guard !object.failed, let ids else { return nil }
+        return Self(ids: ids.map(Int64.init))
+    }
+}
