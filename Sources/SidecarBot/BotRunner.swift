@@ -357,7 +357,8 @@ public final class BotRunner: Sendable {
             ask.name = request.displayName
             ask.verification = VerificationWords.words(for: verifier).joined(separator: " ")
             ask.use = use
-            guard let inviter = roster.members[invite.inviter], (try? session.send(ask, to: inviter, via: notes)) != nil
+            guard let inviter = roster.members[invite.inviter],
+                (try? session.send(ask, to: inviter, via: notes)) != nil
             else {
                 return BotRefusal(.unavailable, "The inviter cannot be asked right now.").attendant
             }

@@ -52,7 +52,7 @@ public final class NoteQueue: @unchecked Sendable {
                 // The server knows only `{"note"}` (an older one), or takes fewer at once:
                 // nothing was stored; one at a time from now on.
                 state.withLock { $0.singleOnly = true }
-            } catch where error.status.map({ (400..<500).contains($0) }) ?? false {
+            } catch  where error.status.map({ (400..<500).contains($0) }) ?? false {
                 // One note refused (its recipient removed meanwhile) refuses them all and stores
                 // none: each goes alone, so the others still arrive.
             } catch {

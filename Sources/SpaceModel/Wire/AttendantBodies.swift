@@ -120,7 +120,8 @@ extension SpaceWire.StoredCount: StrictJSONReadable {
 
 extension SpaceWire.ThreadList: StrictJSONReadable {
     private static let keys = StrictJSONReader.keys("threads")
-    private static let threadKeys = StrictJSONReader.keys("id", "createdBy", "createdAt", "metadata", "messages")
+    private static let threadKeys = StrictJSONReader.keys(
+        "id", "createdBy", "createdAt", "metadata", "messages")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
         var threads: [SpaceWire.ThreadInfo]?

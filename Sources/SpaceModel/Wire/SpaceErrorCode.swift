@@ -42,7 +42,8 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// Every case but ``other(_:)``.
     public static let known: [SpaceErrorCode] = [
         .alreadyMember, .versionConflict, .keyRotated, .devicesChanged, .unknownApproval, .missingField,
-        .tooManyEvents, .tooManyNotes, .codeInvalid, .sessionExpired, .sessionInvalid, .sessionMissing, .eventOutOfOrder,
+        .tooManyEvents, .tooManyNotes, .codeInvalid, .sessionExpired, .sessionInvalid, .sessionMissing,
+        .eventOutOfOrder,
         .eventChainBroken, .inviteKeysChanged, .invalidURL, .unknownThread, .messageTooLarge, .bodyTooLarge,
         .invalidField, .codeExpired, .emailNotProved, .tooManyAttempts, .emailUnavailable, .invalidAddress,
         .deviceRevoked, .timedOut, .unknownInvite, .inviteExpired, .inviteUsed, .inviterRemoved,
