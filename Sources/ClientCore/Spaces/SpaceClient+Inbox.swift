@@ -128,13 +128,7 @@ extension SpaceWire.NoteStored: StrictJSONReadable {
     private static let keys = StrictJSONReader.keys("id")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
-        var id: Int?
-        var object = StrictJSONReader.ObjectScan(keys: keys)
-        while reader.nextKey(&object) != nil {
-            guard StrictJSONReader.got(&id, reader.int()) else { return nil }
-        }
-        guard !object.failed, let id else { return nil }
-        return Self(id: Int64(id))
+        reader.onlyField(keys) { $0.int() }.map { Self(id: Int64($0)) }
     }
 }
 
@@ -142,12 +136,6 @@ extension SpaceWire.NotesStored: StrictJSONReadable {
     private static let keys = StrictJSONReader.keys("ids")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
-        var ids: [Int]?
-        var object = StrictJSONReader.ObjectScan(keys: keys)
-        while reader.nextKey(&object) != nil {
-            guard StrictJSONReader.got(&ids, reader.array { $0.int() }) else { return nil }
-        }
-        guard !object.failed, let ids else { return nil }
-        return Self(ids: ids.map(Int64.init))
+        reader.onlyField(keys) { $0.array { $0.int() } }.map { Self(ids: $0.map(Int64.init)) }
     }
 }

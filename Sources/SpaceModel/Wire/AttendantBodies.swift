@@ -32,6 +32,19 @@ extension SpaceWire.WrapsRequest: DirectJSONWritable {
     }
 }
 
+extension StrictJSONReader {
+    /// The value of an object's one key (`{"key": value}`), read by `value`; nil on anything
+    /// else (another key, the key missing or repeated).
+    public mutating func onlyField<T>(_ keys: [[UInt8]], _ value: (inout Self) -> T?) -> T? {
+        var read: T?
+        var object = ObjectScan(keys: keys)
+        while nextKey(&object) != nil {
+            guard Self.got(&read, value(&self)) else { return nil }
+        }
+        return object.failed ? nil : read
+    }
+}
+
 extension WireJSON {
     /// An inbox note as its `Codable` writes it, keys sorted.
     public static func write(_ note: InboxNote, into out: inout [UInt8]) {
@@ -49,15 +62,7 @@ extension SpaceWire.AppendedEvents: StrictJSONReadable {
     private static let keys = StrictJSONReader.keys("appended")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
-        var appended: [SpaceWire.AppendedEvent]?
-        var object = StrictJSONReader.ObjectScan(keys: keys)
-        while reader.nextKey(&object) != nil {
-            guard StrictJSONReader.got(&appended, reader.array { SpaceWire.AppendedEvent.read(&$0) }) else {
-                return nil
-            }
-        }
-        guard !object.failed, let appended else { return nil }
-        return Self(appended: appended)
+        reader.onlyField(keys) { $0.array { SpaceWire.AppendedEvent.read(&$0) } }.map { Self(appended: $0) }
     }
 }
 
@@ -108,13 +113,7 @@ extension SpaceWire.StoredCount: StrictJSONReadable {
     private static let keys = StrictJSONReader.keys("stored")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
-        var stored: Int?
-        var object = StrictJSONReader.ObjectScan(keys: keys)
-        while reader.nextKey(&object) != nil {
-            guard StrictJSONReader.got(&stored, reader.int()) else { return nil }
-        }
-        guard !object.failed, let stored else { return nil }
-        return Self(stored: stored)
+        reader.onlyField(keys) { $0.int() }.map { Self(stored: $0) }
     }
 }
 
@@ -124,13 +123,7 @@ extension SpaceWire.ThreadList: StrictJSONReadable {
         "id", "createdBy", "createdAt", "metadata", "messages")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
-        var threads: [SpaceWire.ThreadInfo]?
-        var object = StrictJSONReader.ObjectScan(keys: keys)
-        while reader.nextKey(&object) != nil {
-            guard StrictJSONReader.got(&threads, reader.array { thread(&$0) }) else { return nil }
-        }
-        guard !object.failed, let threads else { return nil }
-        return Self(threads: threads)
+        reader.onlyField(keys) { $0.array { thread(&$0) } }.map { Self(threads: $0) }
     }
 
     private static func thread(_ reader: inout StrictJSONReader) -> SpaceWire.ThreadInfo? {
