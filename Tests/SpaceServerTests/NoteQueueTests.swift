@@ -49,10 +49,17 @@ import Testing
         }
     }
 
-    private func inboxPosts(_ running: HTTPServerTests.Running) -> Int {
-        running.log.lines.withLock {
-            $0.filter { $0.contains(#""method":"POST""#) && $0.contains("/inbox") }.count
+    /// The `POST …/inbox` lines in the server's log once there are `expected` (a line is written
+    /// after its answer goes out, so the last may come a moment after the caller returned), or
+    /// as many as there are after a bounded wait.
+    private func inboxPosts(_ running: HTTPServerTests.Running, expecting expected: Int) -> Int {
+        func count() -> Int {
+            running.log.lines.withLock {
+                $0.filter { $0.contains(#""method":"POST""#) && $0.contains("/inbox") }.count
+            }
         }
+        for _ in 0..<500 where count() < expected { usleep(10_000) }
+        return count()
     }
 
     @Test func notesSentAtOnceGoInFewerRequestsAndArriveAsIfSentAlone() throws {
@@ -76,7 +83,7 @@ import Testing
         let counts = queue.counts
         #expect(counts.notes == 24)
         #expect(counts.requests < 24, "no note was sent together with another: \(counts)")
-        #expect(inboxPosts(running) == counts.requests)
+        #expect(inboxPosts(running, expecting: counts.requests) == counts.requests)
         // Each member's inbox: their notes, each its own entry, the same as sent.
         for (index, member) in members.enumerated() {
             let received = try inbox(member.0)
@@ -134,7 +141,7 @@ import Testing
         #expect(try inbox(members[2].0) == [note(2)])
         // The refused batch, then one request per note.
         #expect(queue.counts == (2, 2))
-        #expect(inboxPosts(running) == 4)
+        #expect(inboxPosts(running, expecting: 4) == 4)
     }
 
     @Test func aServerTakingFewerNotesGetsOneAtATime() throws {
@@ -154,7 +161,7 @@ import Testing
         let second = try (2..<4).map { try sealed(note($0), from: owner, to: members[$0 - 2].1) }
         #expect(queue.send(second, client: owner.client).allSatisfy { (try? $0.get()) != nil })
         #expect(queue.counts == (4, 4))
-        #expect(inboxPosts(running) == 1 + 1 + 2 + 2)
+        #expect(inboxPosts(running, expecting: 6) == 6)
         #expect(try inbox(members[0].0) == [note(0), note(2)])
         #expect(try inbox(members[1].0) == [note(1), note(3)])
     }
