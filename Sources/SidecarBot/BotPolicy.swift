@@ -118,11 +118,7 @@ public enum BotPolicy {
 
     /// Whether a joiner who proved the code may come in now.
     public static func checkAdmission(_ invite: BotInvite, roster: Roster, now: Int64) -> BotRefusal? {
-        if let refusal = checkInviter(invite.inviter, roster: roster) {
-            return BotRefusal(
-                .revoked,
-                "\(refusal.message) The invite no longer works; ask a current member for a new one.")
-        }
+        if let refusal = checkInviter(invite.inviter, roster: roster) { return revoked(refusal) }
         guard let record = invite.record else {
             return BotRefusal(.unavailable, "The invite is not ready yet; try again in a moment.")
         }
@@ -132,12 +128,27 @@ public enum BotPolicy {
         guard invite.usesLeft > 0 else {
             return BotRefusal(.usedUp, "The invite has been used up. Ask for a new one.")
         }
+        return checkInviteWorks(record, inviter: invite.inviter, roster: roster)
+    }
+
+    /// Whether `inviter` may still add members and their signed `record` still verifies on
+    /// `roster`: ``checkAdmission(_:roster:now:)``'s part that other members' events change
+    /// (asked again of a chain read after an admission was refused because it moved).
+    public static func checkInviteWorks(_ record: SignedInvite, inviter: MemberID, roster: Roster)
+        -> BotRefusal?
+    {
+        if let refusal = checkInviter(inviter, roster: roster) { return revoked(refusal) }
         do throws(KeyModelError) {
             try roster.checkInvite(record)
         } catch {
             return BotRefusal(.revoked, "The invite no longer verifies: \(error.message)")
         }
         return nil
+    }
+
+    private static func revoked(_ refusal: BotRefusal) -> BotRefusal {
+        BotRefusal(
+            .revoked, "\(refusal.message) The invite no longer works; ask a current member for a new one.")
     }
 }
 

@@ -22,6 +22,9 @@ public final class BotRunner: Sendable {
     /// codes, one request per batch (one at a time under a lock made the p99 of
     /// `eleven-bench bot`: each waited for every POST ahead of it).
     private let admissions = AdmissionQueue()
+    /// The notes to inviters (who joined, what ended) that workers send at once go in one
+    /// request, as the admissions do.
+    private let notes = NoteQueue()
     private let rosters = RosterCache()
     private let threadKeys = ThreadKeyCache()
     private let limiter: Locked<JoinRateLimiter>
@@ -277,7 +280,7 @@ public final class BotRunner: Sendable {
     private func sendReady(_ invite: BotInvite, _ nameplate: Rendezvous.Nameplate, _ worker: Worker) throws {
         var ready = AttendantNote(.inviteReady, id: invite.noteID)
         ready.nameplate = nameplate.value
-        try session.send(ready, to: try member(invite.inviter))
+        try session.send(ready, to: try member(invite.inviter), via: notes)
         worker.readySent = true
     }
 
@@ -321,7 +324,16 @@ public final class BotRunner: Sendable {
     private func check(_ id: String, _ request: JoinRequest, _ verifier: [UInt8], use: Int)
         -> AttendantRefusal?
     {
-        guard var invite = try? store.invite(id), let roster = try? rosters.refresh(session).roster else {
+        // The roster as last verified, without a request per joiner (`GET …/events` for the
+        // events of others since): the admission itself signs its event onto that chain, and
+        // the server takes it only on the chain's head, so a removal or a change of rights made
+        // meanwhile refuses it and the chain is read again (``admit(_:_:_:)`` then refuses the
+        // joiner for it, as here). Read afresh where the roster decides more than the admission:
+        // whom to ask (policy "ask"), and whether to wait for a record not here yet.
+        guard var invite = try? store.invite(id),
+            let roster = (invite.ask || invite.record == nil ? nil : rosters.latest)
+                ?? (try? rosters.refresh(session).roster)
+        else {
             return BotRefusal(.unavailable, "The space's server cannot be reached; try again soon.")
                 .attendant
         }
@@ -345,7 +357,8 @@ public final class BotRunner: Sendable {
             ask.name = request.displayName
             ask.verification = VerificationWords.words(for: verifier).joined(separator: " ")
             ask.use = use
-            guard let inviter = roster.members[invite.inviter], (try? session.send(ask, to: inviter)) != nil
+            guard let inviter = roster.members[invite.inviter],
+                (try? session.send(ask, to: inviter, via: notes)) != nil
             else {
                 return BotRefusal(.unavailable, "The inviter cannot be asked right now.").attendant
             }
@@ -370,7 +383,7 @@ public final class BotRunner: Sendable {
     /// their grant. A joiner seen not to be a member after a failure gets their use back; if in
     /// doubt it stays taken, the safe side.
     private func admit(_ id: String, _ request: JoinRequest, _ worker: Worker) -> AttendantAdmission {
-        guard let signed = (try? store.invite(id))?.record else {
+        guard let invite = try? store.invite(id), let signed = invite.record else {
             let refusal = BotRefusal(.unavailable, "The invite is not ready yet; try again in a moment.")
                 .attendant
             worker.refusal = refusal
@@ -391,16 +404,17 @@ public final class BotRunner: Sendable {
             worker.refusal = refusal
             return .failed(refusal, mayBeMember: false)
         } catch {
+            let roster = try? rosters.refresh(session).roster
             let seenNotMember =
                 (try? request.publicKeys.keys()).map { keys in
-                    (try? rosters.refresh(session).roster).map { roster in
-                        roster.currentMember(signingKey: keys.signing)?.keys != keys
-                    } ?? false
+                    roster.map { $0.currentMember(signingKey: keys.signing)?.keys != keys } ?? false
                 } ?? false
-            let refusal = BotRefusal(
-                .unavailable, "The bot could not add you to the space: \(error.message)"
-            )
-            .attendant
+            // ``check(_:_:_:use:)`` decided on the roster as last verified; the chain read again
+            // says whether the invite stopped working meanwhile (its inviter removed).
+            let refusal =
+                (roster.flatMap { BotPolicy.checkInviteWorks(signed, inviter: invite.inviter, roster: $0) }
+                ?? BotRefusal(.unavailable, "The bot could not add you to the space: \(error.message)"))
+                .attendant
             worker.refusal = refusal
             return .failed(refusal, mayBeMember: !seenNotMember)
         }
@@ -479,7 +493,7 @@ public final class BotRunner: Sendable {
             joined.message = "\(name) joined \(session.saved.name) with your invite \(invite.code ?? "")."
             // The roster admit just refreshed names the inviter: no request for it.
             if let inviter = rosters.latest?.members[invite.inviter] ?? (try? member(invite.inviter)) {
-                try? session.send(joined, to: inviter)
+                try? session.send(joined, to: inviter, via: notes)
             }
             worker.admitted = nil
         case .declined, .turnedAway:
@@ -527,7 +541,7 @@ public final class BotRunner: Sendable {
 
     private func tell(_ recipient: MemberID, _ note: AttendantNote, roster: Roster?) {
         guard let record = roster?.members[recipient] ?? (try? member(recipient)) else { return }
-        try? session.send(note, to: record)
+        try? session.send(note, to: record, via: notes)
     }
 
     private func record(_ kind: String, nameplate: String?, _ detail: String, _ at: Int64) {

@@ -152,6 +152,7 @@ public struct APIError: Error, Sendable, Equatable {
         case tooManyAttempts = "too_many_attempts"
         case tooManyDevices = "too_many_devices"
         case tooManyEvents = "too_many_events"
+        case tooManyNotes = "too_many_notes"
         case tooManyRequests = "too_many_requests"
         case tooManyWraps = "too_many_wraps"
         case unknownApproval = "unknown_approval"

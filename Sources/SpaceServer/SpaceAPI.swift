@@ -20,6 +20,8 @@ public struct SpaceServerConfiguration: Sendable {
     public var maximumWrapsPerRequest = 1000
     /// Most membership events in one request (members added together).
     public var maximumEventsPerRequest = 100
+    /// Most inbox notes in one request (an attendant's notes to inviters sent together).
+    public var maximumNotesPerRequest = 100
     /// Longest space name and token label, in UTF-8 bytes.
     public var maximumNameBytes = 128
     /// Default and largest page size of list endpoints.

@@ -229,9 +229,41 @@ extension SpaceService {
         )
     }
 
+    /// `POST …/inbox`: one note (`{"note"}`), or several (`{"notes"}`: an attendant's notes to
+    /// several inviters in one request), stored all or none.
     func postNote(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
         let member = try requireMember(principal)
-        let note = try decode(NoteBody.self, from: request).note
+        let body = try decode(NoteBody.self, from: request)
+        guard let notes = body.notes else {
+            guard let note = body.note else {
+                throw APIError.badRequest(.missingField, "Field note is missing.")
+            }
+            return .json(NoteStored(id: try storeNote(note, space: space, sender: member)), status: 201)
+        }
+        guard body.note == nil else {
+            throw APIError.badRequest(.invalidRequest, "Send either note or notes, not both.")
+        }
+        guard !notes.isEmpty else {
+            throw APIError.badRequest(.invalidField, "Field notes must not be empty.")
+        }
+        guard notes.count <= configuration.maximumNotesPerRequest else {
+            throw APIError(
+                413, .tooManyNotes, "Send at most \(configuration.maximumNotesPerRequest) notes at once.")
+        }
+        var ids: [Int64] = []
+        for (index, note) in notes.enumerated() {
+            do {
+                ids.append(try storeNote(note, space: space, sender: member))
+            } catch let error as APIError where notes.count > 1 {
+                throw APIError(error.status, reporting: error.code, "Note \(index): \(error.message)")
+            }
+        }
+        return .json(NotesStored(ids: ids), status: 201)
+    }
+
+    /// Checks one note (for this space, sent and signed by the caller, to a current member) and
+    /// stores it.
+    private func storeNote(_ note: InboxNote, space: SpaceRow, sender member: MemberRecord) throws -> Int64 {
         guard note.space == space.id else {
             throw APIError.badRequest(.wrongContext, "The note is for another space.")
         }
@@ -246,7 +278,7 @@ extension SpaceService {
         }
         let id = try store.insertNote(note, now: now)
         pendingChanges.append(.note(space: space.id, recipient: note.recipient, id: id))
-        return .json(NoteStored(id: id), status: 201)
+        return id
     }
 
     func listInbox(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {

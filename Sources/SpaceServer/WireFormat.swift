@@ -46,8 +46,10 @@ struct TokenRequestBody: Decodable {
     let expiresIn: Int64?
 }
 
+/// `{"note"}`, or several notes (`{"notes"}`, stored all or none).
 struct NoteBody: Decodable {
-    let note: InboxNote
+    let note: InboxNote?
+    let notes: [InboxNote]?
 }
 
 struct GroupInfo: Encodable {
@@ -86,6 +88,11 @@ struct NoteList: Encodable {
 
 struct NoteStored: Encodable {
     let id: Int64
+}
+
+/// The answer to `{"notes"}`: each note's id, in order.
+struct NotesStored: Encodable {
+    let ids: [Int64]
 }
 
 struct Done: Encodable {

@@ -2,6 +2,7 @@ import Foundation
 import PAKE
 import Testing
 
+@testable import ClientCore
 @testable import SpaceModel
 
 /// `WireJSON`, the space API's JSON without Foundation on the common path, checked against
@@ -22,6 +23,8 @@ import Testing
         var wraps: SpaceWire.WrapsRequest
         var signIn: SpaceWire.SignInRequest
         var member: MemberRecord
+        /// Notes from the owner to the member.
+        var notes: [InboxNote]
     }
 
     private func fixture() throws -> Fixture {
@@ -35,9 +38,13 @@ import Testing
         let proof = try owner.signIn(
             to: space.space, as: space.ownerID,
             challenge: Array(repeating: 7, count: SignInProof.challengeByteCount))
+        let notes = try ["joined", Self.awkward].map {
+            try owner.note(Array($0.utf8), to: member, in: space.space, from: space.ownerID)
+        }
         return Fixture(
             events: space.events, wraps: SpaceWire.WrapsRequest(wraps: wraps, bundles: [bundle]),
-            signIn: SpaceWire.SignInRequest(proof: proof, label: "phone", expiresIn: 3600), member: member)
+            signIn: SpaceWire.SignInRequest(proof: proof, label: "phone", expiresIn: 3600), member: member,
+            notes: notes)
     }
 
     /// Every control character, the characters `JSONEncoder` escapes, a slash and non-ASCII text.
@@ -72,6 +79,11 @@ import Testing
             SpaceWire.WrapList(wraps: fixture.wraps.wraps, bundles: fixture.wraps.bundles),
             SpaceWire.WrapList(wraps: fixture.wraps.wraps), SpaceWire.WrapList(wraps: [], bundles: []),
             SpaceWire.StoredCount(stored: 12), SpaceWire.AppendedMessage(cursor: -7),
+            SpaceWire.AppendedEvent(sequence: 0, hash: Self.awkward, deviceToken: token),
+            SpaceWire.AppendedEvent(sequence: 9, hash: ""), SpaceWire.StoredCount(stored: -1),
+            SpaceWire.NoteRequest(note: fixture.notes[0]), SpaceWire.NotesRequest(notes: fixture.notes),
+            SpaceWire.NotesRequest(notes: []), SpaceWire.NoteStored(id: Int64.min),
+            SpaceWire.NotesStored(ids: [1, Int64.max, 0]), SpaceWire.NotesStored(ids: []),
             SpaceWire.MemberList(
                 members: [
                     SpaceWire.MemberInfo(
@@ -207,12 +219,108 @@ import Testing
                 SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: "ph\u{1}one")))
         let membersList = Array(
             try Self.reference.encode(SpaceWire.MembersRequest(events: Array(fixture.events.prefix(3)))))
+        // The attendant's answers per joiner.
+        let appendedToken = Array(
+            try Self.reference.encode(
+                SpaceWire.AppendedEvent(
+                    sequence: 4, hash: "h",
+                    deviceToken: SpaceWire.IssuedToken(
+                        token: "t/k", id: "i", member: fixture.member.id, expiresAt: 9)))
+        )
+        let threads = Array(
+            try Self.reference.encode(
+                SpaceWire.ThreadList(threads: [
+                    SpaceWire.ThreadInfo(
+                        id: .random(), createdBy: fixture.member.id, createdAt: 17, metadata: "m-e_t",
+                        messages: 3),
+                    SpaceWire.ThreadInfo(id: .random(), createdBy: fixture.member.id, createdAt: 5),
+                ])))
+        let stored = Array(try Self.reference.encode(SpaceWire.StoredCount(stored: 2)))
+        let noteStored = Array(try Self.reference.encode(SpaceWire.NoteStored(id: 42)))
+        let notesStored = Array(try Self.reference.encode(SpaceWire.NotesStored(ids: [42, 43, 7])))
         for round in 0..<200 {
+            expectAgreement(SpaceWire.AppendedEvent.self, damage(appendedToken), "appended token \(round)")
+            expectAgreement(SpaceWire.ThreadList.self, damage(threads), "threads \(round)")
+            expectAgreement(SpaceWire.StoredCount.self, damage(stored), "stored \(round)")
+            expectAgreement(SpaceWire.NoteStored.self, damage(noteStored), "note stored \(round)")
+            expectAgreement(SpaceWire.NotesStored.self, damage(notesStored), "notes stored \(round)")
             expectAgreement(SpaceWire.WrapsRequest.self, damage(wraps), "wraps \(round)")
             expectAgreement(SpaceWire.MembersRequest.self, damage(members), "members \(round)")
             expectAgreement(SpaceWire.MembersRequest.self, damage(membersList), "member list \(round)")
             expectAgreement(SpaceWire.SignInRequest.self, damage(signIn), "sign-in \(round)")
             expectAgreement(SpaceWire.AppendedEvents.self, damage(appended), "appended \(round)")
+        }
+    }
+
+    /// Random bodies of the attendant's per-joiner requests and answers (sizes, numbers at the
+    /// edges, awkward text): the hand writers write `JSONEncoder`'s bytes, the hand readers read
+    /// what `JSONDecoder` reads, in every form an encoder writes.
+    @Test func randomAttendantBodiesMatchCodable() throws {
+        let fixture = try fixture()
+        var random = SeededRandom(seed: 14)
+        func number(_ limit: Int) -> Int {
+            Int(random.bytes(count: 2).reduce(0) { $0 << 8 | Int($1) }) % limit
+        }
+        func int64() -> Int64 {
+            switch number(4) {
+            case 0: Int64.min
+            case 1: Int64.max
+            default: Int64(bitPattern: random.bytes(count: 8).reduce(0) { $0 << 8 | UInt64($1) })
+            }
+        }
+        func text() -> String {
+            [
+                Self.awkward, "", "m",
+                String(decoding: random.bytes(count: number(40)).map { $0 & 0x7F }, as: UTF8.self),
+            ][
+                number(4)]
+        }
+        let pretty = JSONEncoder()
+        pretty.outputFormatting = [.prettyPrinted]
+        for round in 0..<100 {
+            let identity = DeviceIdentity.generate()
+            let notes = try (0..<number(4)).map { _ in
+                try identity.note(
+                    random.bytes(count: 1 + number(300)), to: fixture.member, in: .random(), from: .random())
+            }
+            let threads = SpaceWire.ThreadList(
+                threads: (0..<number(5)).map { _ in
+                    SpaceWire.ThreadInfo(
+                        id: .random(), createdBy: .random(), createdAt: int64(),
+                        metadata: number(2) == 0 ? nil : text(), messages: number(2) == 0 ? nil : Int(int64())
+                    )
+                })
+            let appended = SpaceWire.AppendedEvents(
+                appended: (0..<number(4)).map { _ in
+                    SpaceWire.AppendedEvent(
+                        sequence: UInt64(bitPattern: int64()), hash: text(),
+                        deviceToken: number(2) == 0
+                            ? nil
+                            : SpaceWire.IssuedToken(
+                                token: text(), id: text(), member: .random(), expiresAt: int64()))
+                })
+            let wraps = SpaceWire.WrapsRequest(
+                wraps: Array(fixture.wraps.wraps.prefix(number(4))),
+                bundles: number(2) == 0 ? nil : Array(fixture.wraps.bundles?.prefix(number(2)) ?? []))
+            let written: [any Encodable] =
+                [
+                    SpaceWire.NotesRequest(notes: notes), wraps,
+                ] + notes.map { SpaceWire.NoteRequest(note: $0) }
+            for value in written {
+                #expect(try WireJSON.encode(value) == Array(Self.reference.encode(value)), "round \(round)")
+            }
+            func check<T: Codable>(_ value: T) throws {
+                for encoder in [Self.reference, JSONEncoder(), pretty] {
+                    let bytes = Array(try encoder.encode(value))
+                    #expect(WireJSON.strictDecode(T.self, from: bytes) != nil, "round \(round) \(T.self)")
+                    expectAgreement(T.self, bytes, "round \(round) \(T.self)")
+                }
+            }
+            try check(threads)
+            try check(appended)
+            try check(SpaceWire.StoredCount(stored: Int(int64())))
+            try check(SpaceWire.NoteStored(id: int64()))
+            try check(SpaceWire.NotesStored(ids: (0..<number(5)).map { _ in int64() }))
         }
     }
 

@@ -19,7 +19,10 @@ import Testing
         let log = LogLines()
         var url: String { server.baseURL }
 
-        init(maximumBodyBytes: Int = 1 << 20, maximumEventsPerRequest: Int = 100) throws {
+        init(
+            maximumBodyBytes: Int = 1 << 20, maximumEventsPerRequest: Int = 100,
+            maximumNotesPerRequest: Int = 100
+        ) throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "space-http-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -28,6 +31,7 @@ import Testing
             configuration.listenAddresses = [SocketAddress(numericHost: "127.0.0.1", port: 0)!]
             configuration.api.maximumBodyBytes = maximumBodyBytes
             configuration.api.maximumEventsPerRequest = maximumEventsPerRequest
+            configuration.api.maximumNotesPerRequest = maximumNotesPerRequest
             configuration.maximumWaitSeconds = 30
             let log = self.log
             configuration.log = ServerLog { line in log.lines.withLock { $0.append(line) } }

@@ -188,15 +188,22 @@ public struct ReceivedNote: Sendable {
 }
 
 extension SpaceSession {
-    /// Seals `note` to `recipient` and delivers it to their inbox.
-    public func send(_ note: AttendantNote, to recipient: MemberRecord) throws(SpaceClientError) {
+    /// Seals `note` to `recipient` and delivers it to their inbox; through `queue` (one for
+    /// every note this session sends) together with notes sent meanwhile by other threads.
+    public func send(_ note: AttendantNote, to recipient: MemberRecord, via queue: NoteQueue? = nil)
+        throws(SpaceClientError)
+    {
         let sealed: InboxNote
         do throws(KeyModelError) {
             sealed = try identity.note(note.encoded(), to: recipient, in: saved.space, from: saved.member)
         } catch {
             throw SpaceClientError(.verification, code: error.code.rawValue, message: error.message)
         }
-        try client.postNote(sealed)
+        if let queue {
+            try queue.post(sealed, client: client)
+        } else {
+            try client.postNote(sealed)
+        }
     }
 
     /// The notes in this member's inbox after `since`, each opened with this device's key and

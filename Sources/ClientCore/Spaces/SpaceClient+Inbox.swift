@@ -10,6 +10,18 @@ extension SpaceWire {
         public init(note: InboxNote) { self.note = note }
     }
 
+    /// `POST …/inbox` with several notes, stored all or none (a server before this form answers
+    /// `missing_field`).
+    public struct NotesRequest: Codable, Sendable {
+        public let notes: [InboxNote]
+        public init(notes: [InboxNote]) { self.notes = notes }
+    }
+
+    /// The answer to a ``NotesRequest``: each note's id, in order.
+    public struct NotesStored: Codable, Sendable {
+        public let ids: [Int64]
+    }
+
     /// One note in the caller's inbox.
     public struct NoteEntry: Codable, Sendable {
         public let id: Int64
@@ -47,6 +59,20 @@ extension SpaceClient {
         return stored.id
     }
 
+    /// Delivers several signed, sealed notes (to any recipients) in one request, all or none;
+    /// returns their ids, in order.
+    public func postNotes(_ notes: [InboxNote]) throws(SpaceClientError) -> [Int64] {
+        guard let space = notes.first?.space else { return [] }
+        let stored: SpaceWire.NotesStored = try call(
+            .post, spacePath(space, "inbox"), body: SpaceWire.NotesRequest(notes: notes))
+        guard stored.ids.count == notes.count else {
+            throw SpaceClientError(
+                .invalidResponse, code: "invalid_response",
+                message: "\(server) answered for \(stored.ids.count) of \(notes.count) notes")
+        }
+        return stored.ids
+    }
+
     /// The caller's notes after id `since`, oldest first.
     public func notes(_ space: SpaceID, since: Int64 = 0, limit: Int = 100) throws(SpaceClientError)
         -> SpaceWire.NoteList
@@ -72,5 +98,44 @@ extension SpaceClient {
     @discardableResult
     public func appendEvent(_ event: MembershipEvent) throws(SpaceClientError) -> SpaceWire.AppendedEvent {
         try call(.post, spacePath(event.space, "events"), body: SpaceWire.EventRequest(event: event))
+    }
+}
+
+// The note to the inviter is sent, and its answer read, for every joiner the bot admits: written
+// and read by hand (``DirectJSONWritable``, ``StrictJSONReadable``), as `JSONEncoder` writes and
+// `JSONDecoder` reads them.
+
+extension SpaceWire.NoteRequest: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out += #"{"note":"#.utf8
+        WireJSON.write(note, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension SpaceWire.NotesRequest: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out += #"{"notes":["#.utf8
+        for (index, note) in notes.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            WireJSON.write(note, into: &out)
+        }
+        out += "]}".utf8
+    }
+}
+
+extension SpaceWire.NoteStored: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("id")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        reader.onlyField(keys) { $0.int() }.map { Self(id: Int64($0)) }
+    }
+}
+
+extension SpaceWire.NotesStored: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("ids")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        reader.onlyField(keys) { $0.array { $0.int() } }.map { Self(ids: $0.map(Int64.init)) }
     }
 }

@@ -14,8 +14,8 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
     case unknownApproval
     /// A field the request needs is missing (an older server that knows fewer fields).
     case missingField
-    /// More events in one request than the server takes.
-    case tooManyEvents
+    /// More events (or inbox notes) in one request than the server takes.
+    case tooManyEvents, tooManyNotes
     /// A wrong email code; ``SpaceClientError/triesLeft`` says how many tries remain.
     case codeInvalid
     /// A home session that ended: expired, not valid here, or not sent.
@@ -42,7 +42,8 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// Every case but ``other(_:)``.
     public static let known: [SpaceErrorCode] = [
         .alreadyMember, .versionConflict, .keyRotated, .devicesChanged, .unknownApproval, .missingField,
-        .tooManyEvents, .codeInvalid, .sessionExpired, .sessionInvalid, .sessionMissing, .eventOutOfOrder,
+        .tooManyEvents, .tooManyNotes, .codeInvalid, .sessionExpired, .sessionInvalid, .sessionMissing,
+        .eventOutOfOrder,
         .eventChainBroken, .inviteKeysChanged, .invalidURL, .unknownThread, .messageTooLarge, .bodyTooLarge,
         .invalidField, .codeExpired, .emailNotProved, .tooManyAttempts, .emailUnavailable, .invalidAddress,
         .deviceRevoked, .timedOut, .unknownInvite, .inviteExpired, .inviteUsed, .inviterRemoved,
@@ -64,6 +65,7 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
         case .unknownApproval: "unknown_approval"
         case .missingField: "missing_field"
         case .tooManyEvents: "too_many_events"
+        case .tooManyNotes: "too_many_notes"
         case .codeInvalid: "code_invalid"
         case .sessionExpired: "session_expired"
         case .sessionInvalid: "session_invalid"

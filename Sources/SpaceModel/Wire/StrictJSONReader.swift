@@ -334,8 +334,8 @@ public struct StrictJSONReader {
             let magnitude = unsigned()
         else { return nil }
         if negative {
-            guard magnitude > 0, magnitude <= UInt64(Int.max) else { return nil }
-            return -Int(magnitude)
+            guard magnitude > 0, magnitude <= UInt64(Int.max) + 1 else { return nil }
+            return magnitude == UInt64(Int.max) + 1 ? Int.min : -Int(magnitude)
         }
         return magnitude <= UInt64(Int.max) ? Int(magnitude) : nil
     }

@@ -32,6 +32,11 @@ public enum WireJSON {
 
     /// The bytes `SpaceWire.EventList.encoder` writes for `value`.
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        if let writable = value as? any DirectJSONWritable {
+            var out: [UInt8] = []
+            writable.writeJSON(into: &out)
+            return out
+        }
         if let bytes = directEncode(value) ?? fastEncode(value) { return bytes }
         return Array(try SpaceWire.EventList.encoder.encode(value))
     }
@@ -85,14 +90,14 @@ public enum WireJSON {
     }
 
     /// `,"name":"text"`, the text escaped as `JSONEncoder` escapes it.
-    private static func field(_ name: StaticString, _ text: String, into out: inout [UInt8]) {
+    static func field(_ name: StaticString, _ text: String, into out: inout [UInt8]) {
         out += #",""#.utf8
         name.withUTF8Buffer { out += $0 }
         out += #"":"#.utf8
         WriteNode.writeString(text, into: &out)
     }
 
-    private static func write(_ wrap: KeyWrap, into out: inout [UInt8]) {
+    static func write(_ wrap: KeyWrap, into out: inout [UInt8]) {
         out += #"{"recipient":"#.utf8
         WriteNode.writeString(wrap.recipient.base64URL, into: &out)
         field("sealed", Base64URL.encode(wrap.sealed), into: &out)
@@ -103,7 +108,7 @@ public enum WireJSON {
         out.append(UInt8(ascii: "}"))
     }
 
-    private static func write(_ bundle: KeyWrapBundle, into out: inout [UInt8]) {
+    static func write(_ bundle: KeyWrapBundle, into out: inout [UInt8]) {
         out += #"{"entries":["#.utf8
         for (index, entry) in bundle.entries.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }

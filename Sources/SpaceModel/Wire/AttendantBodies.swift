@@ -1,0 +1,151 @@
+/// A body type that writes its own JSON, tried first by ``WireJSON/encode(_:)``: what it writes
+/// is byte for byte what `JSONEncoder` (sorted keys, slashes as they are) writes for it. The
+/// generic writer's `Codable` machinery (a container per object, a tree node per value) was
+/// 2.9% of the bot's CPU on the bodies it sends for every joiner (docs/bot.md, "Session 14").
+public protocol DirectJSONWritable {
+    func writeJSON(into out: inout [UInt8])
+}
+
+// The bodies an attendant (the space's bot) sends and reads for every joiner: the joiner's key
+// wraps (`POST …/wraps`), the note to the inviter (`POST …/inbox`), and the answers to those,
+// to the admission (`POST …/members`) and to the thread list (`GET …/threads`). `WireJSONTests`
+// compare each with `JSONEncoder` and `JSONDecoder`, on random and damaged bodies too.
+
+extension SpaceWire.WrapsRequest: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 32 + wraps.count * 400 + (bundles?.count ?? 0) * 600)
+        out.append(UInt8(ascii: "{"))
+        if let bundles {
+            out += #""bundles":["#.utf8
+            for (index, bundle) in bundles.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                WireJSON.write(bundle, into: &out)
+            }
+            out += "],".utf8
+        }
+        out += #""wraps":["#.utf8
+        for (index, wrap) in wraps.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            WireJSON.write(wrap, into: &out)
+        }
+        out += "]}".utf8
+    }
+}
+
+extension StrictJSONReader {
+    /// The value of an object's one key (`{"key": value}`), read by `value`; nil on anything
+    /// else (another key, the key missing or repeated).
+    public mutating func onlyField<T>(_ keys: [[UInt8]], _ value: (inout Self) -> T?) -> T? {
+        var read: T?
+        var object = ObjectScan(keys: keys)
+        while nextKey(&object) != nil {
+            guard Self.got(&read, value(&self)) else { return nil }
+        }
+        return object.failed ? nil : read
+    }
+}
+
+extension WireJSON {
+    /// An inbox note as its `Codable` writes it, keys sorted.
+    public static func write(_ note: InboxNote, into out: inout [UInt8]) {
+        out += #"{"recipient":"#.utf8
+        WriteNode.writeString(note.recipient.base64URL, into: &out)
+        field("sealed", Base64URL.encode(note.sealed), into: &out)
+        field("sender", note.sender.base64URL, into: &out)
+        field("signature", Base64URL.encode(note.signature.bytes), into: &out)
+        field("space", note.space.base64URL, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension SpaceWire.AppendedEvents: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("appended")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        reader.onlyField(keys) { $0.array { SpaceWire.AppendedEvent.read(&$0) } }.map { Self(appended: $0) }
+    }
+}
+
+extension SpaceWire.AppendedEvent: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("sequence", "hash", "deviceToken")
+    private static let tokenKeys = StrictJSONReader.keys("token", "id", "member", "expiresAt")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        var sequence: UInt64?
+        var hash: String?
+        var token: SpaceWire.IssuedToken?
+        var object = StrictJSONReader.ObjectScan(keys: keys)
+        while let key = reader.nextKey(&object) {
+            let read: Bool
+            switch key {
+            case 0: read = StrictJSONReader.got(&sequence, reader.unsigned())
+            case 1: read = StrictJSONReader.got(&hash, reader.string())
+            default: read = StrictJSONReader.got(&token, issuedToken(&reader))
+            }
+            if !read { return nil }
+        }
+        guard !object.failed, let sequence, let hash else { return nil }
+        return Self(sequence: sequence, hash: hash, deviceToken: token)
+    }
+
+    private static func issuedToken(_ reader: inout StrictJSONReader) -> SpaceWire.IssuedToken? {
+        var token: String?
+        var id: String?
+        var member: MemberID?
+        var expiresAt: Int?
+        var object = StrictJSONReader.ObjectScan(keys: tokenKeys)
+        while let key = reader.nextKey(&object) {
+            let read: Bool
+            switch key {
+            case 0: read = StrictJSONReader.got(&token, reader.string())
+            case 1: read = StrictJSONReader.got(&id, reader.string())
+            case 2: read = StrictJSONReader.got(&member, reader.identifier())
+            default: read = StrictJSONReader.got(&expiresAt, reader.int())
+            }
+            if !read { return nil }
+        }
+        guard !object.failed, let token, let id, let member, let expiresAt else { return nil }
+        return SpaceWire.IssuedToken(token: token, id: id, member: member, expiresAt: Int64(expiresAt))
+    }
+}
+
+extension SpaceWire.StoredCount: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("stored")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        reader.onlyField(keys) { $0.int() }.map { Self(stored: $0) }
+    }
+}
+
+extension SpaceWire.ThreadList: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("threads")
+    private static let threadKeys = StrictJSONReader.keys(
+        "id", "createdBy", "createdAt", "metadata", "messages")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        reader.onlyField(keys) { $0.array { thread(&$0) } }.map { Self(threads: $0) }
+    }
+
+    private static func thread(_ reader: inout StrictJSONReader) -> SpaceWire.ThreadInfo? {
+        var id: ThreadID?
+        var createdBy: MemberID?
+        var createdAt: Int?
+        var metadata: String?
+        var messages: Int?
+        var object = StrictJSONReader.ObjectScan(keys: threadKeys)
+        while let key = reader.nextKey(&object) {
+            let read: Bool
+            switch key {
+            case 0: read = StrictJSONReader.got(&id, reader.identifier())
+            case 1: read = StrictJSONReader.got(&createdBy, reader.identifier())
+            case 2: read = StrictJSONReader.got(&createdAt, reader.int())
+            case 3: read = StrictJSONReader.got(&metadata, reader.string())
+            default: read = StrictJSONReader.got(&messages, reader.int())
+            }
+            if !read { return nil }
+        }
+        guard !object.failed, let id, let createdBy, let createdAt else { return nil }
+        return SpaceWire.ThreadInfo(
+            id: id, createdBy: createdBy, createdAt: Int64(createdAt), metadata: metadata, messages: messages)
+    }
+}
