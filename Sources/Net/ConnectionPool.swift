@@ -80,11 +80,16 @@ class KeepAlivePool<Item: AnyObject>: @unchecked Sendable {
             var expired: [Item] = []
             for (key, entries) in idle where entries.contains(where: { now &- $0.since >= idleNanos }) {
                 let kept = entries.filter { now &- $0.since < idleNanos }
-                expired += entries.filter { now &- $0.since >= idleNanos }.map(\.item)
+                expired += entries.filter { now &- $0.since >= idleNanos }.map { $0.item }
                 idle[key] = kept.isEmpty ? nil : kept
             }
             return expired
         }
+    }
+
+    /// When the longest-parked connection outlives the idle time; nil when none is parked.
+    var earliestExpiry: UInt64? {
+        idle.withLock { idle in idle.values.compactMap { $0.first?.since }.min().map { $0 &+ idleNanos } }
     }
 
     /// Idle connections parked for `key` now.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A keep-alive HTTP connection of the blocking client: its transport and the bytes read past
 /// the last answer (none, or it is not reused).
@@ -10,17 +11,44 @@ final class DirectHTTPConnection: @unchecked Sendable {
     init(_ transport: DirectTransport) { self.transport = transport }
 }
 
-/// Idle connections of the blocking client. Nothing watches a parked connection: whether the
-/// peer closed it is checked when it is taken (``DirectTransport/peerStillOpen``), and the
-/// expired ones are closed whenever a connection is parked.
+/// Idle connections of the blocking client. Nothing reads a parked connection: whether the
+/// peer closed it is checked when it is taken (``DirectTransport/peerStillOpen``). Those that
+/// outlive the idle time are closed when another is parked, or by a timer on a client loop
+/// (one pending at a time, set for the oldest one's expiry), as the loop-driven pool's are: a
+/// server should not see them linger until its own idle timeout.
 final class DirectConnectionPool: KeepAlivePool<DirectHTTPConnection>, @unchecked Sendable {
     static let shared = DirectConnectionPool()
 
+    private let sweepPending = Atomic<Bool>(false)
+
     /// Parks `connection` for the next request to `key`, or closes it when the origin has
-    /// enough idle ones; closes those that outlived the idle time.
+    /// enough idle ones.
     func parkOrClose(_ connection: DirectHTTPConnection, key: String) {
+        closeExpired()
+        guard park(connection, key: key) else {
+            connection.transport.close()
+            return
+        }
+        scheduleSweep()
+    }
+
+    private func closeExpired() {
         for expired in removeExpired() { expired.transport.close() }
-        if !park(connection, key: key) { connection.transport.close() }
+    }
+
+    /// Sets a timer for when the oldest parked connection expires (unless one is pending).
+    private func scheduleSweep() {
+        guard let expiry = earliestExpiry,
+            !sweepPending.exchange(true, ordering: .acquiringAndReleasing)
+        else { return }
+        // A little after, so that connection has expired by then.
+        let delay = expiry &- min(expiry, monotonicNanos()) &+ 1_000_000
+        _ = EventLoopGroup.clients.nextLoop().schedule(after: .nanoseconds(Int64(clamping: delay))) {
+            [self] in
+            sweepPending.store(false, ordering: .releasing)
+            closeExpired()
+            scheduleSweep()
+        }
     }
 }
 

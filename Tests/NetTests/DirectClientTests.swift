@@ -396,6 +396,17 @@ struct DirectClientTests {
         #expect(server.statistics.connectionsAccepted == 1)
     }
 
+    @Test func anIdleConnectionIsClosedAfterTheIdleTimeWithoutAnotherRequest() throws {
+        let server = try makeEchoServer()
+        defer { server.shutdown() }
+        let pool = DirectConnectionPool(idleTime: .milliseconds(200))
+        let url = "http://127.0.0.1:\(server.port)/hello"
+        _ = try send(.get, url, pool: pool)
+        #expect(pool.idleCount(DirectConnectionPool.key(try NetURL(url), TLSClientConfiguration())) == 1)
+        #expect(eventually { server.statistics.openConnections == 0 })
+        #expect(pool.earliestExpiry == nil)
+    }
+
     @Test func expiredIdleConnectionsAreClosedWhenAnotherIsParked() throws {
         let server = try makeEchoServer()
         defer { server.shutdown() }
