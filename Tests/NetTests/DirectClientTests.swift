@@ -239,10 +239,7 @@ struct DirectClientTests {
         defer { pki.remove() }
         try pki.makeChain("a")
         try pki.makeChain("other", san: "DNS:other.example")
-        let server = try makeEchoServer { config in
-            config.tls = TLSServerConfiguration(
-                certificateChainFile: pki.path("a.pem"), privateKeyFile: pki.path("a-key.pem"))
-        }
+        let server = try TLSTests().tlsServer(pki, "a")
         defer { server.shutdown() }
         let pinned = TLSClientConfiguration(caFile: pki.path("a-ca.pem"))
         let ws = try WebSocketClient.connectBlocking(url: "wss://localhost:\(server.port)/echo", tls: pinned)
@@ -381,10 +378,7 @@ struct DirectClientTests {
         let pki = try TestPKI()
         defer { pki.remove() }
         try pki.makeChain("a")
-        let server = try makeEchoServer { config in
-            config.tls = TLSServerConfiguration(
-                certificateChainFile: pki.path("a.pem"), privateKeyFile: pki.path("a-key.pem"))
-        }
+        let server = try TLSTests().tlsServer(pki, "a")
         defer { server.shutdown() }
         let pool = DirectConnectionPool()
         let tls = TLSClientConfiguration(caFile: pki.path("a-ca.pem"))
