@@ -81,7 +81,7 @@ public struct NetURL: Sendable, Equatable, CustomStringConvertible {
 /// Client TLS contexts are costly to build (the CA store); share one per configuration.
 private let clientContexts = Locked<[String: TLSContext]>([:])
 
-private func clientContext(_ config: TLSClientConfiguration) throws(NetError) -> TLSContext {
+func clientContext(_ config: TLSClientConfiguration) throws(NetError) -> TLSContext {
     let key = "\(config.caFile ?? "<system>")|\(config.verifyPeer)"
     if let cached = clientContexts.withLock({ $0[key] }) { return cached }
     let context = try TLSContext.client(config)
@@ -143,7 +143,7 @@ final class ClientConnection: Connection, @unchecked Sendable {
     /// request then never reached the server.
     func reuse(_ next: Purpose, timeout: Duration) -> Bool {
         guard !isClosed, purpose == nil, case .http(let request, _, _, _) = next else { return false }
-        if !peerStillOpen() {
+        if !Sockets.peerStillOpen(fd, tls: tls != nil) {
             abort(NetError(.connectionClosed, "Idle connection closed by the peer"))
             return false
         }
@@ -154,16 +154,6 @@ final class ClientConnection: Connection, @unchecked Sendable {
         armTimer(timeout)
         write(request)
         return true
-    }
-
-    /// Whether the kernel still holds the connection open with nothing unasked to read (a
-    /// TLS peer may send session records between answers: those are not a sign of death).
-    private func peerStillOpen() -> Bool {
-        var byte: UInt8 = 0
-        let n = Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        if n > 0 { return tls != nil }
-        if n == 0 { return false }
-        return errno == EAGAIN || errno == EWOULDBLOCK
     }
 
     /// After a complete answer: park for the next request if the exchange left the
@@ -270,20 +260,10 @@ final class ClientConnection: Connection, @unchecked Sendable {
                 return bytes.count
             }
             guard let (response, used) = parsed else { return 0 }
-            let headers = response.headers
-            guard response.status.code == 101 else {
-                complete(
-                    NetError(.handshakeFailed, "Server refused the WebSocket upgrade: \(response.status)"))
-                abort(NetError(.handshakeFailed, "refused"))
-                return bytes.count
-            }
-            guard headers.containsToken("Upgrade", "websocket"),
-                headers.containsToken("Connection", "upgrade"),
-                headers["Sec-WebSocket-Accept"] == WebSocketHandshake.acceptValue(forKey: key),
-                headers["Sec-WebSocket-Extensions"] == nil, headers["Sec-WebSocket-Protocol"] == nil
-            else {
-                complete(NetError(.handshakeFailed, "Invalid WebSocket handshake response"))
-                abort(NetError(.handshakeFailed, "invalid handshake"))
+            if let refusal = WebSocketHandshake.check(response, key: key) {
+                complete(refusal)
+                abort(
+                    NetError(.handshakeFailed, response.status.code == 101 ? "invalid handshake" : "refused"))
                 return bytes.count
             }
             purpose = nil
@@ -360,15 +340,17 @@ private func openClient(
     }
 }
 
+/// A blocking call on a loop thread would stall every connection of the loop (or wait for the
+/// loop itself, forever).
+private let blockingOnLoop = NetError(
+    .invalidState, "Blocking network call on an event loop thread; use the callback or async API")
+
 /// Blocks the calling thread on a callback-style operation.
 private func waitFor<T: Sendable>(_ start: (@escaping @Sendable (Result<T, NetError>) -> Void) -> Void)
     throws(NetError)
     -> T
 {
-    if EventLoop.currentThreadIsLoop {
-        throw NetError(
-            .invalidState, "Blocking network call on an event loop thread; use the callback or async API")
-    }
+    if EventLoop.currentThreadIsLoop { throw blockingOnLoop }
     let box = Locked<Result<T, NetError>?>(nil)
     let semaphore = DispatchSemaphore(value: 0)
     start { result in
@@ -406,24 +388,13 @@ public enum HTTPClient {
     ) {
         let parsed: NetURL
         do throws(NetError) {
-            parsed = try NetURL(url)
+            parsed = try httpURL(url)
         } catch {
             completion(.failure(error))
             return
         }
-        guard parsed.scheme == "http" || parsed.scheme == "https" else {
-            completion(.failure(NetError(.invalidURL, "HTTP needs an http:// or https:// URL")))
-            return
-        }
-        var head = "\(method.rawValue) \(parsed.target) HTTP/1.1\r\nHost: \(parsed.hostHeader)\r\n"
-        var fields = headers
-        if !body.isEmpty || method == .post || method == .put || method == .patch {
-            fields.set("Content-Length", String(body.count))
-        }
-        for (name, value) in fields { head += "\(name): \(value)\r\n" }
-        head += "\r\n"
-        let bytes = Array(head.utf8) + body
-        let poolKey = headers["Connection"] == nil ? HTTPConnectionPool.key(parsed, tls) : nil
+        let bytes = requestBytes(method, parsed, headers: headers, body: body)
+        let poolKey = poolKey(parsed, headers: headers, tls: tls)
         let once = Atomic<Bool>(false)
         let finish: @Sendable (Result<HTTPResponse, NetError>) -> Void = { result in
             if !once.exchange(true, ordering: .acquiringAndReleasing) { completion(result) }
@@ -469,10 +440,49 @@ public enum HTTPClient {
         _ method: HTTPMethod, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
         tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(30)
     ) throws(NetError) -> HTTPResponse {
-        try waitFor { done in
-            request(
-                method, url: url, headers: headers, body: body, tls: tls, timeout: timeout, completion: done)
+        // On the calling thread (``DirectHTTP``): no loop to hand the request to and wait for.
+        if EventLoop.currentThreadIsLoop { throw blockingOnLoop }
+        return try send(
+            method, url: url, headers: headers, body: body, tls: tls, timeout: timeout, pool: .shared)
+    }
+
+    static func send(
+        _ method: HTTPMethod, url: String, headers: HTTPHeaders, body: [UInt8], tls: TLSClientConfiguration,
+        timeout: Duration, pool: DirectConnectionPool
+    ) throws(NetError) -> HTTPResponse {
+        let parsed = try httpURL(url)
+        return try DirectHTTP.send(
+            method, url: parsed, request: requestBytes(method, parsed, headers: headers, body: body),
+            poolKey: poolKey(parsed, headers: headers, tls: tls), tls: tls, timeout: timeout, pool: pool)
+    }
+
+    /// An `http`/`https` URL.
+    private static func httpURL(_ url: String) throws(NetError) -> NetURL {
+        let parsed = try NetURL(url)
+        guard parsed.scheme == "http" || parsed.scheme == "https" else {
+            throw NetError(.invalidURL, "HTTP needs an http:// or https:// URL")
         }
+        return parsed
+    }
+
+    /// The request's bytes on the wire: head, then body.
+    private static func requestBytes(_ method: HTTPMethod, _ url: NetURL, headers: HTTPHeaders, body: [UInt8])
+        -> [UInt8]
+    {
+        var head = "\(method.rawValue) \(url.target) HTTP/1.1\r\nHost: \(url.hostHeader)\r\n"
+        var fields = headers
+        if !body.isEmpty || method == .post || method == .put || method == .patch {
+            fields.set("Content-Length", String(body.count))
+        }
+        for (name, value) in fields { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        return Array(head.utf8) + body
+    }
+
+    /// Where the connection is kept alive between requests; nil when the request sets its own
+    /// `Connection` header (one request, then close).
+    private static func poolKey(_ url: NetURL, headers: HTTPHeaders, tls: TLSClientConfiguration) -> String? {
+        headers["Connection"] == nil ? HTTPConnectionPool.key(url, tls) : nil
     }
 
     /// Sends a request and awaits the response.
@@ -527,22 +537,13 @@ public enum WebSocketClient {
     ) {
         let parsed: NetURL
         do throws(NetError) {
-            parsed = try NetURL(url)
+            parsed = try webSocketURL(url)
         } catch {
             completion(.failure(error))
             return
         }
-        guard parsed.scheme == "ws" || parsed.scheme == "wss" else {
-            completion(.failure(NetError(.invalidURL, "WebSocket needs a ws:// or wss:// URL")))
-            return
-        }
         let key = WebSocketHandshake.makeKey()
-        var head =
-            "GET \(parsed.target) HTTP/1.1\r\nHost: \(parsed.hostHeader)\r\nUpgrade: websocket\r\n"
-            + "Connection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        head += "\r\n"
-        let request = Array(head.utf8)
+        let request = WebSocketHandshake.request(parsed, key: key, headers: headers)
         let once = Atomic<Bool>(false)
         let finish: @Sendable (Result<WebSocket, NetError>) -> Void = { result in
             if !once.exchange(true, ordering: .acquiringAndReleasing) { completion(result) }
@@ -570,6 +571,51 @@ public enum WebSocketClient {
         }
     }
 
+    /// Connects and returns a socket read and written by the calling thread (blocking; see
+    /// ``BlockingWebSocket``): for a client that waits for each message anyway, without the
+    /// event loop's thread between it and the socket.
+    public static func connectBlocking(
+        url: String, headers: HTTPHeaders = HTTPHeaders(), options: WebSocketOptions = WebSocketOptions(),
+        tls: TLSClientConfiguration = TLSClientConfiguration(), timeout: Duration = .seconds(10)
+    ) throws(NetError) -> BlockingWebSocket {
+        if EventLoop.currentThreadIsLoop { throw blockingOnLoop }
+        let parsed = try webSocketURL(url)
+        let deadline = monotonicNanos() &+ timeout.nanoseconds
+        let transport = try DirectTransport.open(parsed, tls: tls, deadline: deadline, timeout: timeout)
+        let timedOut = NetError(.timedOut, "No answer from \(transport.remote) within \(timeout)")
+        let key = WebSocketHandshake.makeKey()
+        guard
+            try transport.write(
+                WebSocketHandshake.request(parsed, key: key, headers: headers), until: deadline)
+        else { throw timedOut }
+        var answer: [UInt8] = []
+        while true {
+            guard let count = try transport.read(appendingTo: &answer, until: deadline) else {
+                throw timedOut
+            }
+            guard count > 0 else { throw NetError(.connectionClosed, "Peer closed the connection") }
+            let reply: (response: HTTPResponse, consumed: Int)?
+            do throws(HTTPParseError) {
+                reply = try HTTPResponseParser.parse(answer, headOnly: true)
+            } catch {
+                throw NetError(.handshakeFailed, "Malformed handshake response: \(error.message)")
+            }
+            guard let (response, used) = reply else { continue }
+            if let refusal = WebSocketHandshake.check(response, key: key) { throw refusal }
+            return BlockingWebSocket(
+                transport: transport, path: parsed.target, options: options, leftover: Array(answer[used...]))
+        }
+    }
+
+    /// A `ws`/`wss` URL.
+    private static func webSocketURL(_ url: String) throws(NetError) -> NetURL {
+        let parsed = try NetURL(url)
+        guard parsed.scheme == "ws" || parsed.scheme == "wss" else {
+            throw NetError(.invalidURL, "WebSocket needs a ws:// or wss:// URL")
+        }
+        return parsed
+    }
+
     /// Connects and awaits the open socket.
     public static func open(
         url: String, headers: HTTPHeaders = HTTPHeaders(), options: WebSocketOptions = WebSocketOptions(),
@@ -580,5 +626,31 @@ public enum WebSocketClient {
                 continuation.resume(with: result)
             }
         }
+    }
+}
+
+extension WebSocketHandshake {
+    /// A client's upgrade request for `url` with `key`.
+    static func request(_ url: NetURL, key: String, headers: HTTPHeaders) -> [UInt8] {
+        var head =
+            "GET \(url.target) HTTP/1.1\r\nHost: \(url.hostHeader)\r\nUpgrade: websocket\r\n"
+            + "Connection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        return Array(head.utf8)
+    }
+
+    /// Why the server's answer to an upgrade request with `key` does not open a WebSocket; nil
+    /// when it does (no extension and no subprotocol: we ask for none).
+    static func check(_ response: HTTPResponse, key: String) -> NetError? {
+        guard response.status.code == 101 else {
+            return NetError(.handshakeFailed, "Server refused the WebSocket upgrade: \(response.status)")
+        }
+        let headers = response.headers
+        guard headers.containsToken("Upgrade", "websocket"), headers.containsToken("Connection", "upgrade"),
+            headers["Sec-WebSocket-Accept"] == acceptValue(forKey: key),
+            headers["Sec-WebSocket-Extensions"] == nil, headers["Sec-WebSocket-Protocol"] == nil
+        else { return NetError(.handshakeFailed, "Invalid WebSocket handshake response") }
+        return nil
     }
 }

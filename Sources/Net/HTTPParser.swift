@@ -99,6 +99,21 @@ public enum HTTPRequestParser {
 
 /// Parses HTTP/1.x responses (for the clients).
 public enum HTTPResponseParser {
+    /// ``parse(_:limits:atEOF:headOnly:)`` for an array (the blocking clients' buffer).
+    static func parse(
+        _ bytes: [UInt8], limits: HTTPParserLimits = HTTPParserLimits(), atEOF: Bool = false,
+        headOnly: Bool = false
+    ) throws(HTTPParseError) -> (response: HTTPResponse, consumed: Int)? {
+        let result: Result<(response: HTTPResponse, consumed: Int)?, HTTPParseError> = bytes.withUnsafeBytes {
+            do throws(HTTPParseError) {
+                return .success(try parse($0, limits: limits, atEOF: atEOF, headOnly: headOnly))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
     /// Parses one response from the start of `bytes`. `atEOF` says the peer has closed, which
     /// ends a body delimited by the connection close. `headOnly` for responses to HEAD and 101.
     public static func parse(

@@ -48,7 +48,12 @@ import Foundation
 /// ```
 /// URLs: `http://`, `https://`, `ws://`, `wss://`. TLS clients verify against the system CA
 /// store with hostname checks, or against ``TLSClientConfiguration/caFile`` (a pinned CA).
-/// Reconnecting is left to the caller. HTTP connections are kept alive and reused, per scheme,
+/// Reconnecting is left to the caller. The blocking calls above wait on an event loop's
+/// thread, except `HTTPClient.send` and ``WebSocketClient/connectBlocking(url:headers:options:tls:timeout:)``
+/// (a ``BlockingWebSocket``: `send`, `receive`, `close` as above), which read and write the
+/// socket on the calling thread with `poll` up to its deadline: for a thread that waits for
+/// each answer anyway, that saves the loop's wakeup and the hand-off back (a futex and a
+/// context switch each way per message). HTTP connections are kept alive and reused, per scheme,
 /// host, port and trust settings (at most 16 idle ones for 4 s each, ``HTTPConnectionPool``);
 /// a request on a reused connection that the server had closed is sent again on a new one
 /// only when that cannot do it twice (it never left, or its method is idempotent).
@@ -60,8 +65,8 @@ import Foundation
 /// handling events, only while the machine has cores to spare (``BusyPoll``,
 /// `ServerConfiguration.busyPoll`): on a virtual machine whose idle cores halt, that saves a
 /// sleep and a wakeup of tens of microseconds per message; an idle loop blocks at once. Blocking client calls (`HTTPClient.send`,
-/// `WebSocketClient.connect(url:)`, `WebSocket.receive`) must not run on a loop thread; the first
-/// two refuse with `invalidState`. ``Server/shutdown(timeout:)`` must not be called from a loop.
+/// `WebSocketClient.connect(url:)`, `WebSocketClient.connectBlocking`, `WebSocket.receive`) must
+/// not run on a loop thread; all but the last refuse with `invalidState`. ``Server/shutdown(timeout:)`` must not be called from a loop.
 /// `async` routes and ``WebSocket/messages`` consumers run on Swift's cooperative pool (one
 /// thread per core): code that blocks those threads (e.g. blocking `receive` in a test) can
 /// starve them.

@@ -28,7 +28,7 @@ private func send(
 /// A scripted HTTP peer on a raw blocking socket: accepted connections are served one after
 /// another by `serve` (with the connection's number from 0), at most `maxConnections`, each
 /// accept and read waiting at most a few seconds.
-private final class ScriptedPeer: @unchecked Sendable {
+final class ScriptedPeer: @unchecked Sendable {
     let port: UInt16
     private let fd: Int32
     private let accepted = Atomic<Int>(0)

@@ -40,11 +40,13 @@ public enum RendezvousEvent: Equatable, Sendable {
 
 /// Owns the WebSocket to the relay for one `RendezvousMachine`: connects, performs the machine's
 /// actions, and after any connection loss reconnects with back-off (same side) so the machine
-/// resumes. Blocking API for command-line use; never call it on an event-loop thread.
+/// resumes. Blocking API for command-line use; never call it on an event-loop thread. The
+/// socket is read and written by the calling thread (``BlockingWebSocket``): every relay
+/// message would otherwise wake it from the event loop's thread.
 public final class RendezvousConnection {
     public let url: String
     public private(set) var machine: RendezvousMachine
-    private var socket: WebSocket?
+    private var socket: BlockingWebSocket?
     private var events: [RendezvousEvent] = []
     private let connectTimeout: Duration
     /// Back-off after a lost connection: first delay, growth factor and cap, as Python's client.
@@ -88,7 +90,7 @@ public final class RendezvousConnection {
         var retry = Self.backoff
         for attempt in 1...Self.firstConnectAttempts {
             do {
-                let fresh = try WebSocketClient.connect(
+                let fresh = try WebSocketClient.connectBlocking(
                     url: url, options: Self.options, timeout: connectTimeout)
                 if try begin(fresh, timeout: connectTimeout) { return }
                 throw NetError(.connectionClosed, lostBecause ?? "the relay closed the connection")
@@ -110,7 +112,7 @@ public final class RendezvousConnection {
     /// refuses `bind` without one and each stamp serves once. Then the machine binds and
     /// resumes, and sees the welcome (its motd, or the error that ends the rendezvous). False
     /// when the connection was lost before the welcome.
-    private func begin(_ fresh: WebSocket, timeout: Duration) throws(RelayConnectionError) -> Bool {
+    private func begin(_ fresh: BlockingWebSocket, timeout: Duration) throws(RelayConnectionError) -> Bool {
         let first: WebSocketMessage
         do {
             first = try fresh.receive(timeout: timeout)
@@ -170,7 +172,7 @@ public final class RendezvousConnection {
     /// relay that is down from a peer that does not answer.
     public static func probe(url: String, timeout: Duration = .seconds(5)) throws(RelayConnectionError) {
         do {
-            let socket = try WebSocketClient.connect(url: url, options: options, timeout: timeout)
+            let socket = try WebSocketClient.connectBlocking(url: url, options: options, timeout: timeout)
             socket.close()
         } catch {
             throw .unreachable(url: url, reason: reason(error))
@@ -265,7 +267,7 @@ public final class RendezvousConnection {
                 onReconnect?(reconnect.delay)
                 reconnect.grow()
                 nextReconnect = now + .milliseconds(Int(reconnect.delay * 1000))
-                if let fresh = try? WebSocketClient.connect(
+                if let fresh = try? WebSocketClient.connectBlocking(
                     url: url, options: Self.options, timeout: min(connectTimeout, remaining)),
                     try begin(fresh, timeout: min(connectTimeout, remaining))
                 {
