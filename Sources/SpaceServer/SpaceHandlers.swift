@@ -221,17 +221,9 @@ extension SpaceService {
                 token: true, label: body.deviceLabel)
             return .json(appended, status: 201)
         }
-        guard body.event == nil else {
-            throw APIError.badRequest(.invalidRequest, "Send either event or events, not both.")
-        }
-        guard !events.isEmpty else {
-            throw APIError.badRequest(.invalidField, "Field events must not be empty.")
-        }
-        guard events.count <= configuration.maximumEventsPerRequest else {
-            throw APIError(
-                413, .tooManyEvents,
-                "Send at most \(configuration.maximumEventsPerRequest) events at once.")
-        }
+        try checkSeveral(
+            events, alsoOne: body.event != nil, field: "event",
+            limit: configuration.maximumEventsPerRequest, tooMany: .tooManyEvents)
         var appended: [AppendedEvent] = []
         for (index, event) in events.enumerated() {
             guard case .memberAdded = event.change else {
@@ -392,5 +384,23 @@ extension SpaceService {
             try issueToken(
                 space: space.id, member: member.record.id, label: body.label, expiresIn: body.expiresIn),
             status: 201)
+    }
+}
+
+extension SpaceService {
+    /// The checks a body's several-item form (`events`, `notes`) shares: not beside the one-item
+    /// form, not empty, at most `limit` items (else 413 `tooMany`).
+    func checkSeveral<Item>(
+        _ items: [Item], alsoOne: Bool, field: String, limit: Int, tooMany: APIError.Code
+    ) throws {
+        guard !alsoOne else {
+            throw APIError.badRequest(.invalidRequest, "Send either \(field) or \(field)s, not both.")
+        }
+        guard !items.isEmpty else {
+            throw APIError.badRequest(.invalidField, "Field \(field)s must not be empty.")
+        }
+        guard items.count <= limit else {
+            throw APIError(413, tooMany, "Send at most \(limit) \(field)s at once.")
+        }
     }
 }

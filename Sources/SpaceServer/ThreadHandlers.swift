@@ -240,16 +240,9 @@ extension SpaceService {
             }
             return .json(NoteStored(id: try storeNote(note, space: space, sender: member)), status: 201)
         }
-        guard body.note == nil else {
-            throw APIError.badRequest(.invalidRequest, "Send either note or notes, not both.")
-        }
-        guard !notes.isEmpty else {
-            throw APIError.badRequest(.invalidField, "Field notes must not be empty.")
-        }
-        guard notes.count <= configuration.maximumNotesPerRequest else {
-            throw APIError(
-                413, .tooManyNotes, "Send at most \(configuration.maximumNotesPerRequest) notes at once.")
-        }
+        try checkSeveral(
+            notes, alsoOne: body.note != nil, field: "note",
+            limit: configuration.maximumNotesPerRequest, tooMany: .tooManyNotes)
         var ids: [Int64] = []
         for (index, note) in notes.enumerated() {
             do {
