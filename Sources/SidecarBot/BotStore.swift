@@ -172,44 +172,7 @@ extension BotInvite {
     /// it is sealed and written at nearly every step of every join. The caller zeroes the bytes
     /// (they hold the secret).
     func storedJSON() -> [UInt8] {
-        var parts = StoredParts()
-        return storedJSON(reusing: &parts)
-    }
-
-    /// The public parts of an open invite's JSON as last written, kept between its writes so
-    /// that a write encodes only what changed (a join changes the attendant's state and counts;
-    /// the record stays, the heard sides grow by one a join).
-    struct StoredParts {
-        var record: SignedInvite?
-        var recordJSON: [UInt8] = []
-        var seenSides: [Rendezvous.Side]?
-        var seenSidesJSON: [UInt8]?
-    }
-
-    /// ``storedJSON()``, with the record and the heard sides taken from `parts` when they did
-    /// not change (and `parts` brought up to date when they did).
-    func storedJSON(reusing parts: inout StoredParts) -> [UInt8] {
-        if let record, record != parts.record {
-            var out = StateJSONWriter(capacity: 512)
-            out.object { out in
-                out.integer("v", record.v)
-                out.string("space", record.space.base64URL)
-                out.string("inviter", record.inviter.base64URL)
-                out.string("inviter_key", record.inviterKey)
-                out.string("nameplate", record.nameplate)
-                out.integer("created_at", record.createdAt)
-                out.integer("expires_at", record.expiresAt)
-                out.integer("uses", record.uses)
-                out.string("signature", record.signature)
-            }
-            parts.record = record
-            parts.recordJSON = out.bytes
-        }
-        if attendant.seenSides != parts.seenSides {
-            parts.seenSides = attendant.seenSides
-            parts.seenSidesJSON = attendant.seenSidesJSON()
-        }
-        var out = StateJSONWriter(capacity: 1024 + parts.recordJSON.count + (parts.seenSidesJSON?.count ?? 0))
+        var out = StateJSONWriter(capacity: 4096)
         out.object { out in
             out.string("id", id)
             out.string("noteID", noteID)
@@ -222,7 +185,19 @@ extension BotInvite {
             out.string("relay", relay)
             out.bool("ask", ask)
             out.integer("createdAt", createdAt)
-            if record != nil { out.raw("record", parts.recordJSON) }
+            if let record {
+                out.object("record") { out in
+                    out.integer("v", record.v)
+                    out.string("space", record.space.base64URL)
+                    out.string("inviter", record.inviter.base64URL)
+                    out.string("inviter_key", record.inviterKey)
+                    out.string("nameplate", record.nameplate)
+                    out.integer("created_at", record.createdAt)
+                    out.integer("expires_at", record.expiresAt)
+                    out.integer("uses", record.uses)
+                    out.string("signature", record.signature)
+                }
+            }
             if let approval { out.bool("approval", approval) }
             if let approvalUse { out.integer("approvalUse", approvalUse) }
             out.bool("cancelRequested", cancelRequested)
@@ -235,7 +210,7 @@ extension BotInvite {
                 }
             }
             out.key("attendant")
-            attendant.writeJSON(into: &out, seenSides: parts.seenSidesJSON)
+            attendant.writeJSON(into: &out)
         }
         return out.bytes
     }
@@ -264,9 +239,6 @@ public final class BotStore: @unchecked Sendable {
     /// The one connection, and the open invites as last written: reading or changing one needs
     /// no query, unsealing and decoding, only the write. Ended invites are not kept.
     private let state: Locked<(db: SQLiteDatabase, openCache: [String: BotInvite])>
-    /// The open invites' public JSON parts as last written (``BotInvite/StoredParts``): only
-    /// read and changed under `state`'s lock, by the writer of a batch.
-    private var parts: [String: BotInvite.StoredParts] = [:]
 
     /// Opens the state in `directory`. `create` makes the directory and file when missing;
     /// otherwise a missing state is an error. A state sealed under another key is refused.
@@ -397,9 +369,8 @@ public final class BotStore: @unchecked Sendable {
 
     /// An invite is sealed at nearly every step of every join: written by hand
     /// (``BotInvite/storedJSON()``), in the form its `Codable` reads.
-    /// Under `state`'s lock only (``parts``).
     private func seal(_ invite: BotInvite) -> [UInt8] {
-        var plain = invite.storedJSON(reusing: &parts[invite.id, default: BotInvite.StoredParts()])
+        var plain = invite.storedJSON()
         defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
         return key.seal(plain, purpose: "invite")
     }
@@ -458,12 +429,7 @@ public final class BotStore: @unchecked Sendable {
 
     /// Keeps `invite` as written in `openCache` (under the lock).
     private func remember(_ invite: BotInvite, in openCache: inout [String: BotInvite]) {
-        if invite.state.isOpen {
-            openCache[invite.id] = invite
-        } else {
-            openCache[invite.id] = nil
-            parts[invite.id] = nil
-        }
+        if invite.state.isOpen { openCache[invite.id] = invite } else { openCache[invite.id] = nil }
     }
 
     /// Every invite still being attended.
@@ -492,92 +458,31 @@ public final class BotStore: @unchecked Sendable {
     /// Saves an invite; with `onlyIfNew` returns false (and changes nothing) when it exists.
     @discardableResult
     public func save(_ invite: BotInvite, onlyIfNew: Bool = false) throws(BotError) -> Bool {
-        guard case .saved(let saved) = try write(.save(invite, onlyIfNew: onlyIfNew)) else { return false }
-        return saved
+        let body = seal(invite)
+        return try runCaching { db, openCache in
+            try db.query(
+                onlyIfNew
+                    ? "INSERT OR IGNORE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)"
+                    : "INSERT OR REPLACE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)",
+                [.text(invite.id), .text(invite.state.rawValue), .integer(invite.expiresAt), .blob(body)])
+            guard db.changes > 0 else { return false }
+            remember(invite, in: &openCache)
+            return true
+        }
     }
 
     /// Changes a saved invite in place (under the store's lock, so concurrent updates from the
     /// inbox and the invite's worker do not lose each other). Returns the result.
     @discardableResult
-    /// (`change` escapes: it is applied by whoever writes the batch it joins, and that batch
-    /// may hold it a moment after this returns.)
-    public func update(_ id: String, _ change: @escaping (inout BotInvite) -> Void) throws(BotError)
-        -> BotInvite?
-    {
-        guard case .updated(let invite) = try write(.update(id, change)) else { return nil }
-        return invite
-    }
-
-    /// One write of the store's (an invite saved or changed, a history line).
-    private enum Write {
-        case save(BotInvite, onlyIfNew: Bool)
-        case update(String, (inout BotInvite) -> Void)
-        case log(kind: String, nameplate: String?, detail: String, at: Int64)
-    }
-
-    private enum Written {
-        case saved(Bool)
-        case updated(BotInvite?)
-        case logged
-    }
-
-    /// The writes of every invite's worker and the inbox: whoever writes while another write is
-    /// on its way waits, and the first of them then writes everyone's in one transaction (one
-    /// commit, one round of file locks, for joins that step at the same moment).
-    private let writes = BatchQueue<Write, Result<Written, BotError>>()
-
-    private func write(_ item: Write) throws(BotError) -> Written {
-        try writes.submit(item) { batch in writeAll(batch) }.get()
-    }
-
-    /// Writes `batch` in one transaction (a lone write without one: SQLite commits it by
-    /// itself). All or none: a failed write (a full disk) fails the whole batch and leaves the
-    /// cache as the file is.
-    private func writeAll(_ batch: [Write]) -> [Result<Written, BotError>] {
-        do {
-            let answers = try runCaching { db, openCache -> [Written] in
-                // The invites this batch wrote, remembered in the cache once committed.
-                var written: [String: BotInvite] = [:]
-                let cached = openCache
-                func body() throws -> [Written] {
-                    try batch.map { try apply($0, db, cached, &written) }
-                }
-                let answers = batch.count == 1 ? try body() : try db.transaction(body)
-                for invite in written.values { remember(invite, in: &openCache) }
-                return answers
-            }
-            return answers.map { .success($0) }
-        } catch {
-            return batch.map { _ in .failure(error) }
-        }
-    }
-
-    /// One write of a batch (under the lock, inside its transaction).
-    private func apply(
-        _ item: Write, _ db: SQLiteDatabase, _ openCache: [String: BotInvite],
-        _ written: inout [String: BotInvite]
-    ) throws -> Written {
-        switch item {
-        case .save(let invite, let onlyIfNew):
-            try db.query(
-                onlyIfNew
-                    ? "INSERT OR IGNORE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)"
-                    : "INSERT OR REPLACE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)",
-                [
-                    .text(invite.id), .text(invite.state.rawValue), .integer(invite.expiresAt),
-                    .blob(seal(invite)),
-                ])
-            guard db.changes > 0 else { return .saved(false) }
-            written[invite.id] = invite
-            return .saved(true)
-        case .update(let id, let change):
+    public func update(_ id: String, _ change: (inout BotInvite) -> Void) throws(BotError) -> BotInvite? {
+        try runCaching { db, openCache -> BotInvite? in
             var invite: BotInvite
-            if let earlier = written[id] ?? openCache[id] {
-                invite = earlier
+            if let cached = openCache[id] {
+                invite = cached
             } else {
                 guard let row = try db.query("SELECT body FROM invites WHERE id = ?", [.text(id)]).first,
                     var plain = key.open(row[0].blob ?? [], purpose: "invite")
-                else { return .updated(nil) }
+                else { return nil }
                 defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
                 invite = try JSONDecoder().decode(BotInvite.self, from: Data(plain))
             }
@@ -585,13 +490,9 @@ public final class BotStore: @unchecked Sendable {
             try db.query(
                 "UPDATE invites SET state = ?, body = ? WHERE id = ?",
                 [.text(invite.state.rawValue), .blob(seal(invite)), .text(id)])
-            written[id] = invite
-            return .updated(invite)
-        case .log(let kind, let nameplate, let detail, let at):
-            try db.query(
-                "INSERT INTO log (at, kind, nameplate, detail) VALUES (?, ?, ?, ?)",
-                [.integer(at), .text(kind), nameplate.map { .text($0) } ?? .null, .text(detail)])
-            return .logged
+            // Only once written: a failed write (a full disk) leaves the cache as the file is.
+            remember(invite, in: &openCache)
+            return invite
         }
     }
 
@@ -604,7 +505,11 @@ public final class BotStore: @unchecked Sendable {
     // MARK: History
 
     public func log(_ kind: String, nameplate: String?, _ detail: String, at: Int64) throws(BotError) {
-        _ = try write(.log(kind: kind, nameplate: nameplate, detail: detail, at: at))
+        try run {
+            try $0.query(
+                "INSERT INTO log (at, kind, nameplate, detail) VALUES (?, ?, ?, ?)",
+                [.integer(at), .text(kind), nameplate.map { .text($0) } ?? .null, .text(detail)])
+        }
     }
 
     /// The latest `limit` history lines, newest last.
