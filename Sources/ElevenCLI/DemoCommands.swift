@@ -350,6 +350,9 @@ final class ShownProcess: @unchecked Sendable {
         if process.isRunning { stop() }
         process.waitUntilExit()
         _ = finished.wait(timeout: .now() + 5)
+        // A program the stop killed ends with a failure the script must not report: the stop
+        // exits with status 6 once everything is down, so park this thread until it does.
+        DemoCleanup.shared.checkpoint()
         return process.terminationStatus
     }
 
