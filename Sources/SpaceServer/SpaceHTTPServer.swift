@@ -24,6 +24,8 @@ public struct SpaceHTTPConfiguration: Sendable {
     public var appleAppSiteAssociation: [UInt8]?
     /// `/.well-known/assetlinks.json`; 404 when nil.
     public var assetLinks: [UInt8]?
+    /// The time the API goes by (tests move a ``ManualClock`` to expire what they issued).
+    public var clock: any WallClock = SystemClock()
 
     public init(databasePath: String) {
         self.databasePath = databasePath
@@ -51,6 +53,7 @@ public final class SpaceHTTPServer: Sendable {
         apiConfiguration.homeMail?.log = configuration.log
         api = try SpaceAPI(
             databasePath: configuration.databasePath, configuration: apiConfiguration,
+            clock: configuration.clock,
             observer: { change in
                 if case .message(let space, let thread, _) = change {
                     waits.notify(MessageWaits.key(space: space.base64URL, thread: thread.base64URL))

@@ -273,6 +273,7 @@ extension SpaceService {
         try store.insertEvent(
             space: space.id, sequence: event.sequence, hash: applied.head, json: try encodeEvent(event))
         var token: IssuedToken?
+        var challenge: String?
         switch event.change {
         case .memberAdded(let record):
             try store.insertMember(record, space: space.id, sequence: event.sequence)
@@ -280,6 +281,9 @@ extension SpaceService {
             if issuing {
                 token = try issueToken(space: space.id, member: record.id, label: label, expiresIn: nil)
             }
+            // The new member's first sign-in challenge, which the attendant passes on in the
+            // grant: the joiner then signs in without asking for one. An HMAC, nothing stored.
+            challenge = freshChallenge(space: space.id, member: record.id).challenge
         case .memberRemoved(let id):
             try store.markRemoved(id, space: space.id, sequence: event.sequence)
             try store.revokeTokens(space: space.id, member: id, now: now)
@@ -292,7 +296,9 @@ extension SpaceService {
             break
         }
         pendingChanges.append(.membership(space: space.id, sequence: event.sequence))
-        return AppendedEvent(sequence: event.sequence, hash: applied.head.description, deviceToken: token)
+        return AppendedEvent(
+            sequence: event.sequence, hash: applied.head.description, deviceToken: token,
+            signInChallenge: challenge)
     }
 
     /// Marks a link's signer removed when `event` spent its last use: the roster retired it
@@ -340,12 +346,18 @@ extension SpaceService {
     /// Whether the member exists is left to the sign-in, which says so only to their key.
     func signInChallenge(_ request: APIRequest, space: SpaceRow) throws -> APIResponse {
         let body = try decode(ChallengeBody.self, from: request)
+        return .json(freshChallenge(space: space.id, member: body.member), status: 201)
+    }
+
+    /// A new challenge for `member` (``SignInChallenge``). Not a secret: it is good only for a
+    /// proof signed with that member's own key, sent to this server for this space, once; anyone
+    /// may ask for one. So the answer to an admission may carry it through the attendant.
+    func freshChallenge(space: SpaceID, member: MemberID) -> Challenge {
         let challenge = SignInChallenge(
             nonce: Self.randomBytes(SignInChallenge.nonceByteCount),
             expiresAt: now + configuration.challengeLifetime)
-        let bytes = challenge.bytes(space: space.id, member: body.member, key: challengeKey)
-        return .json(
-            Challenge(challenge: Base64URL.encode(bytes), expiresAt: challenge.expiresAt), status: 201)
+        let bytes = challenge.bytes(space: space, member: member, key: challengeKey)
+        return Challenge(challenge: Base64URL.encode(bytes), expiresAt: challenge.expiresAt)
     }
 
     func signIn(_ request: APIRequest, space: SpaceRow) throws -> APIResponse {
@@ -380,10 +392,14 @@ extension SpaceService {
             usedChallengesClearedBefore = max(usedChallengesClearedBefore, now)
             nextUsedChallengeCleanup = now + configuration.challengeLifetime
         }
-        return .json(
-            try issueToken(
-                space: space.id, member: member.record.id, label: body.label, expiresIn: body.expiresIn),
-            status: 201)
+        let token = try issueToken(
+            space: space.id, member: member.record.id, label: body.label, expiresIn: body.expiresIn)
+        guard let sequence = body.eventAt else { return .json(token, status: 201) }
+        // The event a joiner checks its grant against, with the token: what `GET …/events?from=
+        // N&limit=1` would give it now, and the member is entitled to that (signed in, current).
+        // A request fewer per join. None held there: the answer has no event.
+        let stored = try store.events(space: space.id, from: sequence, limit: 1).first
+        return APIResponse(status: 201, body: try SignedIn.body(token: token, storedEvent: stored))
     }
 }
 

@@ -20,6 +20,7 @@ typealias EventList = SpaceWire.EventList
 typealias AppendedEvent = SpaceWire.AppendedEvent
 typealias AppendedEvents = SpaceWire.AppendedEvents
 typealias Challenge = SpaceWire.Challenge
+typealias SignedIn = SpaceWire.SignedIn
 typealias ThreadInfo = SpaceWire.ThreadInfo
 typealias ThreadList = SpaceWire.ThreadList
 typealias WrapList = SpaceWire.WrapList

@@ -3,6 +3,7 @@ import Foundation
 import Net
 import SpaceModel
 import SpaceServer
+import Support
 import Synchronization
 import TestSupport
 import Testing
@@ -17,22 +18,24 @@ import Testing
     final class Running: Sendable {
         let server: SpaceHTTPServer
         let log = LogLines()
+        let databasePath: String
         var url: String { server.baseURL }
 
         init(
             maximumBodyBytes: Int = 1 << 20, maximumEventsPerRequest: Int = 100,
-            maximumNotesPerRequest: Int = 100
+            maximumNotesPerRequest: Int = 100, clock: any WallClock = SystemClock()
         ) throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "space-http-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            var configuration = SpaceHTTPConfiguration(
-                databasePath: directory.appendingPathComponent("db.sqlite").path)
+            databasePath = directory.appendingPathComponent("db.sqlite").path
+            var configuration = SpaceHTTPConfiguration(databasePath: databasePath)
             configuration.listenAddresses = [SocketAddress(numericHost: "127.0.0.1", port: 0)!]
             configuration.api.maximumBodyBytes = maximumBodyBytes
             configuration.api.maximumEventsPerRequest = maximumEventsPerRequest
             configuration.api.maximumNotesPerRequest = maximumNotesPerRequest
             configuration.maximumWaitSeconds = 30
+            configuration.clock = clock
             let log = self.log
             configuration.log = ServerLog { line in log.lines.withLock { $0.append(line) } }
             server = try SpaceHTTPServer(configuration: configuration)

@@ -101,6 +101,93 @@ import Testing
         #expect(try signIn(harness, space, sam, challenge: samsChallenge).status == 201)
     }
 
+    @Test("an admission's challenges each sign in their own member only, once")
+    func admissionChallenges() throws {
+        let harness = try APIHarness()
+        var space = try TestSpace.create(harness)
+        func joiner(_ name: String) -> TestMember {
+            TestMember(identity: DeviceIdentity.generate(), id: .random(), token: "", rights: [], name: name)
+        }
+        let sam = joiner("Sam")
+        let lee = joiner("Lee")
+        let ann = joiner("Ann")
+        var events: [MembershipEvent] = []
+        for member in [sam, lee] {
+            events.append(
+                try space.roster.nextEvent(.memberAdded(member.record), signedBy: space.owner.identity))
+            try space.roster.apply(events[events.count - 1])
+        }
+        // Two added in one request, then one alone: each answer carries a challenge.
+        let together = try harness.send(
+            "POST", "\(space.base)/members", token: space.owner.token, json: ["events": events])
+        #expect(together.status == 201, "\(together.json)")
+        let alone = try space.roster.nextEvent(.memberAdded(ann.record), signedBy: space.owner.identity)
+        let single = try harness.send(
+            "POST", "\(space.base)/members", token: space.owner.token, json: ["event": alone])
+        #expect(single.status == 201, "\(single.json)")
+        try space.roster.apply(alone)
+        let challenges = try (together.array("appended") + [single.json]).map {
+            try #require(Base64URL.decode($0["signInChallenge"] as? String ?? ""))
+        }
+        #expect(challenges.count == 3 && Set(challenges).count == 3)
+        // Each is bound to the member it was issued for.
+        #expect(try signIn(harness, space, lee, challenge: challenges[0]).error == "challenge_invalid")
+        #expect(try signIn(harness, space, sam, challenge: challenges[1]).error == "challenge_invalid")
+        #expect(try signIn(harness, space, sam, challenge: challenges[2]).error == "challenge_invalid")
+        #expect(try signIn(harness, space, sam, challenge: challenges[0]).status == 201)
+        #expect(try signIn(harness, space, lee, challenge: challenges[1]).status == 201)
+        #expect(try signIn(harness, space, ann, challenge: challenges[2]).status == 201)
+        // And good once.
+        #expect(try signIn(harness, space, sam, challenge: challenges[0]).error == "challenge_invalid")
+        // They expire as any other.
+        let bea = joiner("Bea")
+        let late = try space.roster.nextEvent(.memberAdded(bea.record), signedBy: space.owner.identity)
+        let reply = try harness.send(
+            "POST", "\(space.base)/members", token: space.owner.token, json: ["event": late])
+        #expect(reply.status == 201, "\(reply.json)")
+        harness.clock.advance(by: Double(SpaceServerConfiguration().challengeLifetime + 1))
+        let expired = try #require(Base64URL.decode(reply.string("signInChallenge")))
+        #expect(try signIn(harness, space, bea, challenge: expired).error == "challenge_invalid")
+    }
+
+    @Test("a sign-in with eventAt answers with that event as the list gives it, and none past the head")
+    func signInWithEvent() throws {
+        let harness = try APIHarness()
+        var space = try TestSpace.create(harness)
+        let sam = try space.add("Sam")
+        let sequence = space.roster.nextSequence - 1
+        let listed = try harness.send(
+            "GET", "\(space.base)/events?from=\(sequence)&limit=1", token: space.owner.token)
+        let listedText = String(decoding: listed.raw.body, as: UTF8.self)
+        func signIn(eventAt: UInt64?) throws -> Reply {
+            let proof = try sam.identity.signIn(
+                to: space.space, as: sam.id, challenge: challenge(harness, space, for: sam))
+            var body: [String: Any] = ["proof": proof]
+            if let eventAt { body["eventAt"] = Int(eventAt) }
+            return try harness.send("POST", "\(space.base)/sign-in", json: body)
+        }
+        let answer = try signIn(eventAt: sequence)
+        #expect(answer.status == 201, "\(answer.json)")
+        // The very bytes the list holds, and the token as before.
+        let text = String(decoding: answer.raw.body, as: UTF8.self)
+        let stored = String(listedText.dropFirst(#"{"events":["#.count).dropLast(2))
+        #expect(text.hasPrefix(#"{"event":"# + stored + ","))
+        #expect(Set(answer.json.keys) == ["event", "token", "id", "member", "expiresAt"])
+        let decoded = try WireJSON.decode(SpaceWire.SignedIn.self, from: answer.raw.body)
+        let event = try #require(try SpaceWire.EventList.decode(listed.raw.body, keysVouched: false).first)
+        #expect(decoded.event == event && event.sequence == sequence && event.change.adds(sam.id))
+        #expect(try harness.send("GET", "\(space.base)", token: decoded.token).status == 200)
+        // What `JSONEncoder` writes for the same answer.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        #expect(Array(try encoder.encode(decoded)) == answer.raw.body)
+        // Past the head: no event. Without the question: the answer as before.
+        let past = try signIn(eventAt: sequence + 1)
+        #expect(past.status == 201 && Set(past.json.keys) == ["token", "id", "member", "expiresAt"])
+        let plain = try signIn(eventAt: nil)
+        #expect(plain.status == 201 && Set(plain.json.keys) == ["token", "id", "member", "expiresAt"])
+    }
+
     @Test("a server restarted between challenge and sign-in accepts it once, and not again")
     func restart() throws {
         let harness = try APIHarness()

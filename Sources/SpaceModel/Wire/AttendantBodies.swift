@@ -67,25 +67,27 @@ extension SpaceWire.AppendedEvents: StrictJSONReadable {
 }
 
 extension SpaceWire.AppendedEvent: StrictJSONReadable {
-    private static let keys = StrictJSONReader.keys("sequence", "hash", "deviceToken")
+    private static let keys = StrictJSONReader.keys("sequence", "hash", "deviceToken", "signInChallenge")
     private static let tokenKeys = StrictJSONReader.keys("token", "id", "member", "expiresAt")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
         var sequence: UInt64?
         var hash: String?
         var token: SpaceWire.IssuedToken?
+        var challenge: String?
         var object = StrictJSONReader.ObjectScan(keys: keys)
         while let key = reader.nextKey(&object) {
             let read: Bool
             switch key {
             case 0: read = StrictJSONReader.got(&sequence, reader.unsigned())
             case 1: read = StrictJSONReader.got(&hash, reader.string())
-            default: read = StrictJSONReader.got(&token, issuedToken(&reader))
+            case 2: read = StrictJSONReader.got(&token, issuedToken(&reader))
+            default: read = StrictJSONReader.got(&challenge, reader.string())
             }
             if !read { return nil }
         }
         guard !object.failed, let sequence, let hash else { return nil }
-        return Self(sequence: sequence, hash: hash, deviceToken: token)
+        return Self(sequence: sequence, hash: hash, deviceToken: token, signInChallenge: challenge)
     }
 
     private static func issuedToken(_ reader: inout StrictJSONReader) -> SpaceWire.IssuedToken? {

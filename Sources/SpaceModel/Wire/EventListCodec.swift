@@ -137,3 +137,47 @@ extension StrictJSONReader {
             invite: invite, signature: signature)
     }
 }
+
+// The sign-in answer that carries the joiner's own event (`POST …/sign-in` with `eventAt`): the
+// server splices the event's stored text as it does into the list, and the client reads it with
+// the list's reader, so the event arrives and is checked exactly as `GET …/events` gives it.
+extension SpaceWire.SignedIn: StrictJSONReadable {
+    /// The answer's bytes, `token` with the event as ``SpaceWire/EventList/storedText(_:)``
+    /// wrote it (when there is one): what ``SpaceWire/EventList/encoder`` writes for the whole.
+    public static func body(token: SpaceWire.IssuedToken, storedEvent: String?) throws -> [UInt8] {
+        let fields = try WireJSON.encode(token)
+        guard var storedEvent, fields.first == UInt8(ascii: "{") else { return fields }
+        // Keys sorted: `event` comes before every key of the token.
+        var body: [UInt8] = []
+        body.reserveCapacity(fields.count + storedEvent.utf8.count + 10)
+        body += #"{"event":"#.utf8
+        storedEvent.withUTF8 { body.append(contentsOf: $0) }
+        body.append(UInt8(ascii: ","))
+        body += fields.dropFirst()
+        return body
+    }
+
+    private static let keys = StrictJSONReader.keys("token", "id", "member", "expiresAt", "event")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        var token: String?
+        var id: String?
+        var member: MemberID?
+        var expiresAt: Int?
+        var event: MembershipEvent?
+        var object = StrictJSONReader.ObjectScan(keys: keys)
+        while let key = reader.nextKey(&object) {
+            let read: Bool
+            switch key {
+            case 0: read = StrictJSONReader.got(&token, reader.string())
+            case 1: read = StrictJSONReader.got(&id, reader.string())
+            case 2: read = StrictJSONReader.got(&member, reader.identifier())
+            case 3: read = StrictJSONReader.got(&expiresAt, reader.int())
+            default: read = StrictJSONReader.got(&event, reader.event())
+            }
+            if !read { return nil }
+        }
+        guard !object.failed, let token, let id, let member, let expiresAt else { return nil }
+        return Self(token: token, id: id, member: member, expiresAt: Int64(expiresAt), event: event)
+    }
+}

@@ -36,6 +36,9 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// A full-length link that cannot be used: unknown, expired, used, its inviter gone, a claim
     /// that does not check out, or a payload that cannot be read.
     case unknownInvite, inviteExpired, inviteUsed, inviterRemoved, claimInvalid, inviteUnreadable
+    /// A sign-in challenge the server does not take (expired, used, altered, for another
+    /// member, or from before a restart with another key): ask for a fresh one.
+    case challengeInvalid
     /// Any other code, as spelled.
     case other(String)
 
@@ -48,7 +51,7 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
         .invalidField, .codeExpired, .emailNotProved, .tooManyAttempts, .emailUnavailable, .invalidAddress,
         .deviceRevoked, .timedOut, .unknownInvite, .inviteExpired, .inviteUsed, .inviterRemoved,
         .claimInvalid,
-        .inviteUnreadable,
+        .inviteUnreadable, .challengeInvalid,
     ]
 
     public init(_ spelling: String) {
@@ -91,6 +94,7 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
         case .inviterRemoved: "inviter_removed"
         case .claimInvalid: "claim_invalid"
         case .inviteUnreadable: "invite_unreadable"
+        case .challengeInvalid: "challenge_invalid"
         case .other(let spelling): spelling
         }
     }

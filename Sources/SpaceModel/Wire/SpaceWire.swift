@@ -69,10 +69,40 @@ public enum SpaceWire {
         public let proof: SignInProof
         public let label: String?
         public let expiresIn: Int64?
-        public init(proof: SignInProof, label: String? = nil, expiresIn: Int64? = nil) {
+        /// The sequence of a membership event to answer with beside the token (``SignedIn``): a
+        /// joiner's own event at its grant's checkpoint, which it would otherwise `GET` next.
+        /// Older servers ignore it (and answer without the event).
+        public let eventAt: UInt64?
+        public init(proof: SignInProof, label: String? = nil, expiresIn: Int64? = nil, eventAt: UInt64? = nil)
+        {
             self.proof = proof
             self.label = label
             self.expiresIn = expiresIn
+            self.eventAt = eventAt
+        }
+    }
+
+    /// The answer to a sign-in: the device token (``IssuedToken``'s fields) and, when the
+    /// request asked for one (``SignInRequest/eventAt``) and the server holds it, that event,
+    /// as `GET …/events?from=N&limit=1` would list it.
+    public struct SignedIn: Codable, Sendable {
+        public let token: String
+        public let id: String
+        public let member: MemberID
+        public let expiresAt: Int64
+        public let event: MembershipEvent?
+        public init(
+            token: String, id: String, member: MemberID, expiresAt: Int64, event: MembershipEvent? = nil
+        ) {
+            self.token = token
+            self.id = id
+            self.member = member
+            self.expiresAt = expiresAt
+            self.event = event
+        }
+
+        public var issued: IssuedToken {
+            IssuedToken(token: token, id: id, member: member, expiresAt: expiresAt)
         }
     }
 
@@ -212,15 +242,23 @@ public enum SpaceWire {
         }
     }
 
-    /// The answer to a membership change; adding a member issues their first device token.
+    /// The answer to a membership change; adding a member issues their first device token
+    /// (single events only) and a sign-in challenge for them (``signInChallenge``).
     public struct AppendedEvent: Codable, Sendable {
         public let sequence: UInt64
         public let hash: String
         public let deviceToken: IssuedToken?
-        public init(sequence: UInt64, hash: String, deviceToken: IssuedToken? = nil) {
+        /// A fresh sign-in challenge for the member the event added (as `POST …/sign-in/challenge`
+        /// gives it), which the attendant passes on in the grant so the joiner signs in at once.
+        /// Absent for other events and from older servers.
+        public let signInChallenge: String?
+        public init(
+            sequence: UInt64, hash: String, deviceToken: IssuedToken? = nil, signInChallenge: String? = nil
+        ) {
             self.sequence = sequence
             self.hash = hash
             self.deviceToken = deviceToken
+            self.signInChallenge = signInChallenge
         }
     }
 
