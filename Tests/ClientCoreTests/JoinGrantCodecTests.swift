@@ -39,13 +39,14 @@ import Testing
             server: String = "http://127.0.0.1:1/a/b", name: String = "Family", token: String? = nil,
             bundles: [KeyWrapBundle]? = nil, checkpoint: ChainCheckpoint?? = nil,
             vouched: [MemberRecord]?? = nil,
-            hint: JoinGrant.HistoryHint = .init(threads: 3, messages: 7)
+            hint: JoinGrant.HistoryHint = .init(threads: 3, messages: 7), challenge: String? = nil
         ) -> JoinGrant {
             JoinGrant(
                 space: .init(server: server, id: honest.space.id, name: name),
                 ownerSigningKey: honest.ownerSigningKey, memberID: honest.memberID, deviceToken: token,
                 wraps: [], bundles: bundles ?? [bundle], invite: honest.invite, historyHint: hint,
-                checkpoint: checkpoint ?? honest.checkpoint, vouched: vouched ?? honest.vouched)
+                checkpoint: checkpoint ?? honest.checkpoint, vouched: vouched ?? honest.vouched,
+                signInChallenge: challenge)
         }
         return [
             grant(),
@@ -55,6 +56,8 @@ import Testing
             grant(vouched: [ann, bot]),
             grant(vouched: []),
             grant(name: "Ünïcode 😀 ~\u{7F}\u{2028}", hint: .init(threads: 0, messages: Int.max)),
+            // Version 5: with the server's sign-in challenge.
+            grant(challenge: Base64URL.encode((0..<32).map { UInt8($0) })),
             // Texts that need escapes: left to `JSONEncoder`.
             grant(name: "The \"Family\""),
             grant(server: "http://x\\y"),
@@ -89,7 +92,7 @@ import Testing
             let expected = Array(try Self.sortedEncoder.encode(grant))
             #expect(grant.encoded() == expected, "grant \(index)")
             // The attendant's usual grants take the direct path; the others fall back.
-            #expect((JoinGrantWriter.bytes(grant) != nil) == (index < 7), "grant \(index)")
+            #expect((JoinGrantWriter.bytes(grant) != nil) == (index < 8), "grant \(index)")
         }
     }
 
@@ -103,9 +106,9 @@ import Testing
             // The attendant's usual grants take the direct path; the others are read alike or left
             // to JSONDecoder (single wraps and chains always are).
             let direct = JoinGrantReader.grant(bytes)
-            if index < 7 { #expect(direct == grant, "grant \(index)") }
+            if index < 8 { #expect(direct == grant, "grant \(index)") }
             #expect(direct == nil || direct == grant, "grant \(index)")
-            if index >= 11 { #expect(direct == nil, "grant \(index)") }
+            if index >= 12 { #expect(direct == nil, "grant \(index)") }
             // Other layouts and key orders (a default encoder escapes slashes: left to JSONDecoder).
             for other in [JSONEncoder(), pretty] {
                 let text = Array(try other.encode(grant))

@@ -100,6 +100,30 @@ import Testing
         #expect(try JoinGrant(decoding: Array(spaced.utf8)) == p.grant().compact())
     }
 
+    /// Version 5 is the compact form with the server's sign-in challenge: it reads back whole,
+    /// and is version 4's text with the key added. A version 4 joiner's reader does not know the
+    /// key and `JSONDecoder` refuses the compact form, so the attendant sends it only to a joiner
+    /// that reads 5; labelled 5, such a joiner would at least say to update.
+    @Test func aGrantWithAChallengeIsVersion5() throws {
+        let p = try Parts()
+        let challenge = Base64URL.encode((0..<32).map { UInt8($0 * 7 & 0xFF) })
+        let compact = p.grant().compact()
+        let grant = compact.with(signInChallenge: challenge)
+        #expect(grant.v == JoinGrant.challengeVersion && grant.signInChallenge == challenge)
+        let bytes = grant.encoded()
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(try JoinGrant(decoding: bytes) == grant)
+        #expect(
+            text.replacingOccurrences(of: #","sign_in_challenge":"\#(challenge)""#, with: "")
+                .replacingOccurrences(of: #""v":5"#, with: #""v":4"#)
+                == String(decoding: compact.encoded(), as: UTF8.self))
+        #expect((try? JSONDecoder().decode(JoinGrant.self, from: Data(bytes))) == nil)
+        // Version 3's form with the challenge (older joiners' `JSONDecoder` skips the key).
+        let full = p.grant().with(signInChallenge: challenge).with(version: 3)
+        #expect(try JoinGrant(decoding: full.encoded()) == full)
+        #expect(try JSONDecoder().decode(JoinGrant.self, from: Data(full.encoded())) == full)
+    }
+
     /// The exact text of the bot's usual grant (the bot attended, the owner invited).
     @Test func theCompactTextIsExactlyThis() throws {
         let p = try Parts()
@@ -228,9 +252,9 @@ import Testing
                 performing: { try JoinGrant(decoding: Array(bad.utf8)) })
         }
         #expect(
-            throws: JoinGrantError.invalid("grant version 5 is not supported; update eleven"),
+            throws: JoinGrantError.invalid("grant version 6 is not supported; update eleven"),
             performing: {
-                try JoinGrant(decoding: Array(text.replacingOccurrences(of: #""v":4"#, with: #""v":5"#).utf8))
+                try JoinGrant(decoding: Array(text.replacingOccurrences(of: #""v":4"#, with: #""v":6"#).utf8))
             })
     }
 

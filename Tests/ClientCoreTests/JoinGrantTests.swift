@@ -203,10 +203,10 @@ import Testing
         }
         var json = try #require(
             try JSONSerialization.jsonObject(with: Data(try Scenario().grant().encoded())) as? [String: Any])
-        json["v"] = 5
+        json["v"] = 6
         let future = Array(try JSONSerialization.data(withJSONObject: json))
-        #expect(message(future)?.contains("grant version 5 is not supported") == true)
-        #expect(message(Array(#"{"v":5}"#.utf8))?.contains("grant version 5 is not supported") == true)
+        #expect(message(future)?.contains("grant version 6 is not supported") == true)
+        #expect(message(Array(#"{"v":6}"#.utf8))?.contains("grant version 6 is not supported") == true)
         #expect(message(Array(#"{"v":4}"#.utf8))?.contains("missing or malformed") == true)
         #expect(message(Array("{}".utf8))?.contains("not a grant object") == true)
         #expect(message(Array(#"{"v":2}"#.utf8))?.contains("missing or malformed") == true)

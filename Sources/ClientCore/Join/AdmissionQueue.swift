@@ -24,11 +24,12 @@ public final class AdmissionQueue: @unchecked Sendable {
     /// cache last verified it, reading the chain again only when the server refuses the events
     /// because it moved on. Returns the new event and the roster after it (and after whatever
     /// was added with it); the chain stays in `rosters`, so no caller holds a copy that the
-    /// cache's next append would have to copy again.
+    /// cache's next append would have to copy again. With them, the sign-in challenge the server
+    /// issued for the new member (nil from an older server), for the grant.
     /// Refuses (`already_member`) a record whose keys a member already holds.
     public func add(
         _ record: MemberRecord, invite: SignedInvite?, session: SpaceSession, rosters: RosterCache
-    ) throws(SpaceClientError) -> (event: MembershipEvent, roster: Roster) {
+    ) throws(SpaceClientError) -> Admitted {
         try queue.submit(Pending(record: record, invite: invite)) { batch in
             add(batch, session: session, rosters: rosters)
             return batch.map {
@@ -39,13 +40,17 @@ public final class AdmissionQueue: @unchecked Sendable {
         }.get()
     }
 
+    /// One joiner added: their event, the roster after it, and the server's sign-in challenge
+    /// for them.
+    public typealias Admitted = (event: MembershipEvent, roster: Roster, signInChallenge: String?)
+
     // MARK: Internals
 
     /// One joiner of a batch, and what became of them.
     private final class Pending: @unchecked Sendable {
         let record: MemberRecord
         let invite: SignedInvite?
-        var result: Result<(event: MembershipEvent, roster: Roster), SpaceClientError>?
+        var result: Result<Admitted, SpaceClientError>?
 
         init(record: MemberRecord, invite: SignedInvite?) {
             self.record = record
@@ -53,7 +58,7 @@ public final class AdmissionQueue: @unchecked Sendable {
         }
     }
 
-    private let queue: BatchQueue<Pending, Result<(event: MembershipEvent, roster: Roster), SpaceClientError>>
+    private let queue: BatchQueue<Pending, Result<Admitted, SpaceClientError>>
     /// The counters and `singleOnly`.
     private struct State {
         /// The server refused the batch form (an older one): one event per request from then on.
@@ -126,8 +131,9 @@ public final class AdmissionQueue: @unchecked Sendable {
                 failure = error
             }
             var stored = 0
+            var challenges: [String?] = []
             if failure == nil && !stale && !signed.isEmpty {
-                (stored, failure) = post(signed, session: session)
+                (stored, challenges, failure) = post(signed, session: session)
             }
             // What the server took is the chain now, whatever happened to the rest.
             if stored > 0 {
@@ -135,8 +141,8 @@ public final class AdmissionQueue: @unchecked Sendable {
                 rosters.extend(Array(signed.prefix(stored)), onto: count, giving: running)
                 count += stored
                 roster = running
-                for (pending, event) in zip(sent, signed).prefix(stored) {
-                    pending.result = .success((event, roster))
+                for (index, (pending, event)) in zip(sent, signed).prefix(stored).enumerated() {
+                    pending.result = .success((event, roster, challenges[index]))
                 }
             }
             if let failure {
@@ -169,17 +175,20 @@ public final class AdmissionQueue: @unchecked Sendable {
     }
 
     /// Sends the events: one request (or one per event to a server without the batch form).
-    /// Returns how many the server stored, in order, and why it took no more.
-    private func post(_ events: [MembershipEvent], session: SpaceSession) -> (Int, SpaceClientError?) {
+    /// Returns how many the server stored, in order, the sign-in challenge it issued for each of
+    /// those, and why it took no more.
+    private func post(_ events: [MembershipEvent], session: SpaceSession) -> (
+        Int, [String?], SpaceClientError?
+    ) {
         let space = session.saved.space
         if events.count > 1 && !state.withLock({ $0.singleOnly }) {
             do throws(SpaceClientError) {
-                _ = try session.client.addMembers(space, events: events)
+                let appended = try session.client.addMembers(space, events: events)
                 state.withLock {
                     $0.requests += 1
                     $0.added += events.count
                 }
-                return (events.count, nil)
+                return (events.count, appended.map(\.signInChallenge), nil)
             } catch
                 where (error.status == 400 && error.typedCode == .missingField)
                 || (error.status == 413 && error.typedCode == .tooManyEvents)
@@ -188,20 +197,21 @@ public final class AdmissionQueue: @unchecked Sendable {
                 // nothing was stored; one at a time from now on.
                 state.withLock { $0.singleOnly = true }
             } catch {
-                return (0, error)
+                return (0, [], error)
             }
         }
-        for (index, event) in events.enumerated() {
+        var challenges: [String?] = []
+        for event in events {
             do throws(SpaceClientError) {
-                _ = try session.client.addMember(space, event: event)
+                challenges.append(try session.client.addMember(space, event: event).signInChallenge)
             } catch {
-                return (index, error)
+                return (challenges.count, challenges, error)
             }
             state.withLock {
                 $0.requests += 1
                 $0.added += 1
             }
         }
-        return (events.count, nil)
+        return (events.count, challenges, nil)
     }
 }

@@ -26,8 +26,13 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     /// bundle's boxes are one base64url text. An attendant sends it only to a joiner whose
     /// request says it reads it (``JoinRequest/grantVersion``): older joiners refuse version 4.
     public static let compactVersion = 4
+    /// Version 5 is version 4 (either form) with ``signInChallenge``: the joiner signs in with
+    /// it at once instead of asking the server for one. An attendant sends it only to a joiner
+    /// whose request says it reads it: a version 4 joiner's reader refuses a compact grant with
+    /// a key it does not know.
+    public static let challengeVersion = 5
     /// The versions this device accepts.
-    public static let acceptedVersions = 1...4
+    public static let acceptedVersions = 1...5
 
     public struct Space: Codable, Sendable, Equatable {
         public let server: String
@@ -71,6 +76,14 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     /// rights. With them the joiner checks the server's event at the checkpoint alone instead of
     /// the chain. Absent in older grants (and ignored by older joiners, which verify the chain).
     public let vouched: [MemberRecord]?
+    /// A sign-in challenge the space server issued for ``memberID`` when the attendant added
+    /// it (JSON `sign_in_challenge`; version 5): the joiner signs it with its own key and signs
+    /// in without asking for one (``open(identity:deviceLabel:now:nameplate:)``). Not a secret
+    /// and no authority: the server takes it only with a proof signed by this member's key,
+    /// for this space, once, before it expires, and gives one to anyone who asks; an attendant
+    /// (or the relay, which cannot read the grant anyway) that altered or kept it back costs the
+    /// joiner the request for a fresh one, nothing more.
+    public let signInChallenge: String?
 
     /// The most records ``vouched`` may hold (an attendant sends two at most).
     public static let maximumVouched = 4
@@ -83,13 +96,17 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         case memberID = "member_id"
         case deviceToken = "device_token"
         case historyHint = "history_hint"
+        case signInChallenge = "sign_in_challenge"
     }
 
     public init(
         space: Space, ownerSigningKey: String, memberID: MemberID, deviceToken: String?, wraps: [KeyWrap],
         bundles: [KeyWrapBundle]? = nil, invite: SignedInvite, roster: [MembershipEvent]? = nil,
-        historyHint: HistoryHint, checkpoint: ChainCheckpoint? = nil, vouched: [MemberRecord]? = nil
+        historyHint: HistoryHint, checkpoint: ChainCheckpoint? = nil, vouched: [MemberRecord]? = nil,
+        signInChallenge: String? = nil
     ) {
+        // A challenge alone changes no version: in version 3's form older joiners read it with
+        // `JSONDecoder`, which skips the key; ``with(signInChallenge:)`` labels the grant 5.
         v = bundles == nil ? 2 : Self.currentVersion
         self.space = space
         self.ownerSigningKey = ownerSigningKey
@@ -102,6 +119,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         self.historyHint = historyHint
         self.checkpoint = checkpoint
         self.vouched = vouched
+        self.signInChallenge = signInChallenge
     }
 
     /// The JSON object's UTF-8 bytes, as `JoinMessage.grant` carries them.
@@ -109,7 +127,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         // A version 4 grant the compact form cannot carry (a text that needs an escape, a bundle
         // for another member) goes in version 3's form, still labelled 4: every joiner that reads
         // 4 reads that form too, and it decodes to this very grant.
-        if v == Self.compactVersion, let bytes = JoinGrantWriter.compactBytes(self) { return bytes }
+        if v >= Self.compactVersion, let bytes = JoinGrantWriter.compactBytes(self) { return bytes }
         // The attendant's usual grant is written directly (the same bytes; see JoinGrantCodec).
         if let bytes = JoinGrantWriter.bytes(self) { return bytes }
         let encoder = JSONEncoder()
@@ -386,9 +404,11 @@ public struct JoinGrant: Codable, Sendable, Equatable {
     }
 
     /// ``accept(identity:state:deviceLabel:now:nameplate:)`` without saving: signs in, fetches
-    /// this device's event at the checkpoint (a grant that vouches for its members; one request
-    /// whatever the size of the space) or else the server's member list, and verifies against
-    /// it; returns what to save (the bot keeps it elsewhere).
+    /// this device's event at the checkpoint (a grant that vouches for its members; whatever the
+    /// size of the space) or else the server's member list, and verifies against it; returns
+    /// what to save (the bot keeps it elsewhere). The event comes with the sign-in's answer, and
+    /// with the grant's ``signInChallenge`` the sign-in needs no challenge first: one request in
+    /// all (older servers and attendants: up to three, as before).
     public func open(identity: DeviceIdentity, deviceLabel: String?, now: Int64, nameplate: String? = nil)
         throws -> (saved: SavedSpace, verified: Verified)
     {
@@ -398,17 +418,27 @@ public struct JoinGrant: Codable, Sendable, Equatable {
         }
         let inviterKey = try invite.verifySignature()
         var client = try SpaceClient(server: space.server)
+        // The event at the checkpoint is all a grant that vouches for its members is checked
+        // against: asked for with the sign-in.
+        let wanted = roster == nil && vouched != nil ? checkpoint : nil
+        // What came with the sign-in (nil from an older server: then fetched on its own).
+        var signedInEvent: MembershipEvent?
         if let deviceToken {
             client.token = deviceToken
         } else {
-            client.token = try client.signIn(space.id, as: memberID, identity: identity, label: deviceLabel)
-                .token
+            // With the grant's challenge, one request in all (else a fresh challenge first).
+            let signedIn = try client.signIn(
+                space.id, as: memberID, identity: identity, label: deviceLabel, challenge: signInChallenge,
+                eventAt: wanted?.sequence)
+            client.token = signedIn.token
+            signedInEvent = signedIn.event
         }
         let verified: Verified
-        if roster == nil, let checkpoint, vouched != nil {
+        if let checkpoint = wanted {
             // The server's event at the attendant's checkpoint: it must be exactly the one the
-            // attendant vouched for (signing in showed the server registered this device).
-            guard let event = try client.event(space.id, at: checkpoint.sequence) else {
+            // attendant vouched for (signing in showed the server registered this device). The
+            // one the sign-in answered with is checked exactly as a fetched one.
+            guard let event = try signedInEvent ?? client.event(space.id, at: checkpoint.sequence) else {
                 throw JoinGrantError.forged("the space server does not hold this device's membership event")
             }
             verified = try verify(
@@ -513,6 +543,8 @@ extension SpaceSession {
         // The names thread the joiner's name is sealed under: made just now when the space had
         // none, so not among `heldKeys` yet.
         var madeNames: (thread: ThreadID, key: ThreadKey)?
+        // The server's sign-in challenge for the joiner, from its answer to the admission.
+        var challenge: String?
         if let earlier, case .memberAdded(let added) = earlier.change {
             guard roster.members[added.id] != nil else {
                 throw SpaceClientError(
@@ -533,14 +565,15 @@ extension SpaceSession {
             madeNames = names
             record = sealedRecord(keys: keys, rights: [], name: request.displayName, names: names)
             if let rosters {
-                (addition, roster) = try (admissions ?? AdmissionQueue()).add(
+                let added = try (admissions ?? AdmissionQueue()).add(
                     record, invite: carryInvite ? invite : nil, session: self, rosters: rosters)
+                (addition, roster, challenge) = (added.event, added.roster, added.signInChallenge)
             } else {
                 let event = try signed { () throws(KeyModelError) in
                     try roster.nextEvent(
                         .memberAdded(record), signedBy: identity, invite: carryInvite ? invite : nil)
                 }
-                _ = try client.addMember(saved.space, event: event)
+                challenge = try client.addMember(saved.space, event: event).signInChallenge
                 try signed { () throws(KeyModelError) in try roster.apply(event) }
                 addition = event
             }
@@ -607,7 +640,10 @@ extension SpaceSession {
         // The smaller form only to a joiner that says it reads it: the relay stores the grant
         // and wipes it again, page by page (docs/bot.md, "Session 13").
         let reads = request.grantVersion ?? JoinGrant.currentVersion
-        return (reads >= JoinGrant.compactVersion ? grant.compact() : grant, record)
+        let sent = reads >= JoinGrant.compactVersion ? grant.compact() : grant
+        // The challenge only to a joiner that reads it (version 5; see ``JoinGrant/challengeVersion``).
+        guard let challenge, reads >= JoinGrant.challengeVersion else { return (sent, record) }
+        return (sent.with(signInChallenge: challenge), record)
     }
 
     /// The most threads one wrap bundle holds (the server takes at most 1,000 keys per request).

@@ -17,7 +17,8 @@ extension JoinGrant {
         v: Int, space: Space, ownerSigningKey: String, memberID: MemberID, deviceToken: String?,
         wraps: [KeyWrap] = [], bundles: [KeyWrapBundle]?, invite: SignedInvite,
         roster: [MembershipEvent]? = nil,
-        historyHint: HistoryHint, checkpoint: ChainCheckpoint?, vouched: [MemberRecord]?
+        historyHint: HistoryHint, checkpoint: ChainCheckpoint?, vouched: [MemberRecord]?,
+        signInChallenge: String? = nil
     ) {
         self.v = v
         self.space = space
@@ -31,6 +32,7 @@ extension JoinGrant {
         self.historyHint = historyHint
         self.checkpoint = checkpoint
         self.vouched = vouched
+        self.signInChallenge = signInChallenge
     }
 
     /// The same grant, labelled `version`.
@@ -38,14 +40,23 @@ extension JoinGrant {
         JoinGrant(
             v: version, space: space, ownerSigningKey: ownerSigningKey, memberID: memberID,
             deviceToken: deviceToken, wraps: wraps, bundles: bundles, invite: invite, roster: roster,
-            historyHint: historyHint, checkpoint: checkpoint, vouched: vouched)
+            historyHint: historyHint, checkpoint: checkpoint, vouched: vouched,
+            signInChallenge: signInChallenge)
+    }
+
+    /// This grant with `challenge` (version 5, ``challengeVersion``), for a joiner that reads it.
+    public func with(signInChallenge challenge: String) -> JoinGrant {
+        JoinGrant(
+            v: Self.challengeVersion, space: space, ownerSigningKey: ownerSigningKey, memberID: memberID,
+            deviceToken: deviceToken, wraps: wraps, bundles: bundles, invite: invite, roster: roster,
+            historyHint: historyHint, checkpoint: checkpoint, vouched: vouched, signInChallenge: challenge)
     }
 
     /// This grant as version 4 (``compactVersion``), which ``encoded()`` writes smaller; a grant
     /// with single wraps or a chain, or without bundles, stays as it is.
     public func compact() -> JoinGrant {
         guard bundles != nil, wraps.isEmpty, roster == nil else { return self }
-        return with(version: Self.compactVersion)
+        return with(version: max(v, Self.compactVersion))
     }
 }
 
@@ -103,6 +114,10 @@ enum JoinGrantWriter {
         if !compact || grant.ownerSigningKey != grant.invite.inviterKey {
             out.raw(#","owner_signing_key":"#)
             out.text(grant.ownerSigningKey)
+        }
+        if let challenge = grant.signInChallenge {
+            out.raw(#","sign_in_challenge":"#)
+            out.text(challenge)
         }
         out.raw(#","space":{"id":"#)
         out.base64(grant.space.id.bytes)
@@ -307,7 +322,7 @@ enum JoinGrantReader {
 extension StrictJSONReader {
     private static let grantKeys = keys(
         "v", "space", "owner_signing_key", "member_id", "device_token", "wraps", "wrap_bundles", "invite",
-        "history_hint", "checkpoint", "vouched_members")
+        "history_hint", "checkpoint", "vouched_members", "sign_in_challenge")
     private static let spaceKeys = keys("server", "id", "name")
     private static let hintKeys = keys("threads", "messages")
     private static let checkpointKeys = keys("sequence", "hash")
@@ -327,6 +342,7 @@ extension StrictJSONReader {
         var hint: JoinGrant.HistoryHint?
         var checkpoint: ChainCheckpoint?
         var vouched: [MemberRecord]?
+        var challenge: String?
     }
 
     /// The top-level object, with `invite` and `bundle` for the fields whose form differs
@@ -350,7 +366,8 @@ extension StrictJSONReader {
             case 7: read = Self.got(&fields.invite, readInvite(&self))
             case 8: read = Self.got(&fields.hint, historyHint())
             case 9: read = Self.got(&fields.checkpoint, chainCheckpoint())
-            default: read = Self.got(&fields.vouched, array { $0.memberRecord() })
+            case 10: read = Self.got(&fields.vouched, array { $0.memberRecord() })
+            default: read = Self.got(&fields.challenge, string())
             }
             if !read { return nil }
             if key == 5 { fields.wraps = true }
@@ -366,7 +383,7 @@ extension StrictJSONReader {
         return JoinGrant(
             v: v, space: space, ownerSigningKey: ownerKey, memberID: memberID, deviceToken: fields.token,
             bundles: fields.bundles, invite: invite, historyHint: hint, checkpoint: fields.checkpoint,
-            vouched: fields.vouched)
+            vouched: fields.vouched, signInChallenge: fields.challenge)
     }
 
     /// A version 4 bundle: its space and recipient are the grant's, its signer (when absent) the
@@ -385,7 +402,7 @@ extension StrictJSONReader {
     fileprivate mutating func compactGrant() -> JoinGrant? {
         // No `wraps`, and the invite's space is the grant's: the compact form has no other.
         guard let fields = grantFields(invite: { $0.inviteFields() }, bundle: { $0.compactBundle() }),
-            fields.v == JoinGrant.compactVersion, let v = fields.v, let space = fields.space,
+            let v = fields.v, v >= JoinGrant.compactVersion, let space = fields.space,
             let memberID = fields.memberID, !fields.wraps, let compactBundles = fields.bundles,
             let inviteFields = fields.invite, inviteFields.space == nil, let inviter = inviteFields.inviter,
             let hint = fields.hint
@@ -431,7 +448,7 @@ extension StrictJSONReader {
         return JoinGrant(
             v: v, space: space, ownerSigningKey: fields.ownerKey ?? inviterKey, memberID: memberID,
             deviceToken: fields.token, bundles: bundles, invite: invite, historyHint: hint,
-            checkpoint: fields.checkpoint, vouched: vouched)
+            checkpoint: fields.checkpoint, vouched: vouched, signInChallenge: fields.challenge)
     }
 
     private mutating func compactBundle() -> CompactBundle? {

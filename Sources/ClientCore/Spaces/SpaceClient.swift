@@ -124,19 +124,59 @@ public struct SpaceClient: Sendable {
     public func signIn(_ space: SpaceID, as member: MemberID, identity: DeviceIdentity, label: String? = nil)
         throws(SpaceClientError) -> SpaceWire.IssuedToken
     {
+        try call(
+            .post, path(space, "sign-in"),
+            body: SpaceWire.SignInRequest(
+                proof: proof(space, as: member, identity: identity, challenge: challenge(space, for: member)),
+                label: label))
+    }
+
+    /// Signs in as `member` with `challenge` when one came with the grant (the attendant passed
+    /// on the server's answer to the admission), asking for a fresh one only when the server
+    /// refuses it (`challenge_invalid`: expired while a person approved, or the server restarted
+    /// with another key) or there is none. With `eventAt` the answer also carries the event at
+    /// that sequence (nil: not held there, or an older server that ignores the question).
+    public func signIn(
+        _ space: SpaceID, as member: MemberID, identity: DeviceIdentity, label: String?,
+        challenge given: String?,
+        eventAt sequence: UInt64?
+    ) throws(SpaceClientError) -> SpaceWire.SignedIn {
+        func attempt(_ challenge: [UInt8]) throws(SpaceClientError) -> SpaceWire.SignedIn {
+            try call(
+                .post, path(space, "sign-in"),
+                body: SpaceWire.SignInRequest(
+                    proof: proof(space, as: member, identity: identity, challenge: challenge), label: label,
+                    eventAt: sequence))
+        }
+        if let given, let bytes = Base64URL.decode(given), bytes.count == SignInProof.challengeByteCount {
+            do {
+                return try attempt(bytes)
+            } catch  where error.status == 401 && error.typedCode == .challengeInvalid {
+                // Fall through to a fresh one, once.
+            }
+        }
+        return try attempt(challenge(space, for: member))
+    }
+
+    /// A fresh sign-in challenge for `member`.
+    private func challenge(_ space: SpaceID, for member: MemberID) throws(SpaceClientError) -> [UInt8] {
         let challenge: SpaceWire.Challenge = try call(
             .post, path(space, "sign-in", "challenge"), body: SpaceWire.ChallengeRequest(member: member))
         guard let bytes = Base64URL.decode(challenge.challenge) else {
             throw invalidResponse("the sign-in challenge is not base64url")
         }
-        let proof: SignInProof
+        return bytes
+    }
+
+    /// `challenge` signed with the device's key, bound to `space` and `member`.
+    private func proof(_ space: SpaceID, as member: MemberID, identity: DeviceIdentity, challenge: [UInt8])
+        throws(SpaceClientError) -> SignInProof
+    {
         do throws(KeyModelError) {
-            proof = try identity.signIn(to: space, as: member, challenge: bytes)
+            return try identity.signIn(to: space, as: member, challenge: challenge)
         } catch {
             throw invalidResponse("the sign-in challenge has the wrong length")
         }
-        return try call(
-            .post, path(space, "sign-in"), body: SpaceWire.SignInRequest(proof: proof, label: label))
     }
 
     // MARK: Threads, wraps, messages
