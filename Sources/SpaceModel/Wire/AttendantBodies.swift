@@ -68,7 +68,6 @@ extension SpaceWire.AppendedEvents: StrictJSONReadable {
 
 extension SpaceWire.AppendedEvent: StrictJSONReadable {
     private static let keys = StrictJSONReader.keys("sequence", "hash", "deviceToken", "signInChallenge")
-    private static let tokenKeys = StrictJSONReader.keys("token", "id", "member", "expiresAt")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
         var sequence: UInt64?
@@ -81,33 +80,16 @@ extension SpaceWire.AppendedEvent: StrictJSONReadable {
             switch key {
             case 0: read = StrictJSONReader.got(&sequence, reader.unsigned())
             case 1: read = StrictJSONReader.got(&hash, reader.string())
-            case 2: read = StrictJSONReader.got(&token, issuedToken(&reader))
+            // The token's fields are the sign-in answer's, without an event.
+            case 2:
+                read = StrictJSONReader.got(
+                    &token, SpaceWire.SignedIn.read(&reader).flatMap { $0.event == nil ? $0.issued : nil })
             default: read = StrictJSONReader.got(&challenge, reader.string())
             }
             if !read { return nil }
         }
         guard !object.failed, let sequence, let hash else { return nil }
         return Self(sequence: sequence, hash: hash, deviceToken: token, signInChallenge: challenge)
-    }
-
-    private static func issuedToken(_ reader: inout StrictJSONReader) -> SpaceWire.IssuedToken? {
-        var token: String?
-        var id: String?
-        var member: MemberID?
-        var expiresAt: Int?
-        var object = StrictJSONReader.ObjectScan(keys: tokenKeys)
-        while let key = reader.nextKey(&object) {
-            let read: Bool
-            switch key {
-            case 0: read = StrictJSONReader.got(&token, reader.string())
-            case 1: read = StrictJSONReader.got(&id, reader.string())
-            case 2: read = StrictJSONReader.got(&member, reader.identifier())
-            default: read = StrictJSONReader.got(&expiresAt, reader.int())
-            }
-            if !read { return nil }
-        }
-        guard !object.failed, let token, let id, let member, let expiresAt else { return nil }
-        return SpaceWire.IssuedToken(token: token, id: id, member: member, expiresAt: Int64(expiresAt))
     }
 }
 
