@@ -61,6 +61,11 @@ import Testing
             SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: Self.awkward),
             SpaceWire.MembersRequest(events: Array(fixture.events.dropFirst())),
             SpaceWire.MembersRequest(event: fixture.events[1], events: [], deviceLabel: ""),
+            SpaceWire.EventsRequest(
+                events: Array(fixture.events.dropFirst()), bundles: fixture.wraps.bundles),
+            SpaceWire.MembersRequest(
+                events: Array(fixture.events.dropFirst()), bundles: fixture.wraps.bundles),
+            SpaceWire.MembersRequest(events: [], bundles: []),
             fixture.wraps, SpaceWire.WrapsRequest(wraps: fixture.wraps.wraps), fixture.signIn,
             SpaceWire.SignInRequest(proof: fixture.signIn.proof),
             SpaceWire.ChallengeRequest(member: fixture.member.id),
@@ -69,6 +74,8 @@ import Testing
                 SpaceWire.AppendedEvent(sequence: 3, hash: "h", deviceToken: token),
                 SpaceWire.AppendedEvent(sequence: UInt64.max, hash: "g"),
             ]),
+            SpaceWire.AppendedEvents(
+                appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")], wrapsStored: 0),
             SpaceWire.ThreadList(threads: [
                 SpaceWire.ThreadInfo(
                     id: .random(), createdBy: fixture.member.id, createdAt: Int64.min, metadata: Self.awkward,
@@ -213,12 +220,15 @@ import Testing
         let signIn = Array(try Self.reference.encode(fixture.signIn))
         let appended = Array(
             try Self.reference.encode(
-                SpaceWire.AppendedEvents(appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")])))
+                SpaceWire.AppendedEvents(
+                    appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")], wrapsStored: 2)))
         let members = Array(
             try Self.reference.encode(
                 SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: "ph\u{1}one")))
         let membersList = Array(
-            try Self.reference.encode(SpaceWire.MembersRequest(events: Array(fixture.events.prefix(3)))))
+            try Self.reference.encode(
+                SpaceWire.MembersRequest(
+                    events: Array(fixture.events.prefix(3)), bundles: fixture.wraps.bundles)))
         // The attendant's answers per joiner.
         let appendedToken = Array(
             try Self.reference.encode(

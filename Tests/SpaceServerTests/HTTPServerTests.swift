@@ -21,7 +21,7 @@ import Testing
 
         init(
             maximumBodyBytes: Int = 1 << 20, maximumEventsPerRequest: Int = 100,
-            maximumNotesPerRequest: Int = 100
+            maximumNotesPerRequest: Int = 100, storesBundlesWithMembers: Bool = true
         ) throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "space-http-\(UUID().uuidString)")
@@ -32,6 +32,7 @@ import Testing
             configuration.api.maximumBodyBytes = maximumBodyBytes
             configuration.api.maximumEventsPerRequest = maximumEventsPerRequest
             configuration.api.maximumNotesPerRequest = maximumNotesPerRequest
+            configuration.api.storesBundlesWithMembers = storesBundlesWithMembers
             configuration.maximumWaitSeconds = 30
             let log = self.log
             configuration.log = ServerLog { line in log.lines.withLock { $0.append(line) } }

@@ -59,10 +59,21 @@ extension WireJSON {
 }
 
 extension SpaceWire.AppendedEvents: StrictJSONReadable {
-    private static let keys = StrictJSONReader.keys("appended")
+    private static let keys = StrictJSONReader.keys("appended", "wrapsStored")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
-        reader.onlyField(keys) { $0.array { SpaceWire.AppendedEvent.read(&$0) } }.map { Self(appended: $0) }
+        var appended: [SpaceWire.AppendedEvent]?
+        var stored: Int?
+        var object = StrictJSONReader.ObjectScan(keys: keys)
+        while let key = reader.nextKey(&object) {
+            let read =
+                key == 0
+                ? StrictJSONReader.got(&appended, reader.array { SpaceWire.AppendedEvent.read(&$0) })
+                : StrictJSONReader.got(&stored, reader.int())
+            if !read { return nil }
+        }
+        guard !object.failed, let appended else { return nil }
+        return Self(appended: appended, wrapsStored: stored)
     }
 }
 
