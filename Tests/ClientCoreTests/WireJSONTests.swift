@@ -133,7 +133,9 @@ import Testing
             #expect(WireJSON.fastEncode(value) == expected, "value \(index)")
             #expect(try WireJSON.encode(value) == expected, "value \(index)")
             // The answers written field by field, too.
-            if value is SpaceWire.WrapList || value is SpaceWire.ThreadList {
+            if value is SpaceWire.WrapList || value is SpaceWire.ThreadList
+                || value is SpaceWire.EventsRequest
+            {
                 #expect(WireJSON.directEncode(value) == expected, "value \(index)")
             }
         }
@@ -308,13 +310,16 @@ import Testing
                             ? nil
                             : SpaceWire.IssuedToken(
                                 token: text(), id: text(), member: .random(), expiresAt: int64()))
-                })
+                },
+                wrapsStored: number(2) == 0 ? nil : Int(int64()))
             let wraps = SpaceWire.WrapsRequest(
                 wraps: Array(fixture.wraps.wraps.prefix(number(4))),
                 bundles: number(2) == 0 ? nil : Array(fixture.wraps.bundles?.prefix(number(2)) ?? []))
             let written: [any Encodable] =
                 [
                     SpaceWire.NotesRequest(notes: notes), wraps,
+                    SpaceWire.EventsRequest(
+                        events: Array(fixture.events.prefix(number(4))), bundles: wraps.bundles),
                 ] + notes.map { SpaceWire.NoteRequest(note: $0) }
             for value in written {
                 #expect(try WireJSON.encode(value) == Array(Self.reference.encode(value)), "round \(round)")

@@ -83,6 +83,24 @@ public enum WireJSON {
                 out.append(UInt8(ascii: "}"))
             }
             out += "]}".utf8
+        } else if T.self == SpaceWire.EventsRequest.self {
+            // The attendant's admission: its joiners' bundles (most of the body) written here,
+            // the events by the generic writer (a `MembershipEvent` has many shapes).
+            let request = value as! SpaceWire.EventsRequest
+            guard let events = fastEncode(request.events) else { return nil }
+            out.reserveCapacity(events.count + 32 + (request.bundles?.count ?? 0) * 600)
+            out += #"{"#.utf8
+            if let bundles = request.bundles {
+                out += #""bundles":["#.utf8
+                for (index, bundle) in bundles.enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    write(bundle, into: &out)
+                }
+                out += "],".utf8
+            }
+            out += #""events":"#.utf8
+            out += events
+            out.append(UInt8(ascii: "}"))
         } else {
             return nil
         }
