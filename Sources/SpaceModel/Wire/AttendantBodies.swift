@@ -15,14 +15,7 @@ extension SpaceWire.WrapsRequest: DirectJSONWritable {
     public func writeJSON(into out: inout [UInt8]) {
         out.reserveCapacity(out.count + 32 + wraps.count * 400 + (bundles?.count ?? 0) * 600)
         out.append(UInt8(ascii: "{"))
-        if let bundles {
-            out += #""bundles":["#.utf8
-            for (index, bundle) in bundles.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                WireJSON.write(bundle, into: &out)
-            }
-            out += "],".utf8
-        }
+        if let bundles { WireJSON.writeBundles(bundles, into: &out) }
         out += #""wraps":["#.utf8
         for (index, wrap) in wraps.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
