@@ -20,6 +20,9 @@ public struct SpaceServerConfiguration: Sendable {
     public var maximumWrapsPerRequest = 1000
     /// Most membership events in one request (members added together).
     public var maximumEventsPerRequest = 100
+    /// Whether `POST …/members` stores the wrap bundles sent with its events. Off, the server
+    /// ignores them as a server from before did (for tests of the clients that fall back).
+    public var storesBundlesWithMembers = true
     /// Most inbox notes in one request (an attendant's notes to inviters sent together).
     public var maximumNotesPerRequest = 100
     /// Longest space name and token label, in UTF-8 bytes.

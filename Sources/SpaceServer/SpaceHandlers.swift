@@ -209,12 +209,18 @@ extension SpaceService {
 
     /// `POST …/members`: one event (`{"event"}`), or several `member_added` events in chain order
     /// (`{"events"}`), applied all or none; members added together get no device token (they sign
-    /// in themselves).
+    /// in themselves). With `events`, `bundles` are the new members' thread keys, checked and
+    /// stored after the events exactly as `POST …/wraps` does (an attendant's admission and its
+    /// wraps in one request); a refused bundle refuses the whole request.
     func addMembers(_ request: APIRequest, space: SpaceRow, principal: Principal) throws -> APIResponse {
         let body = try decode(MembersBody.self, from: request)
         guard let events = body.events else {
             guard let event = body.event else {
                 throw APIError.badRequest(.missingField, "Field event is missing.")
+            }
+            // The answer to one event has no room to say the bundles were stored.
+            guard body.bundles == nil || !configuration.storesBundlesWithMembers else {
+                throw APIError.badRequest(.invalidRequest, "Send bundles with events, not with event.")
             }
             let appended = try append(
                 event, space: space, principal: principal, expect: .adding,
@@ -238,7 +244,16 @@ extension SpaceService {
                 throw APIError(error.status, reporting: error.code, "Event \(index): \(error.message)")
             }
         }
-        return .json(AppendedEvents(appended: appended), status: 201)
+        guard let bundles = body.bundles, configuration.storesBundlesWithMembers else {
+            return .json(AppendedEvents(appended: appended), status: 201)
+        }
+        // Checked against the roster after the events (their members are the recipients), made
+        // by the caller, who signed the events.
+        let stored =
+            bundles.isEmpty
+            ? 0
+            : try storeKeys(wraps: [], bundles: bundles, space: space, member: try requireMember(principal))
+        return .json(AppendedEvents(appended: appended, wrapsStored: stored), status: 201)
     }
 
     /// Checks `event` against the roster as the request has left it so far, stores and applies

@@ -76,22 +76,32 @@ extension SpaceService {
     {
         let member = try requireMember(principal)
         let body = try decode(WrapsBody.self, from: request)
-        let bundles = body.bundles ?? []
-        guard !body.wraps.isEmpty || !bundles.isEmpty else {
+        let stored = try storeKeys(
+            wraps: body.wraps, bundles: body.bundles ?? [], space: space, member: member)
+        return .json(StoredCount(stored: stored), status: 201)
+    }
+
+    /// What `POST …/wraps` stores, and `POST …/members` after its events: single wraps and wrap
+    /// bundles made by `member` (the caller), at least one and at most `maximumWrapsPerRequest`
+    /// keys in all. Returns how many keys were stored.
+    func storeKeys(wraps: [KeyWrap], bundles: [KeyWrapBundle], space: SpaceRow, member: MemberRecord)
+        throws -> Int
+    {
+        guard !wraps.isEmpty || !bundles.isEmpty else {
             throw APIError.badRequest(.invalidField, "Field wraps must hold at least one key wrap.")
         }
         guard
-            body.wraps.count + bundles.reduce(0, { $0 + $1.entries.count })
+            wraps.count + bundles.reduce(0, { $0 + $1.entries.count })
                 <= configuration.maximumWrapsPerRequest
         else {
             throw APIError(
                 413, .tooManyWraps, "Send at most \(configuration.maximumWrapsPerRequest) wraps at once.")
         }
         var stored = 0
-        for thread in Set(body.wraps.map(\.thread)).sorted() {
+        for thread in Set(wraps.map(\.thread)).sorted() {
             try checkWrapping(thread, space: space, member: member)
             stored += try storeWraps(
-                body.wraps.filter { $0.thread == thread }, space: space, thread: thread, member: member)
+                wraps.filter { $0.thread == thread }, space: space, thread: thread, member: member)
         }
         if !bundles.isEmpty {
             let roster = try roster(space.id)
@@ -99,7 +109,7 @@ extension SpaceService {
                 stored += try storeBundle(bundle, space: space, member: member, roster: roster)
             }
         }
-        return .json(StoredCount(stored: stored), status: 201)
+        return stored
     }
 
     /// `member` may wrap `thread`'s key: the thread is in the space and the member holds its key.

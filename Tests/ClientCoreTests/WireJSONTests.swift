@@ -61,6 +61,11 @@ import Testing
             SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: Self.awkward),
             SpaceWire.MembersRequest(events: Array(fixture.events.dropFirst())),
             SpaceWire.MembersRequest(event: fixture.events[1], events: [], deviceLabel: ""),
+            SpaceWire.EventsRequest(
+                events: Array(fixture.events.dropFirst()), bundles: fixture.wraps.bundles),
+            SpaceWire.MembersRequest(
+                events: Array(fixture.events.dropFirst()), bundles: fixture.wraps.bundles),
+            SpaceWire.MembersRequest(events: [], bundles: []),
             fixture.wraps, SpaceWire.WrapsRequest(wraps: fixture.wraps.wraps), fixture.signIn,
             SpaceWire.SignInRequest(proof: fixture.signIn.proof),
             SpaceWire.ChallengeRequest(member: fixture.member.id),
@@ -69,6 +74,8 @@ import Testing
                 SpaceWire.AppendedEvent(sequence: 3, hash: "h", deviceToken: token),
                 SpaceWire.AppendedEvent(sequence: UInt64.max, hash: "g"),
             ]),
+            SpaceWire.AppendedEvents(
+                appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")], wrapsStored: 0),
             SpaceWire.ThreadList(threads: [
                 SpaceWire.ThreadInfo(
                     id: .random(), createdBy: fixture.member.id, createdAt: Int64.min, metadata: Self.awkward,
@@ -126,7 +133,9 @@ import Testing
             #expect(WireJSON.fastEncode(value) == expected, "value \(index)")
             #expect(try WireJSON.encode(value) == expected, "value \(index)")
             // The answers written field by field, too.
-            if value is SpaceWire.WrapList || value is SpaceWire.ThreadList {
+            if value is SpaceWire.WrapList || value is SpaceWire.ThreadList
+                || value is SpaceWire.EventsRequest
+            {
                 #expect(WireJSON.directEncode(value) == expected, "value \(index)")
             }
         }
@@ -213,12 +222,15 @@ import Testing
         let signIn = Array(try Self.reference.encode(fixture.signIn))
         let appended = Array(
             try Self.reference.encode(
-                SpaceWire.AppendedEvents(appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")])))
+                SpaceWire.AppendedEvents(
+                    appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")], wrapsStored: 2)))
         let members = Array(
             try Self.reference.encode(
                 SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: "ph\u{1}one")))
         let membersList = Array(
-            try Self.reference.encode(SpaceWire.MembersRequest(events: Array(fixture.events.prefix(3)))))
+            try Self.reference.encode(
+                SpaceWire.MembersRequest(
+                    events: Array(fixture.events.prefix(3)), bundles: fixture.wraps.bundles)))
         // The attendant's answers per joiner.
         let appendedToken = Array(
             try Self.reference.encode(
@@ -298,13 +310,16 @@ import Testing
                             ? nil
                             : SpaceWire.IssuedToken(
                                 token: text(), id: text(), member: .random(), expiresAt: int64()))
-                })
+                },
+                wrapsStored: number(2) == 0 ? nil : Int(int64()))
             let wraps = SpaceWire.WrapsRequest(
                 wraps: Array(fixture.wraps.wraps.prefix(number(4))),
                 bundles: number(2) == 0 ? nil : Array(fixture.wraps.bundles?.prefix(number(2)) ?? []))
             let written: [any Encodable] =
                 [
                     SpaceWire.NotesRequest(notes: notes), wraps,
+                    SpaceWire.EventsRequest(
+                        events: Array(fixture.events.prefix(number(4))), bundles: wraps.bundles),
                 ] + notes.map { SpaceWire.NoteRequest(note: $0) }
             for value in written {
                 #expect(try WireJSON.encode(value) == Array(Self.reference.encode(value)), "round \(round)")

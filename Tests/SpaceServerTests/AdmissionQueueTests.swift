@@ -23,12 +23,13 @@ import Testing
             expiresAt: now + 600, uses: 100)
     }
 
-    /// Admits `requests` from one thread each, all released at once; returns what each got.
+    /// Admits `requests` from one thread each, all released at once (with the key cache `keys`,
+    /// as the bot admits); returns what each got.
     private func admitTogether(
         _ requests: [JoinRequest], session: SpaceSession, invite: SignedInvite, queue: AdmissionQueue,
-        rosters: RosterCache
-    ) -> [Result<MemberRecord, SpaceClientError>] {
-        let results = Mutex<[Int: Result<MemberRecord, SpaceClientError>]>([:])
+        rosters: RosterCache, keys: ThreadKeyCache? = nil
+    ) -> [Result<(grant: JoinGrant, member: MemberRecord), SpaceClientError>] {
+        let results = Mutex<[Int: Result<(grant: JoinGrant, member: MemberRecord), SpaceClientError>]>([:])
         let start = DispatchSemaphore(value: 0)
         let group = DispatchGroup()
         for (index, request) in requests.enumerated() {
@@ -38,8 +39,7 @@ import Testing
                 let result = Result { () throws(SpaceClientError) in
                     try session.admit(
                         request: request, invite: invite, carryInvite: true, rosters: rosters,
-                        admissions: queue
-                    ).member
+                        admissions: queue, keys: keys)
                 }
                 results.withLock { $0[index] = result }
                 group.leave()
@@ -49,7 +49,7 @@ import Testing
         _ = group.wait(timeout: .now() + 60)
         let lost = SpaceClientError(.unreachable, code: "lost", message: "no answer within 60 s")
         return results.withLock { all in
-            requests.indices.map { all[$0] ?? Result<MemberRecord, SpaceClientError>.failure(lost) }
+            requests.indices.map { all[$0] ?? .failure(lost) }
         }
     }
 
@@ -67,7 +67,7 @@ import Testing
         let requests = (0..<count).map { joiner("J\($0)") }
         let results = admitTogether(
             requests, session: session, invite: invite(session), queue: queue, rosters: rosters)
-        let members = try results.map { try $0.get() }
+        let members = try results.map { try $0.get().member }
         return (members, requests, running, session, rosters, queue, start)
     }
 
@@ -125,6 +125,110 @@ import Testing
         }
         #expect(try session.client.events(session.saved.space).count == start + 2)
         #expect(queue.counts.requests == 1)
+    }
+
+    /// Joiners admitted together as the bot admits them (with its key cache): each joiner's
+    /// wraps ride with its event (no `POST …/wraps`), the admissions share thread lists (fewer
+    /// than one each), and every joiner opens its grant and finds its keys on the server. A
+    /// server that ignores the bundles (as one from before) gets them posted apart.
+    @Test(arguments: [true, false]) func wrapsRideWithTheEventsAndTheThreadListIsShared(storesBundles: Bool)
+        throws
+    {
+        let count = 12
+        let running = try HTTPServerTests.Running(storesBundlesWithMembers: storesBundles)
+        let (session, _, keys, _) = try running.space()
+        let rosters = RosterCache()
+        _ = try rosters.refresh(session)
+        let identities = (0..<count).map { _ in DeviceIdentity.generate() }
+        let requests = identities.enumerated().map {
+            JoinRequest(
+                displayName: "J\($0.offset)", deviceLabel: "phone",
+                publicKeys: JoinerKeys($0.element.publicKeys))
+        }
+        let before = running.log.lines.withLock { $0.count }
+        let results = admitTogether(
+            requests, session: session, invite: invite(session), queue: AdmissionQueue(), rosters: rosters,
+            keys: ThreadKeyCache())
+        let lines = Self.lines(running, from: before, session: session)
+        func sent(_ method: String, _ tail: String) -> Int {
+            lines.filter { $0.contains(#""method":"\#(method)""#) && $0.contains(tail + #"""#) }.count
+        }
+        #expect(sent("GET", "/threads") < count, "every admission read the thread list alone")
+        #expect(sent("POST", "/wraps") == (storesBundles ? 0 : count))
+        let now = Int64(Date().timeIntervalSince1970)
+        for (identity, result) in zip(identities, results) {
+            let grant = try result.get().grant
+            let opened = try grant.open(identity: identity, deviceLabel: "phone", now: now, nameplate: "7")
+            #expect(opened.verified.threadKeys.count == keys.count)
+            // What the server holds for the joiner opens to the same keys.
+            let joiner = try SpaceSession(saved: opened.saved, identity: identity)
+            let held = try joiner.threadKeys(roster: try joiner.roster())
+            #expect(Set(held.keys) == Set(opened.verified.threadKeys.keys))
+        }
+    }
+
+    /// An admission whose bundle the server refuses (here: addressed to someone who is not a
+    /// member) is not refused with it: the events go again without the bundles, and the
+    /// admission is told to post them itself (where the refusal stays with its joiner).
+    @Test func aRefusedBundleDoesNotRefuseTheAdmission() throws {
+        let running = try HTTPServerTests.Running()
+        let (session, thread, keys, _) = try running.space()
+        let rosters = RosterCache()
+        let start = try rosters.refresh(session).events.count
+        let bea = MemberRecord(id: .random(), keys: DeviceIdentity.generate().publicKeys, name: "Bea")
+        let stranger = MemberRecord(id: .random(), keys: DeviceIdentity.generate().publicKeys, name: "")
+        let key = try #require(keys[thread])
+        let bundle = try #require(
+            session.identity.wrapBundle([thread: key], for: stranger, in: session.saved.space))
+        let added = try AdmissionQueue().add(
+            bea, invite: nil, bundles: [bundle], session: session, rosters: rosters)
+        #expect(!added.wrapsStored)
+        #expect(added.roster.members[bea.id] != nil)
+        #expect(try session.client.events(session.saved.space).count == start + 1)
+        let refused = running.log.lines.withLock { $0.filter { $0.contains(#""status":422"#) }.count }
+        #expect(refused == 1)
+    }
+
+    /// An admission signed onto a stale cache is refused (the chain moved), signed again and
+    /// sent again with its bundles: still no `POST …/wraps`, and the joiner has its keys.
+    @Test func aMovedChainSendsTheBundlesAgainWithTheEvent() throws {
+        let running = try HTTPServerTests.Running()
+        let (session, _, keys, _) = try running.space()
+        let rosters = RosterCache()
+        _ = try rosters.refresh(session)
+        _ = try session.addMember(keys: DeviceIdentity.generate().publicKeys, name: "Ann")
+        let identity = DeviceIdentity.generate()
+        let before = running.log.lines.withLock { $0.count }
+        let (grant, _) = try session.admit(
+            request: JoinRequest(
+                displayName: "Bea", deviceLabel: "phone", publicKeys: JoinerKeys(identity.publicKeys)),
+            invite: invite(session), carryInvite: true, rosters: rosters, admissions: AdmissionQueue(),
+            keys: ThreadKeyCache())
+        let lines = Self.lines(running, from: before, session: session)
+        #expect(lines.filter { $0.contains(#""status":409"#) }.count == 1)
+        #expect(!lines.contains { $0.contains(#""method":"POST""#) && $0.contains(#"/wraps""#) })
+        let opened = try grant.open(
+            identity: identity, deviceLabel: "phone", now: Int64(Date().timeIntervalSince1970), nameplate: "7"
+        )
+        let joiner = try SpaceSession(saved: opened.saved, identity: identity)
+        #expect(try joiner.threadKeys(roster: try joiner.roster()).count == keys.count)
+    }
+
+    /// The server's log lines from index `from` on, once every request answered so far is in
+    /// it: a line is written after its answer, and a batch's answers in order, so a last
+    /// request's line (waited for, bounded) comes after all of theirs.
+    private static func lines(_ running: HTTPServerTests.Running, from: Int, session: SpaceSession)
+        -> [String]
+    {
+        _ = try? session.client.members(session.saved.space)
+        for _ in 0..<500 {
+            let lines = running.log.lines.withLock { Array($0[from...]) }
+            if lines.contains(where: { $0.contains(#""method":"GET""#) && $0.contains(#"/members""#) }) {
+                return lines
+            }
+            usleep(10_000)
+        }
+        return running.log.lines.withLock { Array($0[from...]) }
     }
 
     @Test func aServerTakingOneEventPerRequestGetsOneEach() throws {

@@ -23,7 +23,8 @@ import Testing
 
         init(
             maximumBodyBytes: Int = 1 << 20, maximumEventsPerRequest: Int = 100,
-            maximumNotesPerRequest: Int = 100, clock: any WallClock = SystemClock()
+            maximumNotesPerRequest: Int = 100, storesBundlesWithMembers: Bool = true,
+            clock: any WallClock = SystemClock()
         ) throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "space-http-\(UUID().uuidString)")
@@ -34,6 +35,7 @@ import Testing
             configuration.api.maximumBodyBytes = maximumBodyBytes
             configuration.api.maximumEventsPerRequest = maximumEventsPerRequest
             configuration.api.maximumNotesPerRequest = maximumNotesPerRequest
+            configuration.api.storesBundlesWithMembers = storesBundlesWithMembers
             configuration.maximumWaitSeconds = 30
             configuration.clock = clock
             let log = self.log

@@ -30,7 +30,19 @@ public final class AdmissionQueue: @unchecked Sendable {
     public func add(
         _ record: MemberRecord, invite: SignedInvite?, session: SpaceSession, rosters: RosterCache
     ) throws(SpaceClientError) -> Admitted {
-        try queue.submit(Pending(record: record, invite: invite)) { batch in
+        try add(record, invite: invite, bundles: [], session: session, rosters: rosters)
+    }
+
+    /// ``add(_:invite:session:rosters:)`` with the joiner's wrap bundles (made before the event
+    /// is accepted: the record, hence the member id, is known), sent in the same request as
+    /// the event when the server stores them there. `wrapsStored` says whether it did (else
+    /// post them: a server from before ignores them, and bundles beyond one request's keys
+    /// are not sent).
+    public func add(
+        _ record: MemberRecord, invite: SignedInvite?, bundles: [KeyWrapBundle], session: SpaceSession,
+        rosters: RosterCache
+    ) throws(SpaceClientError) -> Admitted {
+        try queue.submit(Pending(record: record, invite: invite, bundles: bundles)) { batch in
             add(batch, session: session, rosters: rosters)
             return batch.map {
                 $0.result
@@ -40,9 +52,16 @@ public final class AdmissionQueue: @unchecked Sendable {
         }.get()
     }
 
-    /// One joiner added: their event, the roster after it, and the server's sign-in challenge
-    /// for them.
-    public typealias Admitted = (event: MembershipEvent, roster: Roster, signInChallenge: String?)
+    /// One joiner added: their event, the roster after it, the server's sign-in challenge for
+    /// them, and whether the server stored their bundles with the event.
+    public typealias Admitted = (
+        event: MembershipEvent, roster: Roster, signInChallenge: String?, wrapsStored: Bool
+    )
+
+    /// The most keys the bundles carried by one request hold (the space server's default
+    /// limit of keys per request; a server with a lower one refuses them, and they are posted
+    /// apart).
+    static let maximumCarriedKeys = 1000
 
     // MARK: Internals
 
@@ -50,11 +69,15 @@ public final class AdmissionQueue: @unchecked Sendable {
     private final class Pending: @unchecked Sendable {
         let record: MemberRecord
         let invite: SignedInvite?
+        let bundles: [KeyWrapBundle]
         var result: Result<Admitted, SpaceClientError>?
+        /// The server stored ``bundles`` with the event.
+        var wrapsStored = false
 
-        init(record: MemberRecord, invite: SignedInvite?) {
+        init(record: MemberRecord, invite: SignedInvite?, bundles: [KeyWrapBundle]) {
             self.record = record
             self.invite = invite
+            self.bundles = bundles
         }
     }
 
@@ -133,7 +156,7 @@ public final class AdmissionQueue: @unchecked Sendable {
             var stored = 0
             var challenges: [String?] = []
             if failure == nil && !stale && !signed.isEmpty {
-                (stored, challenges, failure) = post(signed, session: session)
+                (stored, challenges, failure) = post(signed, of: sent, session: session)
             }
             // What the server took is the chain now, whatever happened to the rest.
             if stored > 0 {
@@ -142,7 +165,7 @@ public final class AdmissionQueue: @unchecked Sendable {
                 count += stored
                 roster = running
                 for (index, (pending, event)) in zip(sent, signed).prefix(stored).enumerated() {
-                    pending.result = .success((event, roster, challenges[index]))
+                    pending.result = .success((event, roster, challenges[index], pending.wrapsStored))
                 }
             }
             if let failure {
@@ -174,21 +197,31 @@ public final class AdmissionQueue: @unchecked Sendable {
         (chain.events.count, chain.roster)
     }
 
-    /// Sends the events: one request (or one per event to a server without the batch form).
-    /// Returns how many the server stored, in order, the sign-in challenge it issued for each of
-    /// those, and why it took no more.
-    private func post(_ events: [MembershipEvent], session: SpaceSession) -> (
+    /// Sends the events of `sent` (in order): one request, with their joiners' bundles up to
+    /// ``maximumCarriedKeys`` (or one per event to a server without the batch form, without
+    /// bundles). Returns how many events the server stored, in order, the sign-in challenge it
+    /// issued for each of those, and why it took no more.
+    private func post(_ events: [MembershipEvent], of sent: [Pending], session: SpaceSession) -> (
         Int, [String?], SpaceClientError?
     ) {
         let space = session.saved.space
-        if events.count > 1 && !state.withLock({ $0.singleOnly }) {
+        var keys = 0
+        var carried = sent.filter { pending in
+            let count = pending.bundles.reduce(0) { $0 + $1.entries.count }
+            guard count > 0, keys + count <= Self.maximumCarriedKeys else { return false }
+            keys += count
+            return true
+        }
+        while (events.count > 1 || !carried.isEmpty) && !state.withLock({ $0.singleOnly }) {
             do throws(SpaceClientError) {
-                let appended = try session.client.addMembers(space, events: events)
+                let answer = try session.client.addMembers(
+                    space, events: events, bundles: carried.isEmpty ? nil : carried.flatMap(\.bundles))
                 state.withLock {
                     $0.requests += 1
                     $0.added += events.count
                 }
-                return (events.count, appended.map(\.signInChallenge), nil)
+                if answer.wrapsStored != nil { for pending in carried { pending.wrapsStored = true } }
+                return (events.count, answer.appended.map(\.signInChallenge), nil)
             } catch
                 where (error.status == 400 && error.typedCode == .missingField)
                 || (error.status == 413 && error.typedCode == .tooManyEvents)
@@ -196,6 +229,15 @@ public final class AdmissionQueue: @unchecked Sendable {
                 // The server knows only `{"event"}` (an older one), or takes fewer at once:
                 // nothing was stored; one at a time from now on.
                 state.withLock { $0.singleOnly = true }
+            } catch
+                where !carried.isEmpty && (400..<500).contains(error.status ?? 0)
+                && !SpaceSession.chainMoved(error)
+            {
+                // A bundle the server refused (or more keys than it takes) refuses the whole
+                // request: the events go again without them, and each admission posts its
+                // own, so that a refusal stays with its joiner. (A moved chain is signed again
+                // with the bundles; a failure without an answer may have been stored.)
+                carried = []
             } catch {
                 return (0, [], error)
             }

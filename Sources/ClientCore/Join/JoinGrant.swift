@@ -529,8 +529,10 @@ extension SpaceSession {
         let alreadyMember = holder()
         // The thread list first: it gives the history hint and tells the key cache whether a
         // thread is new (else the wraps it opened before are current); with the keys, it gives
-        // the names thread the joiner's name is sealed under.
-        let threadList = try? client.threads(saved.space)
+        // the names thread the joiner's name is sealed under. With the key cache, admissions
+        // that run at once share one request that started after each of them did.
+        let threadList =
+            if let cachedKeys { try? cachedKeys.threadList(self) } else { try? client.threads(saved.space) }
         let heldKeys =
             if let cachedKeys {
                 try cachedKeys.refresh(self, roster: roster, threads: threadList?.map(\.id))
@@ -545,6 +547,12 @@ extension SpaceSession {
         var madeNames: (thread: ThreadID, key: ThreadKey)?
         // The server's sign-in challenge for the joiner, from its answer to the admission.
         var challenge: String?
+        // The keys the joiner gets, and their bundles when made before the admission (sent with
+        // its event).
+        var threadKeys: [ThreadID: ThreadKey] = [:]
+        var carried: [KeyWrapBundle]?
+        // The server stored the bundles with the event.
+        var wrapsStored = false
         if let earlier, case .memberAdded(let added) = earlier.change {
             guard roster.members[added.id] != nil else {
                 throw SpaceClientError(
@@ -565,9 +573,17 @@ extension SpaceSession {
             madeNames = names
             record = sealedRecord(keys: keys, rights: [], name: request.displayName, names: names)
             if let rosters {
+                // The bundles ride with the event (one request fewer per join): chosen on the
+                // roster the joiner is admitted on, as for every admission of a cached roster,
+                // not on the one after (which adds the joiner, and what others added meanwhile).
+                threadKeys = shared(heldKeys, threadList, roster, madeNames)
+                let made = wrapBundles(threadKeys, for: record)
                 let added = try (admissions ?? AdmissionQueue()).add(
-                    record, invite: carryInvite ? invite : nil, session: self, rosters: rosters)
-                (addition, roster, challenge) = (added.event, added.roster, added.signInChallenge)
+                    record, invite: carryInvite ? invite : nil, bundles: made, session: self, rosters: rosters
+                )
+                (addition, roster, wrapsStored, carried, challenge) = (
+                    added.event, added.roster, added.wrapsStored, made, added.signInChallenge
+                )
             } else {
                 let event = try signed { () throws(KeyModelError) in
                     try roster.nextEvent(
@@ -578,24 +594,11 @@ extension SpaceSession {
                 addition = event
             }
         }
-        // A new member is given the whole space's threads only, never a direct conversation or a
-        // thread for a set of members (as its creator sealed into its metadata). A re-admitted
-        // member gets back what this device holds.
-        var threadKeys =
-            readmit != nil ? heldKeys : Self.sharedThreadKeys(heldKeys, threads: threadList, roster: roster)
-        if let madeNames { threadKeys[madeNames.thread] = madeNames.key }
-        // One bundle (one ephemeral key, one signature) per at most `maximumBundleThreads`
-        // threads, where a wrap per thread cost a sealed box and a signature each.
-        let sorted = threadKeys.sorted { $0.key < $1.key }
-        let bundles = stride(from: 0, to: sorted.count, by: Self.maximumBundleThreads).compactMap { start in
-            identity.wrapBundle(
-                Dictionary(
-                    uniqueKeysWithValues: sorted[start..<min(start + Self.maximumBundleThreads, sorted.count)]
-                        .map {
-                            ($0.key, $0.value)
-                        }),
-                for: record, in: saved.space)
+        if carried == nil {
+            // A re-admitted member gets back what this device holds.
+            threadKeys = readmit != nil ? heldKeys : shared(heldKeys, threadList, roster, madeNames)
         }
+        let bundles = carried ?? wrapBundles(threadKeys, for: record)
         if earlier != nil {
             // A resumed admission may have stopped before posting its bundles (each is stored
             // whole or not at all; one stored before is refused as `wrap_exists`).
@@ -610,8 +613,9 @@ extension SpaceSession {
         let namesThread =
             madeNames?.thread ?? Self.namesThread(heldKeys, threads: threadList, roster: roster)?.thread
         let hintedThreads = threadKeys.keys.filter { $0 != namesThread }.count
-        // Every thread's key in one request (one commit on the server) up to 1,000 threads.
-        if earlier == nil {
+        // Every thread's key in one request (one commit on the server) up to 1,000 threads,
+        // unless they came with the event.
+        if earlier == nil && !wrapsStored {
             for start in stride(from: 0, to: bundles.count, by: 2) {
                 try client.postWraps(
                     saved.space, bundles: Array(bundles[start..<min(start + 2, bundles.count)]))
@@ -648,6 +652,34 @@ extension SpaceSession {
 
     /// The most threads one wrap bundle holds (the server takes at most 1,000 keys per request).
     public static let maximumBundleThreads = 500
+
+    /// Of `held`, the keys a new member is given: the whole space's threads only, never a direct
+    /// conversation or a thread for a set of members (as its creator sealed into its metadata);
+    /// and the names thread made for it (`madeNames`), not among `held` yet.
+    private func shared(
+        _ held: [ThreadID: ThreadKey], _ threads: [SpaceWire.ThreadInfo]?, _ roster: Roster,
+        _ madeNames: (thread: ThreadID, key: ThreadKey)?
+    ) -> [ThreadID: ThreadKey] {
+        var keys = Self.sharedThreadKeys(held, threads: threads, roster: roster)
+        if let madeNames { keys[madeNames.thread] = madeNames.key }
+        return keys
+    }
+
+    /// `keys` wrapped to `record`: one bundle (one ephemeral key, one signature) per at most
+    /// ``maximumBundleThreads`` threads, where a wrap per thread cost a sealed box and a
+    /// signature each.
+    private func wrapBundles(_ keys: [ThreadID: ThreadKey], for record: MemberRecord) -> [KeyWrapBundle] {
+        let sorted = keys.sorted { $0.key < $1.key }
+        return stride(from: 0, to: sorted.count, by: Self.maximumBundleThreads).compactMap { start in
+            identity.wrapBundle(
+                Dictionary(
+                    uniqueKeysWithValues: sorted[start..<min(start + Self.maximumBundleThreads, sorted.count)]
+                        .map {
+                            ($0.key, $0.value)
+                        }),
+                for: record, in: saved.space)
+        }
+    }
 
     /// The server refused an event because it does not follow the server's chain (sequence
     /// taken or previous hash not its head): the chain moved on since it was read.

@@ -102,13 +102,22 @@ public struct SpaceClient: Sendable {
     public func addMembers(_ space: SpaceID, events: [MembershipEvent]) throws(SpaceClientError)
         -> [SpaceWire.AppendedEvent]
     {
+        try addMembers(space, events: events, bundles: nil).appended
+    }
+
+    /// ``addMembers(_:events:)`` with wrap bundles for the new members, stored in the same
+    /// transaction after the events (all or none, with them). The answer's `wrapsStored` is nil
+    /// when the server did not store them (one from before ignores them): post them then.
+    public func addMembers(_ space: SpaceID, events: [MembershipEvent], bundles: [KeyWrapBundle]?)
+        throws(SpaceClientError) -> SpaceWire.AppendedEvents
+    {
         let answer: SpaceWire.AppendedEvents = try call(
-            .post, path(space, "members"), body: SpaceWire.EventsRequest(events: events))
+            .post, path(space, "members"), body: SpaceWire.EventsRequest(events: events, bundles: bundles))
         guard answer.appended.count == events.count else {
             throw invalidResponse(
                 "the server answered for \(answer.appended.count) of \(events.count) events")
         }
-        return answer.appended
+        return answer
     }
 
     /// Submits a `member_removed` event for `member`.

@@ -18,6 +18,16 @@ public final class ThreadKeyCache: @unchecked Sendable {
 
     public init() {}
 
+    /// The space's threads as the server lists them, read by a request that started after this
+    /// call did: concurrent callers (the joiners a bot admits at once) share one request, as
+    /// ``RosterCache/refresh(_:)`` does, so nobody decides on a list older than its own start.
+    public func threadList(_ session: SpaceSession) throws(SpaceClientError) -> [SpaceWire.ThreadInfo] {
+        try threadLists.run { () throws(SpaceClientError) in try session.client.threads(session.saved.space) }
+    }
+
+    /// ``threadList(_:)``'s shared requests.
+    private let threadLists = SharedRequest<[SpaceWire.ThreadInfo]>()
+
     /// The thread keys this device holds, checked against `roster`. `threads`: the space's
     /// threads as the server lists them now; when this device holds a key for exactly those,
     /// each from a wrap whose signer is still a current member, its wraps are not fetched again

@@ -15,14 +15,7 @@ extension SpaceWire.WrapsRequest: DirectJSONWritable {
     public func writeJSON(into out: inout [UInt8]) {
         out.reserveCapacity(out.count + 32 + wraps.count * 400 + (bundles?.count ?? 0) * 600)
         out.append(UInt8(ascii: "{"))
-        if let bundles {
-            out += #""bundles":["#.utf8
-            for (index, bundle) in bundles.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                WireJSON.write(bundle, into: &out)
-            }
-            out += "],".utf8
-        }
+        if let bundles { WireJSON.writeBundles(bundles, into: &out) }
         out += #""wraps":["#.utf8
         for (index, wrap) in wraps.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
@@ -59,10 +52,21 @@ extension WireJSON {
 }
 
 extension SpaceWire.AppendedEvents: StrictJSONReadable {
-    private static let keys = StrictJSONReader.keys("appended")
+    private static let keys = StrictJSONReader.keys("appended", "wrapsStored")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
-        reader.onlyField(keys) { $0.array { SpaceWire.AppendedEvent.read(&$0) } }.map { Self(appended: $0) }
+        var appended: [SpaceWire.AppendedEvent]?
+        var stored: Int?
+        var object = StrictJSONReader.ObjectScan(keys: keys)
+        while let key = reader.nextKey(&object) {
+            let read =
+                key == 0
+                ? StrictJSONReader.got(&appended, reader.array { SpaceWire.AppendedEvent.read(&$0) })
+                : StrictJSONReader.got(&stored, reader.int())
+            if !read { return nil }
+        }
+        guard !object.failed, let appended else { return nil }
+        return Self(appended: appended, wrapsStored: stored)
     }
 }
 

@@ -32,24 +32,26 @@ extension SpaceWire.WrapsRequest: StrictJSONReadable {
 }
 
 extension SpaceWire.MembersRequest: StrictJSONReadable {
-    private static let keys = StrictJSONReader.keys("event", "events", "deviceLabel")
+    private static let keys = StrictJSONReader.keys("event", "events", "deviceLabel", "bundles")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
         var event: MembershipEvent?
         var events: [MembershipEvent]?
         var label: String?
+        var bundles: [KeyWrapBundle]?
         var object = StrictJSONReader.ObjectScan(keys: keys)
         while let key = reader.nextKey(&object) {
             let read: Bool
             switch key {
             case 0: read = StrictJSONReader.got(&event, reader.event())
             case 1: read = StrictJSONReader.got(&events, reader.array { $0.event() })
-            default: read = StrictJSONReader.got(&label, reader.string())
+            case 2: read = StrictJSONReader.got(&label, reader.string())
+            default: read = StrictJSONReader.got(&bundles, reader.array { $0.keyWrapBundle() })
             }
             if !read { return nil }
         }
         guard !object.failed else { return nil }
-        return Self(event: event, events: events, deviceLabel: label)
+        return Self(event: event, events: events, deviceLabel: label, bundles: bundles)
     }
 }
 

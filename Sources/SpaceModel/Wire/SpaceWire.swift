@@ -25,11 +25,15 @@ public enum SpaceWire {
         }
     }
 
-    /// `POST …/members` with several `member_added` events, in chain order (applied all or none).
+    /// `POST …/members` with several `member_added` events, in chain order (applied all or none),
+    /// and the new members' wrap bundles, stored with them (absent: none; a server from before
+    /// ignores them, and its answer has no ``AppendedEvents/wrapsStored``).
     public struct EventsRequest: Codable, Sendable {
         public let events: [MembershipEvent]
-        public init(events: [MembershipEvent]) {
+        public let bundles: [KeyWrapBundle]?
+        public init(events: [MembershipEvent], bundles: [KeyWrapBundle]? = nil) {
             self.events = events
+            self.bundles = bundles
         }
     }
 
@@ -39,20 +43,28 @@ public enum SpaceWire {
         public let event: MembershipEvent?
         public let events: [MembershipEvent]?
         public let deviceLabel: String?
+        /// With `events` only: wrap bundles stored after them (``EventsRequest/bundles``).
+        public let bundles: [KeyWrapBundle]?
         public init(
-            event: MembershipEvent? = nil, events: [MembershipEvent]? = nil, deviceLabel: String? = nil
+            event: MembershipEvent? = nil, events: [MembershipEvent]? = nil, deviceLabel: String? = nil,
+            bundles: [KeyWrapBundle]? = nil
         ) {
             self.event = event
             self.events = events
             self.deviceLabel = deviceLabel
+            self.bundles = bundles
         }
     }
 
-    /// The answer to an ``EventsRequest``: each event's place in the chain, in order.
+    /// The answer to an ``EventsRequest``: each event's place in the chain, in order, and, when
+    /// the request carried bundles and the server stored them, how many keys they held (absent
+    /// otherwise: a server from before does not read them, and the sender posts them itself).
     public struct AppendedEvents: Codable, Sendable {
         public let appended: [AppendedEvent]
-        public init(appended: [AppendedEvent]) {
+        public let wrapsStored: Int?
+        public init(appended: [AppendedEvent], wrapsStored: Int? = nil) {
             self.appended = appended
+            self.wrapsStored = wrapsStored
         }
     }
 

@@ -51,14 +51,7 @@ public enum WireJSON {
             let list = value as! SpaceWire.WrapList
             out.reserveCapacity(64 + list.wraps.count * 400 + (list.bundles?.count ?? 0) * 600)
             out += #"{"#.utf8
-            if let bundles = list.bundles {
-                out += #""bundles":["#.utf8
-                for (index, bundle) in bundles.enumerated() {
-                    if index > 0 { out.append(UInt8(ascii: ",")) }
-                    write(bundle, into: &out)
-                }
-                out += "],".utf8
-            }
+            if let bundles = list.bundles { writeBundles(bundles, into: &out) }
             out += #""wraps":["#.utf8
             for (index, wrap) in list.wraps.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
@@ -83,10 +76,31 @@ public enum WireJSON {
                 out.append(UInt8(ascii: "}"))
             }
             out += "]}".utf8
+        } else if T.self == SpaceWire.EventsRequest.self {
+            // The attendant's admission: its joiners' bundles (most of the body) written here,
+            // the events by the generic writer (a `MembershipEvent` has many shapes).
+            let request = value as! SpaceWire.EventsRequest
+            guard let events = fastEncode(request.events) else { return nil }
+            out.reserveCapacity(events.count + 32 + (request.bundles?.count ?? 0) * 600)
+            out += #"{"#.utf8
+            if let bundles = request.bundles { writeBundles(bundles, into: &out) }
+            out += #""events":"#.utf8
+            out += events
+            out.append(UInt8(ascii: "}"))
         } else {
             return nil
         }
         return out
+    }
+
+    /// `"bundles":[…],`: the first field of the bodies that carry wrap bundles (keys sorted).
+    static func writeBundles(_ bundles: [KeyWrapBundle], into out: inout [UInt8]) {
+        out += #""bundles":["#.utf8
+        for (index, bundle) in bundles.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            write(bundle, into: &out)
+        }
+        out += "],".utf8
     }
 
     /// `,"name":"text"`, the text escaped as `JSONEncoder` escapes it.
