@@ -91,7 +91,7 @@ final class GroupCommit: Sendable {
         guard !items.isEmpty else { return }
         let writes = items.flatMap(\.writes)
         if spacingNanos > 0 {
-            let mailboxes = Set(writes.compactMap(\.mailbox)).count
+            let mailboxes = Self.mailboxCount(writes, upTo: busyMailboxes)
             pending.withLock { $0.lastMailboxes = mailboxes }
         }
         var failure: RelayStorageError?
@@ -129,6 +129,19 @@ final class GroupCommit: Sendable {
         if wait > 0 { usleep(UInt32(wait / 1000)) }
     }
 
+    /// How many distinct mailboxes `writes` change, counted up to `limit` (all the hold needs
+    /// to know): a few comparisons, where a `Set` of every commit's keys hashed each key's
+    /// strings.
+    static func mailboxCount(_ writes: [StorageOp], upTo limit: Int) -> Int {
+        var seen: [MailboxKey] = []
+        for write in writes {
+            guard let key = write.mailbox, !seen.contains(key) else { continue }
+            seen.append(key)
+            if seen.count >= limit { break }
+        }
+        return seen.count
+    }
+
     /// Refuses further writes (already queued ones are still committed).
     func close() {
         pending.withLock { $0.closed = true }
@@ -148,3 +161,4 @@ extension StorageOp {
         }
     }
 }
+
