@@ -111,7 +111,7 @@ final class GroupCommit: Sendable {
                 p.statistics.writes += writes.count
             }
         }
-        for item in items { item.completion(failure) }
+        CommitBatch.run { for item in items { item.completion(failure) } }
     }
 
     /// On the queue, before taking the pending writes: waits until `spacing` after the start of
@@ -162,3 +162,37 @@ extension StorageOp {
     }
 }
 
+/// The completions of one commit, run as one batch on the storage's thread: what a completion
+/// defers with ``afterBatch(_:_:)`` runs once, after all of them. The relay service reveals
+/// the frames a commit released once for the whole commit (one hand-off to each connection
+/// thread) instead of once per completion: handed over one completion at a time, a loop woke
+/// for the first hand-off and sent it while the next was being encoded, one `send` each.
+enum CommitBatch {
+    private final class Deferred {
+        var actions: [(owner: ObjectIdentifier, action: () -> Void)] = []
+    }
+
+    private static let key = "eleven.relay.CommitBatch"
+
+    /// Runs `body`, then what it deferred.
+    static func run(_ body: () -> Void) {
+        let thread = Thread.current.threadDictionary
+        let deferred = Deferred()
+        thread[key] = deferred
+        body()
+        thread.removeObject(forKey: key)
+        for (_, action) in deferred.actions { action() }
+    }
+
+    /// Runs `action` when the batch running on this thread ends, once per `owner` however
+    /// often it is asked; at once when no batch runs here.
+    static func afterBatch(_ owner: AnyObject, _ action: @escaping () -> Void) {
+        guard let deferred = Thread.current.threadDictionary[key] as? Deferred else {
+            action()
+            return
+        }
+        let id = ObjectIdentifier(owner)
+        guard !deferred.actions.contains(where: { $0.owner == id }) else { return }
+        deferred.actions.append((id, action))
+    }
+}
