@@ -54,6 +54,20 @@ public final class BlockingWebSocket: CustomStringConvertible {
         text.withUTF8 { sendMessage(.text, UnsafeRawBufferPointer($0)) }
     }
 
+    /// Sends text messages back to back in one write. The messages one protocol step sends (a
+    /// rendezvous client's `bind`, `claim`, `open` and `add`) then cost one system call here and
+    /// one read at the peer, not one each; all are written before this returns, as `send(text:)`
+    /// writes its one. Dropped if the socket is closing or closed.
+    public func send(texts: [String]) {
+        guard session.state == .open, !transport.isClosed, !texts.isEmpty else { return }
+        var frames: [UInt8] = []
+        for text in texts {
+            var text = text
+            text.withUTF8 { appendFrame(.text, UnsafeRawBufferPointer($0), to: &frames) }
+        }
+        write(frames)
+    }
+
     /// Sends a binary message. Dropped if the socket is closing or closed.
     public func send(binary: [UInt8]) { binary.withUnsafeBytes { sendMessage(.binary, $0) } }
 
@@ -73,20 +87,37 @@ public final class BlockingWebSocket: CustomStringConvertible {
         sendFrame(opcode, payload)
     }
 
-    /// Writes one masked frame. A peer that takes nothing for a ping interval and timeout is
-    /// dropped, as the loop-driven socket drops one that does not answer a ping.
+    /// Writes one masked frame.
     private func sendFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
         guard !transport.isClosed else { return }
+        var frame: [UInt8] = []
+        appendFrame(opcode, payload, to: &frame)
+        write(frame)
+    }
+
+    /// Appends one frame, masked with a fresh key, to `out`.
+    private func appendFrame(
+        _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, to out: inout [UInt8]
+    ) {
         var mask: UInt32 = 0
         if RAND_bytes(&mask, 4) != 1 { mask = UInt32.random(in: 0...UInt32.max) }
-        var frame = [UInt8](repeating: 0, count: payload.count + WebSocketFrameCodec.maxHeaderBytes)
-        let length = frame.withUnsafeMutableBytes {
-            WebSocketFrameCodec.encode(opcode: opcode, payload: payload, maskKey: mask, into: $0)
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: payload.count + WebSocketFrameCodec.maxHeaderBytes))
+        let length = out.withUnsafeMutableBytes {
+            WebSocketFrameCodec.encode(
+                opcode: opcode, payload: payload, maskKey: mask,
+                into: UnsafeMutableRawBufferPointer(rebasing: $0[start...]))
         }
+        out.removeLast(payload.count + WebSocketFrameCodec.maxHeaderBytes - length)
+    }
+
+    /// Writes encoded frames whole. A peer that takes nothing for a ping interval and timeout is
+    /// dropped, as the loop-driven socket drops one that does not answer a ping.
+    private func write(_ frames: [UInt8]) {
+        guard !transport.isClosed else { return }
         let stall = (options.pingInterval + options.pingTimeout).nanoseconds
         do throws(NetError) {
-            frame.removeLast(frame.count - length)
-            if try !transport.write(frame, until: monotonicNanos() &+ stall) {
+            if try !transport.write(frames, until: monotonicNanos() &+ stall) {
                 drop(NetError(.messageTooLarge, "Peer is not reading: its output has not moved"))
             }
         } catch {

@@ -66,6 +66,12 @@ public final class WebSocket: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// Sends a text message given as its UTF-8 bytes, which the caller vouches for (they are
+    /// not checked): a sender that writes JSON as bytes (the relay, every frame it sends) makes
+    /// no `String` that this would only turn back into bytes. Dropped if the socket is closing
+    /// or closed.
+    public func send(utf8Text: [UInt8]) { enqueue(.text, utf8Text) }
+
     /// Sends a binary message. Dropped if the socket is closing or closed.
     public func send(binary: [UInt8]) { enqueue(.binary, binary) }
 

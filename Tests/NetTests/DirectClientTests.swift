@@ -77,6 +77,48 @@ struct DirectClientTests {
         #expect(server.statistics.webSocketProtocolErrors == 0)
     }
 
+    @Test func textsSentTogetherArriveAsMaskedFramesInOrder() throws {
+        let big = String(repeating: "0123456789abcdef", count: 1_500)
+        let texts = ["bind", "ünïcode ✓", "", big, "last"]
+        let received = Mutex<[WebSocketFrame]>([])
+        let peer = try ScriptedPeer(maxConnections: 1) { connection, _ in
+            guard let ws = RawWebSocketPeer(connection) else { return }
+            // `readFrame` parses masked frames only: an unmasked one would end the loop.
+            for _ in texts {
+                guard let frame = ws.readFrame() else { return }
+                received.withLock { $0.append(frame) }
+            }
+            ws.write(ws.frame(.text, Array("done".utf8)))
+            _ = ws.readFrame()
+        }
+        defer { peer.stop() }
+        let ws = try WebSocketClient.connectBlocking(url: "ws://127.0.0.1:\(peer.port)/")
+        ws.send(texts: texts)
+        #expect(try ws.receive(timeout: .seconds(10)) == .text("done"))
+        let frames = received.withLock { $0 }
+        #expect(frames.map(\.opcode) == Array(repeating: .text, count: texts.count))
+        #expect(frames.map(\.fin) == Array(repeating: true, count: texts.count))
+        #expect(frames.map { String(decoding: $0.payload, as: UTF8.self) } == texts)
+        ws.close()
+    }
+
+    @Test func theServersUTF8TextArrivesAsText() throws {
+        let server = Server(
+            configuration: ServerConfiguration(host: "127.0.0.1", port: 0), router: HTTPRouter())
+        server.webSocket(path: "/bytes") { socket, _ in
+            socket.onMessage { socket, message in
+                guard case .text(let text) = message else { return }
+                socket.send(utf8Text: Array((text + " ✓").utf8))
+            }
+        }
+        try server.start()
+        defer { server.shutdown() }
+        let ws = try WebSocketClient.connectBlocking(url: "ws://127.0.0.1:\(server.port)/bytes")
+        ws.send(text: "hello")
+        #expect(try ws.receive(timeout: .seconds(5)) == .text("hello ✓"))
+        ws.close()
+    }
+
     @Test func theServersCloseIsAnsweredAndReported() throws {
         let server = try makeEchoServer()
         defer { server.shutdown() }

@@ -182,6 +182,10 @@ struct MessageTests {
                 #expect(
                     m.encoded(serverTX: instant)
                         == JSONWriter.string(.object(m.jsonObject(serverTX: instant))))
+                // The relay's bytes, with `server_tx` formatted once per batch, are the same text.
+                #expect(
+                    m.encodedBytes(serverTXText: ServerMessage.serverTXText(instant))
+                        == Array(JSONWriter.string(.object(m.jsonObject(serverTX: instant))).utf8))
             }
         }
     }

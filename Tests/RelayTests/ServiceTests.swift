@@ -59,9 +59,33 @@ final class GatedStorage: RelayStorage {
             h = []
             return items
         }
-        for item in items {
-            if error == nil { committed.withLock { $0.apply(item.writes) } }
-            item.completion(error)
+        // One commit's completions, run as ``GroupCommit`` runs them.
+        CommitBatch.run {
+            for item in items {
+                if error == nil { committed.withLock { $0.apply(item.writes) } }
+                item.completion(error)
+            }
+        }
+    }
+}
+
+/// Records each batch the service hands over (``RelayConnectionSink/deliver(_:)``).
+final class BatchRecordingSink: RelayConnectionSink {
+    let batches = Locked<[[RelayDelivery]]>([])
+
+    func deliver(_ batch: [RelayDelivery]) { batches.withLock { $0.append(batch) } }
+    func send(text: String, to connection: ConnectionID) {
+        Issue.record("a frame handed over alone")
+    }
+    func close(_ connection: ConnectionID) { Issue.record("a close handed over alone") }
+
+    /// The batch's frames as (connection, type, kind).
+    static func frames(_ batch: [RelayDelivery]) -> [(UInt64, String, RelayFrameKind)] {
+        batch.compactMap { item in
+            guard case .frame(let bytes, let kind, let id) = item,
+                let type = (try? JSONParser.parse(bytes))?.objectValue?["type"]?.stringValue
+            else { return nil }
+            return (id.rawValue, type, kind)
         }
     }
 }
@@ -121,6 +145,31 @@ struct ServiceTests {
         #expect(sink.types(1) == ["welcome", "ack", "ack", "claimed", "ack", "ack", "message"])
         #expect(sink.types(2) == ["welcome", "ack", "ack", "pong", "ack", "claimed"])
         #expect(sink.types(3) == ["welcome", "ack", "ack", "message"], "the replay came after the commit")
+    }
+
+    @Test("a commit's frames for every connection go to the sink in one batch, each connection's in order")
+    func oneBatchPerCommit() throws {
+        let storage = GatedStorage()
+        let sink = BatchRecordingSink()
+        let relay = try RelayService(
+            config: RelayConfig(), storage: storage, sink: sink, clock: ManualClock(startTime))
+        for c in UInt64(1)...2 {
+            relay.connectionOpened(id: ConnectionID(c), remote: Self.address)
+            relay.received(text: #"{"type":"bind","appid":"a/b","side":"s\#(c)"}"#, from: ConnectionID(c))
+        }
+        relay.received(text: #"{"type":"claim","nameplate":"5"}"#, from: ConnectionID(1))
+        relay.received(text: #"{"type":"open","mailbox":"m"}"#, from: ConnectionID(1))
+        relay.received(text: #"{"type":"add","phase":"0","body":"aa"}"#, from: ConnectionID(1))
+        relay.received(text: #"{"type":"claim","nameplate":"5"}"#, from: ConnectionID(2))
+        relay.received(text: #"{"type":"open","mailbox":"m"}"#, from: ConnectionID(2))
+        let before = sink.batches.withLock { $0.count }
+        storage.release()
+        let batches = sink.batches.withLock { Array($0[before...]) }
+        #expect(batches.count == 1)
+        let frames = batches.first.map(BatchRecordingSink.frames) ?? []
+        #expect(frames.filter { $0.0 == 1 }.map(\.1) == ["ack", "claimed", "ack", "ack", "message"])
+        #expect(frames.filter { $0.0 == 2 }.map(\.1) == ["ack", "claimed", "ack", "message"])
+        #expect(frames.allSatisfy { ($0.1 == "ack") == ($0.2 == .ack) && $0.2 != .error })
     }
 
     @Test("a reply that changes only the idle clock does not wait for a commit")

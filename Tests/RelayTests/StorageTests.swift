@@ -797,6 +797,20 @@ struct StorageTests {
         #expect(spaced.secondAfterFirst >= 1_900_000_000, "held until the spacing after the busy commit")
     }
 
+    @Test("a commit's mailboxes are counted up to the busy threshold, each once")
+    func mailboxCount() {
+        let app = AppID("a/b")
+        func touch(_ id: String) -> StorageOp {
+            .touchMailbox(MailboxKey(app: app, id: MailboxID(id)), updated: RelayInstant(secondsSince1970: 1))
+        }
+        let nameplate = StorageOp.deleteNameplate(NameplateKey(app: app, name: Nameplate("5")))
+        #expect(GroupCommit.mailboxCount([], upTo: 3) == 0)
+        #expect(GroupCommit.mailboxCount([nameplate, touch("m1"), touch("m1"), nameplate], upTo: 3) == 1)
+        #expect(GroupCommit.mailboxCount([touch("m1"), touch("m2"), touch("m1")], upTo: 3) == 2)
+        #expect(GroupCommit.mailboxCount([touch("m1"), touch("m2"), touch("m3"), touch("m4")], upTo: 3) == 3)
+        #expect(GroupCommit.mailboxCount([touch("m1"), touch("m2"), touch("m3")], upTo: 9) == 3)
+    }
+
     @Test("with a cost factor the hold is that many times what the busy commit took, within the spacing")
     func spacingScaledToTheCommitsCost() {
         // Commits of 100 ms (a slow sync), held five times that: half a second, not a minute.

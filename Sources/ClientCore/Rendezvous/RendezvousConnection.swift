@@ -316,10 +316,15 @@ public final class RendezvousConnection {
     }
 
     private func perform(_ actions: [RendezvousAction]) throws(RelayConnectionError) {
+        // The commands of one step (`bind`, `claim`, `open` and an `add` on a fresh connection;
+        // `release` and the next `add` on the peer's first message) go out in one write, before
+        // this returns or throws: one system call here, one read and one turn at the relay.
+        var commands: [String] = []
+        defer { if !commands.isEmpty { socket?.send(texts: commands) } }
         for action in actions {
             switch action {
             case .send(let message):
-                socket?.send(text: message.encoded)
+                commands.append(message.encoded)
             case .allocated(let nameplate):
                 events.append(.allocated(nameplate))
             case .received(let phase, let body):

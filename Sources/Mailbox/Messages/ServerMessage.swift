@@ -73,6 +73,18 @@ public enum ServerMessage: Sendable, Equatable {
     /// straight into one buffer (the relay encodes every frame it sends; building the object
     /// first cost an array of members and a boxed value per field).
     public func encoded(serverTX: RelayInstant) -> String {
+        String(decoding: encodedBytes(serverTXText: Self.serverTXText(serverTX)), as: UTF8.self)
+    }
+
+    /// `server_tx`'s JSON text for a time, as ``encoded(serverTX:)`` writes it.
+    public static func serverTXText(_ serverTX: RelayInstant) -> String {
+        JSONNumber(serverTX.secondsSince1970).text
+    }
+
+    /// The frame's UTF-8 bytes, as ``encoded(serverTX:)`` writes them, with `server_tx` already
+    /// formatted (``serverTXText(_:)``): the relay stamps every frame of a batch with one time and
+    /// hands the bytes to the socket as they are, with no `String` made and validated between.
+    public func encodedBytes(serverTXText: String) -> [UInt8] {
         var out: [UInt8] = []
         if case .message(let m) = self {
             out.reserveCapacity(m.body.utf8.count + m.side.value.utf8.count + m.phase.value.utf8.count + 128)
@@ -110,9 +122,9 @@ public enum ServerMessage: Sendable, Equatable {
             field("orig", orig)
         }
         Self.key("server_tx", into: &out)
-        out.append(contentsOf: JSONNumber(serverTX.secondsSince1970).text.utf8)
+        out.append(contentsOf: serverTXText.utf8)
         out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 
     /// `,"key":` for a key that needs no escaping.

@@ -53,27 +53,62 @@ final class ConnectionTable: RelayConnectionSink {
     // MARK: RelayConnectionSink
 
     func send(text: String, to connection: ConnectionID) {
-        // Every answered client frame gets one `ack` (typed commands, possibly followed by an
-        // `error` for the same frame) or, for frames without a type, one `error`.
-        let isAck = text.utf8.starts(with: Self.ackPrefix)
-        let isError = !isAck && text.utf8.starts(with: Self.errorPrefix)
-        let (socket, arrived) = entries.withLock { table -> (WebSocket?, UInt64?) in
-            guard var entry = table[connection] else { return (nil, nil) }
-            let answers = isAck || (isError && !entry.afterAck)
-            entry.afterAck = isAck
-            var arrived: UInt64?
-            if answers, !entry.pending.isEmpty { arrived = entry.pending.removeFirst() }
-            table[connection] = entry
-            return (entry.socket, arrived)
+        let kind: RelayFrameKind =
+            text.utf8.starts(with: Self.ackPrefix)
+            ? .ack : text.utf8.starts(with: Self.errorPrefix) ? .error : .other
+        deliver([.frame(Array(text.utf8), kind, to: connection)])
+    }
+
+    /// One pass under the table's lock for the whole batch, then one `execute` per event loop
+    /// carrying every frame and close of the batch for that loop's connections, in order: the
+    /// loop sends each connection's frames together at the end of its turn.
+    func deliver(_ batch: [RelayDelivery]) {
+        var perLoop: [(loop: EventLoop, items: [(WebSocket, RelayDelivery)])] = []
+        var answered: [UInt64] = []
+        func add(_ socket: WebSocket, _ item: RelayDelivery) {
+            if let i = perLoop.firstIndex(where: { $0.loop === socket.loop }) {
+                perLoop[i].items.append((socket, item))
+            } else {
+                perLoop.append((socket.loop, [(socket, item)]))
+            }
         }
-        guard let socket else { return }
-        if let arrived { latency.observe(nanoseconds: Self.monotonicNanos() &- arrived) }
-        socket.loop.execute { socket.send(text: text) }
+        entries.withLock { table in
+            for item in batch {
+                switch item {
+                case .frame(_, let kind, let connection):
+                    guard var entry = table[connection] else { continue }
+                    // Every answered client frame gets one `ack` (typed commands, possibly
+                    // followed by an `error` for the same frame) or, for frames without a
+                    // type, one `error`.
+                    let answers = kind == .ack || (kind == .error && !entry.afterAck)
+                    entry.afterAck = kind == .ack
+                    if answers, !entry.pending.isEmpty { answered.append(entry.pending.removeFirst()) }
+                    table[connection] = entry
+                    add(entry.socket, item)
+                case .close(let connection):
+                    guard let socket = table[connection]?.socket else { continue }
+                    add(socket, item)
+                }
+            }
+        }
+        if !answered.isEmpty {
+            let now = Self.monotonicNanos()
+            for arrived in answered { latency.observe(nanoseconds: now &- arrived) }
+        }
+        for (loop, items) in perLoop {
+            loop.execute {
+                for (socket, item) in items {
+                    switch item {
+                    case .frame(let bytes, _, _): socket.send(utf8Text: bytes)
+                    case .close: socket.close(code: .normal, reason: "")
+                    }
+                }
+            }
+        }
     }
 
     func close(_ connection: ConnectionID) {
-        guard let socket = entries.withLock({ $0[connection]?.socket }) else { return }
-        socket.loop.execute { socket.close(code: .normal, reason: "") }
+        deliver([.close(connection)])
     }
 
     func storageFailed(_ error: RelayStorageError) {

@@ -9,6 +9,9 @@ import Support
 public protocol RelayConnectionSink: Sendable {
     /// Send one WebSocket text frame.
     func send(text: String, to connection: ConnectionID)
+    /// Send the frames and closes of one batch, in order (by default one ``send(text:to:)`` or
+    /// ``close(_:)`` each).
+    func deliver(_ batch: [RelayDelivery])
     /// Close the connection once the frames sent before are written. The glue still reports
     /// the closure with ``RelayService/connectionClosed(id:)``.
     func close(_ connection: ConnectionID)
@@ -23,6 +26,40 @@ public protocol RelayConnectionSink: Sendable {
 extension RelayConnectionSink {
     public func storageFailed(_ error: RelayStorageError) {}
     public func storageRecovered() {}
+
+    /// Hands over every frame and close of one batch, in order: ``send(text:to:)`` and
+    /// ``close(_:)`` for each. A glue that hands a batch to its connections' threads at once
+    /// (``ConnectionTable``) overrides it.
+    public func deliver(_ batch: [RelayDelivery]) {
+        for item in batch {
+            switch item {
+            case .frame(let bytes, _, let id): send(text: String(decoding: bytes, as: UTF8.self), to: id)
+            case .close(let id): close(id)
+            }
+        }
+    }
+}
+
+/// One thing a ``RelayService`` hands its sink (``RelayConnectionSink/deliver(_:)``).
+public enum RelayDelivery: Sendable, Equatable {
+    /// A text frame: the message's JSON as UTF-8, and which kind of message it is.
+    case frame([UInt8], RelayFrameKind, to: ConnectionID)
+    /// Close the connection once the frames before are written.
+    case close(ConnectionID)
+}
+
+/// What a frame answers, for a glue that times the relay's answers: every typed command gets
+/// an `ack`, a frame without a type an `error`.
+public enum RelayFrameKind: Sendable, Equatable {
+    case ack, error, other
+
+    init(_ message: ServerMessage) {
+        switch message {
+        case .ack: self = .ack
+        case .error: self = .error
+        default: self = .other
+        }
+    }
 }
 
 /// The relay as the network glue sees it: owns the pure ``RelayCore`` and a ``RelayStorage``,
@@ -230,7 +267,8 @@ public final class RelayService: RelayChangeFollower {
                 }
             }
         }
-        drain()
+        // Once for all the completions of the commit: its frames go to the sink in one batch.
+        CommitBatch.afterBatch(self) { self.drain() }
     }
 
     /// The storage lost writes (or the feed): reveal nothing that may depend on them, close
@@ -385,14 +423,23 @@ public final class RelayService: RelayChangeFollower {
         }
     }
 
+    /// Encodes a batch (every frame stamped with one `server_tx`) and hands it to the sink in
+    /// one call, so a glue can pass each connection thread all of its frames at once: handed
+    /// one by one from the storage thread, the loop woke for the first and sent it alone while
+    /// the next was still being encoded (an `ack` and its `claimed`, two `send`s).
     private func perform(_ actions: [RelayAction]) {
-        let serverTX = instant()
+        let serverTX = ServerMessage.serverTXText(instant())
+        var batch: [RelayDelivery] = []
+        batch.reserveCapacity(actions.count)
         for action in actions {
             switch action {
-            case .send(let message, let id): sink.send(text: message.encoded(serverTX: serverTX), to: id)
-            case .close(let id): sink.close(id)
+            case .send(let message, let id):
+                batch.append(
+                    .frame(message.encodedBytes(serverTXText: serverTX), RelayFrameKind(message), to: id))
+            case .close(let id): batch.append(.close(id))
             }
         }
+        sink.deliver(batch)
     }
 }
 

@@ -91,7 +91,7 @@ final class GroupCommit: Sendable {
         guard !items.isEmpty else { return }
         let writes = items.flatMap(\.writes)
         if spacingNanos > 0 {
-            let mailboxes = Set(writes.compactMap(\.mailbox)).count
+            let mailboxes = Self.mailboxCount(writes, upTo: busyMailboxes)
             pending.withLock { $0.lastMailboxes = mailboxes }
         }
         var failure: RelayStorageError?
@@ -111,7 +111,7 @@ final class GroupCommit: Sendable {
                 p.statistics.writes += writes.count
             }
         }
-        for item in items { item.completion(failure) }
+        CommitBatch.run { for item in items { item.completion(failure) } }
     }
 
     /// On the queue, before taking the pending writes: waits until `spacing` after the start of
@@ -127,6 +127,19 @@ final class GroupCommit: Sendable {
             return due > now ? min(due - now, spacingNanos) : 0
         }
         if wait > 0 { usleep(UInt32(wait / 1000)) }
+    }
+
+    /// How many distinct mailboxes `writes` change, counted up to `limit` (all the hold needs
+    /// to know): a few comparisons, where a `Set` of every commit's keys hashed each key's
+    /// strings.
+    static func mailboxCount(_ writes: [StorageOp], upTo limit: Int) -> Int {
+        var seen: [MailboxKey] = []
+        for write in writes {
+            guard let key = write.mailbox, !seen.contains(key) else { continue }
+            seen.append(key)
+            if seen.count >= limit { break }
+        }
+        return seen.count
     }
 
     /// Refuses further writes (already queued ones are still committed).
@@ -146,5 +159,49 @@ extension StorageOp {
             .appendMessage(let key, _), .deleteMailbox(let key):
             key
         }
+    }
+}
+
+/// The completions of one commit, run as one batch on the storage's thread: what a completion
+/// defers with ``afterBatch(_:_:)`` runs once, after all of them. The relay service reveals
+/// the frames a commit released once for the whole commit (one hand-off to each connection
+/// thread) instead of once per completion: handed over one completion at a time, a loop woke
+/// for the first hand-off and sent it while the next was being encoded, one `send` each.
+enum CommitBatch {
+    private final class Deferred {
+        var actions: [(owner: ObjectIdentifier, action: () -> Void)] = []
+    }
+
+    /// The batch running on this thread (a pthread key: Foundation's `threadDictionary` cost
+    /// about 1% of the relay's CPU, its string key hashed through `NSString`).
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
+
+    /// Runs `body`, then what it deferred.
+    static func run(_ body: () -> Void) {
+        let deferred = Deferred()
+        let outer = pthread_getspecific(key)
+        withExtendedLifetime(deferred) {
+            pthread_setspecific(key, Unmanaged.passUnretained(deferred).toOpaque())
+            body()
+            pthread_setspecific(key, outer)
+        }
+        for (_, action) in deferred.actions { action() }
+    }
+
+    /// Runs `action` when the batch running on this thread ends, once per `owner` however
+    /// often it is asked; at once when no batch runs here.
+    static func afterBatch(_ owner: AnyObject, _ action: @escaping () -> Void) {
+        guard let raw = pthread_getspecific(key) else {
+            action()
+            return
+        }
+        let deferred = Unmanaged<Deferred>.fromOpaque(raw).takeUnretainedValue()
+        let id = ObjectIdentifier(owner)
+        guard !deferred.actions.contains(where: { $0.owner == id }) else { return }
+        deferred.actions.append((id, action))
     }
 }

@@ -31,6 +31,10 @@ public final class SQLiteRelayStorage: RelayStorage {
     /// The connection, touched only on `queue`; and the key that tells code it runs there.
     private final class Confined: @unchecked Sendable {
         var database: SQLiteDatabase?
+        /// The file's page size, read once at open (it never changes after): `PRAGMA page_size`
+        /// is prepared again at every step, and reading it after every commit parsed SQL each
+        /// time.
+        var pageSize = 4096
         let queueKey = DispatchSpecificKey<Void>()
     }
 
@@ -52,6 +56,7 @@ public final class SQLiteRelayStorage: RelayStorage {
                     path: path, schema: RelaySchema.schema(secureDelete: options.secureDelete),
                     sync: options.synchronous)
                 confined.database = database
+                confined.pageSize = (try? database.integer("PRAGMA page_size")).map(Int.init) ?? 4096
                 do throws(SQLiteError) { try database.checkpointManually() } catch {
                     return .failure(RelayStorageError(error, .open))
                 }
@@ -209,8 +214,7 @@ public final class SQLiteRelayStorage: RelayStorage {
     /// refuses it too.
     private func checkpointIfFull(_ database: SQLiteDatabase?) {
         guard let db = database, db.walFrameCount > 0 else { return }
-        let pageSize = (try? db.integer("PRAGMA page_size")).map(Int.init) ?? 4096
-        guard db.walFrameCount * pageSize >= Self.checkpointWALBytes else { return }
+        guard db.walFrameCount * confined.pageSize >= Self.checkpointWALBytes else { return }
         try? db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     }
 
