@@ -35,21 +35,18 @@ extension JoinGrant {
         self.signInChallenge = signInChallenge
     }
 
-    /// The same grant, labelled `version`.
-    func with(version: Int) -> JoinGrant {
+    /// The same grant, labelled `version`, with `challenge` when given (else its own).
+    func with(version: Int, signInChallenge challenge: String? = nil) -> JoinGrant {
         JoinGrant(
             v: version, space: space, ownerSigningKey: ownerSigningKey, memberID: memberID,
             deviceToken: deviceToken, wraps: wraps, bundles: bundles, invite: invite, roster: roster,
             historyHint: historyHint, checkpoint: checkpoint, vouched: vouched,
-            signInChallenge: signInChallenge)
+            signInChallenge: challenge ?? signInChallenge)
     }
 
     /// This grant with `challenge` (version 5, ``challengeVersion``), for a joiner that reads it.
     public func with(signInChallenge challenge: String) -> JoinGrant {
-        JoinGrant(
-            v: Self.challengeVersion, space: space, ownerSigningKey: ownerSigningKey, memberID: memberID,
-            deviceToken: deviceToken, wraps: wraps, bundles: bundles, invite: invite, roster: roster,
-            historyHint: historyHint, checkpoint: checkpoint, vouched: vouched, signInChallenge: challenge)
+        with(version: Self.challengeVersion, signInChallenge: challenge)
     }
 
     /// This grant as version 4 (``compactVersion``), which ``encoded()`` writes smaller; a grant
