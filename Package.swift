@@ -36,7 +36,8 @@ let package = Package(
         .systemLibrary(name: "CFIDO2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
         // libcurl's SMTP client: the home server mails email sign-in codes.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // Linux declarations Glibc does not import (epoll, accept4, eventfd, timerfd).
+        // Linux declarations Glibc does not import (epoll, accept4, eventfd, timerfd, pipe2, and
+        // posix_spawn's chdir and closefrom actions).
         .systemLibrary(name: "CNet"),
 
         // Modules.
@@ -46,7 +47,7 @@ let package = Package(
         .target(name: "Mailbox"),
         .target(name: "WordCodes", dependencies: ["Mailbox"], exclude: ["README.md"]),
         // Small shared mechanisms: one lock, a batch queue, a hand-off between threads, back-off.
-        .target(name: "Support"),
+        .target(name: "Support", dependencies: ["CNet"]),
         .target(name: "Net", dependencies: ["CNet", "COpenSSL", "Support"]),
         // The one SQLite layer: connection, statements, sync policy, schema versions, application
         // ids, storage-failure classes.
@@ -102,8 +103,9 @@ let package = Package(
             ]),
 
         // Helpers shared by the test targets and the benchmarks: the one child-process type, free
-        // ports, `eventually`, PostgreSQL, faults, the Python venv. Foundation only.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // ports, `eventually`, PostgreSQL, faults, the Python venv. Starts children with Support's
+        // `Subprocess`.
+        .target(name: "TestSupport", dependencies: ["Support"], path: "Tests/TestSupport"),
         // The bot load world (relay, space server and bot as processes, an in-process owner)
         // shared by the bot and soak benchmarks and the soak tests.
         .target(

@@ -219,19 +219,19 @@ func elevenBinary() throws -> String {
 final class DemoCleanup: Sendable {
     static let shared = DemoCleanup()
     private struct State {
-        var processes: [Process] = []
+        var processes: [Subprocess] = []
         var directory: URL?
         var aborting = false
     }
     private let state = Locked(State())
 
     /// Stops `process` when the demo is stopped (at once if it is being stopped already).
-    func track(_ process: Process) {
+    func track(_ process: Subprocess) {
         let late = state.withLock {
             $0.processes.append(process)
             return $0.aborting
         }
-        if late { kill(process.processIdentifier, SIGKILL) }
+        if late { process.signal(SIGKILL) }
     }
 
     /// Removes `directory` when the demo is stopped.
@@ -259,11 +259,11 @@ final class DemoCleanup: Sendable {
         while true {
             let running = state.withLock { Array($0.processes[stopped...]) }
             if running.isEmpty { break }
-            for process in running where process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            for process in running { process.signal(SIGTERM) }
             let deadline = Date().addingTimeInterval(5)
-            while running.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
-            for process in running where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            for process in running { process.waitUntilExit() }
+            while running.contains(where: { !$0.hasExited }) && Date() < deadline { usleep(20_000) }
+            for process in running { process.signal(SIGKILL) }
+            for process in running { process.wait() }
             stopped += running.count
         }
         if let directory { try? FileManager.default.removeItem(at: directory) }
@@ -274,7 +274,7 @@ final class DemoCleanup: Sendable {
 /// A child whose output lines are shown as they come, prefixed with a label; it can answer one
 /// prompt, and hands over the value of a line with a given prefix.
 final class ShownProcess: @unchecked Sendable {
-    let process = Process()
+    let process: Subprocess
     private let lines = Locked([String]())
     private let finished = DispatchGroup()
 
@@ -282,25 +282,25 @@ final class ShownProcess: @unchecked Sendable {
         _ executable: String, _ arguments: [String], label: String, environment: [String: String],
         answer: (prompt: String, reply: String)?
     ) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
+        let out = try Subprocess.pipe()
+        let err = try Subprocess.pipe()
+        let input = try Subprocess.pipe()
         DemoCleanup.shared.checkpoint()
-        try process.run()
+        process = try Subprocess(
+            executable, arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            stdin: .descriptor(input.read.fileDescriptor), stdout: .descriptor(out.write.fileDescriptor),
+            stderr: .descriptor(err.write.fileDescriptor))
         DemoCleanup.shared.track(process)
-        for pipe in [out, err] {
+        // The child has its copies; ours would keep the readers below from seeing its end.
+        for end in [out.write, err.write, input.read] { try? end.close() }
+        for pipe in [out.read, err.read] {
             finished.enter()
             Thread.detachNewThread { [self] in
                 var pending = Data()
                 var answered = false
                 while true {
-                    let chunk = pipe.fileHandleForReading.availableData
+                    let chunk = pipe.availableData
                     if chunk.isEmpty { break }
                     pending.append(chunk)
                     while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
@@ -315,7 +315,7 @@ final class ShownProcess: @unchecked Sendable {
                         Thread.sleep(forTimeInterval: 0.6)
                         show(label, partial + answer.reply)
                         pending.removeAll()
-                        input.fileHandleForWriting.write(Data((answer.reply + "\n").utf8))
+                        try? input.write.write(contentsOf: Data((answer.reply + "\n").utf8))
                     }
                 }
                 if !pending.isEmpty { show(label, String(decoding: pending, as: UTF8.self)) }
@@ -337,7 +337,7 @@ final class ShownProcess: @unchecked Sendable {
         while Date() < deadline {
             let found = lines.withLock { $0.first { $0.hasPrefix(prefix) } }
             if let found { return String(found.dropFirst(prefix.count)) }
-            if !process.isRunning && finished.wait(timeout: .now()) == .success { return nil }
+            if process.hasExited && finished.wait(timeout: .now()) == .success { return nil }
             usleep(20_000)
         }
         return nil
@@ -346,18 +346,18 @@ final class ShownProcess: @unchecked Sendable {
     /// Waits for the process and its output; returns its exit status.
     func finish(timeout: TimeInterval = 120) -> Int32 {
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { stop() }
-        process.waitUntilExit()
+        while !process.hasExited && Date() < deadline { usleep(20_000) }
+        stop()
+        let ended = process.wait()
         _ = finished.wait(timeout: .now() + 5)
         // A program the stop killed ends with a failure the script must not report: the stop
         // exits with status 6 once everything is down, so park this thread until it does.
         DemoCleanup.shared.checkpoint()
-        return process.terminationStatus
+        return ended.status
     }
 
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.signal(SIGTERM)
     }
 }
 
@@ -370,27 +370,24 @@ func say(_ line: String) {
 /// `eleven-relay` or `eleven-server` started from the same directory as this `eleven`, on a
 /// free loopback port with its database in the demo's directory, and stopped by process id.
 struct ServiceChild {
-    let process: Process
+    let process: Subprocess
     let url: String
 
     /// `readyText`: wait for this text instead of the "listening on" line (the URL is then empty).
     static func start(_ name: String, _ arguments: [String], scheme: String, readyText: String? = nil) throws
         -> ServiceChild
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try siblingBinary(name))
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
+        let out = try Subprocess.pipe()
         DemoCleanup.shared.checkpoint()
-        try process.run()
+        let process = try Subprocess(
+            try siblingBinary(name), arguments, stdout: .descriptor(out.write.fileDescriptor), stderr: .null)
         DemoCleanup.shared.track(process)
+        try? out.write.close()
         let ready = Handoff<String>()
         Thread.detachNewThread {
             var buffer = Data()
             while true {
-                let chunk = out.fileHandleForReading.availableData
+                let chunk = out.read.availableData
                 if chunk.isEmpty { return ready.put("") }
                 buffer.append(chunk)
                 let text = String(decoding: buffer, as: UTF8.self)
@@ -403,14 +400,14 @@ struct ServiceChild {
             }
         }
         guard let taken = ready.take(timeout: 20), !taken.isEmpty else {
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
             throw CLIError(code: .serviceFailed, message: "\(name) did not start", status: .unavailable)
         }
         return ServiceChild(process: process, url: taken.trimmingCharacters(in: .whitespaces))
     }
 
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        process.wait()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Support
 
 /// A program started by a test or a benchmark: the one child-process helper.
 ///
@@ -9,7 +10,7 @@ import Foundation
 /// SIGKILL after a grace period), also when it is dropped. `sample` reads its memory,
 /// descriptors, threads and CPU time from /proc.
 ///
-/// Foundation starts every child in a process group of its own, so a Ctrl-C or a signal to the
+/// Every child runs in a process group of its own (``Subprocess``), so a Ctrl-C or a signal to the
 /// test runner does not reach it: whoever starts a child stops it, by its process id (never by
 /// name: other test runs on the machine have programs of the same name).
 public final class ChildProcess: @unchecked Sendable {
@@ -35,10 +36,9 @@ public final class ChildProcess: @unchecked Sendable {
     /// The loopback port the child was waited for (the `port` it was started with); 0 if none.
     public let port: UInt16
 
-    private let process = Process()
-    /// Held from a child's first pipe to its spawn (see `init`).
-    private static let spawning = NSLock()
-    private let input: Pipe?
+    private let child: Subprocess
+    /// The write end of the child's standard input (started with `.data` or `.open`).
+    private let input: FileHandle?
     private let logFile: URL?
     /// Apart from `self`, so that the threads reading the pipes do not keep a dropped child alive.
     private let output = Output()
@@ -58,59 +58,59 @@ public final class ChildProcess: @unchecked Sendable {
         self.executable = executable
         self.logFile = logFile
         self.port = port ?? 0
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        if let directory { process.currentDirectoryURL = directory }
-        // Every child of this test process is started under one lock, from its first pipe to its
-        // spawn: Foundation's `run()` closes in the child only the descriptors open when it looked,
-        // so a pipe or the exit-notice socket that another thread opened meanwhile was inherited.
-        // A child holding another child's exit-notice socket hides that child's exit until it ends
-        // too: a server that had printed "stopped" was reported as not stopping on SIGTERM.
-        let (inputPipe, pipes) = try Self.spawning.withLock {
-            [process, output] () throws -> (Pipe?, [(FileHandle, Stream)]) in
-            let inputPipe: Pipe?
-            switch input {
-            case .none:
-                inputPipe = nil
-                process.standardInput = FileHandle.nullDevice
-            case .data, .open:
-                let pipe = Pipe()
-                inputPipe = pipe
-                process.standardInput = pipe
-            }
-            var pipes: [(FileHandle, Stream)] = []
-            if let logFile {
-                if !FileManager.default.fileExists(atPath: logFile.path) {
-                    _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-                }
-                let log = try FileHandle(forWritingTo: logFile)
-                log.seekToEndOfFile()
-                process.standardOutput = log
-                process.standardError = log
-            } else {
-                let outPipe = Pipe()
-                process.standardOutput = outPipe
-                pipes = [(outPipe.fileHandleForReading, .stdout)]
-                if showsErrors {
-                    process.standardError = FileHandle.standardError
-                } else {
-                    let errPipe = Pipe()
-                    process.standardError = errPipe
-                    pipes.append((errPipe.fileHandleForReading, .stderr))
-                }
-            }
-            // Told, not polled: a benchmark times the child from its start to its exit.
-            process.terminationHandler = { [output] _ in output.markExited() }
-            try process.run()
-            return (inputPipe, pipes)
+        // Every descriptor made here is closed on exec, and `Subprocess` closes all but the three
+        // standard ones in the child: a child never holds another child's pipe (which would hide
+        // that child's end of output until both ended), whatever other threads start meanwhile.
+        var stdin = Subprocess.Stdio.null
+        var inputPipe: (read: FileHandle, write: FileHandle)?
+        if case .none = input {
+        } else {
+            let pipe = try Subprocess.pipe()
+            inputPipe = pipe
+            stdin = .descriptor(pipe.read.fileDescriptor)
         }
-        self.input = inputPipe
-        pid = process.processIdentifier
+        var stdout = Subprocess.Stdio.null
+        var stderr = Subprocess.Stdio.inherit
+        var pipes: [(read: FileHandle, write: FileHandle, stream: Stream)] = []
+        var logHandle: FileHandle?
+        if let logFile {
+            let fd = open(logFile.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                throw TestSupportError.server(
+                    "cannot open \(logFile.path): \(String(cString: strerror(errno)))")
+            }
+            logHandle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            stdout = .descriptor(fd)
+            stderr = .descriptor(fd)
+        } else {
+            let out = try Subprocess.pipe()
+            pipes.append((out.read, out.write, .stdout))
+            stdout = .descriptor(out.write.fileDescriptor)
+            if !showsErrors {
+                let err = try Subprocess.pipe()
+                pipes.append((err.read, err.write, .stderr))
+                stderr = .descriptor(err.write.fileDescriptor)
+            }
+        }
+        child = try Subprocess(
+            executable, arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            directory: directory?.path, stdin: stdin, stdout: stdout, stderr: stderr)
+        // The child has its copies: closing ours lets a reader see the end when the child's end.
+        try? logHandle?.close()
+        try? inputPipe?.read.close()
+        for pipe in pipes { try? pipe.write.close() }
+        self.input = inputPipe?.write
+        pid = child.pid
+        // Told, not polled: a benchmark times the child from its start to its exit.
+        Thread.detachNewThread { [child, output] in
+            child.waitForExit()
+            output.markExited()
+        }
         // Both pipes are drained as the child writes, each on its own thread: a chatty child must
         // never block on a full pipe (64 KiB) while the test waits for something else.
         output.openReaders = pipes.count
-        for (handle, stream) in pipes {
+        for (handle, _, stream) in pipes {
             Thread.detachNewThread { [output] in
                 while true {
                     let chunk = handle.availableData
@@ -120,13 +120,13 @@ public final class ChildProcess: @unchecked Sendable {
             }
         }
         if case .data(let data) = input {
-            try? self.input?.fileHandleForWriting.write(contentsOf: data)
+            try? self.input?.write(contentsOf: data)
             closeInput()
         }
         if let port {
             let deadline = Date().addingTimeInterval(timeout)
             while !Self.accepts(port: port) {
-                guard process.isRunning else {
+                guard isRunning else {
                     stop()
                     throw TestSupportError.server("\(name) exited early:\n\(log)")
                 }
@@ -156,7 +156,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// The program's file name, for messages.
     public var name: String { URL(fileURLWithPath: executable).lastPathComponent }
 
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { !child.hasExited }
 
     /// What the child wrote to stdout so far (with a log file: the log).
     public var stdout: String { text(.stdout) }
@@ -194,7 +194,7 @@ public final class ChildProcess: @unchecked Sendable {
     ) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
-            let exited = !process.isRunning
+            let exited = !isRunning
             // A child that exited may still have output in flight: look once more after that.
             if exited { output.waitForReaders(until: Date().addingTimeInterval(2)) }
             if let value = found(text(stream)) { return value }
@@ -223,7 +223,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// Writes `data` to the child's standard input (started with `input: .open`).
     public func send(_ data: Data) throws {
         guard let input else { preconditionFailure("\(name) was started without an open input") }
-        try input.fileHandleForWriting.write(contentsOf: data)
+        try input.write(contentsOf: data)
     }
 
     /// Writes `line` and a newline to the child's standard input.
@@ -233,7 +233,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Ends the child's standard input.
     public func closeInput() {
-        try? input?.fileHandleForWriting.close()
+        try? input?.close()
     }
 
     /// Waits up to `timeout` seconds for the child to exit by itself, then stops it (``stop(signal:grace:)``)
@@ -255,45 +255,34 @@ public final class ChildProcess: @unchecked Sendable {
     private func end(signal: Int32, grace: TimeInterval, timedOut: Bool) -> ProcessResult {
         if let earlier = output.result { return earlier }
         var killed = timedOut
-        if process.isRunning {
-            kill(pid, signal)
+        if isRunning {
+            child.signal(signal)
             if !waitForExit(until: Date().addingTimeInterval(grace)) {
                 killed = killed || signal != SIGKILL
-                kill(pid, SIGKILL)
+                child.signal(SIGKILL)
             }
         }
-        process.waitUntilExit()
+        let ended = child.wait()
         closeInput()
         // A pipe stays open while anything else holds its write end (a program the child left
-        // running, as `pg_ctl start` leaves the server; a child that inherited it): wait for the
-        // readers a little, not forever.
+        // running, as `pg_ctl start` leaves the server): wait for the readers a little, not
+        // forever.
         output.waitForReaders(until: Date().addingTimeInterval(5))
         return output.keep(
             ProcessResult(
-                status: process.terminationStatus, stdout: stdout, stderr: stderr, timedOut: killed,
-                signalled: process.terminationReason == .uncaughtSignal))
+                status: ended.status, stdout: stdout, stderr: stderr, timedOut: killed,
+                signalled: ended.signalled))
     }
 
-    /// Whether the child has exited by `deadline`. The termination handler wakes this at once;
-    /// `isRunning` is looked at too, every 10 ms: under load the handler (Foundation starts a
-    /// thread for it) was seen to come more than 10 s after a server had exited.
+    /// Whether the child has exited by `deadline`. The thread watching the child wakes this at
+    /// once; the kernel is asked too, every 10 ms, in case that thread runs late on a loaded
+    /// machine.
     private func waitForExit(until deadline: Date) -> Bool {
-        while process.isRunning && !hasExited {
+        while isRunning {
             guard Date() < deadline else { return false }
             _ = output.waitForExit(until: min(deadline, Date().addingTimeInterval(0.01)))
         }
         return true
-    }
-
-    /// Whether the kernel holds the child as ended (a zombie not yet collected), asked without
-    /// collecting it (`WNOWAIT`): Foundation collects it and sets `isRunning` on a thread of its
-    /// own, which a loaded machine runs late.
-    private var hasExited: Bool {
-        var info = siginfo_t()
-        let asked = waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT)
-        // ECHILD: Foundation has collected it already.
-        if asked != 0 { return errno == ECHILD }
-        return info._sifields._sigchld.si_pid == pid
     }
 
     /// Memory, descriptors, threads and CPU time of the child now (zeros once it has ended).
