@@ -144,6 +144,7 @@ public struct APIError: Error, Sendable, Equatable {
         case storageFull = "storage_full"
         case storageUnavailable = "storage_unavailable"
         case threadExists = "thread_exists"
+        case threadsChanged = "threads_changed"
         case tokenExpired = "token_expired"
         case tokenInvalid = "token_invalid"
         case tokenMissing = "token_missing"

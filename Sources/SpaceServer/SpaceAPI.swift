@@ -23,6 +23,10 @@ public struct SpaceServerConfiguration: Sendable {
     /// Whether `POST …/members` stores the wrap bundles sent with its events. Off, the server
     /// ignores them as a server from before did (for tests of the clients that fall back).
     public var storesBundlesWithMembers = true
+    /// Whether `POST …/members` checks the `threadCount` sent with its events (the thread list
+    /// the sender chose the keys from). Off, the server ignores it as a server from before did
+    /// (for tests of the clients that then read the list themselves).
+    public var checksThreadCount = true
     /// Most inbox notes in one request (an attendant's notes to inviters sent together).
     public var maximumNotesPerRequest = 100
     /// Longest space name and token label, in UTF-8 bytes.

@@ -230,6 +230,19 @@ extension SpaceService {
         try checkSeveral(
             events, alsoOne: body.event != nil, field: "event",
             limit: configuration.maximumEventsPerRequest, tooMany: .tooManyEvents)
+        // The sender chose the joiners' keys from a thread list that many threads long: a
+        // thread created since (threads are never removed nor changed, so a count equal is the
+        // same list) refuses the request before anything is stored, and the sender reads the
+        // list again. Checked under the request lock, so no thread is created until it commits.
+        let threadCount = configuration.checksThreadCount ? body.threadCount : nil
+        if let threadCount {
+            let current = try store.threadCount(space: space.id)
+            guard current == threadCount else {
+                throw APIError.conflict(
+                    .threadsChanged,
+                    "The space has \(current) threads, not \(threadCount): read the thread list again.")
+            }
+        }
         var appended: [AppendedEvent] = []
         for (index, event) in events.enumerated() {
             guard case .memberAdded = event.change else {
@@ -245,7 +258,7 @@ extension SpaceService {
             }
         }
         guard let bundles = body.bundles, configuration.storesBundlesWithMembers else {
-            return .json(AppendedEvents(appended: appended), status: 201)
+            return .json(AppendedEvents(appended: appended, threadCount: threadCount), status: 201)
         }
         // Checked against the roster after the events (their members are the recipients), made
         // by the caller, who signed the events.
@@ -253,7 +266,32 @@ extension SpaceService {
             bundles.isEmpty
             ? 0
             : try storeKeys(wraps: [], bundles: bundles, space: space, member: try requireMember(principal))
-        return .json(AppendedEvents(appended: appended, wrapsStored: stored), status: 201)
+        if threadCount != nil {
+            appended = try counted(appended, of: events, bundles: bundles, space: space.id)
+        }
+        return .json(
+            AppendedEvents(appended: appended, wrapsStored: stored, threadCount: threadCount), status: 201)
+    }
+
+    /// `appended` with the messages each new member's bundles open: what the thread list's
+    /// counts told a sender that read it (its joiner's history hint), now that it need not.
+    private func counted(
+        _ appended: [AppendedEvent], of events: [MembershipEvent], bundles: [KeyWrapBundle], space: SpaceID
+    ) throws -> [AppendedEvent] {
+        var perThread: [ThreadID: Int] = [:]
+        return try zip(appended, events).map { answer, event in
+            guard case .memberAdded(let record) = event.change else { return answer }
+            var messages = 0
+            for bundle in bundles where bundle.recipient == record.id {
+                for entry in bundle.entries {
+                    if perThread[entry.thread] == nil {
+                        perThread[entry.thread] = try store.messageCount(space: space, thread: entry.thread)
+                    }
+                    messages += perThread[entry.thread] ?? 0
+                }
+            }
+            return answer.with(messages: messages)
+        }
     }
 
     /// Checks `event` against the roster as the request has left it so far, stores and applies

@@ -334,6 +334,22 @@ final class SpaceStore {
         ).map(threadRow)
     }
 
+    /// How many threads `space` holds (never fewer than before: threads are not removed).
+    func threadCount(space: SpaceID) throws -> Int {
+        Int(
+            try db.query("SELECT COUNT(*) FROM threads WHERE space_id = ?", [.blob(space.bytes)]).first?[0]
+                .integer ?? 0)
+    }
+
+    /// How many messages `thread` holds.
+    func messageCount(space: SpaceID, thread: ThreadID) throws -> Int {
+        Int(
+            try db.query(
+                "SELECT COUNT(*) FROM messages WHERE space_id = ? AND thread_id = ?",
+                [.blob(space.bytes), .blob(thread.bytes)]
+            ).first?[0].integer ?? 0)
+    }
+
     /// How many messages each thread of `space` holds (threads without any are left out).
     func messageCounts(space: SpaceID) throws -> [ThreadID: Int] {
         var counts: [ThreadID: Int] = [:]

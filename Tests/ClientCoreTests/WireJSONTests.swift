@@ -63,6 +63,10 @@ import Testing
             SpaceWire.MembersRequest(event: fixture.events[1], events: [], deviceLabel: ""),
             SpaceWire.EventsRequest(
                 events: Array(fixture.events.dropFirst()), bundles: fixture.wraps.bundles),
+            SpaceWire.EventsRequest(
+                events: Array(fixture.events.dropFirst()), bundles: fixture.wraps.bundles, threadCount: 0),
+            SpaceWire.MembersRequest(
+                events: Array(fixture.events.dropFirst()), bundles: fixture.wraps.bundles, threadCount: 7),
             SpaceWire.MembersRequest(
                 events: Array(fixture.events.dropFirst()), bundles: fixture.wraps.bundles),
             SpaceWire.MembersRequest(events: [], bundles: []),
@@ -76,6 +80,11 @@ import Testing
             ]),
             SpaceWire.AppendedEvents(
                 appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")], wrapsStored: 0),
+            SpaceWire.AppendedEvents(
+                appended: [
+                    SpaceWire.AppendedEvent(sequence: 3, hash: "h", signInChallenge: "c", messages: 12)
+                ],
+                wrapsStored: 1, threadCount: 4),
             SpaceWire.ThreadList(threads: [
                 SpaceWire.ThreadInfo(
                     id: .random(), createdBy: fixture.member.id, createdAt: Int64.min, metadata: Self.awkward,
@@ -223,7 +232,8 @@ import Testing
         let appended = Array(
             try Self.reference.encode(
                 SpaceWire.AppendedEvents(
-                    appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h")], wrapsStored: 2)))
+                    appended: [SpaceWire.AppendedEvent(sequence: 3, hash: "h", messages: 5)], wrapsStored: 2,
+                    threadCount: 3)))
         let members = Array(
             try Self.reference.encode(
                 SpaceWire.MembersRequest(event: fixture.events[1], deviceLabel: "ph\u{1}one")))
@@ -309,9 +319,11 @@ import Testing
                         deviceToken: number(2) == 0
                             ? nil
                             : SpaceWire.IssuedToken(
-                                token: text(), id: text(), member: .random(), expiresAt: int64()))
+                                token: text(), id: text(), member: .random(), expiresAt: int64()),
+                        messages: number(2) == 0 ? nil : Int(int64()))
                 },
-                wrapsStored: number(2) == 0 ? nil : Int(int64()))
+                wrapsStored: number(2) == 0 ? nil : Int(int64()),
+                threadCount: number(2) == 0 ? nil : Int(int64()))
             let wraps = SpaceWire.WrapsRequest(
                 wraps: Array(fixture.wraps.wraps.prefix(number(4))),
                 bundles: number(2) == 0 ? nil : Array(fixture.wraps.bundles?.prefix(number(2)) ?? []))
@@ -319,7 +331,8 @@ import Testing
                 [
                     SpaceWire.NotesRequest(notes: notes), wraps,
                     SpaceWire.EventsRequest(
-                        events: Array(fixture.events.prefix(number(4))), bundles: wraps.bundles),
+                        events: Array(fixture.events.prefix(number(4))), bundles: wraps.bundles,
+                        threadCount: number(2) == 0 ? nil : Int(int64())),
                 ] + notes.map { SpaceWire.NoteRequest(note: $0) }
             for value in written {
                 #expect(try WireJSON.encode(value) == Array(Self.reference.encode(value)), "round \(round)")

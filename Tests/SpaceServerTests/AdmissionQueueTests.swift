@@ -199,11 +199,7 @@ import Testing
         _ = try session.addMember(keys: DeviceIdentity.generate().publicKeys, name: "Ann")
         let identity = DeviceIdentity.generate()
         let before = running.log.lines.withLock { $0.count }
-        let (grant, _) = try session.admit(
-            request: JoinRequest(
-                displayName: "Bea", deviceLabel: "phone", publicKeys: JoinerKeys(identity.publicKeys)),
-            invite: invite(session), carryInvite: true, rosters: rosters, admissions: AdmissionQueue(),
-            keys: ThreadKeyCache())
+        let grant = try admitOne(identity, session: session, rosters: rosters, keys: ThreadKeyCache())
         let lines = Self.lines(running, from: before, session: session)
         #expect(lines.filter { $0.contains(#""status":409"#) }.count == 1)
         #expect(!lines.contains { $0.contains(#""method":"POST""#) && $0.contains(#"/wraps""#) })
@@ -212,6 +208,105 @@ import Testing
         )
         let joiner = try SpaceSession(saved: opened.saved, identity: identity)
         #expect(try joiner.threadKeys(roster: try joiner.roster()).count == keys.count)
+    }
+
+    /// Admissions one after another, as a bot with its key cache makes them: only the first
+    /// reads the thread list (`GET …/threads`); each later one sends the list's length with its
+    /// event and the server checks it. A thread created between two admissions is seen by the
+    /// second: the server refuses its stale length (409 `threads_changed`, nothing stored), it
+    /// reads the list and goes again, and its joiner gets the new thread's key. A server that
+    /// does not check the length (`checksThreadCount` off, as one from before) gets the list
+    /// read for every admission, and its joiners every key too.
+    @Test(arguments: [true, false]) func sequentialAdmissionsReuseTheCheckedThreadList(checks: Bool) throws {
+        let running = try HTTPServerTests.Running(checksThreadCount: checks)
+        let (session, thread, keys, _) = try running.space()
+        let rosters = RosterCache()
+        _ = try rosters.refresh(session)
+        let (queue, cache, signed) = (AdmissionQueue(), ThreadKeyCache(), invite(session))
+        // Admits one joiner: the requests it made at the server, the keys the joiner holds (from
+        // its grant, the same as from the server) and its grant's message count.
+        func admitted(_ name: String) throws -> (lines: [String], keys: Set<ThreadID>, messages: Int) {
+            let identity = DeviceIdentity.generate()
+            let before = running.log.lines.withLock { $0.count }
+            let grant = try self.admitOne(
+                identity, name: name, session: session, rosters: rosters, keys: cache, queue: queue,
+                invite: signed)
+            let lines = Self.lines(running, from: before, session: session)
+            return (lines, try Self.heldKeys(grant, identity), grant.historyHint.messages)
+        }
+        func sent(_ lines: [String], _ method: String, _ tail: String) -> Int {
+            lines.filter { $0.contains(#""method":"\#(method)""#) && $0.contains(tail + #"""#) }.count
+        }
+        let first = try admitted("J0")
+        #expect(sent(first.lines, "GET", "/threads") == 1)
+        #expect(first.messages == 0)
+        for index in 1...3 {
+            let next = try admitted("J\(index)")
+            #expect(sent(next.lines, "GET", "/threads") == (checks ? 0 : 1))
+            #expect(sent(next.lines, "POST", "/wraps") == 0)
+            #expect(next.keys == first.keys)
+        }
+        // A message (the next grant counts it), then a thread created behind the cache's back.
+        try session.send("hello", to: thread, keys: keys)
+        let created = try session.createThread(named: "Later")
+        let after = try admitted("J4")
+        #expect(after.keys == first.keys.union([created]))
+        #expect(after.messages == 1)
+        #expect(sent(after.lines, "GET", "/threads") == 1)
+        #expect(sent(after.lines, "POST", "/wraps") == 0)
+        let refused = after.lines.filter { $0.contains(#""status":409"#) && $0.contains(#"/members""#) }
+        #expect(refused.count == (checks ? 1 : 0))
+        // The list read then is reused in turn, its message count given by the server.
+        try session.send("again", to: thread, keys: keys)
+        let last = try admitted("J5")
+        #expect(last.keys == after.keys)
+        #expect(last.messages == 2)
+        #expect(sent(last.lines, "GET", "/threads") == (checks ? 0 : 1))
+    }
+
+    /// A server that does not check the length, after one that did (the cache was told it
+    /// checks, as a first admission on such a server tells it): the admission that reused the
+    /// list reads it after all, and posts the key of a thread created since.
+    @Test func anUncheckedReusedListIsReadAgain() throws {
+        let running = try HTTPServerTests.Running(checksThreadCount: false)
+        let (session, _, _, _) = try running.space()
+        let rosters = RosterCache()
+        _ = try rosters.refresh(session)
+        let cache = ThreadKeyCache()
+        cache.admitted(on: try cache.threadList(session), checked: true)
+        let created = try session.createThread(named: "Later")
+        let identity = DeviceIdentity.generate()
+        let before = running.log.lines.withLock { $0.count }
+        let grant = try admitOne(identity, session: session, rosters: rosters, keys: cache)
+        let lines = Self.lines(running, from: before, session: session)
+        #expect(lines.filter { $0.contains(#""method":"GET""#) && $0.contains(#"/threads""#) }.count == 1)
+        #expect(lines.filter { $0.contains(#""method":"POST""#) && $0.contains(#"/wraps""#) }.count == 1)
+        #expect(try Self.heldKeys(grant, identity).contains(created))
+    }
+
+    /// The threads whose keys the joiner `identity` holds once it opened `grant`: those the
+    /// grant gave it, the same as the server holds for it.
+    private static func heldKeys(_ grant: JoinGrant, _ identity: DeviceIdentity) throws -> Set<ThreadID> {
+        let opened = try grant.open(
+            identity: identity, deviceLabel: "phone", now: Int64(Date().timeIntervalSince1970), nameplate: "7"
+        )
+        let joiner = try SpaceSession(saved: opened.saved, identity: identity)
+        let held = Set(try joiner.threadKeys(roster: try joiner.roster()).keys)
+        #expect(held == Set(opened.verified.threadKeys.keys))
+        return held
+    }
+
+    /// Admits `identity` alone, as the bot admits (with a roster cache, a queue and `keys`).
+    private func admitOne(
+        _ identity: DeviceIdentity, name: String = "Bea", session: SpaceSession, rosters: RosterCache,
+        keys: ThreadKeyCache, queue: AdmissionQueue = AdmissionQueue(), invite signed: SignedInvite? = nil
+    ) throws -> JoinGrant {
+        try session.admit(
+            request: JoinRequest(
+                displayName: name, deviceLabel: "phone", publicKeys: JoinerKeys(identity.publicKeys)),
+            invite: signed ?? invite(session), carryInvite: true, rosters: rosters, admissions: queue,
+            keys: keys
+        ).grant
     }
 
     /// The server's log lines from index `from` on, once every request answered so far is in

@@ -24,7 +24,7 @@ import Testing
         init(
             maximumBodyBytes: Int = 1 << 20, maximumEventsPerRequest: Int = 100,
             maximumNotesPerRequest: Int = 100, storesBundlesWithMembers: Bool = true,
-            clock: any WallClock = SystemClock()
+            checksThreadCount: Bool = true, clock: any WallClock = SystemClock()
         ) throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "space-http-\(UUID().uuidString)")
@@ -36,6 +36,7 @@ import Testing
             configuration.api.maximumEventsPerRequest = maximumEventsPerRequest
             configuration.api.maximumNotesPerRequest = maximumNotesPerRequest
             configuration.api.storesBundlesWithMembers = storesBundlesWithMembers
+            configuration.api.checksThreadCount = checksThreadCount
             configuration.maximumWaitSeconds = 30
             configuration.clock = clock
             let log = self.log

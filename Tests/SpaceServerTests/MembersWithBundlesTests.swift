@@ -18,9 +18,10 @@ import Testing
         let thread: ThreadID
         let key: ThreadKey
 
-        init(storesBundles: Bool = true) throws {
+        init(storesBundles: Bool = true, checksThreadCount: Bool = true) throws {
             var configuration = SpaceServerConfiguration()
             configuration.storesBundlesWithMembers = storesBundles
+            configuration.checksThreadCount = checksThreadCount
             harness = try APIHarness(configuration: configuration)
             space = try TestSpace.create(harness)
             sam = try space.add("Sam")
@@ -129,5 +130,34 @@ import Testing
         #expect(reply.status == 201, "\(reply.json)")
         #expect(reply.json["wrapsStored"] == nil)
         #expect(try scene.stored() == (before.events + 1, before.wraps))
+    }
+
+    /// `threadCount` (the thread list's length the bundles were chosen on): another number than
+    /// the space's refuses the request before anything is stored (409 `threads_changed`); the
+    /// right one is echoed with each joiner's messages. Switched off (a server from before), it
+    /// is ignored and not echoed.
+    @Test(arguments: [true, false]) func aStaleThreadCountRefusesTheRequest(checks: Bool) throws {
+        let scene = try Scene(checksThreadCount: checks)
+        let threads = try scene.harness.dump()["threads"]?.count ?? -1
+        let before = try scene.stored()
+        let ann = try scene.joiner("Ann")
+        let body: ([String: Any]) -> [String: Any] = { extra in
+            ["events": [ann.event], "bundles": [scene.bundle(for: ann.record)]].merging(extra) { $1 }
+        }
+        if checks {
+            for stale in [threads - 1, threads + 1] {
+                let reply = try scene.post(body(["threadCount": stale]))
+                #expect(reply.status == 409, "\(reply.json)")
+                #expect(reply.error == "threads_changed", "\(reply.json)")
+                #expect(try scene.stored() == before)
+            }
+        }
+        let reply = try scene.post(body(["threadCount": checks ? threads : threads + 5]))
+        #expect(reply.status == 201, "\(reply.json)")
+        #expect(reply["wrapsStored"] as? Int == 1)
+        #expect(reply["threadCount"] as? Int == (checks ? threads : nil))
+        let appended = reply.array("appended")
+        #expect(appended.first?["messages"] as? Int == (checks ? 0 : nil))
+        #expect(try scene.stored() == (before.events + 1, before.wraps + 1))
     }
 }

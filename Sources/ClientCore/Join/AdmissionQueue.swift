@@ -37,12 +37,18 @@ public final class AdmissionQueue: @unchecked Sendable {
     /// is accepted: the record, hence the member id, is known), sent in the same request as
     /// the event when the server stores them there. `wrapsStored` says whether it did (else
     /// post them: a server from before ignores them, and bundles beyond one request's keys
-    /// are not sent).
+    /// are not sent). `threadCount`: the length of the thread list the bundles' keys were
+    /// chosen from, sent for the server to check; `threadsChecked` says it did. When it finds
+    /// another number of threads, nothing of the request is stored: this admission fails with
+    /// `threads_changed` (choose the keys again from the list as it is now), and the others of
+    /// its batch go again without it.
     public func add(
-        _ record: MemberRecord, invite: SignedInvite?, bundles: [KeyWrapBundle], session: SpaceSession,
-        rosters: RosterCache
+        _ record: MemberRecord, invite: SignedInvite?, bundles: [KeyWrapBundle], threadCount: Int? = nil,
+        session: SpaceSession, rosters: RosterCache
     ) throws(SpaceClientError) -> Admitted {
-        try queue.submit(Pending(record: record, invite: invite, bundles: bundles)) { batch in
+        try queue.submit(Pending(record: record, invite: invite, bundles: bundles, threadCount: threadCount))
+        {
+            batch in
             add(batch, session: session, rosters: rosters)
             return batch.map {
                 $0.result
@@ -53,9 +59,12 @@ public final class AdmissionQueue: @unchecked Sendable {
     }
 
     /// One joiner added: their event, the roster after it, the server's sign-in challenge for
-    /// them, and whether the server stored their bundles with the event.
+    /// them, whether the server stored their bundles with the event, whether it checked the
+    /// thread count they were chosen on (and stored them, so the list was the space's), and
+    /// then the messages their threads hold.
     public typealias Admitted = (
-        event: MembershipEvent, roster: Roster, signInChallenge: String?, wrapsStored: Bool
+        event: MembershipEvent, roster: Roster, signInChallenge: String?, wrapsStored: Bool,
+        threadsChecked: Bool, messages: Int?
     )
 
     /// The most keys the bundles carried by one request hold (the space server's default
@@ -70,14 +79,20 @@ public final class AdmissionQueue: @unchecked Sendable {
         let record: MemberRecord
         let invite: SignedInvite?
         let bundles: [KeyWrapBundle]
+        /// The length of the thread list ``bundles`` were chosen from.
+        let threadCount: Int?
         var result: Result<Admitted, SpaceClientError>?
         /// The server stored ``bundles`` with the event.
         var wrapsStored = false
+        /// The server stored them having checked ``threadCount``; and the messages they open.
+        var threadsChecked = false
+        var messages: Int?
 
-        init(record: MemberRecord, invite: SignedInvite?, bundles: [KeyWrapBundle]) {
+        init(record: MemberRecord, invite: SignedInvite?, bundles: [KeyWrapBundle], threadCount: Int?) {
             self.record = record
             self.invite = invite
             self.bundles = bundles
+            self.threadCount = threadCount
         }
     }
 
@@ -165,8 +180,22 @@ public final class AdmissionQueue: @unchecked Sendable {
                 count += stored
                 roster = running
                 for (index, (pending, event)) in zip(sent, signed).prefix(stored).enumerated() {
-                    pending.result = .success((event, roster, challenges[index], pending.wrapsStored))
+                    pending.result = .success(
+                        (
+                            event, roster, challenges[index], pending.wrapsStored, pending.threadsChecked,
+                            pending.messages
+                        ))
                 }
+            }
+            if let failure, stored == 0, failure.typedCode == .threadsChanged {
+                // A thread was created since the list some of these chose their keys on: those
+                // choose again (nothing was stored); the rest go again without them.
+                var dropped = false
+                for pending in sent where pending.threadCount != nil {
+                    pending.result = .failure(failure)
+                    dropped = true
+                }
+                if dropped { continue }
             }
             if let failure {
                 if !fresh && SpaceSession.chainMoved(failure) {
@@ -206,21 +235,36 @@ public final class AdmissionQueue: @unchecked Sendable {
     ) {
         let space = session.saved.space
         var keys = 0
+        // One thread count per request: the bundles chosen on another list are posted apart
+        // (they were chosen on the same cache, so in practice there is one).
+        let threadCount = sent.first { !$0.bundles.isEmpty }?.threadCount
         var carried = sent.filter { pending in
             let count = pending.bundles.reduce(0) { $0 + $1.entries.count }
-            guard count > 0, keys + count <= Self.maximumCarriedKeys else { return false }
+            guard count > 0, keys + count <= Self.maximumCarriedKeys, pending.threadCount == threadCount
+            else {
+                return false
+            }
             keys += count
             return true
         }
         while (events.count > 1 || !carried.isEmpty) && !state.withLock({ $0.singleOnly }) {
             do throws(SpaceClientError) {
                 let answer = try session.client.addMembers(
-                    space, events: events, bundles: carried.isEmpty ? nil : carried.flatMap(\.bundles))
+                    space, events: events, bundles: carried.isEmpty ? nil : carried.flatMap(\.bundles),
+                    threadCount: carried.isEmpty ? nil : threadCount)
                 state.withLock {
                     $0.requests += 1
                     $0.added += events.count
                 }
-                if answer.wrapsStored != nil { for pending in carried { pending.wrapsStored = true } }
+                if answer.wrapsStored != nil {
+                    for pending in carried {
+                        pending.wrapsStored = true
+                        pending.threadsChecked = threadCount != nil && answer.threadCount == threadCount
+                    }
+                }
+                for (pending, appended) in zip(sent, answer.appended) where pending.threadsChecked {
+                    pending.messages = appended.messages
+                }
                 return (events.count, answer.appended.map(\.signInChallenge), nil)
             } catch
                 where (error.status == 400 && error.typedCode == .missingField)
@@ -231,7 +275,7 @@ public final class AdmissionQueue: @unchecked Sendable {
                 state.withLock { $0.singleOnly = true }
             } catch
                 where !carried.isEmpty && (400..<500).contains(error.status ?? 0)
-                && !SpaceSession.chainMoved(error)
+                && !SpaceSession.chainMoved(error) && error.typedCode != .threadsChanged
             {
                 // A bundle the server refused (or more keys than it takes) refuses the whole
                 // request: the events go again without them, and each admission posts its

@@ -530,10 +530,22 @@ extension SpaceSession {
         // The thread list first: it gives the history hint and tells the key cache whether a
         // thread is new (else the wraps it opened before are current); with the keys, it gives
         // the names thread the joiner's name is sealed under. With the key cache, admissions
-        // that run at once share one request that started after each of them did.
-        let threadList =
-            if let cachedKeys { try? cachedKeys.threadList(self) } else { try? client.threads(saved.space) }
-        let heldKeys =
+        // that run at once share one request that started after each of them did; a plain
+        // addition reuses the list of the last one instead, and sends its length with the
+        // event for the server to check (a thread created since refuses it, and the keys are
+        // chosen again on the list read then).
+        var threadList: [SpaceWire.ThreadInfo]?
+        // The list was held, not read for this admission: only the server's check makes it current.
+        var reused = false
+        if let cachedKeys {
+            let reuse = rosters != nil && readmit == nil && earlier == nil && alreadyMember == nil
+            if let listed = try? cachedKeys.admissionThreads(self, reuse: reuse) {
+                (threadList, reused) = listed
+            }
+        } else {
+            threadList = try? client.threads(saved.space)
+        }
+        var heldKeys =
             if let cachedKeys {
                 try cachedKeys.refresh(self, roster: roster, threads: threadList?.map(\.id))
             } else {
@@ -551,8 +563,11 @@ extension SpaceSession {
         // its event).
         var threadKeys: [ThreadID: ThreadKey] = [:]
         var carried: [KeyWrapBundle]?
-        // The server stored the bundles with the event.
+        // The server stored the bundles with the event, having checked the list's length (then
+        // with the messages the joiner's threads hold).
         var wrapsStored = false
+        var threadsChecked = false
+        var answeredMessages: Int?
         if let earlier, case .memberAdded(let added) = earlier.change {
             guard roster.members[added.id] != nil else {
                 throw SpaceClientError(
@@ -571,19 +586,63 @@ extension SpaceSession {
             }
             let names = try namesThread(roster: roster, threadKeys: heldKeys, threads: threadList)
             madeNames = names
+            // Made just now (the list does not hold it): the list is not the space's any more.
+            let namesMade = threadList?.contains { $0.id == names.thread } != true
+            if namesMade { cachedKeys?.forgetThreads() }
             record = sealedRecord(keys: keys, rights: [], name: request.displayName, names: names)
             if let rosters {
                 // The bundles ride with the event (one request fewer per join): chosen on the
                 // roster the joiner is admitted on, as for every admission of a cached roster,
                 // not on the one after (which adds the joiner, and what others added meanwhile).
-                threadKeys = shared(heldKeys, threadList, roster, madeNames)
-                let made = wrapBundles(threadKeys, for: record)
-                let added = try (admissions ?? AdmissionQueue()).add(
-                    record, invite: carryInvite ? invite : nil, bundles: made, session: self, rosters: rosters
-                )
-                (addition, roster, wrapsStored, carried, challenge) = (
-                    added.event, added.roster, added.wrapsStored, made, added.signInChallenge
-                )
+                for attempt in 1... {
+                    threadKeys = shared(heldKeys, threadList, roster, madeNames)
+                    let made = wrapBundles(threadKeys, for: record)
+                    // Not when the names thread was made just now: the list does not hold it.
+                    let threadCount = cachedKeys != nil && !namesMade ? threadList?.count : nil
+                    do throws(SpaceClientError) {
+                        let added = try (admissions ?? AdmissionQueue()).add(
+                            record, invite: carryInvite ? invite : nil, bundles: made,
+                            threadCount: threadCount,
+                            session: self, rosters: rosters)
+                        (addition, roster, wrapsStored, carried, challenge) = (
+                            added.event, added.roster, added.wrapsStored, made, added.signInChallenge
+                        )
+                        (threadsChecked, answeredMessages) = (added.threadsChecked, added.messages)
+                        if added.wrapsStored, threadCount != nil, let threadList {
+                            cachedKeys?.admitted(on: threadList, checked: added.threadsChecked)
+                        }
+                        break
+                    } catch  where error.typedCode == .threadsChanged && attempt < Self.threadListAttempts {
+                        // A thread was created since the list was read: nothing was stored;
+                        // choose the keys again on the list as it is now.
+                        guard let cachedKeys else { throw error }
+                        cachedKeys.forgetThreads()
+                        (threadList, reused) =
+                            (try? cachedKeys.admissionThreads(self, reuse: false)) ?? (nil, false)
+                        heldKeys = try cachedKeys.refresh(
+                            self, roster: roster, threads: threadList?.map(\.id))
+                    }
+                }
+                if reused && !threadsChecked, let cachedKeys {
+                    // The held list went unchecked (a server from before, or these bundles were
+                    // sent apart): read it now, and give the joiner the keys it adds.
+                    cachedKeys.forgetThreads()
+                    threadList = try? cachedKeys.admissionThreads(self, reuse: false).threads
+                    heldKeys = try cachedKeys.refresh(self, roster: roster, threads: threadList?.map(\.id))
+                    // Not stored: chosen again below and posted. Stored: the keys of threads
+                    // created since go in bundles of their own.
+                    let missing = shared(heldKeys, threadList, roster, madeNames).filter {
+                        threadKeys[$0.key] == nil
+                    }
+                    if !wrapsStored {
+                        carried = nil
+                    } else if !missing.isEmpty {
+                        let more = wrapBundles(missing, for: record)
+                        try client.postWraps(saved.space, bundles: more)
+                        threadKeys.merge(missing) { held, _ in held }
+                        carried = (carried ?? []) + more
+                    }
+                }
             } else {
                 let event = try signed { () throws(KeyModelError) in
                     try roster.nextEvent(
@@ -607,9 +666,11 @@ extension SpaceSession {
         // The history hint counts what the server holds in the threads the joiner gets keys to
         // (one request; reading every message just to count them cost more than the join), the
         // names thread aside: it holds no messages.
-        let messages = (threadList ?? []).reduce(0) { total, info in
-            total + (threadKeys[info.id] != nil ? info.messages ?? 0 : 0)
-        }
+        let messages =
+            answeredMessages
+            ?? (threadList ?? []).reduce(0) { total, info in
+                total + (threadKeys[info.id] != nil ? info.messages ?? 0 : 0)
+            }
         let namesThread =
             madeNames?.thread ?? Self.namesThread(heldKeys, threads: threadList, roster: roster)?.thread
         let hintedThreads = threadKeys.keys.filter { $0 != namesThread }.count
@@ -649,6 +710,10 @@ extension SpaceSession {
         guard let challenge, reads >= JoinGrant.challengeVersion else { return (sent, record) }
         return (sent.with(signInChallenge: challenge), record)
     }
+
+    /// How many times an admission chooses its keys on a thread list that the server then finds
+    /// stale (`threads_changed`) before it gives up: each time, a thread was created meanwhile.
+    static let threadListAttempts = 3
 
     /// The most threads one wrap bundle holds (the server takes at most 1,000 keys per request).
     public static let maximumBundleThreads = 500

@@ -108,11 +108,15 @@ public struct SpaceClient: Sendable {
     /// ``addMembers(_:events:)`` with wrap bundles for the new members, stored in the same
     /// transaction after the events (all or none, with them). The answer's `wrapsStored` is nil
     /// when the server did not store them (one from before ignores them): post them then.
-    public func addMembers(_ space: SpaceID, events: [MembershipEvent], bundles: [KeyWrapBundle]?)
-        throws(SpaceClientError) -> SpaceWire.AppendedEvents
-    {
+    /// `threadCount`: the length of the thread list the bundles' keys were chosen from; a
+    /// server that checks it refuses the request (409 `threads_changed`) when the space holds
+    /// another number of threads, and answers with it otherwise (nil: it did not check).
+    public func addMembers(
+        _ space: SpaceID, events: [MembershipEvent], bundles: [KeyWrapBundle]?, threadCount: Int? = nil
+    ) throws(SpaceClientError) -> SpaceWire.AppendedEvents {
         let answer: SpaceWire.AppendedEvents = try call(
-            .post, path(space, "members"), body: SpaceWire.EventsRequest(events: events, bundles: bundles))
+            .post, path(space, "members"),
+            body: SpaceWire.EventsRequest(events: events, bundles: bundles, threadCount: threadCount))
         guard answer.appended.count == events.count else {
             throw invalidResponse(
                 "the server answered for \(answer.appended.count) of \(events.count) events")

@@ -28,6 +28,46 @@ public final class ThreadKeyCache: @unchecked Sendable {
     /// ``threadList(_:)``'s shared requests.
     private let threadLists = SharedRequest<[SpaceWire.ThreadInfo]>()
 
+    /// The list to choose an admission's keys from. With `reuse`, the list held since the last
+    /// admission, while the server checks the length sent with each admission (its request is
+    /// refused, nothing stored, when a thread was created since: threads are never removed nor
+    /// changed, so the same length is the same list); else one read by ``threadList(_:)``.
+    /// `reused`: it was held, not read; only an admission that sends its length may use it
+    /// (and one the server did not check must read the list after all). Its message counts are
+    /// those of its reading: the server's answer gives them afresh.
+    public func admissionThreads(_ session: SpaceSession, reuse: Bool) throws(SpaceClientError) -> (
+        threads: [SpaceWire.ThreadInfo], reused: Bool
+    ) {
+        if reuse, let held = listed.withLock({ $0.serverChecks ? $0.threads : nil }) { return (held, true) }
+        let read = try threadList(session)
+        listed.withLock { $0.threads = read }
+        return (read, false)
+    }
+
+    /// What the server answered to an admission sent with `threads.count`: it checked it (the
+    /// list was the space's as the admission was stored, and may be reused) or not (a server
+    /// from before: every admission reads the list again).
+    public func admitted(on threads: [SpaceWire.ThreadInfo], checked: Bool) {
+        listed.withLock { listed in
+            listed.serverChecks = checked
+            // Threads are only ever added: the longer list is the later one.
+            if checked && threads.count >= listed.threads?.count ?? 0 { listed.threads = threads }
+        }
+    }
+
+    /// The held list is stale (a thread was created since, maybe by this device): read it again.
+    public func forgetThreads() {
+        listed.withLock { $0.threads = nil }
+    }
+
+    private struct Listed {
+        var threads: [SpaceWire.ThreadInfo]?
+        /// The server's last answer to an admission said it checked the list's length.
+        var serverChecks = false
+    }
+
+    private let listed = Locked(Listed())
+
     /// The thread keys this device holds, checked against `roster`. `threads`: the space's
     /// threads as the server lists them now; when this device holds a key for exactly those,
     /// each from a wrap whose signer is still a current member, its wraps are not fetched again

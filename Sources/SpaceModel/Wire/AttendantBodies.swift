@@ -52,32 +52,37 @@ extension WireJSON {
 }
 
 extension SpaceWire.AppendedEvents: StrictJSONReadable {
-    private static let keys = StrictJSONReader.keys("appended", "wrapsStored")
+    private static let keys = StrictJSONReader.keys("appended", "wrapsStored", "threadCount")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
         var appended: [SpaceWire.AppendedEvent]?
         var stored: Int?
+        var threads: Int?
         var object = StrictJSONReader.ObjectScan(keys: keys)
         while let key = reader.nextKey(&object) {
             let read =
-                key == 0
-                ? StrictJSONReader.got(&appended, reader.array { SpaceWire.AppendedEvent.read(&$0) })
-                : StrictJSONReader.got(&stored, reader.int())
+                switch key {
+                case 0: StrictJSONReader.got(&appended, reader.array { SpaceWire.AppendedEvent.read(&$0) })
+                case 1: StrictJSONReader.got(&stored, reader.int())
+                default: StrictJSONReader.got(&threads, reader.int())
+                }
             if !read { return nil }
         }
         guard !object.failed, let appended else { return nil }
-        return Self(appended: appended, wrapsStored: stored)
+        return Self(appended: appended, wrapsStored: stored, threadCount: threads)
     }
 }
 
 extension SpaceWire.AppendedEvent: StrictJSONReadable {
-    private static let keys = StrictJSONReader.keys("sequence", "hash", "deviceToken", "signInChallenge")
+    private static let keys = StrictJSONReader.keys(
+        "sequence", "hash", "deviceToken", "signInChallenge", "messages")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
         var sequence: UInt64?
         var hash: String?
         var token: SpaceWire.IssuedToken?
         var challenge: String?
+        var messages: Int?
         var object = StrictJSONReader.ObjectScan(keys: keys)
         while let key = reader.nextKey(&object) {
             let read: Bool
@@ -88,12 +93,15 @@ extension SpaceWire.AppendedEvent: StrictJSONReadable {
             case 2:
                 read = StrictJSONReader.got(
                     &token, SpaceWire.SignedIn.read(&reader).flatMap { $0.event == nil ? $0.issued : nil })
-            default: read = StrictJSONReader.got(&challenge, reader.string())
+            case 3: read = StrictJSONReader.got(&challenge, reader.string())
+            default: read = StrictJSONReader.got(&messages, reader.int())
             }
             if !read { return nil }
         }
         guard !object.failed, let sequence, let hash else { return nil }
-        return Self(sequence: sequence, hash: hash, deviceToken: token, signInChallenge: challenge)
+        return Self(
+            sequence: sequence, hash: hash, deviceToken: token, signInChallenge: challenge, messages: messages
+        )
     }
 }
 

@@ -32,13 +32,15 @@ extension SpaceWire.WrapsRequest: StrictJSONReadable {
 }
 
 extension SpaceWire.MembersRequest: StrictJSONReadable {
-    private static let keys = StrictJSONReader.keys("event", "events", "deviceLabel", "bundles")
+    private static let keys = StrictJSONReader.keys(
+        "event", "events", "deviceLabel", "bundles", "threadCount")
 
     public static func read(_ reader: inout StrictJSONReader) -> Self? {
         var event: MembershipEvent?
         var events: [MembershipEvent]?
         var label: String?
         var bundles: [KeyWrapBundle]?
+        var threadCount: Int?
         var object = StrictJSONReader.ObjectScan(keys: keys)
         while let key = reader.nextKey(&object) {
             let read: Bool
@@ -46,12 +48,14 @@ extension SpaceWire.MembersRequest: StrictJSONReadable {
             case 0: read = StrictJSONReader.got(&event, reader.event())
             case 1: read = StrictJSONReader.got(&events, reader.array { $0.event() })
             case 2: read = StrictJSONReader.got(&label, reader.string())
-            default: read = StrictJSONReader.got(&bundles, reader.array { $0.keyWrapBundle() })
+            case 3: read = StrictJSONReader.got(&bundles, reader.array { $0.keyWrapBundle() })
+            default: read = StrictJSONReader.got(&threadCount, reader.int())
             }
             if !read { return nil }
         }
         guard !object.failed else { return nil }
-        return Self(event: event, events: events, deviceLabel: label, bundles: bundles)
+        return Self(
+            event: event, events: events, deviceLabel: label, bundles: bundles, threadCount: threadCount)
     }
 }
 

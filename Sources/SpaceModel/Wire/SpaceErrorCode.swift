@@ -24,6 +24,8 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
     case eventOutOfOrder, eventChainBroken
     /// A thread was created while joining: the invite's keys changed.
     case inviteKeysChanged
+    /// A thread was created since the thread list an admission's keys were chosen from.
+    case threadsChanged
     /// What the command line named or gave was wrong, whichever side noticed.
     case invalidURL, unknownThread, messageTooLarge, bodyTooLarge, invalidField
     /// Signing in by email: the code ran out, the address was not proved, too many tries, no
@@ -51,7 +53,7 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
         .invalidField, .codeExpired, .emailNotProved, .tooManyAttempts, .emailUnavailable, .invalidAddress,
         .deviceRevoked, .timedOut, .unknownInvite, .inviteExpired, .inviteUsed, .inviterRemoved,
         .claimInvalid,
-        .inviteUnreadable, .challengeInvalid,
+        .inviteUnreadable, .challengeInvalid, .threadsChanged,
     ]
 
     public init(_ spelling: String) {
@@ -76,6 +78,7 @@ public enum SpaceErrorCode: Hashable, Sendable, CustomStringConvertible {
         case .eventOutOfOrder: "event_out_of_order"
         case .eventChainBroken: "event_chain_broken"
         case .inviteKeysChanged: "invite_keys_changed"
+        case .threadsChanged: "threads_changed"
         case .invalidURL: "invalid_url"
         case .unknownThread: "unknown_thread"
         case .messageTooLarge: "message_too_large"

@@ -28,12 +28,20 @@ public enum SpaceWire {
     /// `POST …/members` with several `member_added` events, in chain order (applied all or none),
     /// and the new members' wrap bundles, stored with them (absent: none; a server from before
     /// ignores them, and its answer has no ``AppendedEvents/wrapsStored``).
+    ///
+    /// `threadCount`: how many threads the list held that the bundles' keys were chosen from.
+    /// A server that checks it refuses the request (409 `threads_changed`, nothing stored) when
+    /// the space has another number of threads now, and says so in its answer
+    /// (``AppendedEvents/threadCount``); threads are never removed nor changed, so the same
+    /// number is the same list. A server from before ignores it.
     public struct EventsRequest: Codable, Sendable {
         public let events: [MembershipEvent]
         public let bundles: [KeyWrapBundle]?
-        public init(events: [MembershipEvent], bundles: [KeyWrapBundle]? = nil) {
+        public let threadCount: Int?
+        public init(events: [MembershipEvent], bundles: [KeyWrapBundle]? = nil, threadCount: Int? = nil) {
             self.events = events
             self.bundles = bundles
+            self.threadCount = threadCount
         }
     }
 
@@ -45,26 +53,34 @@ public enum SpaceWire {
         public let deviceLabel: String?
         /// With `events` only: wrap bundles stored after them (``EventsRequest/bundles``).
         public let bundles: [KeyWrapBundle]?
+        /// With `events` only: the thread list's length the sender built on
+        /// (``EventsRequest/threadCount``).
+        public let threadCount: Int?
         public init(
             event: MembershipEvent? = nil, events: [MembershipEvent]? = nil, deviceLabel: String? = nil,
-            bundles: [KeyWrapBundle]? = nil
+            bundles: [KeyWrapBundle]? = nil, threadCount: Int? = nil
         ) {
             self.event = event
             self.events = events
             self.deviceLabel = deviceLabel
             self.bundles = bundles
+            self.threadCount = threadCount
         }
     }
 
     /// The answer to an ``EventsRequest``: each event's place in the chain, in order, and, when
     /// the request carried bundles and the server stored them, how many keys they held (absent
     /// otherwise: a server from before does not read them, and the sender posts them itself).
+    /// `threadCount`: the request's, when the server checked it (the space held that many
+    /// threads as the events were stored); absent from a server that does not check it.
     public struct AppendedEvents: Codable, Sendable {
         public let appended: [AppendedEvent]
         public let wrapsStored: Int?
-        public init(appended: [AppendedEvent], wrapsStored: Int? = nil) {
+        public let threadCount: Int?
+        public init(appended: [AppendedEvent], wrapsStored: Int? = nil, threadCount: Int? = nil) {
             self.appended = appended
             self.wrapsStored = wrapsStored
+            self.threadCount = threadCount
         }
     }
 
@@ -264,13 +280,26 @@ public enum SpaceWire {
         /// gives it), which the attendant passes on in the grant so the joiner signs in at once.
         /// Absent for other events and from older servers.
         public let signInChallenge: String?
+        /// With a checked ``EventsRequest/threadCount``: how many messages the threads of the
+        /// bundles to the member the event added hold (the grant's history hint, which the
+        /// thread list's counts gave before).
+        public let messages: Int?
         public init(
-            sequence: UInt64, hash: String, deviceToken: IssuedToken? = nil, signInChallenge: String? = nil
+            sequence: UInt64, hash: String, deviceToken: IssuedToken? = nil, signInChallenge: String? = nil,
+            messages: Int? = nil
         ) {
             self.sequence = sequence
             self.hash = hash
             self.deviceToken = deviceToken
             self.signInChallenge = signInChallenge
+            self.messages = messages
+        }
+
+        /// This answer with `messages`.
+        public func with(messages: Int) -> Self {
+            Self(
+                sequence: sequence, hash: hash, deviceToken: deviceToken, signInChallenge: signInChallenge,
+                messages: messages)
         }
     }
 

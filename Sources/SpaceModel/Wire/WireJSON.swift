@@ -86,6 +86,10 @@ public enum WireJSON {
             if let bundles = request.bundles { writeBundles(bundles, into: &out) }
             out += #""events":"#.utf8
             out += events
+            if let count = request.threadCount {
+                out += #","threadCount":"#.utf8
+                out += String(count).utf8
+            }
             out.append(UInt8(ascii: "}"))
         } else {
             return nil
