@@ -176,8 +176,19 @@ public struct RelayCore: Sendable {
         case .success(let decoded):
             frame = decoded
         }
-        // Every typed command is acknowledged before it is processed.
-        send(.ack(id: frame.id), to: id)
+        // Every typed command is acknowledged before it is processed, unless the connection's
+        // first `bind` asked for no acks (Eleven's extension, `ClientMessage.acksKey`): then
+        // the frame is only marked answered, for the glue's reply-latency histogram.
+        var acks = connection.acks
+        if !frame.acks, frame.kind == .bind, connection.binding == nil {
+            acks = false
+            connections[id]?.acks = false
+        }
+        if acks {
+            send(.ack(id: frame.id), to: id)
+        } else {
+            output.actions.append(.answered(id))
+        }
         dispatch(frame, from: id, now: now)
     }
 
@@ -206,7 +217,6 @@ public struct RelayCore: Sendable {
     static let oversizeConnectionCost = 10.0
 
     private mutating func dispatch(_ frame: ClientFrame, from id: ConnectionID, now: RelayInstant) {
-        let orig = JSONValue.object(frame.object)
         let fields = frame.message
         let result: Result<Void, RelayError>
         switch frame.kind {
@@ -234,7 +244,8 @@ public struct RelayCore: Sendable {
             }
             result = dispatchBound(frame, connection: id, app: binding.app, side: binding.side, now: now)
         }
-        if case .failure(let error) = result { fail(id, error, orig: orig) }
+        // `orig` only for an error: a quickly read frame makes its object only when asked.
+        if case .failure(let error) = result { fail(id, error, orig: .object(frame.object)) }
     }
 
     private mutating func dispatchBound(
