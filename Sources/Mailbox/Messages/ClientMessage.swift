@@ -117,18 +117,8 @@ public enum ClientMessage: Sendable, Equatable {
 /// the connection-state checks ("must bind first", "only one claim per connection", …) come
 /// before some field checks.
 public struct ClientFrame: Sendable, Equatable {
-    /// The whole message, echoed as `orig` in an `error` reply. A frame read by the quick
-    /// reader (``ClientMessage/decode(_:maximumFieldBytes:)``) made no tree: it is parsed from
-    /// the payload when asked for, which only an error reply or a deferred request does.
-    public var object: JSONObject {
-        if let parsed { return parsed }
-        guard let payload, case .object(let object)? = try? JSONParser.parse(payload) else {
-            return JSONObject()
-        }
-        return object
-    }
-    private let parsed: JSONObject?
-    private let payload: [UInt8]?
+    /// The whole message, echoed as `orig` in an `error` reply.
+    public let object: JSONObject
     /// The `id` correlation tag, `.null` when absent (echoed in `ack` and in `message`).
     public let id: JSONValue
     /// The command `type` names; nil when it names none (the relay answers `unknown type`).
@@ -141,33 +131,13 @@ public struct ClientFrame: Sendable, Equatable {
 
     public init(
         object: JSONObject, id: JSONValue, kind: ClientMessage.Kind?,
-        message: Result<ClientMessage, RelayError>,
-        acks: Bool = true
+        message: Result<ClientMessage, RelayError>, acks: Bool = true
     ) {
-        self.parsed = object
-        self.payload = nil
+        self.object = object
         self.id = id
         self.kind = kind
         self.message = message
         self.acks = acks
-    }
-
-    /// A frame the quick reader read: its object stays in `payload` until asked for.
-    init(
-        payload: [UInt8], id: JSONValue, kind: ClientMessage.Kind?,
-        message: Result<ClientMessage, RelayError>,
-        acks: Bool
-    ) {
-        self.parsed = nil
-        self.payload = payload
-        self.id = id
-        self.kind = kind
-        self.message = message
-        self.acks = acks
-    }
-
-    public static func == (a: ClientFrame, b: ClientFrame) -> Bool {
-        a.id == b.id && a.kind == b.kind && a.message == b.message && a.acks == b.acks && a.object == b.object
     }
 }
 
@@ -187,27 +157,6 @@ extension ClientMessage {
     public static func decode(_ payload: [UInt8], maximumFieldBytes: Int = 1024) -> Result<
         ClientFrame, ClientMessageError
     > {
-        // The commands clients send are flat objects of known keys and plain strings: read
-        // those straight from the bytes, with no tree (the relay reads every frame here).
-        if let quick = QuickCommandReader.read(payload) {
-            let kind = Kind(type: quick.type)
-            let lookup: (String) -> JSONValue? = { quick[$0] }
-            let message =
-                kind.map { FieldReader(lookup: lookup, maximumBytes: maximumFieldBytes).message($0) }
-                ?? .failure(.unknownType)
-            let acks = kind != .bind || quick[acksKey] != .bool(false)
-            return .success(
-                ClientFrame(
-                    payload: payload, id: quick["id"] ?? .null, kind: kind, message: message, acks: acks))
-        }
-        return decodeTree(payload, maximumFieldBytes: maximumFieldBytes)
-    }
-
-    /// ``decode(_:maximumFieldBytes:)`` through the general parser and its tree: for anything
-    /// the quick reader leaves (and to check it against).
-    static func decodeTree(_ payload: [UInt8], maximumFieldBytes: Int) -> Result<
-        ClientFrame, ClientMessageError
-    > {
         let value: JSONValue
         do {
             value = try JSONParser.parse(payload)
@@ -222,7 +171,7 @@ extension ClientMessage {
         }
         let kind = Kind(type: type)
         let message =
-            kind.map { FieldReader(lookup: { object[$0] }, maximumBytes: maximumFieldBytes).message($0) }
+            kind.map { FieldReader(object: object, maximumBytes: maximumFieldBytes).message($0) }
             ?? .failure(.unknownType)
         let acks = kind != .bind || object[acksKey] != .bool(false)
         return .success(
@@ -238,14 +187,13 @@ extension ClientMessage {
 
 /// Reads typed fields out of a command object, with the deployed server's "missing" strings.
 private struct FieldReader {
-    /// A member's value by name (the last one of that name).
-    let lookup: (String) -> JSONValue?
+    let object: JSONObject
     let maximumBytes: Int
 
     func message(_ kind: ClientMessage.Kind) -> Result<ClientMessage, RelayError> {
         switch kind {
         case .ping:
-            guard let value = lookup("ping") else { return .failure(.pingRequiresPing) }
+            guard let value = object["ping"] else { return .failure(.pingRequiresPing) }
             return .success(.ping(value))
         case .bind:
             return string("appid", missing: .bindRequiresAppID).flatMap { appID in
@@ -264,7 +212,7 @@ private struct FieldReader {
         case .add:
             return string("phase", missing: .missingPhase).flatMap { phase in
                 // The body is bounded by the whole-message limit, not the field limit.
-                guard let value = lookup("body") else { return .failure(.missingBody) }
+                guard let value = object["body"] else { return .failure(.missingBody) }
                 guard case .string(let body) = value else {
                     return .failure(.wrongType("body", expected: "a string", got: value))
                 }
@@ -283,7 +231,7 @@ private struct FieldReader {
 
     /// A required string field: `missing` when absent, a type error when not a string.
     private func string(_ key: String, missing: RelayError) -> Result<String, RelayError> {
-        guard let value = lookup(key) else { return .failure(missing) }
+        guard let value = object[key] else { return .failure(missing) }
         guard case .string(let s) = value else {
             return .failure(.wrongType(key, expected: "a string", got: value))
         }
@@ -293,7 +241,7 @@ private struct FieldReader {
 
     /// An optional string field: nil when absent or JSON null.
     private func optionalString(_ key: String) -> Result<String?, RelayError> {
-        guard let value = lookup(key), value != .null else { return .success(nil) }
+        guard let value = object[key], value != .null else { return .success(nil) }
         guard case .string(let s) = value else {
             return .failure(.wrongType(key, expected: "a string", got: value))
         }
@@ -304,147 +252,12 @@ private struct FieldReader {
     /// `client_version` when it is a list of strings; nil otherwise (never an error: the relay
     /// ignores it).
     private func clientVersion() -> [String]? {
-        guard case .array(let items)? = lookup("client_version") else { return nil }
+        guard case .array(let items)? = object["client_version"] else { return nil }
         var version: [String] = []
         for item in items {
             guard case .string(let text) = item else { return nil }
             version.append(text)
         }
         return version
-    }
-}
-
-/// Reads the commands clients actually send — one flat object of known keys whose values are
-/// printable-ASCII strings without escapes, `true`, `false`, `null`, or (`client_version`) a
-/// list of such strings — straight from the bytes, making only the values. Anything else (a
-/// number, a nested object, an escape, a byte outside printable ASCII, an unknown or repeated
-/// key, no `type`, bad JSON) is left to the general parser, so every error and every `orig` is
-/// the general path's.
-struct QuickCommandReader {
-    /// The keys read, in the order of ``Values/slots``.
-    static let keys: [[UInt8]] = [
-        "type", "id", "appid", "side", "client_version", "nameplate", "mailbox", "phase", "body", "mood",
-        "ping", "method", "stamp", ClientMessage.acksKey,
-    ].map { Array($0.utf8) }
-
-    struct Values {
-        var slots = [JSONValue?](repeating: nil, count: QuickCommandReader.keys.count)
-        var type: JSONValue { slots[0] ?? .null }
-
-        subscript(key: String) -> JSONValue? {
-            var key = key
-            return key.withUTF8 { name in
-                QuickCommandReader.keys.firstIndex { $0.elementsEqual(name) }.flatMap { slots[$0] }
-            }
-        }
-    }
-
-    private let bytes: [UInt8]
-    private var index = 0
-
-    private init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    /// The members of `payload`, or nil when it is not the simple kind.
-    static func read(_ payload: [UInt8]) -> Values? {
-        var reader = QuickCommandReader(payload)
-        return reader.object()
-    }
-
-    private mutating func object() -> Values? {
-        skipSpace()
-        guard consume(UInt8(ascii: "{")) else { return nil }
-        var values = Values()
-        skipSpace()
-        if consume(UInt8(ascii: "}")) { return nil }  // no `type`
-        while true {
-            skipSpace()
-            guard let slot = key(), values.slots[slot] == nil else { return nil }
-            skipSpace()
-            guard consume(UInt8(ascii: ":")) else { return nil }
-            skipSpace()
-            guard let value = value(list: slot == 4) else { return nil }
-            values.slots[slot] = value
-            skipSpace()
-            if consume(UInt8(ascii: "}")) { break }
-            guard consume(UInt8(ascii: ",")) else { return nil }
-        }
-        skipSpace()
-        guard index == bytes.count, values.slots[0] != nil else { return nil }
-        return values
-    }
-
-    /// The slot of a known key.
-    private mutating func key() -> Int? {
-        guard let range = plainString() else { return nil }
-        return Self.keys.firstIndex { $0.elementsEqual(bytes[range]) }
-    }
-
-    private mutating func value(list: Bool) -> JSONValue? {
-        guard index < bytes.count else { return nil }
-        switch bytes[index] {
-        case UInt8(ascii: "\""):
-            guard let range = plainString() else { return nil }
-            return .string(String(decoding: bytes[range], as: UTF8.self))
-        case UInt8(ascii: "t"): return literal("true", .bool(true))
-        case UInt8(ascii: "f"): return literal("false", .bool(false))
-        case UInt8(ascii: "n"): return literal("null", .null)
-        case UInt8(ascii: "[") where list:
-            index += 1
-            var items: [JSONValue] = []
-            skipSpace()
-            if consume(UInt8(ascii: "]")) { return .array(items) }
-            while true {
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let range = plainString()
-                else {
-                    return nil
-                }
-                items.append(.string(String(decoding: bytes[range], as: UTF8.self)))
-                skipSpace()
-                if consume(UInt8(ascii: "]")) { return .array(items) }
-                guard consume(UInt8(ascii: ",")) else { return nil }
-            }
-        default: return nil
-        }
-    }
-
-    /// The bytes of a string of printable ASCII without escapes, after its opening quote.
-    private mutating func plainString() -> Range<Int>? {
-        guard consume(UInt8(ascii: "\"")) else { return nil }
-        let start = index
-        while index < bytes.count {
-            let b = bytes[index]
-            if b == UInt8(ascii: "\"") {
-                index += 1
-                return start..<(index - 1)
-            }
-            guard b >= 0x20, b < 0x7F, b != UInt8(ascii: "\\") else { return nil }
-            index += 1
-        }
-        return nil
-    }
-
-    private mutating func literal(_ text: StaticString, _ value: JSONValue) -> JSONValue? {
-        let count = text.utf8CodeUnitCount
-        guard bytes.count - index >= count else { return nil }
-        let matches = text.withUTF8Buffer { $0.elementsEqual(bytes[index..<(index + count)]) }
-        guard matches else { return nil }
-        index += count
-        return value
-    }
-
-    private mutating func skipSpace() {
-        while index < bytes.count {
-            switch bytes[index] {
-            case 0x20, 0x09, 0x0A, 0x0D: index += 1
-            default: return
-            }
-        }
-    }
-
-    private mutating func consume(_ byte: UInt8) -> Bool {
-        guard index < bytes.count, bytes[index] == byte else { return false }
-        index += 1
-        return true
     }
 }

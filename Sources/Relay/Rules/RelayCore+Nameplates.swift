@@ -10,8 +10,7 @@ extension RelayCore {
     }
 
     mutating func allocate(
-        connection id: ConnectionID, app: AppID, side: Side, now: RelayInstant,
-        orig: @autoclosure () -> JSONValue = .null
+        connection id: ConnectionID, app: AppID, side: Side, now: RelayInstant, orig: JSONValue = .null
     ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
         guard !connection.didAllocate else { return .failure(.alreadyAllocated) }
@@ -25,7 +24,7 @@ extension RelayCore {
             let candidates = NameplateAllocator.candidates(
                 taken: taken, count: Self.allocationCandidates, using: &random)
             guard !candidates.isEmpty else { return .failure(.noFreeNameplate) }
-            requestNameplate(candidates, app: app, isAllocation: true, connection: id, orig: orig())
+            requestNameplate(candidates, app: app, isAllocation: true, connection: id, orig: orig)
             return .success(())
         }
         guard
@@ -69,7 +68,7 @@ extension RelayCore {
 
     mutating func claim(
         _ field: Result<Nameplate, RelayError>, connection id: ConnectionID, app: AppID, side: Side,
-        now: RelayInstant, orig: @autoclosure () -> JSONValue = .null
+        now: RelayInstant, orig: JSONValue = .null
     ) -> Result<Void, RelayError> {
         guard let connection = connections[id] else { return .success(()) }
         if case .failure(let error) = field, error.code == .claimRequiresNameplate { return .failure(error) }
@@ -93,7 +92,7 @@ extension RelayCore {
             // Another node may have made, deleted or remade it a moment ago, and this node's
             // copy may not show it yet: the store says where it leads, and the answer waits
             // until this node has caught up with the store.
-            requestNameplate([name], app: app, isAllocation: false, connection: id, orig: orig())
+            requestNameplate([name], app: app, isAllocation: false, connection: id, orig: orig)
             return .success(())
         }
         switch claimNameplate(key, side: side, by: connection, now: now) {

@@ -217,6 +217,7 @@ public struct RelayCore: Sendable {
     static let oversizeConnectionCost = 10.0
 
     private mutating func dispatch(_ frame: ClientFrame, from id: ConnectionID, now: RelayInstant) {
+        let orig = JSONValue.object(frame.object)
         let fields = frame.message
         let result: Result<Void, RelayError>
         switch frame.kind {
@@ -244,8 +245,7 @@ public struct RelayCore: Sendable {
             }
             result = dispatchBound(frame, connection: id, app: binding.app, side: binding.side, now: now)
         }
-        // `orig` only for an error: a quickly read frame makes its object only when asked.
-        if case .failure(let error) = result { fail(id, error, orig: .object(frame.object)) }
+        if case .failure(let error) = result { fail(id, error, orig: orig) }
     }
 
     private mutating func dispatchBound(
