@@ -271,6 +271,46 @@ import Testing
         #expect(elsewhere.status.code == 404)
     }
 
+    /// A connection whose `bind` says `"x-eleven-acks": false` hears every reply but no `ack`
+    /// (each frame it reads is the reply itself), a stock one beside it keeps them, and the
+    /// reply-latency histogram still counts every command of both.
+    @Test func aBindAskingForNoAcksGetsEveryReplyButTheAcks() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let relay = try RelayProcess(databasePath: dir.path("relay.sqlite"), metrics: true)
+        defer { relay.stop() }
+        let quiet = try WireClient(relay.url)
+        defer { quiet.close() }
+        try quiet.send(["type": "bind", "appid": Self.app, "side": "aaaaaaaaaa", "x-eleven-acks": false])
+        try quiet.send(["type": "allocate"])
+        let allocated = try quiet.next()
+        #expect(allocated["type"] as? String == "allocated")
+        let nameplate = try #require(allocated["nameplate"] as? String)
+        try quiet.send(["type": "claim", "nameplate": nameplate])
+        let claimed = try quiet.next()
+        #expect(claimed["type"] as? String == "claimed")
+        let mailbox = try #require(claimed["mailbox"] as? String)
+        try quiet.send(["type": "open", "mailbox": mailbox])
+        try quiet.send(["type": "add", "phase": "pake", "body": "00aa"])
+        let echo = try quiet.next()
+        #expect(echo["type"] as? String == "message" && echo["body"] as? String == "00aa")
+
+        let stock = try WireClient(relay.url)
+        defer { stock.close() }
+        try stock.send(["type": "bind", "appid": Self.app, "side": "bbbbbbbbbb", "id": "1"])
+        #expect(try stock.next()["type"] as? String == "ack")
+        try stock.send(["type": "claim", "nameplate": nameplate, "id": "2"])
+        #expect(try stock.next()["id"] as? String == "2")
+        #expect(try stock.next()["mailbox"] as? String == mailbox)
+
+        try quiet.send(["type": "release", "nameplate": nameplate])
+        #expect(try quiet.next()["type"] as? String == "released")
+        try quiet.send(["type": "close", "mailbox": mailbox, "mood": "happy"])
+        #expect(try quiet.next()["type"] as? String == "closed")
+        // Seven commands on the quiet connection, two on the stock one.
+        #expect(eventually { relay.metric("eleven_relay_reply_latency_seconds_count") == 9 })
+    }
+
     @Test func sigtermClosesConnectionsWith1001AndExitsZero() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }

@@ -324,7 +324,10 @@ public final class RendezvousConnection {
         for action in actions {
             switch action {
             case .send(let message):
-                commands.append(message.encoded)
+                // `bind` asks an Eleven relay for no `ack`s (`ClientMessage.acksKey`): the
+                // machine ignores them, and what it waits for has its own reply (`claimed`,
+                // `released`, the echo of each `add`, `closed`). Other servers ignore the key.
+                commands.append(message.encoded(acks: false))
             case .allocated(let nameplate):
                 events.append(.allocated(nameplate))
             case .received(let phase, let body):

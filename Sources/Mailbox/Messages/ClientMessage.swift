@@ -55,7 +55,11 @@ public enum ClientMessage: Sendable, Equatable {
     }
 
     /// The JSON object sent: members in key order, as every Eleven client has sent them.
-    public var jsonObject: JSONObject {
+    public var jsonObject: JSONObject { jsonObject(acks: true) }
+
+    /// The JSON object sent; with `acks` false a `bind` carries ``acksKey`` set to false, which
+    /// asks an Eleven relay to send no `ack` on this connection (other servers ignore the key).
+    public func jsonObject(acks: Bool) -> JSONObject {
         var members: [(String, JSONValue)] = [("type", .string(kind.rawValue))]
         switch self {
         case .ping(let value):
@@ -64,6 +68,7 @@ public enum ClientMessage: Sendable, Equatable {
             members.append(("appid", .string(appID.value)))
             if let version { members.append(("client_version", .array(version.map { .string($0) }))) }
             members.append(("side", .string(side.value)))
+            if !acks { members.append((Self.acksKey, .bool(false))) }
         case .list, .allocate:
             break
         case .claim(let nameplate):
@@ -88,6 +93,20 @@ public enum ClientMessage: Sendable, Equatable {
 
     /// The text of the WebSocket frame.
     public var encoded: String { JSONWriter.string(.object(jsonObject)) }
+
+    /// The text of the WebSocket frame; with `acks` false, a `bind` asks for no `ack`s
+    /// (``jsonObject(acks:)``).
+    public func encoded(acks: Bool) -> String { JSONWriter.string(.object(jsonObject(acks: acks))) }
+
+    /// The `bind` key of Eleven's one extension to protocol v1: `"x-eleven-acks": false` asks
+    /// the relay to send no `ack` on the connection from that `bind` on (the `bind`'s own
+    /// included), every other reply unchanged. An `ack` only says a command arrived, before it
+    /// is processed; Eleven's clients never wait for one (what they need confirmed has its own
+    /// reply: `claimed`, `released`, a `message` echo, `closed`), and they are 19 of the 46
+    /// frames a relay sends per join. The reference server ignores keys it does not know, so
+    /// the same `bind` works there, acks and all; a client that reads acks just does not send
+    /// the key.
+    public static let acksKey = "x-eleven-acks"
 }
 
 /// A client message as a server reads it.
@@ -107,6 +126,19 @@ public struct ClientFrame: Sendable, Equatable {
     /// The command, or the deployed server's error for its first missing or malformed field
     /// (``RelayError/unknownType`` when ``kind`` is nil).
     public let message: Result<ClientMessage, RelayError>
+    /// False for a `bind` that asks for no `ack`s (``ClientMessage/acksKey`` set to false).
+    public let acks: Bool
+
+    public init(
+        object: JSONObject, id: JSONValue, kind: ClientMessage.Kind?,
+        message: Result<ClientMessage, RelayError>, acks: Bool = true
+    ) {
+        self.object = object
+        self.id = id
+        self.kind = kind
+        self.message = message
+        self.acks = acks
+    }
 }
 
 /// A payload that could not be read as a command at all (no `ack` is sent for it).
@@ -141,7 +173,9 @@ extension ClientMessage {
         let message =
             kind.map { FieldReader(object: object, maximumBytes: maximumFieldBytes).message($0) }
             ?? .failure(.unknownType)
-        return .success(ClientFrame(object: object, id: object["id"] ?? .null, kind: kind, message: message))
+        let acks = kind != .bind || object[acksKey] != .bool(false)
+        return .success(
+            ClientFrame(object: object, id: object["id"] ?? .null, kind: kind, message: message, acks: acks))
     }
 
     public static func decode(_ text: String, maximumFieldBytes: Int = 1024) -> Result<

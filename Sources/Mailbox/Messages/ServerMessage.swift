@@ -115,7 +115,7 @@ public enum ServerMessage: Sendable, Equatable {
             text("phase", m.phase.value)
             text("body", m.body)
             Self.key("server_rx", into: &out)
-            out.append(contentsOf: JSONNumber(m.serverRX.secondsSince1970).text.utf8)
+            out.append(contentsOf: (m.serverRXText ?? JSONNumber(m.serverRX.secondsSince1970).text).utf8)
             field("id", m.messageID)
         case .error(let error, let orig):
             text("error", error.message)
@@ -188,6 +188,10 @@ public struct StoredMessage: Sendable, Equatable {
     public let serverRX: RelayInstant
     /// The `id` of the `add` that brought it (null when the client sent none).
     public let messageID: JSONValue
+    /// `server_rx`'s JSON text, when formatted ahead (``formattingServerRX()``): the relay
+    /// formats it once per message, where every copy sent (the echo, the peer's, each replay)
+    /// formatted it again. Not part of equality: it is `serverRX`, written out.
+    public private(set) var serverRXText: String?
 
     public init(side: Side, phase: Phase, body: String, serverRX: RelayInstant, messageID: JSONValue) {
         self.side = side
@@ -195,6 +199,18 @@ public struct StoredMessage: Sendable, Equatable {
         self.body = body
         self.serverRX = serverRX
         self.messageID = messageID
+    }
+
+    /// The same message with ``serverRXText`` formatted, for a relay that will send it.
+    public func formattingServerRX() -> StoredMessage {
+        var copy = self
+        copy.serverRXText = JSONNumber(serverRX.secondsSince1970).text
+        return copy
+    }
+
+    public static func == (a: StoredMessage, b: StoredMessage) -> Bool {
+        a.side == b.side && a.phase == b.phase && a.body == b.body && a.serverRX == b.serverRX
+            && a.messageID == b.messageID
     }
 }
 

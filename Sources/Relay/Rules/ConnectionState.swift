@@ -20,6 +20,8 @@ struct ConnectionState: Sendable {
     var openMailbox: MailboxKey?
     var didClose = false
     var errorCount = 0
+    /// False once the connection's first `bind` asked for no `ack`s (`ClientMessage.acksKey`).
+    var acks = true
     /// Set when the core asked the glue to close it; later frames are ignored.
     var closing = false
     /// Multi-node: the `allocate` or `claim` waiting for the shared store; frames arriving

@@ -81,8 +81,10 @@ extension RelayCore {
         guard request.body.utf8.count <= limits.maximumStoredBytes - storedBodyBytes else {
             return .failure(.storageFull)
         }
+        // `server_rx` formatted once here: the echo, the peer's copy and any replay reuse it.
         let message = StoredMessage(
-            side: side, phase: request.phase, body: request.body, serverRX: now, messageID: messageID)
+            side: side, phase: request.phase, body: request.body, serverRX: now, messageID: messageID
+        ).formattingServerRX()
         write(.appendMessage(key, message))
         write(.touchMailbox(key, updated: now))
         metrics.messagesAdded += 1

@@ -176,8 +176,19 @@ public struct RelayCore: Sendable {
         case .success(let decoded):
             frame = decoded
         }
-        // Every typed command is acknowledged before it is processed.
-        send(.ack(id: frame.id), to: id)
+        // Every typed command is acknowledged before it is processed, unless the connection's
+        // first `bind` asked for no acks (Eleven's extension, `ClientMessage.acksKey`): then
+        // the frame is only marked answered, for the glue's reply-latency histogram.
+        var acks = connection.acks
+        if !frame.acks, frame.kind == .bind, connection.binding == nil {
+            acks = false
+            connections[id]?.acks = false
+        }
+        if acks {
+            send(.ack(id: frame.id), to: id)
+        } else {
+            output.actions.append(.answered(id))
+        }
         dispatch(frame, from: id, now: now)
     }
 

@@ -42,6 +42,9 @@ public enum RelayAction: Sendable, Equatable {
     case send(ServerMessage, to: ConnectionID)
     /// Close this connection (after the sends before it).
     case close(ConnectionID)
+    /// A command was answered with nothing to send: where an `ack` would go, on a connection
+    /// that asked for none. Sends nothing; a glue that times its answers counts it.
+    case answered(ConnectionID)
 }
 
 /// One input of the core.

@@ -12,10 +12,48 @@ import Support
 final class ConnectionTable: RelayConnectionSink {
     private struct Entry {
         let socket: WebSocket
-        /// Arrival times of client frames not yet answered (for the reply-latency histogram).
-        var pending: [UInt64] = []
-        /// The last frame sent was an `ack`: an `error` right after it answers the same frame.
-        var afterAck = false
+        let arrivals: Arrivals
+    }
+
+    /// Arrival times of a connection's client frames not yet answered, for the reply-latency
+    /// histogram. Touched only on the connection's event loop: stamped as frames arrive (the
+    /// message handler runs there) and taken as their answers are written (``deliver(_:)``'s
+    /// task runs there too), so it needs no lock; the table's lock, taken for every frame,
+    /// was shared by both loops and the storage thread.
+    final class Arrivals: @unchecked Sendable {
+        private var times: [UInt64] = []
+        private var first = 0
+        /// The last answer was an `ack`: an `error` right after it answers the same frame.
+        private var afterAck = false
+
+        /// A client frame arrived.
+        func stamp() {
+            // Bounded: a client that floods without reading does not grow this.
+            guard times.count - first < 64 else { return }
+            if first > 0, first == times.count {
+                times.removeAll(keepingCapacity: true)
+                first = 0
+            }
+            times.append(ConnectionTable.monotonicNanos())
+        }
+
+        /// The arrival of the frame an outgoing item answers, if it answers one. Every
+        /// answered client frame gets one `ack` (typed commands, possibly followed by an
+        /// `error` for the same frame) or one `answered` mark where the client asked for no
+        /// acks (likewise), or, for frames without a type, one `error`.
+        func answer(_ item: RelayDelivery) -> UInt64? {
+            let kind: RelayFrameKind
+            switch item {
+            case .frame(_, let k, _): kind = k
+            case .answered: kind = .ack
+            case .close: return nil
+            }
+            let answers = kind == .ack || (kind == .error && !afterAck)
+            afterAck = kind == .ack
+            guard answers, first < times.count else { return nil }
+            first += 1
+            return times[first - 1]
+        }
     }
 
     private let entries = Locked<[ConnectionID: Entry]>([:])
@@ -23,8 +61,13 @@ final class ConnectionTable: RelayConnectionSink {
     private let failureHandler = Locked<(@Sendable (RelayStorageError) -> Void)?>(nil)
     private let recoveryHandler = Locked<(@Sendable () -> Void)?>(nil)
 
-    func add(_ id: ConnectionID, _ socket: WebSocket) {
-        entries.withLock { $0[id] = Entry(socket: socket) }
+    /// Adds a connection; stamp its client frames' arrivals on the returned ``Arrivals``, on
+    /// the connection's loop.
+    @discardableResult
+    func add(_ id: ConnectionID, _ socket: WebSocket) -> Arrivals {
+        let arrivals = Arrivals()
+        entries.withLock { $0[id] = Entry(socket: socket, arrivals: arrivals) }
+        return arrivals
     }
 
     func remove(_ id: ConnectionID) {
@@ -32,15 +75,6 @@ final class ConnectionTable: RelayConnectionSink {
     }
 
     var count: Int { entries.withLock { $0.count } }
-
-    /// A client frame arrived on `id`.
-    func stamp(_ id: ConnectionID) {
-        let now = Self.monotonicNanos()
-        entries.withLock { table in
-            // Bounded: a client that floods without reading does not grow this.
-            if let n = table[id]?.pending.count, n < 64 { table[id]?.pending.append(now) }
-        }
-    }
 
     func setFailureHandler(_ handler: @escaping @Sendable (RelayStorageError) -> Void) {
         failureHandler.withLock { $0 = handler }
@@ -60,49 +94,38 @@ final class ConnectionTable: RelayConnectionSink {
     }
 
     /// One pass under the table's lock for the whole batch, then one `execute` per event loop
-    /// carrying every frame and close of the batch for that loop's connections, in order: the
-    /// loop sends each connection's frames together at the end of its turn.
+    /// carrying every frame, close and answered mark of the batch for that loop's connections,
+    /// in order: the loop sends each connection's frames together at the end of its turn, and
+    /// times the answers as it writes them.
     func deliver(_ batch: [RelayDelivery]) {
-        var perLoop: [(loop: EventLoop, items: [(WebSocket, RelayDelivery)])] = []
-        var answered: [UInt64] = []
-        func add(_ socket: WebSocket, _ item: RelayDelivery) {
-            if let i = perLoop.firstIndex(where: { $0.loop === socket.loop }) {
-                perLoop[i].items.append((socket, item))
-            } else {
-                perLoop.append((socket.loop, [(socket, item)]))
-            }
-        }
+        var perLoop: [(loop: EventLoop, items: [(Entry, RelayDelivery)])] = []
         entries.withLock { table in
             for item in batch {
+                let connection: ConnectionID
                 switch item {
-                case .frame(_, let kind, let connection):
-                    guard var entry = table[connection] else { continue }
-                    // Every answered client frame gets one `ack` (typed commands, possibly
-                    // followed by an `error` for the same frame) or, for frames without a
-                    // type, one `error`.
-                    let answers = kind == .ack || (kind == .error && !entry.afterAck)
-                    entry.afterAck = kind == .ack
-                    if answers, !entry.pending.isEmpty { answered.append(entry.pending.removeFirst()) }
-                    table[connection] = entry
-                    add(entry.socket, item)
-                case .close(let connection):
-                    guard let socket = table[connection]?.socket else { continue }
-                    add(socket, item)
+                case .frame(_, _, let id), .close(let id), .answered(let id): connection = id
+                }
+                guard let entry = table[connection] else { continue }
+                if let i = perLoop.firstIndex(where: { $0.loop === entry.socket.loop }) {
+                    perLoop[i].items.append((entry, item))
+                } else {
+                    perLoop.append((entry.socket.loop, [(entry, item)]))
                 }
             }
         }
-        if !answered.isEmpty {
-            let now = Self.monotonicNanos()
-            for arrived in answered { latency.observe(nanoseconds: now &- arrived) }
-        }
+        let latency = self.latency
         for (loop, items) in perLoop {
             loop.execute {
-                for (socket, item) in items {
+                var answered: [UInt64] = []
+                for (entry, item) in items {
+                    if let arrived = entry.arrivals.answer(item) { answered.append(arrived) }
                     switch item {
-                    case .frame(let bytes, _, _): socket.send(utf8Text: bytes)
-                    case .close: socket.close(code: .normal, reason: "")
+                    case .frame(let bytes, _, _): entry.socket.send(utf8Text: bytes)
+                    case .close: entry.socket.close(code: .normal, reason: "")
+                    case .answered: break
                     }
                 }
+                if !answered.isEmpty { latency.observe(since: answered, now: Self.monotonicNanos()) }
             }
         }
     }
@@ -147,13 +170,16 @@ final class LatencyHistogram: Sendable {
 
     private let counts = Locked(Counts())
 
-    func observe(nanoseconds: UInt64) {
-        let seconds = Double(nanoseconds) / 1e9
-        let index = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
+    /// One observation per arrival time: `now` minus it. One lock for all of them.
+    func observe(since arrivals: [UInt64], now: UInt64) {
         counts.withLock { c in
-            c.buckets[index] += 1
-            c.sum += seconds
-            c.count += 1
+            for arrived in arrivals {
+                let seconds = Double(now &- arrived) / 1e9
+                let index = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
+                c.buckets[index] += 1
+                c.sum += seconds
+                c.count += 1
+            }
         }
     }
 

@@ -134,16 +134,16 @@ public final class RelayServer: Sendable {
         let table = self.table
         server.webSocket(path: "/v1") { socket, _ in
             let id = ConnectionID(socket.id)
-            table.add(id, socket)
+            let arrivals = table.add(id, socket)
             // Opened before the message handler is set: frames already queued are then
             // delivered in order after the welcome.
             relay.connectionOpened(id: id, remote: Self.clientAddress(of: socket))
             socket.onOversizedMessage { _, size in
-                table.stamp(id)
+                arrivals.stamp()
                 relay.receivedOversized(size: size, from: id)
             }
             socket.onMessage { _, message in
-                table.stamp(id)
+                arrivals.stamp()
                 switch message {
                 case .text(let text): relay.received(text: text, from: id)
                 case .binary(let bytes): relay.received(bytes: bytes, from: id)

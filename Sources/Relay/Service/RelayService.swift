@@ -35,6 +35,7 @@ extension RelayConnectionSink {
             switch item {
             case .frame(let bytes, _, let id): send(text: String(decoding: bytes, as: UTF8.self), to: id)
             case .close(let id): close(id)
+            case .answered: break
             }
         }
     }
@@ -46,10 +47,14 @@ public enum RelayDelivery: Sendable, Equatable {
     case frame([UInt8], RelayFrameKind, to: ConnectionID)
     /// Close the connection once the frames before are written.
     case close(ConnectionID)
+    /// A command answered without a frame (the connection asked for no `ack`s): nothing to
+    /// send, only a mark for a glue that times its answers.
+    case answered(ConnectionID)
 }
 
 /// What a frame answers, for a glue that times the relay's answers: every typed command gets
-/// an `ack`, a frame without a type an `error`.
+/// an `ack` (or an ``RelayDelivery/answered(_:)`` mark where it asked for no acks), a frame
+/// without a type an `error`.
 public enum RelayFrameKind: Sendable, Equatable {
     case ack, error, other
 
@@ -437,6 +442,7 @@ public final class RelayService: RelayChangeFollower {
                 batch.append(
                     .frame(message.encodedBytes(serverTXText: serverTX), RelayFrameKind(message), to: id))
             case .close(let id): batch.append(.close(id))
+            case .answered(let id): batch.append(.answered(id))
             }
         }
         sink.deliver(batch)
@@ -447,7 +453,7 @@ extension RelayAction {
     /// The connection this action is for.
     public var connection: ConnectionID {
         switch self {
-        case .send(_, let id), .close(let id): return id
+        case .send(_, let id), .close(let id), .answered(let id): return id
         }
     }
 }
