@@ -1,4 +1,5 @@
 import Foundation
+import PAKE
 import Testing
 
 @testable import SpaceModel
@@ -14,16 +15,11 @@ import Testing
         return encoder
     }()
 
-    /// A generator with a seed, so a failure can be run again.
+    /// The tests' seeded byte source as a generator, so a failure can be run again.
     private struct Rng: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var source: SeededRandom
+        init(state: UInt64) { source = SeededRandom(seed: state) }
+        mutating func next() -> UInt64 { source.bytes(count: 8).reduce(0) { $0 << 8 | UInt64($1) } }
     }
 
     private static func bytes(_ count: Int, _ rng: inout Rng) -> [UInt8] {
