@@ -208,7 +208,10 @@ enum SpaceSchema {
     static let schema = DatabaseSchema(
         owner: .spaceServer, tables: Set(tables + ["server_secrets", "sign_in_challenges"]),
         migrations: migrations, migratesInOneTransaction: true,
-        pragmas: ["PRAGMA foreign_keys=ON", "PRAGMA wal_autocheckpoint=\(checkpointFrames)"],
+        pragmas: [
+            "PRAGMA foreign_keys=ON", "PRAGMA wal_autocheckpoint=\(checkpointFrames)",
+            "PRAGMA cache_size=-\(cacheKiB)",
+        ],
         newFilePageSize: pageSize)
 
     /// WAL frames between checkpoints: 4 MiB of WAL at 1 KiB pages, as SQLite's default of 1000
@@ -216,6 +219,12 @@ enum SpaceSchema {
     /// changed (hot leaves, interior pages, the header page), so fewer, larger checkpoints copy
     /// fewer pages for the same commits.
     static let checkpointFrames = 4000
+
+    /// The page cache, in KiB (SQLite's default is 2000). At 1 KiB pages the default held 2000
+    /// pages, fewer than a space of a few thousand members touches: the b-trees keyed by random
+    /// values (tokens by hash, members, challenges) were read again from the file, about 30
+    /// `pread` per join (docs/bot.md, session 16). Taken only as pages are read.
+    static let cacheKiB = 32768
 
     /// The page size of a new file. A commit writes each page it changed, whole, to the WAL, and
     /// a join's commits change a few rows of several tables (a token, a member, an event, a

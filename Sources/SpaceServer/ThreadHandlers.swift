@@ -57,15 +57,35 @@ extension SpaceService {
     private func holdsKey(_ member: MemberID, thread: ThreadID, createdBy: MemberID, space: SpaceID) throws
         -> Bool
     {
+        try !heldKeys(member, of: [thread: createdBy], space: space).isEmpty
+    }
+
+    /// Which of `threads` (id to creator) `member` holds the key of, as
+    /// ``holdsKey(_:thread:createdBy:space:)`` decides it, with one wrap lookup per identity
+    /// for all of them rather than one per thread and identity.
+    private func heldKeys(_ member: MemberID, of threads: [ThreadID: MemberID], space: SpaceID) throws
+        -> Set<ThreadID>
+    {
         let roster = try roster(space)
+        var open = threads
+        var held: Set<ThreadID> = []
         var identity: MemberID? = member
         var seen: Set<MemberID> = []
-        while let current = identity, seen.insert(current).inserted {
-            if createdBy == current { return true }
-            if try store.hasWrap(space: space, thread: thread, recipient: current) { return true }
+        while let current = identity, !open.isEmpty, seen.insert(current).inserted {
+            for (thread, creator) in open where creator == current {
+                held.insert(thread)
+                open[thread] = nil
+            }
+            if !open.isEmpty {
+                let wrapped = try store.wrapSigners(
+                    space: space, threads: open.keys.sorted(), recipient: current)
+                for thread in wrapped.keys where open.removeValue(forKey: thread) != nil {
+                    held.insert(thread)
+                }
+            }
             identity = roster.newIdentities[current]
         }
-        return false
+        return held
     }
 
     /// `POST …/wraps`: wraps for several threads in one request (one transaction), each thread
@@ -114,12 +134,30 @@ extension SpaceService {
 
     /// `member` may wrap `thread`'s key: the thread is in the space and the member holds its key.
     private func checkWrapping(_ thread: ThreadID, space: SpaceRow, member: MemberRecord) throws {
-        guard let row = try store.thread(thread, space: space.id) else {
-            throw APIError.notFound(.unknownThread, "A wrap names a thread this space does not have.")
+        try WrapPermission(of: member, for: [thread], space: space, service: self).check(thread)
+    }
+
+    /// What ``checkWrapping(_:space:member:)`` checks, looked up for several threads at once
+    /// (a bundle names every thread of the space) and checked one thread at a time, in the
+    /// caller's order, so the first failing thread gives the error it gave alone.
+    private struct WrapPermission {
+        let rows: [ThreadID: ThreadRow]
+        let held: Set<ThreadID>
+
+        init(of member: MemberRecord, for threads: [ThreadID], space: SpaceRow, service: SpaceService) throws
+        {
+            rows = try service.store.threads(threads, space: space.id)
+            held = try service.heldKeys(member.id, of: rows.mapValues(\.createdBy), space: space.id)
         }
-        guard try holdsKey(member.id, thread: thread, createdBy: row.createdBy, space: space.id) else {
-            throw APIError.forbidden(
-                .notAuthorised, "Only members who hold a thread's key may wrap it.")
+
+        func check(_ thread: ThreadID) throws {
+            guard rows[thread] != nil else {
+                throw APIError.notFound(.unknownThread, "A wrap names a thread this space does not have.")
+            }
+            guard held.contains(thread) else {
+                throw APIError.forbidden(
+                    .notAuthorised, "Only members who hold a thread's key may wrap it.")
+            }
         }
     }
 
@@ -137,23 +175,30 @@ extension SpaceService {
                 .signerMismatch, "A wrap bundle is not signed by the member sending it.")
         }
         try check { () throws(KeyModelError) in try bundle.verify(against: roster) }
-        for thread in bundle.threads {
-            try checkWrapping(thread, space: space, member: member)
-            try clearStaleWrap(space: space.id, thread: thread, recipient: bundle.recipient, roster: roster)
+        // Looked up for all threads first (three statements, not three per thread), checked
+        // thread by thread as before: deleting one thread's stale wrap changes no other
+        // thread's rows.
+        let threads = bundle.threads
+        let permission = try WrapPermission(of: member, for: threads, space: space, service: self)
+        let signers = try store.wrapSigners(space: space.id, threads: threads, recipient: bundle.recipient)
+        for thread in threads {
+            try permission.check(thread)
+            try clearStaleWrap(
+                space: space.id, thread: thread, recipient: bundle.recipient, signer: signers[thread],
+                roster: roster)
         }
         try store.insertBundle(bundle, now: now)
-        for thread in bundle.threads { pendingChanges.append(.wraps(space: space.id, thread: thread)) }
+        for thread in threads { pendingChanges.append(.wraps(space: space.id, thread: thread)) }
         return bundle.entries.count
     }
 
     /// Refuses a second wrap of `thread` for `recipient`, unless the stored one's signer has left
     /// (clients refuse wraps signed by former members, so a current member may then replace it):
-    /// that one is deleted.
-    private func clearStaleWrap(space: SpaceID, thread: ThreadID, recipient: MemberID, roster: Roster) throws
-    {
-        guard let signer = try store.wrapSigner(space: space, thread: thread, recipient: recipient) else {
-            return
-        }
+    /// that one is deleted. `signer` is the stored wrap's signing key, nil without one.
+    private func clearStaleWrap(
+        space: SpaceID, thread: ThreadID, recipient: MemberID, signer: [UInt8]?, roster: Roster
+    ) throws {
+        guard let signer else { return }
         guard let key = try? SigningPublicKey(bytes: signer), roster.currentMember(signingKey: key) == nil
         else {
             throw APIError.conflict(.wrapExists, "Member \(recipient) already has a wrap for this thread.")
@@ -185,7 +230,10 @@ extension SpaceService {
             guard seen.insert(wrap.recipient).inserted else {
                 throw APIError.conflict(.wrapExists, "Wrap \(index) repeats a recipient of this request.")
             }
-            try clearStaleWrap(space: space.id, thread: thread, recipient: wrap.recipient, roster: roster)
+            try clearStaleWrap(
+                space: space.id, thread: thread, recipient: wrap.recipient,
+                signer: try store.wrapSigner(space: space.id, thread: thread, recipient: wrap.recipient),
+                roster: roster)
             try store.insertWrap(wrap, now: now)
         }
         if !wraps.isEmpty { pendingChanges.append(.wraps(space: space.id, thread: thread)) }

@@ -72,6 +72,9 @@ import Testing
             SpaceWire.MembersRequest(events: [], bundles: []),
             fixture.wraps, SpaceWire.WrapsRequest(wraps: fixture.wraps.wraps), fixture.signIn,
             SpaceWire.SignInRequest(proof: fixture.signIn.proof),
+            SpaceWire.SignInRequest(
+                proof: fixture.signIn.proof, label: Self.awkward, expiresIn: Int64.min, eventAt: UInt64.max),
+            SpaceWire.SignInRequest(proof: fixture.signIn.proof, expiresIn: 0, eventAt: 0),
             SpaceWire.ChallengeRequest(member: fixture.member.id),
             SpaceWire.Challenge(challenge: "abc", expiresAt: Int64.max), token,
             SpaceWire.AppendedEvents(appended: [
@@ -229,6 +232,10 @@ import Testing
         func damage(_ text: [UInt8]) -> [UInt8] { EventListReaderTests.damage(text, &random) }
         let wraps = Array(try Self.reference.encode(fixture.wraps))
         let signIn = Array(try Self.reference.encode(fixture.signIn))
+        let signInAt = Array(
+            try Self.reference.encode(
+                SpaceWire.SignInRequest(
+                    proof: fixture.signIn.proof, label: "a\u{1}b", expiresIn: -5, eventAt: 7)))
         let appended = Array(
             try Self.reference.encode(
                 SpaceWire.AppendedEvents(
@@ -270,6 +277,7 @@ import Testing
             expectAgreement(SpaceWire.MembersRequest.self, damage(members), "members \(round)")
             expectAgreement(SpaceWire.MembersRequest.self, damage(membersList), "member list \(round)")
             expectAgreement(SpaceWire.SignInRequest.self, damage(signIn), "sign-in \(round)")
+            expectAgreement(SpaceWire.SignInRequest.self, damage(signInAt), "sign-in with eventAt \(round)")
             expectAgreement(SpaceWire.AppendedEvents.self, damage(appended), "appended \(round)")
         }
     }

@@ -178,14 +178,19 @@ import Testing
         #expect(send("GET", "\(space.base)/threads", token: sam.token).status == 401)
     }
 
-    @Test("a new database has 1 KiB pages, checkpointed every 4000 WAL frames (4 MiB, as 1000 of 4 KiB)")
+    @Test(
+        "a new database has 1 KiB pages, checkpointed every 4000 WAL frames (4 MiB, as 1000 of 4 KiB), and a 32 MiB page cache"
+    )
     func newFilePageSizeAndCheckpoints() throws {
         let harness = try APIHarness()
         let db = try SQLiteDatabase(path: harness.databasePath)
         defer { db.close() }
         #expect(try db.integer("PRAGMA page_size") == 1024)
+        // The cache is the connection's own: a plain connection keeps SQLite's default.
+        #expect(try db.integer("PRAGMA cache_size") == -2000)
         let store = try SpaceStore(path: harness.databasePath)
         #expect(try store.db.integer("PRAGMA wal_autocheckpoint") == 4000)
+        #expect(try store.db.integer("PRAGMA cache_size") == -32768)
     }
 
     @Test("asking for a sign-in challenge writes nothing")

@@ -150,6 +150,73 @@ import Testing
         #expect(try scene.open(kim).get().count == 3)
     }
 
+    /// The server looks a bundle's threads up together, as one range of thread ids: each thread
+    /// named is checked, one between them that the bundle does not name is not, and the first
+    /// failing thread decides the error.
+    @Test("a bundle's threads are looked up together and checked thread by thread")
+    func bundleThreadsAreCheckedTogether() throws {
+        let harness = try APIHarness()
+        var space = try TestSpace.create(harness)
+        let owner = space.owner
+        let count = 20
+        let keys = try (0..<count).map { _ in try space.createThread(by: owner, for: [owner]) }
+            .sorted { $0.0 < $1.0 }
+        let (middle, middleKey) = keys[count / 2]
+        let sam = try space.add("Sam")
+        let kim = try space.add("Kim")
+        func bundle(_ keys: [(ThreadID, ThreadKey)], for member: TestMember, by signer: TestMember)
+            -> KeyWrapBundle
+        {
+            signer.identity.wrapBundle(
+                Dictionary(uniqueKeysWithValues: keys.map { ($0.0, $0.1) }), for: member.record,
+                in: space.space)!
+        }
+        func post(_ bundle: KeyWrapBundle, by sender: TestMember, status: Int) throws -> String? {
+            let reply = try harness.send(
+                "POST", "\(space.base)/wraps", token: sender.token,
+                json: ["wraps": [String](), "bundles": [bundle]])
+            #expect(reply.status == status, "\(reply.json)")
+            return reply.error
+        }
+        func wrap(_ thread: ThreadID, _ key: ThreadKey, to member: TestMember, by sender: TestMember) throws {
+            let wrap = sender.identity.wrap(key, for: member.record, in: space.space, thread: thread)
+            let reply = try harness.send(
+                "POST", "\(space.base)/threads/\(thread)/wraps", token: sender.token, json: ["wraps": [wrap]])
+            #expect(reply.status == 201, "\(reply.json)")
+        }
+        // Sam gets every key but the last thread's, and may not hand that one out.
+        #expect(try post(bundle(Array(keys.dropLast()), for: sam, by: owner), by: owner, status: 201) == nil)
+        #expect(try post(bundle(keys, for: kim, by: sam), by: sam, status: 403) == "not_authorised")
+        // A thread the space does not have, sorting after every other.
+        let unknown = try ThreadID(bytes: [UInt8](repeating: 0xff, count: ThreadID.byteCount))
+        let withUnknown = keys + [(unknown, ThreadKey.random())]
+        #expect(
+            try post(bundle(withUnknown, for: kim, by: owner), by: owner, status: 404) == "unknown_thread")
+        // Sam lacks the last key and the space the unknown thread: the first in order decides.
+        #expect(try post(bundle(withUnknown, for: kim, by: sam), by: sam, status: 403) == "not_authorised")
+        // Lee, a member, wraps the middle thread to Kim: a second wrap of it is refused ...
+        let lee = try space.add("Lee")
+        try wrap(middle, middleKey, to: lee, by: owner)
+        try wrap(middle, middleKey, to: kim, by: lee)
+        #expect(try post(bundle(keys, for: kim, by: owner), by: owner, status: 409) == "wrap_exists")
+        // ... but not in a bundle of the first and last threads, between which it lies.
+        let ends = [keys[0], keys[count - 1]]
+        #expect(try post(bundle(ends, for: kim, by: owner), by: owner, status: 201) == nil)
+        // Once Lee has left, the owner's bundle of the rest replaces Lee's wrap: Kim reads all.
+        try space.remove(lee)
+        let rest = Array(keys.dropFirst().dropLast())
+        #expect(try post(bundle(rest, for: kim, by: owner), by: owner, status: 201) == nil)
+        let list = try JSONDecoder().decode(
+            SpaceWire.WrapList.self,
+            from: Data(try harness.send("GET", "\(space.base)/wraps", token: kim.token).raw.body))
+        #expect(list.wraps.isEmpty && list.bundles?.count == 2)
+        var opened: [ThreadID: ThreadKey] = [:]
+        for bundle in list.bundles ?? [] {
+            opened.merge(try bundle.open(with: kim.identity, verifyingAgainst: space.roster)) { $1 }
+        }
+        #expect(opened == Dictionary(uniqueKeysWithValues: keys.map { ($0.0, $0.1) }))
+    }
+
     enum Attack: String, CaseIterable, Sendable {
         case splice, drop, swapEphemeral, replay, removedSigner
     }

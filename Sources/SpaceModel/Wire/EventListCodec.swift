@@ -16,9 +16,12 @@ extension SpaceWire.EventList {
         return encoder
     }()
 
-    /// One event as the server stores it and sends it in the list.
+    /// One event as the server stores it and sends it in the list: what ``encoder`` writes,
+    /// written by hand (``WireJSON/write(_:into:)``).
     public static func storedText(_ event: MembershipEvent) throws -> String {
-        String(decoding: try WireJSON.encode(event), as: UTF8.self)
+        var out: [UInt8] = []
+        WireJSON.write(event, into: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The answer `{"events":[…]}` from events as ``storedText(_:)`` wrote them: spliced, not

@@ -59,6 +59,53 @@ extension SpaceWire.MembersRequest: StrictJSONReadable {
     }
 }
 
+// Every joiner's one request: `POST …/sign-in` (docs/bot.md, session 16).
+extension SpaceWire.SignInRequest: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("proof", "label", "expiresIn", "eventAt")
+    private static let proofKeys = StrictJSONReader.keys("space", "member", "challenge", "signature")
+
+    public static func read(_ reader: inout StrictJSONReader) -> Self? {
+        var proof: SignInProof?
+        var label: String?
+        var expiresIn: Int64?
+        var eventAt: UInt64?
+        var object = StrictJSONReader.ObjectScan(keys: keys)
+        while let key = reader.nextKey(&object) {
+            let read: Bool
+            switch key {
+            case 0: read = StrictJSONReader.got(&proof, readProof(&reader))
+            case 1: read = StrictJSONReader.got(&label, reader.string())
+            case 2: read = StrictJSONReader.got(&expiresIn, reader.int().map(Int64.init))
+            default: read = StrictJSONReader.got(&eventAt, reader.unsigned())
+            }
+            if !read { return nil }
+        }
+        guard !object.failed, let proof else { return nil }
+        return Self(proof: proof, label: label, expiresIn: expiresIn, eventAt: eventAt)
+    }
+
+    /// A sign-in proof as its `Codable` writes it: a challenge of exactly 32 bytes.
+    private static func readProof(_ reader: inout StrictJSONReader) -> SignInProof? {
+        var space: SpaceID?
+        var member: MemberID?
+        var challenge: [UInt8]?
+        var signature: Signature?
+        var object = StrictJSONReader.ObjectScan(keys: proofKeys)
+        while let key = reader.nextKey(&object) {
+            let read: Bool
+            switch key {
+            case 0: read = StrictJSONReader.got(&space, reader.identifier())
+            case 1: read = StrictJSONReader.got(&member, reader.identifier())
+            case 2: read = StrictJSONReader.got(&challenge, reader.byteString())
+            default: read = StrictJSONReader.got(&signature, reader.signatureBytes())
+            }
+            if !read { return nil }
+        }
+        guard !object.failed, let space, let member, let challenge, let signature else { return nil }
+        return try? SignInProof(space: space, member: member, challenge: challenge, signature: signature)
+    }
+}
+
 extension StrictJSONReader {
     private static let wrapKeys = keys("space", "thread", "recipient", "signer", "sealed", "signature")
     private static let bundleKeys = keys("space", "recipient", "signer", "ephemeral", "entries", "signature")
