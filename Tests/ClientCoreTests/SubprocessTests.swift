@@ -33,11 +33,11 @@ import Testing
         #expect(listed.isSubset(of: [0, 1, 2, 3]), "inherited: \(listed.sorted())")
     }
 
-    /// This process ignores SIGPIPE (every event loop does): the child must not inherit that, nor
+    /// This process ignores SIGPIPE (`Subprocess` and every event loop see to it): the child must
+    /// not inherit that, nor
     /// a blocked signal, and runs in a process group of its own (a Ctrl-C meant for the test
     /// runner does not stop it behind the test's back).
     @Test func theChildHasDefaultSignalsAndItsOwnProcessGroup() throws {
-        signal(SIGPIPE, SIG_IGN)
         var blocked = sigset_t()
         sigemptyset(&blocked)
         sigaddset(&blocked, SIGUSR1)
@@ -83,6 +83,20 @@ import Testing
         // Collected once: a later signal goes nowhere (the id may be another program's by now).
         sleeper.signal(SIGKILL)
         #expect(sleeper.wait() == Subprocess.Termination(status: SIGTERM, signalled: true))
+    }
+
+    /// Writing to the input of a child that has exited is an error, not the end of this process.
+    @Test func writingToAnExitedChildIsAnError() throws {
+        let input = try Subprocess.pipe()
+        let child = try Subprocess("/bin/true", [], stdin: .descriptor(input.read.fileDescriptor))
+        try input.read.close()
+        #expect(child.wait().status == 0)
+        // SIGPIPE is signal 13: bit 12 of this process's mask of ignored signals.
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let ignored = try #require(status.split(separator: "\n").first { $0.hasPrefix("SigIgn:") })
+        let mask = try #require(UInt64(ignored.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16))
+        #expect(mask & (1 << 12) != 0)
+        #expect(throws: (any Error).self) { try input.write.write(contentsOf: Data("late\n".utf8)) }
     }
 
     @Test func aProgramThatCannotStartIsAnErrorThatSaysWhy() throws {
