@@ -44,7 +44,7 @@ struct Demo {
     func run(relay: String?) throws {
         // Output goes to a person or a pipe; a closed pipe is a write error (EPIPE) that `say`
         // turns into stopping, not a signal that would leave the programs running.
-        signal(SIGPIPE, SIG_IGN)
+        BrokenPipes.ignore()
         let watchers = [SIGINT, SIGTERM].map {
             SignalWatcher(signal: $0) { DemoCleanup.shared.abort() }
         }

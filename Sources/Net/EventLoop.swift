@@ -91,7 +91,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts a loop on a new thread.
     public init(name: String = "net-loop", busyPoll: BusyPoll = .off) {
-        Net.ignoreSIGPIPE()
+        BrokenPipes.ignore()
         self.name = name
         self.busyPoll = busyPoll
         busyPollNanos = busyPoll.budget.nanoseconds

@@ -78,15 +78,6 @@ import Foundation
 /// accepted and rejected connections, requests, bad requests, protocol violations, timeouts,
 /// dropped slow consumers and failed TLS handshakes (for `/metrics`).
 public enum Net {
-    /// Ignores SIGPIPE for the process (writes to closed sockets return EPIPE instead). Called by
-    /// every loop; idempotent.
-    public static func ignoreSIGPIPE() {
-        _ = ignoreOnce
-    }
-
-    private static let ignoreOnce: Void = {
-        signal(SIGPIPE, SIG_IGN)
-    }()
 }
 
 /// An error from the networking layer: a stable code and a human message.

@@ -55,7 +55,8 @@ public final class Subprocess: Sendable {
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
         directory: String? = nil, stdin: Stdio = .null, stdout: Stdio = .inherit, stderr: Stdio = .inherit
     ) throws {
-        _ = Self.ignoringBrokenPipes
+        // A write to an exited child's input must be EPIPE, not the end of this process.
+        BrokenPipes.ignore()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -113,13 +114,6 @@ public final class Subprocess: Sendable {
         }
         pid = child
     }
-
-    /// A parent that writes to a child's standard input after the child has exited must get
-    /// EPIPE, not die of SIGPIPE: a test runner was killed that way mid-suite. Ignored once for
-    /// the whole process (as every event loop of `Net` does); the child gets the default back.
-    private static let ignoringBrokenPipes: Void = {
-        Glibc.signal(SIGPIPE, SIG_IGN)
-    }()
 
     /// Whether the child has exited (asked without collecting it).
     public var hasExited: Bool {

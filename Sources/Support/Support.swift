@@ -7,6 +7,7 @@
 /// - ``WallClock``: where the time comes from (``SystemClock``; ``ManualClock`` for tests that
 ///   move it): time is an input to the pure machines, handed to whatever drives them.
 /// - ``WormholeLimits``: the message size the relay and the clients agree on.
+/// - ``BrokenPipes``: SIGPIPE ignored once for the process (writes to closed pipes are EPIPE).
 /// - ``Subprocess``: a child program started with `posix_spawn` (why not Foundation's `Process`
 ///   is in its comment), stopped and collected by its process id.
 public enum SupportModule {}
