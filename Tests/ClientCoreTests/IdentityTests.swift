@@ -101,6 +101,25 @@ import Testing
         }
     }
 
+    /// A generated identity's public keys are known valid at once, so reading them back (a
+    /// joiner's own member record) costs no scalar multiplication; bad keys are still refused.
+    @Test func generatedKeysAreKnownValid() throws {
+        let identity = DeviceIdentity.generate()
+        let keys = identity.publicKeys
+        #expect(ValidatedKeys.encryption.holds(keys.encryption.bytes))
+        #expect(ValidatedKeys.signing.holds(keys.signing.bytes))
+        #expect(try EncryptionPublicKey(bytes: keys.encryption.bytes) == keys.encryption)
+        #expect(try SigningPublicKey(bytes: keys.signing.bytes) == keys.signing)
+        // Keys from a stored form are checked as they are derived, and so known too.
+        let loaded = try DeviceIdentity(storedForm: identity.storedForm())
+        #expect(ValidatedKeys.signing.holds(loaded.publicKeys.signing.bytes))
+        var identityPoint = [UInt8](repeating: 0, count: 32)
+        identityPoint[0] = 1
+        #expect(!ValidatedKeys.signing.holds(identityPoint))
+        #expect(errorCode { _ = try SigningPublicKey(bytes: identityPoint) } == .invalidPublicKey)
+        #expect(!ValidatedKeys.encryption.holds([UInt8](repeating: 0, count: 32)))
+    }
+
     @Test func jsonRejectsBadKeys() throws {
         let good = try JSONEncoder().encode(DeviceIdentity.generate().publicKeys)
         #expect(try JSONDecoder().decode(MemberPublicKeys.self, from: good).signing.bytes.count == 32)

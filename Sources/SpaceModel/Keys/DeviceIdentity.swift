@@ -25,6 +25,11 @@ public struct DeviceIdentity: Sendable {
         let signingSecret = SecretBytes(count: Int(crypto_sign_SECRETKEYBYTES)) { sk in
             _ = crypto_sign_keypair(&signingPublic, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
+        // Made here from fresh secrets: a valid X25519 key (a clamped scalar times the base
+        // point, never of small order) and a canonical Ed25519 point of prime order. Parsing
+        // them back (the joiner's member record in the server's answer) need not check them.
+        ValidatedKeys.encryption.remember(encryptionPublic)
+        ValidatedKeys.signing.remember(signingPublic)
         return DeviceIdentity(
             publicKeys: MemberPublicKeys(
                 encryption: EncryptionPublicKey(trusted: encryptionPublic),

@@ -17,11 +17,24 @@ final class ValidatedKeys: Sendable {
     func check(_ bytes: [UInt8], _ validate: ([UInt8]) -> Bool) -> Bool {
         if known.withLock({ $0.contains(bytes) }) { return true }
         guard validate(bytes) else { return false }
+        remember(bytes)
+        return true
+    }
+
+    /// Records `bytes` as valid without checking: only for a key this process made itself
+    /// (``DeviceIdentity/generate()``), which is valid by construction. A joiner reads its own
+    /// fresh keys back in its member record; checking them again cost a scalar multiplication
+    /// each (an Ed25519 subgroup check and an X25519 multiplication) per join.
+    func remember(_ bytes: [UInt8]) {
         known.withLock { set in
             if set.count >= capacity { set.removeAll(keepingCapacity: true) }
             set.insert(bytes)
         }
-        return true
+    }
+
+    /// Whether `bytes` is among the keys known valid (tests).
+    func holds(_ bytes: [UInt8]) -> Bool {
+        known.withLock { $0.contains(bytes) }
     }
 
     static let signing = ValidatedKeys()
