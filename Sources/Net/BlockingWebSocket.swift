@@ -25,6 +25,8 @@ public final class BlockingWebSocket: CustomStringConvertible {
     private var closeEvent: (code: WebSocketCloseCode, reason: String)?
     private var lastReceive = monotonicNanos()
     private var pingSentAt: UInt64?
+    /// Masking keys for 16 frames per refill: a short rendezvous sends about ten.
+    private var masks = RandomPool(byteCount: 64)
     /// With ``WebSocketOptions/skipOversizedMessages``: called with the size of each message
     /// that was too large and dropped.
     public var onOversizedMessage: ((Int) -> Void)?
@@ -99,8 +101,7 @@ public final class BlockingWebSocket: CustomStringConvertible {
     private func appendFrame(
         _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, to out: inout [UInt8]
     ) {
-        var mask: UInt32 = 0
-        if RAND_bytes(&mask, 4) != 1 { mask = UInt32.random(in: 0...UInt32.max) }
+        let mask = masks.nextUInt32()
         let start = out.count
         out.append(contentsOf: repeatElement(0, count: payload.count + WebSocketFrameCodec.maxHeaderBytes))
         let length = out.withUnsafeMutableBytes {

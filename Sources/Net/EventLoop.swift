@@ -56,27 +56,10 @@ public final class EventLoop: @unchecked Sendable {
     /// whatever the kernel does not take is copied to the connection's own output).
     let frameBuffer: UnsafeMutableRawBufferPointer
     /// Random bytes for WebSocket masking keys, refilled from OpenSSL's CSPRNG 1 KiB at a time.
-    private var randomPool = [UInt8](repeating: 0, count: 1024)
-    private var randomOffset = 1024
+    private var randomPool = RandomPool(byteCount: 1024)
 
     /// A random 32-bit value from the pool (loop thread only).
-    func randomUInt32() -> UInt32 {
-        if randomOffset + 4 > randomPool.count {
-            let count = randomPool.count
-            let filled = randomPool.withUnsafeMutableBufferPointer {
-                RAND_bytes($0.baseAddress, Int32(count))
-            }
-            if filled != 1 {
-                var rng = SystemRandomNumberGenerator()
-                for i in 0..<count { randomPool[i] = UInt8.random(in: 0...255, using: &rng) }
-            }
-            randomOffset = 0
-        }
-        var value: UInt32 = 0
-        for i in 0..<4 { value = value << 8 | UInt32(randomPool[randomOffset + i]) }
-        randomOffset += 4
-        return value
-    }
+    func randomUInt32() -> UInt32 { randomPool.nextUInt32() }
 
     /// The clock read once per loop iteration (cheap "now" for activity stamps).
     private(set) var iterationTime: UInt64 = monotonicNanos()

@@ -286,9 +286,10 @@ public enum WebSocketHandshake {
 
     /// A fresh random client key.
     static func makeKey() -> String {
+        // One call for the 16 bytes: a byte at a time from the system generator was 16
+        // `getrandom` system calls per connection.
         var bytes = [UInt8](repeating: 0, count: 16)
-        var rng = SystemRandomNumberGenerator()
-        for i in 0..<16 { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
+        RandomPool.fill(&bytes)
         return Data(bytes).base64EncodedString()
     }
 }

@@ -15,6 +15,25 @@ struct MessageTests {
         return nil
     }
 
+    @Test("a random side is ten lowercase hex digits from one draw of the generator")
+    func randomSide() {
+        // A draw from the system's generator is a system call: five draws per side were five.
+        struct Counting: RandomNumberGenerator {
+            var draws = 0
+            mutating func next() -> UInt64 {
+                draws += 1
+                return 0x0011_2233_44A5_F6C7
+            }
+        }
+        var generator = Counting()
+        #expect(Side.random(using: &generator) == Side("c7f6a54433"))
+        #expect(generator.draws == 1)
+        var system = SystemRandomNumberGenerator()
+        let sides = (0..<200).map { _ in Side.random(using: &system).value }
+        #expect(Set(sides).count > 190)
+        #expect(sides.allSatisfy { $0.count == 10 && $0.allSatisfy { "0123456789abcdef".contains($0) } })
+    }
+
     @Test("every command decodes")
     func commands() throws {
         #expect(try message(#"{"type":"ping","ping":7}"#) == .success(.ping(.number(JSONNumber(7)))))
