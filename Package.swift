@@ -120,7 +120,7 @@ let package = Package(
             dependencies: ["ClientCore", "JoinProtocol", "Net", "PAKE", "SpaceModel", "TestSupport"],
             path: "Tests/Adversaries"),
 
-        .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "TestSupport"]),
+        .testTarget(name: "PAKETests", dependencies: ["PAKE", "CSodium", "COpenSSL", "TestSupport"]),
         .testTarget(name: "WordCodesTests", dependencies: ["WordCodes", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "TestSupport"]),
         .testTarget(

@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Testing
 
@@ -94,6 +95,65 @@ struct PrimitiveTests {
             from: Array("k".utf8), salt: [UInt8](repeating: 0, count: 32), byteCount: 32)
         #expect(HKDFSHA256.deriveKey(from: Array("k".utf8), byteCount: 32) == zeroSalt)
         #expect(HKDFSHA256.deriveKey(from: [UInt8](), byteCount: HKDFSHA256.maximumByteCount).count == 8160)
+    }
+
+    /// The same bytes as OpenSSL 3's HKDF (which derived them before) for random keys, salts
+    /// (empty, short, longer than an HMAC block), infos and lengths up to the maximum.
+    @Test func hkdfMatchesOpenSSL() {
+        var random = SystemRandomNumberGenerator()
+        func bytes(_ count: Int) -> [UInt8] {
+            (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
+        }
+        for round in 0..<300 {
+            let ikm = bytes(Int.random(in: 0...100, using: &random))
+            let salt = bytes([0, 16, 32, 64, 65, 200][round % 6])
+            let info = bytes(Int.random(in: 0...80, using: &random))
+            let length =
+                round % 50 == 0 ? HKDFSHA256.maximumByteCount : Int.random(in: 1...300, using: &random)
+            let ours = HKDFSHA256.deriveKey(from: ikm, salt: salt, info: info, byteCount: length)
+            #expect(ours.unredactedBytes() == openSSLHKDF(ikm, salt: salt, info: info, length: length))
+        }
+    }
+
+    /// HKDF by OpenSSL's `EVP_KDF` "HKDF" (extract and expand), as a reference.
+    private func openSSLHKDF(_ ikm: [UInt8], salt: [UInt8], info: [UInt8], length: Int) -> [UInt8] {
+        let kdf = EVP_KDF_fetch(nil, "HKDF", nil)!
+        defer { EVP_KDF_free(kdf) }
+        let context = EVP_KDF_CTX_new(kdf)!
+        defer { EVP_KDF_CTX_free(context) }
+        // OpenSSL wants a pointer even for an empty key.
+        let ikmCount = ikm.count
+        var ikm = ikm.isEmpty ? [0] : ikm
+        var salt = salt
+        var info = info
+        var output = [UInt8](repeating: 0, count: length)
+        let status = "digest".withCString { digestName in
+            "SHA256".withCString { sha256 in
+                "key".withCString { keyName in
+                    "salt".withCString { saltName in
+                        "info".withCString { infoName in
+                            var parameters = [
+                                OSSL_PARAM_construct_utf8_string(
+                                    digestName, UnsafeMutablePointer(mutating: sha256), 0),
+                                OSSL_PARAM_construct_octet_string(keyName, &ikm, ikmCount),
+                            ]
+                            if !salt.isEmpty {
+                                parameters.append(
+                                    OSSL_PARAM_construct_octet_string(saltName, &salt, salt.count))
+                            }
+                            if !info.isEmpty {
+                                parameters.append(
+                                    OSSL_PARAM_construct_octet_string(infoName, &info, info.count))
+                            }
+                            parameters.append(OSSL_PARAM_construct_end())
+                            return EVP_KDF_derive(context, &output, length, &parameters)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(status == 1)
+        return output
     }
 }
 
