@@ -14,9 +14,10 @@ public struct NetURL: Sendable, Equatable, CustomStringConvertible {
     public var isSecure: Bool { scheme == "https" || scheme == "wss" }
 
     public init(_ text: String) throws(NetError) {
-        // The standard library's search, not Foundation's `range(of:)` / `contains`, which bridge to
-        // NSString: a URL is parsed for every request a client makes.
-        guard let schemeEnd = text.firstRange(of: "://") else {
+        // A byte scan, not Foundation's `range(of:)` (which bridges to NSString) nor the standard
+        // library's generic `firstRange(of:)` (0.6% of a joiner's CPU): a URL is parsed for
+        // every request and connection a client makes.
+        guard let schemeEnd = Self.schemeSeparator(in: text) else {
             throw NetError(.invalidURL, "URL \(text) has no scheme")
         }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
@@ -67,6 +68,22 @@ public struct NetURL: Sendable, Equatable, CustomStringConvertible {
         self.host = String(host)
         self.port = port
         self.target = target
+    }
+
+    /// Where the first `://` in `text` is.
+    private static func schemeSeparator(in text: String) -> Range<String.Index>? {
+        let bytes = text.utf8
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            defer { index = bytes.index(after: index) }
+            guard bytes[index] == UInt8(ascii: ":") else { continue }
+            let slash = bytes.index(after: index)
+            guard slash != bytes.endIndex, bytes[slash] == UInt8(ascii: "/") else { continue }
+            let second = bytes.index(after: slash)
+            guard second != bytes.endIndex, bytes[second] == UInt8(ascii: "/") else { continue }
+            return index..<bytes.index(after: second)
+        }
+        return nil
     }
 
     /// The `Host` header value.

@@ -178,5 +178,13 @@ struct AddressTests {
         #expect(throws: NetError.self) { try NetURL("http://user@host/") }
         #expect(throws: NetError.self) { try NetURL("http://host:99999/") }
         #expect(throws: NetError.self) { try NetURL("gopher://host/") }
+        // The scheme ends at the first `://`; a later one belongs to the target.
+        let nested = try NetURL("http://h:8/a://b")
+        #expect(
+            nested.scheme == "http" && nested.host == "h" && nested.port == 8 && nested.target == "/a://b")
+        #expect(try NetURL("HTTP://h").scheme == "http")
+        for text in ["", ":", "://h", "http:/h", "http:h", "h:8", "http:", "http:/"] {
+            #expect(throws: NetError.self) { try NetURL(text) }
+        }
     }
 }

@@ -25,6 +25,36 @@ extension SpaceWire.WrapsRequest: DirectJSONWritable {
     }
 }
 
+/// A joiner's one sign-in per join (and the bot's own): keys sorted as `JSONEncoder` writes
+/// them, absent optionals left out.
+extension SpaceWire.SignInRequest: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 320 + (label?.utf8.count ?? 0))
+        out.append(UInt8(ascii: "{"))
+        if let eventAt {
+            out += #""eventAt":"#.utf8
+            out += String(eventAt).utf8
+            out.append(UInt8(ascii: ","))
+        }
+        if let expiresIn {
+            out += #""expiresIn":"#.utf8
+            out += String(expiresIn).utf8
+            out.append(UInt8(ascii: ","))
+        }
+        if let label {
+            out += #""label":"#.utf8
+            WriteNode.writeString(label, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out += #""proof":{"challenge":"#.utf8
+        WriteNode.writeString(Base64URL.encode(proof.challenge), into: &out)
+        WireJSON.field("member", proof.member.base64URL, into: &out)
+        WireJSON.field("signature", Base64URL.encode(proof.signature.bytes), into: &out)
+        WireJSON.field("space", proof.space.base64URL, into: &out)
+        out += "}}".utf8
+    }
+}
+
 extension StrictJSONReader {
     /// The value of an object's one key (`{"key": value}`), read by `value`; nil on anything
     /// else (another key, the key missing or repeated).
