@@ -225,7 +225,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             bundle: { bundle throws(KeyModelError) in
                 try bundle.open(with: identity, verifyingAgainst: roster)
             })
-        return Verified(members: roster.members, inviter: inviter, threadKeys: keys)
+        return Verified(members: roster.members.dictionary, inviter: inviter, threadKeys: keys)
     }
 
     /// Checks a grant that carries ``checkpoint`` and ``vouched`` against `event`, the space
