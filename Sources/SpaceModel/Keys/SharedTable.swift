@@ -53,7 +53,7 @@ public struct SharedTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return old
     }
 
-    /// The values, in no particular order.
+    /// The values, in no particular order (an array: to search them, search the table itself).
     public var values: [Value] { map(\.value) }
 
     /// The keys, in no particular order.
