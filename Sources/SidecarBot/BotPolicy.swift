@@ -100,16 +100,18 @@ public enum BotPolicy {
 
     /// Checks the inviter's signed record against the request the bot accepted: the same
     /// invite, signed with the inviter's key. Whether the inviter may still add members is
-    /// checked when someone joins (a revoked inviter's joiner is told so).
-    public static func checkRecord(_ record: SignedInvite, for invite: BotInvite, roster: Roster)
-        -> BotRefusal?
-    {
+    /// checked when someone joins (a revoked inviter's joiner is told so). `memo`: signatures
+    /// this process verified (each record is checked again for every joiner it brings).
+    public static func checkRecord(
+        _ record: SignedInvite, for invite: BotInvite, roster: Roster, memo: SignatureMemo? = nil
+    ) -> BotRefusal? {
         guard record.inviter == invite.inviter, record.nameplate == invite.nameplate,
             record.expiresAt == invite.expiresAt, record.uses == invite.uses, record.space == roster.space
         else {
             return BotRefusal(.invalid, "The signed invite does not match the request.")
         }
-        guard let key = try? record.verifySignature(), roster.everMember(invite.inviter)?.keys.signing == key
+        guard let key = try? record.verifySignature(memo: memo),
+            roster.everMember(invite.inviter)?.keys.signing == key
         else {
             return BotRefusal(.invalid, "The signed invite is not signed by the inviter.")
         }
@@ -117,7 +119,9 @@ public enum BotPolicy {
     }
 
     /// Whether a joiner who proved the code may come in now.
-    public static func checkAdmission(_ invite: BotInvite, roster: Roster, now: Int64) -> BotRefusal? {
+    public static func checkAdmission(
+        _ invite: BotInvite, roster: Roster, now: Int64, memo: SignatureMemo? = nil
+    ) -> BotRefusal? {
         if let refusal = checkInviter(invite.inviter, roster: roster) { return revoked(refusal) }
         guard let record = invite.record else {
             return BotRefusal(.unavailable, "The invite is not ready yet; try again in a moment.")
@@ -128,18 +132,18 @@ public enum BotPolicy {
         guard invite.usesLeft > 0 else {
             return BotRefusal(.usedUp, "The invite has been used up. Ask for a new one.")
         }
-        return checkInviteWorks(record, inviter: invite.inviter, roster: roster)
+        return checkInviteWorks(record, inviter: invite.inviter, roster: roster, memo: memo)
     }
 
     /// Whether `inviter` may still add members and their signed `record` still verifies on
     /// `roster`: ``checkAdmission(_:roster:now:)``'s part that other members' events change
     /// (asked again of a chain read after an admission was refused because it moved).
-    public static func checkInviteWorks(_ record: SignedInvite, inviter: MemberID, roster: Roster)
-        -> BotRefusal?
-    {
+    public static func checkInviteWorks(
+        _ record: SignedInvite, inviter: MemberID, roster: Roster, memo: SignatureMemo? = nil
+    ) -> BotRefusal? {
         if let refusal = checkInviter(inviter, roster: roster) { return revoked(refusal) }
         do throws(KeyModelError) {
-            try roster.checkInvite(record)
+            try roster.checkInvite(record, memo: memo)
         } catch {
             return BotRefusal(.revoked, "The invite no longer verifies: \(error.message)")
         }

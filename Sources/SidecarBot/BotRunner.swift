@@ -167,7 +167,9 @@ public final class BotRunner: Sendable {
             guard let signed = note.invite, let invite = try? store.invite(id),
                 invite.state == .awaitingRecord
             else { return true }
-            if let refusal = BotPolicy.checkRecord(signed, for: invite, roster: roster) {
+            if let refusal = BotPolicy.checkRecord(
+                signed, for: invite, roster: roster, memo: rosters.signatures)
+            {
                 // The invite's worker ends it (the attendant machine has one writer).
                 _ = try? store.update(id) { $0.cancelRequested = true }
                 record("request_refused", nameplate: invite.nameplate, refusal.message, now)
@@ -349,7 +351,9 @@ public final class BotRunner: Sendable {
             Thread.sleep(forTimeInterval: 0.02)
             invite = (try? store.invite(id)) ?? invite
         }
-        if let r = BotPolicy.checkAdmission(invite, roster: roster, now: clock.seconds()) {
+        if let r = BotPolicy.checkAdmission(
+            invite, roster: roster, now: clock.seconds(), memo: rosters.signatures)
+        {
             return r.attendant
         }
         if invite.ask {
@@ -412,7 +416,10 @@ public final class BotRunner: Sendable {
             // ``check(_:_:_:use:)`` decided on the roster as last verified; the chain read again
             // says whether the invite stopped working meanwhile (its inviter removed).
             let refusal =
-                (roster.flatMap { BotPolicy.checkInviteWorks(signed, inviter: invite.inviter, roster: $0) }
+                (roster.flatMap {
+                    BotPolicy.checkInviteWorks(
+                        signed, inviter: invite.inviter, roster: $0, memo: rosters.signatures)
+                }
                 ?? BotRefusal(.unavailable, "The bot could not add you to the space: \(error.message)"))
                 .attendant
             worker.refusal = refusal

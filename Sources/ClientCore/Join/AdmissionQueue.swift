@@ -155,13 +155,17 @@ public final class AdmissionQueue: @unchecked Sendable {
                             ))
                         continue
                     }
-                    let base = running
                     let event = try session.signed { () throws(KeyModelError) in
-                        try base.nextEvent(
+                        try running.nextEvent(
                             .memberAdded(pending.record), signedBy: session.identity, invite: pending.invite)
                     }
+                    // Signed just now, here: every rule is checked, not this device's own
+                    // signature; the invite record through the memo its admission was decided with.
+                    let checks = Roster.SignatureChecks.signedHere(memo: rosters.signatures)
                     undos.append(
-                        try session.signed { () throws(KeyModelError) in try running.applyUndoably(event) })
+                        try session.signed { () throws(KeyModelError) in
+                            try running.applyUndoably(event, checks: checks)
+                        })
                     signed.append(event)
                     sent.append(pending)
                 }

@@ -225,7 +225,7 @@ public struct JoinGrant: Codable, Sendable, Equatable {
             bundle: { bundle throws(KeyModelError) in
                 try bundle.open(with: identity, verifyingAgainst: roster)
             })
-        return Verified(members: roster.members, inviter: inviter, threadKeys: keys)
+        return Verified(members: roster.members.dictionary, inviter: inviter, threadKeys: keys)
     }
 
     /// Checks a grant that carries ``checkpoint`` and ``vouched`` against `event`, the space
@@ -512,7 +512,7 @@ extension SpaceSession {
         // members: only when one holds these keys can the chain hold an earlier addition, and
         // only then is it searched.
         func mayBeKnown() -> Bool {
-            holder() != nil || (carryInvite && roster.formerMembers.values.contains { $0.keys == keys })
+            holder() != nil || (carryInvite && roster.formerMembers.contains { $0.value.keys == keys })
         }
         if !fresh && mayBeKnown(), let rosters {
             // Possibly known, in what may be stale: decide on the chain as it is now.

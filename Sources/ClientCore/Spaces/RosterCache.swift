@@ -12,6 +12,10 @@ public final class RosterCache: @unchecked Sendable {
     private var events: [MembershipEvent] = []
     private var roster: Roster?
 
+    /// Signatures this process verified for the chain's space (invite records, checked for
+    /// every joiner they bring): whoever decides on this cache's rosters passes it.
+    public let signatures = SignatureMemo()
+
     public init() {}
 
     /// The roster verified at the last refresh, without asking the server (nil before one).

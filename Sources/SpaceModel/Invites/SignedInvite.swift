@@ -91,12 +91,13 @@ public struct SignedInvite: Codable, Sendable, Hashable {
         return encoder.bytes
     }
 
-    /// Checks the signature; returns the inviter's key.
-    public func verifySignature() throws(JoinGrantError) -> SigningPublicKey {
+    /// Checks the signature (through `memo`, when given: not again if this process verified
+    /// these very bytes before); returns the inviter's key.
+    public func verifySignature(memo: SignatureMemo? = nil) throws(JoinGrantError) -> SigningPublicKey {
         guard v == Self.currentVersion else { throw .invalid("invite record version \(v) is not supported") }
         guard let keyBytes = Base64URL.decode(inviterKey), let key = try? SigningPublicKey(bytes: keyBytes)
         else { throw .invalid("the inviter's key is malformed") }
-        try verifySignature(knownKey: key)
+        try verifySignature(knownKey: key, memo: memo)
         return key
     }
 
@@ -107,8 +108,11 @@ public struct SignedInvite: Codable, Sendable, Hashable {
 
     /// Checks the signature with `key`, the inviter's key as already known and validated (from a
     /// verified roster), which saves decoding and validating the key again for every event of a
-    /// chain; the record must name that very key.
-    public func verifySignature(knownKey key: SigningPublicKey) throws(JoinGrantError) {
+    /// chain; the record must name that very key. With `memo`, bytes this process verified
+    /// before are not verified again.
+    public func verifySignature(knownKey key: SigningPublicKey, memo: SignatureMemo? = nil)
+        throws(JoinGrantError)
+    {
         guard v == Self.currentVersion else { throw .invalid("invite record version \(v) is not supported") }
         guard names(key) else { throw .forged("the invite record names another inviter key") }
         guard let sigBytes = Base64URL.decode(signature), let sig = try? Signature(bytes: sigBytes) else {
@@ -117,7 +121,7 @@ public struct SignedInvite: Codable, Sendable, Hashable {
         let signed = Self.signedBytes(
             space: space, inviter: inviter, inviterKey: inviterKey, nameplate: nameplate,
             createdAt: createdAt, expiresAt: expiresAt, uses: uses)
-        guard key.isValidSignature(sig, for: signed) else {
+        guard memo?.isValid(sig, by: key, for: signed) ?? key.isValidSignature(sig, for: signed) else {
             throw .forged("the invite record is not signed by the inviter")
         }
     }

@@ -19,9 +19,11 @@ public struct Roster: Sendable, Equatable {
     public let space: SpaceID
     public private(set) var owner: MemberID
     /// Current members, the owner included.
-    public private(set) var members: [MemberID: MemberRecord]
+    /// A ``SharedTable``, as are the former members and the signing keys: an event applied to a
+    /// roster others hold copies what it changes, not the whole space.
+    public private(set) var members: SharedTable<MemberID, MemberRecord>
     /// Members who were removed (their past messages still verify).
-    public private(set) var formerMembers: [MemberID: MemberRecord]
+    public private(set) var formerMembers: SharedTable<MemberID, MemberRecord>
     /// Members re-admitted with a new identity: new member id to the id they had before.
     public private(set) var newIdentities: [MemberID: MemberID] = [:]
     /// The sequence of the event that made each former member one (removed, left, re-keyed
@@ -37,7 +39,7 @@ public struct Roster: Sendable, Equatable {
     public private(set) var nextSequence: UInt64
     /// Current members by signing key, kept with `members` (keys are unique among current
     /// members), so finding a signer is a lookup rather than a scan of the whole space.
-    private var bySigningKey: [SigningPublicKey: MemberID] = [:]
+    private var bySigningKey: SharedTable<SigningPublicKey, MemberID> = [:]
 
     /// Verifies a whole event chain, starting with the first event, which must be signed by
     /// `ownerKey` (the key the client already trusts as the space's owner).
@@ -94,6 +96,30 @@ public struct Roster: Sendable, Equatable {
     /// its invite record's signatures, for a prefix pinned by a checkpoint hash a trusted party
     /// vouched for (``verify(events:ownerKey:vouchedThrough:)``).
     mutating func apply(_ event: MembershipEvent, verifyingSignatures: Bool) throws(KeyModelError) {
+        try apply(event, checks: verifyingSignatures ? .all : .none)
+    }
+
+    /// Which signatures ``apply(_:checks:)`` verifies: what this process made or verified already
+    /// is not verified again; every rule is checked whatever this says.
+    package struct SignatureChecks: Sendable {
+        /// The event's own signature: not for one this device has just signed.
+        var event: Bool
+        /// The invite record's, through `memo` when given.
+        var invite: Bool
+        var memo: SignatureMemo?
+
+        static let all = SignatureChecks(event: true, invite: true)
+        /// Within a prefix pinned by a checkpoint a trusted party vouched for.
+        static let none = SignatureChecks(event: false, invite: false)
+
+        /// An event this device has just signed (``nextEvent(_:signedBy:invite:)``): its invite
+        /// record, when it carries one, through `memo`.
+        package static func signedHere(memo: SignatureMemo?) -> SignatureChecks {
+            SignatureChecks(event: false, invite: true, memo: memo)
+        }
+    }
+
+    private mutating func apply(_ event: MembershipEvent, checks: SignatureChecks) throws(KeyModelError) {
         guard event.space == space else {
             throw KeyModelError(.wrongContext, "This membership event belongs to another space.")
         }
@@ -110,7 +136,7 @@ public struct Roster: Sendable, Equatable {
                 .signerNotMember, "This membership event is signed by someone who is not a member.")
         }
         guard
-            !verifyingSignatures
+            !checks.event
                 || signer.keys.signing.isValidSignature(event.signature, for: event.signedBytes)
         else {
             throw KeyModelError(.badSignature, "This membership event's signature does not verify.")
@@ -152,7 +178,7 @@ public struct Roster: Sendable, Equatable {
             }
             try checkNewcomer(record)
             if let invite = event.invite {
-                try checkInvite(invite, verifyingSignature: verifyingSignatures)
+                try checkInvite(invite, verifyingSignature: checks.invite, memo: checks.memo)
                 if invite.inviter == signer.id, invite.nameplate == SignedInvite.linkNameplate {
                     guard invite.uses >= 1 else {
                         throw KeyModelError(.invalidEvent, "A link's signer must have at least one use.")
@@ -301,9 +327,17 @@ public struct Roster: Sendable, Equatable {
     /// keeps one roster and these, rather than a copy of every member per event
     /// (``applying(_:)`` copies each dictionary it touches: the whole space, on every join).
     public mutating func applyUndoably(_ event: MembershipEvent) throws(KeyModelError) -> Undo {
+        try applyUndoably(event, checks: .all)
+    }
+
+    /// ``applyUndoably(_:)`` verifying the signatures `checks` names.
+    package mutating func applyUndoably(_ event: MembershipEvent, checks: SignatureChecks)
+        throws(KeyModelError)
+        -> Undo
+    {
         let undo = Undo(saving: event, from: self)
         do throws(KeyModelError) {
-            try apply(event)
+            try apply(event, checks: checks)
         } catch {
             // `apply` checks before it changes anything; this keeps that true whatever it throws.
             self.undo(undo)
@@ -405,12 +439,15 @@ public struct Roster: Sendable, Equatable {
     }
 
     /// Checks an invite record against this roster: signed by its inviter, for this space, and
-    /// the inviter a current member entitled to add members.
-    public func checkInvite(_ invite: SignedInvite) throws(KeyModelError) {
-        try checkInvite(invite, verifyingSignature: true)
+    /// the inviter a current member entitled to add members. With `memo`, a record whose very
+    /// bytes this process verified before is not verified again.
+    public func checkInvite(_ invite: SignedInvite, memo: SignatureMemo? = nil) throws(KeyModelError) {
+        try checkInvite(invite, verifyingSignature: true, memo: memo)
     }
 
-    func checkInvite(_ invite: SignedInvite, verifyingSignature: Bool) throws(KeyModelError) {
+    func checkInvite(_ invite: SignedInvite, verifyingSignature: Bool, memo: SignatureMemo? = nil)
+        throws(KeyModelError)
+    {
         guard invite.space == space else {
             throw KeyModelError(.wrongContext, "The invite record belongs to another space.")
         }
@@ -420,10 +457,10 @@ public struct Roster: Sendable, Equatable {
             // record names it; otherwise decoded from the record. Within a pinned prefix the
             // record's signature was checked by whoever vouched for the prefix.
             if let known = members[invite.inviter]?.keys.signing, invite.names(known) {
-                if verifyingSignature { try invite.verifySignature(knownKey: known) }
+                if verifyingSignature { try invite.verifySignature(knownKey: known, memo: memo) }
                 key = known
             } else {
-                key = try invite.verifySignature()
+                key = try invite.verifySignature(memo: memo)
             }
         } catch {
             throw KeyModelError(.badSignature, "The invite record does not verify: \(error.message)")
@@ -487,7 +524,7 @@ public struct Roster: Sendable, Equatable {
     /// Fills in each sealed name (``SealedName``) that `open` opens on this device, for current
     /// and former members; a name that would not pass as one in clear stays unopened.
     public mutating func revealNames(_ open: (SealedName, MemberID) -> String?) {
-        func revealed(_ records: [MemberID: MemberRecord]) -> [MemberID: MemberRecord] {
+        func revealed(_ records: SharedTable<MemberID, MemberRecord>) -> SharedTable<MemberID, MemberRecord> {
             records.mapValues { record in
                 guard let sealed = record.sealedName, let name = open(sealed, record.id),
                     (try? Self.checkName(name)) != nil
