@@ -8,11 +8,8 @@ import Testing
 /// `POST …/inbox`'s body (`NoteBody`) and answers (`NoteStored`, `NotesStored`) read and written
 /// by hand, as `JSONDecoder` reads and `JSONEncoder` writes them: the bot sends one per joiner.
 @Suite struct NoteBodyReaderTests {
-    private static let reference: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    /// `JSONEncoder` as the server writes its answers (keys sorted, slashes as they are).
+    private static var reference: JSONEncoder { SpaceWire.EventList.encoder }
 
     private struct Sent: Encodable {
         var note: InboxNote?
