@@ -6,7 +6,7 @@ public enum HMACSHA256 {
     public static let byteCount = 32
 
     /// The HMAC-SHA256 tag of `message` under `key`.
-    public static func authenticationCode(
+    @inlinable public static func authenticationCode(
         for message: some ReadableBytes, key: some ReadableBytes
     ) -> [UInt8] {
         var tag = [UInt8](repeating: 0, count: byteCount)
@@ -19,7 +19,7 @@ public enum HMACSHA256 {
     }
 
     /// Whether `tag` is the HMAC-SHA256 of `message` under `key`, compared in constant time.
-    public static func isValid(
+    @inlinable public static func isValid(
         _ tag: some ReadableBytes, for message: some ReadableBytes, key: some ReadableBytes
     ) -> Bool {
         let expected = SecretBytes(count: byteCount) { out in
@@ -30,7 +30,7 @@ public enum HMACSHA256 {
         return expected.isEqual(toBytes: tag)
     }
 
-    static func compute(
+    @usableFromInline static func compute(
         message: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
     ) {

@@ -21,7 +21,7 @@ public struct SHA256: Sendable {
     }
 
     /// Feeds `bytes` into the hash.
-    public mutating func update(_ bytes: some ReadableBytes) {
+    @inlinable public mutating func update(_ bytes: some ReadableBytes) {
         bytes.withReadableBytes { update(bufferPointer: $0) }
     }
 
@@ -52,7 +52,7 @@ public struct SHA256: Sendable {
     }
 
     /// SHA-256 of `bytes`.
-    public static func hash(_ bytes: some ReadableBytes) -> [UInt8] {
+    @inlinable public static func hash(_ bytes: some ReadableBytes) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(bytes)
         return hasher.finalize()

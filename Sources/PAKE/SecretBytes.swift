@@ -12,17 +12,19 @@ import CSodium
 public struct SecretBytes: Sendable, Equatable, CustomStringConvertible,
     CustomDebugStringConvertible, CustomReflectable
 {
-    private let storage: Storage
+    // Visible to the inlinable code below (not public): a generic helper that is not inlined into
+    // its caller looks up generic metadata on every call, which the space server paid per request.
+    @usableFromInline let storage: Storage
 
     /// Copies `bytes` into a new secret buffer. The caller remains responsible for its own copy.
-    public init(_ bytes: some Collection<UInt8>) {
+    @inlinable public init(_ bytes: some Collection<UInt8>) {
         storage = Storage(count: bytes.count)
         storage.buffer.copyBytes(from: bytes)
     }
 
     /// Makes a secret buffer of `count` bytes and lets `body` fill it in place, so the secret
     /// never passes through an ordinary array. The buffer starts zeroed.
-    public init<E: Error>(
+    @inlinable public init<E: Error>(
         count: Int, initializingWith body: (UnsafeMutableRawBufferPointer) throws(E) -> Void
     ) throws(E) {
         storage = Storage(count: count)
@@ -39,7 +41,7 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible,
     public var count: Int { storage.buffer.count }
 
     /// Read access to the secret bytes for the duration of `body`. Do not let the pointer escape.
-    public func withUnsafeBytes<R, E: Error>(
+    @inlinable public func withUnsafeBytes<R, E: Error>(
         _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
         try body(UnsafeRawBufferPointer(storage.buffer))
@@ -65,7 +67,7 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible,
     }
 
     /// Constant-time comparison with `bytes` (for equal lengths; the length is not secret).
-    public func isEqual(toBytes bytes: some ReadableBytes) -> Bool {
+    @inlinable public func isEqual(toBytes bytes: some ReadableBytes) -> Bool {
         bytes.withReadableBytes { other in
             constantTimeEquals(UnsafeRawBufferPointer(storage.buffer), other)
         }
@@ -82,12 +84,12 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible,
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
     /// Heap storage zeroed on deinit. Never mutated after initialisation, hence Sendable.
-    private final class Storage: @unchecked Sendable {
+    @usableFromInline final class Storage: @unchecked Sendable {
         /// The secret bytes (a view of `allocation`, which is never empty so the pointer is valid).
-        let buffer: UnsafeMutableRawBufferPointer
+        @usableFromInline let buffer: UnsafeMutableRawBufferPointer
         private let allocation: UnsafeMutableRawBufferPointer
 
-        init(count: Int) {
+        @usableFromInline init(count: Int) {
             precondition(count >= 0, "negative SecretBytes length")
             allocation = .allocate(byteCount: max(count, 1), alignment: 16)
             allocation.initializeMemory(as: UInt8.self, repeating: 0)
@@ -102,7 +104,7 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible,
 }
 
 extension SecretBytes: ReadableBytes {
-    public func withReadableBytes<R, E: Error>(
+    @inlinable public func withReadableBytes<R, E: Error>(
         _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
         try body(UnsafeRawBufferPointer(storage.buffer))
@@ -119,7 +121,7 @@ public protocol ReadableBytes {
 }
 
 extension Array: ReadableBytes where Element == UInt8 {
-    public func withReadableBytes<R, E: Error>(
+    @inlinable public func withReadableBytes<R, E: Error>(
         _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
         let result: Result<R, E> = withUnsafeBytes { buffer in
@@ -130,7 +132,7 @@ extension Array: ReadableBytes where Element == UInt8 {
 }
 
 extension ArraySlice: ReadableBytes where Element == UInt8 {
-    public func withReadableBytes<R, E: Error>(
+    @inlinable public func withReadableBytes<R, E: Error>(
         _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
         let result: Result<R, E> = withUnsafeBytes { buffer in
@@ -141,7 +143,7 @@ extension ArraySlice: ReadableBytes where Element == UInt8 {
 }
 
 /// `sodium_memcmp` on equal lengths; unequal lengths are simply unequal.
-func constantTimeEquals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+@usableFromInline func constantTimeEquals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     guard a.count == b.count else { return false }
     guard a.count > 0 else { return true }
     Sodium.ensureInitialized()

@@ -53,6 +53,24 @@ struct NoteBody: Decodable {
     let notes: [InboxNote]?
 }
 
+extension NoteBody: StrictJSONReadable {
+    private static let keys = StrictJSONReader.keys("note", "notes")
+
+    static func read(_ reader: inout StrictJSONReader) -> Self? {
+        var note: InboxNote?
+        var notes: [InboxNote]?
+        var object = StrictJSONReader.ObjectScan(keys: keys)
+        while let key = reader.nextKey(&object) {
+            let read =
+                key == 0
+                ? StrictJSONReader.got(&note, reader.inboxNote())
+                : StrictJSONReader.got(&notes, reader.array { $0.inboxNote() })
+            if !read { return nil }
+        }
+        return object.failed ? nil : Self(note: note, notes: notes)
+    }
+}
+
 struct GroupInfo: Encodable {
     let space: SpaceID
     let name: String
@@ -87,13 +105,28 @@ struct NoteList: Encodable {
     let next: Int64
 }
 
-struct NoteStored: Encodable {
+struct NoteStored: Encodable, DirectJSONWritable {
     let id: Int64
+
+    func writeJSON(into out: inout [UInt8]) {
+        out += #"{"id":"#.utf8
+        out += String(id).utf8
+        out.append(UInt8(ascii: "}"))
+    }
 }
 
 /// The answer to `{"notes"}`: each note's id, in order.
-struct NotesStored: Encodable {
+struct NotesStored: Encodable, DirectJSONWritable {
     let ids: [Int64]
+
+    func writeJSON(into out: inout [UInt8]) {
+        out += #"{"ids":["#.utf8
+        for (index, id) in ids.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out += String(id).utf8
+        }
+        out += "]}".utf8
+    }
 }
 
 struct Done: Encodable {

@@ -248,7 +248,11 @@ public struct MembershipEvent: Hashable, Sendable {
     }
 
     /// This event's hash, which the next event names as its predecessor.
-    public var hash: EventHash {
+    public var hash: EventHash { hash(signedBytes: signedBytes) }
+
+    /// ``hash`` from this event's ``signedBytes``, for a caller that has them already (a roster
+    /// applying the event checked its signature over them).
+    func hash(signedBytes: [UInt8]) -> EventHash {
         var encoder = CanonicalEncoder(domain: Domain.membershipEventHash)
         encoder.append(signedBytes)
         encoder.append(signature.bytes)

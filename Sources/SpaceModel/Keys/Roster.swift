@@ -135,9 +135,9 @@ public struct Roster: Sendable, Equatable {
             throw KeyModelError(
                 .signerNotMember, "This membership event is signed by someone who is not a member.")
         }
-        guard
-            !checks.event
-                || signer.keys.signing.isValidSignature(event.signature, for: event.signedBytes)
+        // Built once: the signature is over these bytes and the new head is their hash.
+        let signed = event.signedBytes
+        guard !checks.event || signer.keys.signing.isValidSignature(event.signature, for: signed)
         else {
             throw KeyModelError(.badSignature, "This membership event's signature does not verify.")
         }
@@ -148,7 +148,7 @@ public struct Roster: Sendable, Equatable {
             }
         }
         if let delegation = delegations[signer.id] {
-            try applyDelegated(event, signer: signer, delegation: delegation)
+            try applyDelegated(event, signed: signed, signer: signer, delegation: delegation)
             return
         }
         switch event.change {
@@ -212,7 +212,7 @@ public struct Roster: Sendable, Equatable {
             }
             members[id] = MemberRecord(id: id, keys: record.keys, rights: record.rights, sealedName: sealed)
         }
-        head = event.hash
+        head = event.hash(signedBytes: signed)
         nextSequence += 1
     }
 
@@ -242,7 +242,7 @@ public struct Roster: Sendable, Equatable {
     /// signer in the same event), or retiring itself. Anything else is refused, so whoever keeps
     /// the link's key can do no more than the link allowed, in any order a server chooses.
     private mutating func applyDelegated(
-        _ event: MembershipEvent, signer: MemberRecord, delegation: Delegation
+        _ event: MembershipEvent, signed: [UInt8], signer: MemberRecord, delegation: Delegation
     )
         throws(KeyModelError)
     {
@@ -271,7 +271,7 @@ public struct Roster: Sendable, Equatable {
             throw KeyModelError(
                 .notAuthorised, "An invite link's signer may only add the people who claim it.")
         }
-        head = event.hash
+        head = event.hash(signedBytes: signed)
         nextSequence += 1
     }
 

@@ -68,6 +68,37 @@ extension StrictJSONReader {
     }
 }
 
+extension StrictJSONReader {
+    private static let noteKeys = keys("space", "sender", "recipient", "sealed", "signature")
+
+    /// An inbox note as its `Codable` writes it; every field checked as its decoder checks it
+    /// (the server reads one from the bot per joiner).
+    public mutating func inboxNote() -> InboxNote? {
+        var space: SpaceID?
+        var sender: MemberID?
+        var recipient: MemberID?
+        var sealed: [UInt8]?
+        var signature: Signature?
+        var object = ObjectScan(keys: Self.noteKeys)
+        while let key = nextKey(&object) {
+            let read: Bool
+            switch key {
+            case 0: read = Self.got(&space, identifier())
+            case 1: read = Self.got(&sender, identifier())
+            case 2: read = Self.got(&recipient, identifier())
+            case 3: read = Self.got(&sealed, byteString())
+            default: read = Self.got(&signature, signatureBytes())
+            }
+            if !read { return nil }
+        }
+        guard !object.failed, let space, let sender, let recipient, let sealed, let signature else {
+            return nil
+        }
+        return try? InboxNote(
+            space: space, sender: sender, recipient: recipient, sealed: sealed, signature: signature)
+    }
+}
+
 extension WireJSON {
     /// An inbox note as its `Codable` writes it, keys sorted.
     public static func write(_ note: InboxNote, into out: inout [UInt8]) {
@@ -77,6 +108,51 @@ extension WireJSON {
         field("sender", note.sender.base64URL, into: &out)
         field("signature", Base64URL.encode(note.signature.bytes), into: &out)
         field("space", note.space.base64URL, into: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+// The server's answers to an admission (`POST …/members`) and a sign-in (the token), written
+// by hand too: the generic writer looked up its containers' generic metadata per object.
+
+extension SpaceWire.AppendedEvents: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out += #"{"appended":["#.utf8
+        for (index, event) in appended.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            event.writeJSON(into: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        if let threadCount { WireJSON.field("threadCount", threadCount, into: &out) }
+        if let wrapsStored { WireJSON.field("wrapsStored", wrapsStored, into: &out) }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension SpaceWire.AppendedEvent: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let deviceToken {
+            out += #""deviceToken":"#.utf8
+            deviceToken.writeJSON(into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out += #""hash":"#.utf8
+        WriteNode.writeString(hash, into: &out)
+        if let messages { WireJSON.field("messages", messages, into: &out) }
+        WireJSON.field("sequence", sequence, into: &out)
+        if let signInChallenge { WireJSON.field("signInChallenge", signInChallenge, into: &out) }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+extension SpaceWire.IssuedToken: DirectJSONWritable {
+    public func writeJSON(into out: inout [UInt8]) {
+        out += #"{"expiresAt":"#.utf8
+        out += String(expiresAt).utf8
+        WireJSON.field("id", id, into: &out)
+        WireJSON.field("member", member.base64URL, into: &out)
+        WireJSON.field("token", token, into: &out)
         out.append(UInt8(ascii: "}"))
     }
 }

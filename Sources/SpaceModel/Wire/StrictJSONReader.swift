@@ -256,13 +256,18 @@ public struct StrictJSONReader {
         guard consume(UInt8(ascii: "\"")) else { return nil }
         let start = at
         var escaped: [UInt8]?
+        // Unescaped ASCII (every id and base64url field) is valid as it is: `String(validating:)`
+        // is generic in the standard library and looked up its metadata on every call.
+        var ascii = true
         while at < bytes.count {
             let byte = bytes[at]
             if byte == UInt8(ascii: "\"") {
                 defer { at += 1 }
                 if let escaped { return String(validating: escaped, as: UTF8.self) }
+                if ascii { return String(decoding: bytes[start..<at], as: UTF8.self) }
                 return String(validating: bytes[start..<at], as: UTF8.self)
             }
+            if byte >= 0x80 { ascii = false }
             if byte < 0x20 { return nil }
             if byte == UInt8(ascii: "\\") {
                 var text = escaped ?? Array(bytes[start..<at])

@@ -115,6 +115,14 @@ public enum WireJSON {
         WriteNode.writeString(text, into: &out)
     }
 
+    /// `,"name":number`.
+    static func field(_ name: StaticString, _ number: some BinaryInteger, into out: inout [UInt8]) {
+        out += #",""#.utf8
+        name.withUTF8Buffer { out += $0 }
+        out += #"":"#.utf8
+        out += String(number).utf8
+    }
+
     static func write(_ wrap: KeyWrap, into out: inout [UInt8]) {
         out += #"{"recipient":"#.utf8
         WriteNode.writeString(wrap.recipient.base64URL, into: &out)
