@@ -106,18 +106,18 @@ import Testing
     @Test func generatedKeysAreKnownValid() throws {
         let identity = DeviceIdentity.generate()
         let keys = identity.publicKeys
-        #expect(ValidatedKeys.encryption.holds(keys.encryption.bytes))
-        #expect(ValidatedKeys.signing.holds(keys.signing.bytes))
+        #expect(CheckedBytes.validEncryptionKeys.holds(keys.encryption.bytes))
+        #expect(CheckedBytes.validSigningKeys.holds(keys.signing.bytes))
         #expect(try EncryptionPublicKey(bytes: keys.encryption.bytes) == keys.encryption)
         #expect(try SigningPublicKey(bytes: keys.signing.bytes) == keys.signing)
         // Keys from a stored form are checked as they are derived, and so known too.
         let loaded = try DeviceIdentity(storedForm: identity.storedForm())
-        #expect(ValidatedKeys.signing.holds(loaded.publicKeys.signing.bytes))
+        #expect(CheckedBytes.validSigningKeys.holds(loaded.publicKeys.signing.bytes))
         var identityPoint = [UInt8](repeating: 0, count: 32)
         identityPoint[0] = 1
-        #expect(!ValidatedKeys.signing.holds(identityPoint))
+        #expect(!CheckedBytes.validSigningKeys.holds(identityPoint))
         #expect(errorCode { _ = try SigningPublicKey(bytes: identityPoint) } == .invalidPublicKey)
-        #expect(!ValidatedKeys.encryption.holds([UInt8](repeating: 0, count: 32)))
+        #expect(!CheckedBytes.validEncryptionKeys.holds([UInt8](repeating: 0, count: 32)))
     }
 
     @Test func jsonRejectsBadKeys() throws {

@@ -28,8 +28,8 @@ public struct DeviceIdentity: Sendable {
         // Made here from fresh secrets: a valid X25519 key (a clamped scalar times the base
         // point, never of small order) and a canonical Ed25519 point of prime order. Parsing
         // them back (the joiner's member record in the server's answer) need not check them.
-        ValidatedKeys.encryption.remember(encryptionPublic)
-        ValidatedKeys.signing.remember(signingPublic)
+        CheckedBytes.validEncryptionKeys.remember(encryptionPublic)
+        CheckedBytes.validSigningKeys.remember(signingPublic)
         return DeviceIdentity(
             publicKeys: MemberPublicKeys(
                 encryption: EncryptionPublicKey(trusted: encryptionPublic),

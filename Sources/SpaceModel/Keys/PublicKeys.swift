@@ -16,7 +16,7 @@ public struct EncryptionPublicKey: Hashable, Sendable, CustomStringConvertible {
         }
         Sodium.ensureInitialized()
         // A small-order point makes every shared secret zero; crypto_scalarmult reports that.
-        let usable = ValidatedKeys.encryption.check(array) { point in
+        let usable = CheckedBytes.validEncryptionKeys.check(array) { point in
             var scalar = [UInt8](repeating: 0x5A, count: Int(crypto_scalarmult_SCALARBYTES))
             var product = [UInt8](repeating: 0, count: Int(crypto_scalarmult_BYTES))
             defer { sodium_memzero(&scalar, scalar.count) }
@@ -49,7 +49,8 @@ public struct SigningPublicKey: Hashable, Sendable, CustomStringConvertible {
             throw KeyModelError(.invalidLength, "A signing key has 32 bytes, not \(array.count).")
         }
         Sodium.ensureInitialized()
-        guard ValidatedKeys.signing.check(array, { crypto_core_ed25519_is_valid_point($0) == 1 }) else {
+        guard CheckedBytes.validSigningKeys.check(array, { crypto_core_ed25519_is_valid_point($0) == 1 })
+        else {
             throw KeyModelError(.invalidPublicKey, "That signing key is not a valid Ed25519 key.")
         }
         self.bytes = array

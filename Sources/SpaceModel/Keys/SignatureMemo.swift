@@ -1,5 +1,3 @@
-import Support
-
 /// Signatures this process verified, by their exact bytes (key, signature, message), so that one
 /// met again is not verified again: the bot checks the same invite record for every joiner who
 /// comes with it, twice each (deciding on the joiner, then applying the event that carries it).
@@ -7,27 +5,21 @@ import Support
 /// what this process itself verified counts, and a record differing in any byte is verified
 /// afresh. At most `capacity` entries; when full, it starts over.
 public final class SignatureMemo: Sendable {
-    private let verified = Locked(Set<[UInt8]>())
-    private let capacity: Int
+    private let verified: CheckedBytes
 
     public init(capacity: Int = 256) {
-        self.capacity = capacity
+        verified = CheckedBytes(capacity: capacity)
     }
 
     /// Whether `signature` is `key`'s over `message`: remembered, or verified now (and remembered
     /// when it holds).
     public func isValid(_ signature: Signature, by key: SigningPublicKey, for message: [UInt8]) -> Bool {
         // Key and signature have fixed lengths: the concatenation names one triple.
-        let entry = key.bytes + signature.bytes + message
-        if verified.withLock({ $0.contains(entry) }) { return true }
-        guard key.isValidSignature(signature, for: message) else { return false }
-        verified.withLock {
-            if $0.count >= capacity { $0.removeAll() }
-            $0.insert(entry)
+        verified.check(key.bytes + signature.bytes + message) { _ in
+            key.isValidSignature(signature, for: message)
         }
-        return true
     }
 
     /// How many are remembered (for tests).
-    package var count: Int { verified.withLock { $0.count } }
+    package var count: Int { verified.count }
 }

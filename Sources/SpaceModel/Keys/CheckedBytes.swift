@@ -1,10 +1,11 @@
 import Support
 
-/// Public keys already found valid in this process, so a key seen again (the same member's key
-/// in every wrap, event and note) is not validated again: validating costs a scalar
-/// multiplication (tens of microseconds), a lookup does not. Only keys that passed are kept, so
-/// an invalid key is always checked (and refused) in full. Bounded: when full it starts over.
-final class ValidatedKeys: Sendable {
+/// Byte strings that passed a check in this process, so the same bytes met again are not checked
+/// again: public keys found valid (``validSigningKeys``, ``validEncryptionKeys``; the same
+/// member's key is in every wrap, event and note, and validating one costs a scalar
+/// multiplication) and signatures verified (``SignatureMemo``). Only what passed is kept, so
+/// bytes that fail are always checked (and refused) in full. Bounded: when full it starts over.
+final class CheckedBytes: Sendable {
     private let known = Locked(Set<[UInt8]>())
     private let capacity: Int
 
@@ -32,11 +33,14 @@ final class ValidatedKeys: Sendable {
         }
     }
 
-    /// Whether `bytes` is among the keys known valid (tests).
+    /// Whether `bytes` passed before (tests).
     func holds(_ bytes: [UInt8]) -> Bool {
         known.withLock { $0.contains(bytes) }
     }
 
-    static let signing = ValidatedKeys()
-    static let encryption = ValidatedKeys()
+    /// How many are remembered (tests).
+    var count: Int { known.withLock { $0.count } }
+
+    static let validSigningKeys = CheckedBytes()
+    static let validEncryptionKeys = CheckedBytes()
 }
