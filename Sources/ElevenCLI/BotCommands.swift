@@ -37,29 +37,42 @@ let botCommands: [CommandGroup.Entry] = [
     .init(
         CommandSpec(
             ["eleven", "bot", "notes"],
-            summary: "Show what the space's bot told you: who joined, which invites were burned.",
+            summary:
+                "Show what the space's bot did with your invites: who joined, which invites were burned.",
             options: [
-                OptionSpec("keep", help: "leave the notes in the inbox"),
+                OptionSpec("keep", help: "show the same news again next time"),
                 OptionSpec(
                     "wait", value: "DURATION", help: "when there is no news yet, wait this long for some"),
                 CommonOptions.space, CommonOptions.json,
-            ])
+            ],
+            discussion: """
+                Who joined comes from the space's member list: the bot adds each joiner with your signed \
+                invite record, so the list says who let whom in. The rest (burned, ended and refused \
+                invites, failed attempts) are notes the bot sealed to you.
+                """)
     ) { arguments in
         let session = try openSpace(arguments)
         let json = arguments.flag("json")
+        let keep = arguments.flag("keep")
         let wait = try arguments.duration("wait", max: 3600) ?? 0
         let until = Date().addingTimeInterval(wait)
-        var page = try withSpaceErrors { try session.receiveNotes(since: 0) }
-        while page.notes.isEmpty && Date() < until {
+        var news = try botNews(session)
+        while news.isEmpty && Date() < until {
             usleep(200_000)
-            page = try withSpaceErrors { try session.receiveNotes(since: 0) }
+            news = try botNews(session)
         }
-        var shown = 0
-        for received in page.notes {
-            guard case .success(let note) = received.content,
-                [.joined, .inviteBurned, .inviteEnded, .inviteRefused, .attemptReported].contains(note.type)
-            else { continue }
-            shown += 1
+        for join in news.joins {
+            let message = joinedMessage(join, space: session.saved.shownName)
+            if json {
+                Terminal.json([
+                    "event": "joined", "name": join.name, "member": join.member.base64URL,
+                    "nameplate": join.invite.nameplate, "message": message,
+                ])
+            } else {
+                Terminal.out(message)
+            }
+        }
+        for (inboxID, note) in news.notes {
             if json {
                 var object: [String: Any] = ["event": note.type.rawValue, "invite": note.id]
                 if let name = note.name { object["name"] = name }
@@ -68,13 +81,56 @@ let botCommands: [CommandGroup.Entry] = [
             } else {
                 Terminal.out(SafeText.line(note.message ?? note.type.rawValue))
             }
-            if !arguments.flag("keep") {
-                try? session.client.deleteNote(session.saved.space, id: received.inboxID)
+            if !keep { try? session.client.deleteNote(session.saved.space, id: inboxID) }
+        }
+        if !keep, !news.joins.isEmpty {
+            try withSpaceErrors {
+                try localState().updateSpaces { spaces in
+                    guard let index = spaces.spaces.firstIndex(where: { $0.space == session.saved.space })
+                    else {
+                        return
+                    }
+                    spaces.spaces[index].joinsShownThrough = news.head
+                }
             }
         }
-        if shown == 0 && !json { Terminal.out("No news from the bot.") }
+        if news.isEmpty && !json { Terminal.out("No news from the bot.") }
     },
 ]
+
+/// What `eleven bot notes` has to show: joins with this member's invites since the last time it
+/// showed them (from the member list), and the bot's notes in the inbox.
+private struct BotNews {
+    var joins: [InviteJoin]
+    /// The member list's last sequence: the joins shown go up to it.
+    var head: UInt64
+    var notes: [(inboxID: Int64, note: AttendantNote)]
+    var isEmpty: Bool { joins.isEmpty && notes.isEmpty }
+}
+
+private func botNews(_ session: SpaceSession) throws -> BotNews {
+    try withSpaceErrors {
+        let (joins, head) = try session.invitedJoins(after: session.saved.joinsShownThrough)
+        let page = try session.receiveNotes(since: 0)
+        // A `joined` note comes only from a bot of an earlier version (joins are read from the
+        // member list now): shown once, like the other notes.
+        let kinds: Set<AttendantNote.Kind> = [
+            .joined, .inviteBurned, .inviteEnded, .inviteRefused, .attemptReported,
+        ]
+        let notes = page.notes.compactMap { received -> (Int64, AttendantNote)? in
+            guard case .success(let note) = received.content, kinds.contains(note.type) else { return nil }
+            return (received.inboxID, note)
+        }
+        return BotNews(joins: joins, head: head, notes: notes)
+    }
+}
+
+/// "Sam joined Family with your invite ending in 42.": the nameplate is the code's last part,
+/// which the inviter handed out; the words are a secret this device does not keep.
+func joinedMessage(_ join: InviteJoin, space: String) -> String {
+    let name = join.name.isEmpty ? "Someone" : SafeText.line(join.name)
+    return "\(name) joined \(space) with your invite ending in \(SafeText.line(join.invite.nameplate))."
+}
 
 private func setAttendant(_ arguments: ParsedArguments, enable: Bool) throws {
     let session = try openSpace(arguments)
@@ -206,16 +262,34 @@ func inviteThroughBot(
                 + "`eleven bot notes` shows who joined.")
     }
     guard ask else { return true }
-    // Asked to be asked: answer the bot for each joiner until the uses are taken or it ends.
+    // Asked to be asked: answer the bot for each joiner until the uses are taken or it ends. The
+    // bot adds an approved joiner with this invite's signed record, so the member list says when
+    // they are in (it sends no note per join).
     var joined = 0
+    var awaitingJoins = 0
+    var listedThrough: UInt64? = nil
     let end = ContinuousClock.now + .seconds(lifetime)
     while joined < uses, ContinuousClock.now < end {
+        if awaitingJoins > 0 {
+            let (joins, head) = try withSpaceErrors { try session.invitedJoins(after: listedThrough) }
+            listedThrough = head
+            for join in joins where join.invite == record.invite {
+                joined += 1
+                awaitingJoins = max(0, awaitingJoins - 1)
+                Terminal.out(joinedMessage(join, space: session.saved.shownName))
+            }
+            guard joined < uses else { break }
+        }
+        // While an approved joiner is not in the list yet, look at it again every quarter second.
+        let wait = awaitingJoins > 0 ? min(.milliseconds(250), end - .now) : end - .now
         guard
             let note = try awaitNote(
-                session, id: id, types: [.approvalNeeded, .joined, .inviteBurned, .inviteEnded],
-                since: &since,
-                timeout: end - .now)
-        else { break }
+                session, id: id, types: [.approvalNeeded, .inviteBurned, .inviteEnded], since: &since,
+                timeout: wait)
+        else {
+            if awaitingJoins > 0 { continue }
+            break
+        }
         switch note.type {
         case .approvalNeeded:
             let name = (note.name ?? "").isEmpty ? "Someone" : SafeText.line(note.name ?? "")
@@ -226,9 +300,7 @@ func inviteThroughBot(
             answer.use = note.use
             answer.approve = yes || askYesOrNo("Let \(name) join \(session.saved.shownName)? [y/N] ")
             try withSpaceErrors { try session.send(answer, to: bot) }
-        case .joined:
-            joined += 1
-            Terminal.out(SafeText.line(note.message ?? "Someone joined."))
+            if answer.approve == true { awaitingJoins += 1 }
         default:
             throw CLIError(
                 code: .inviteBurned, message: note.message ?? "The invite ended.", status: .codeRejected)
@@ -250,11 +322,11 @@ private func awaitNote(
             guard case .success(let note) = received.content, note.id == id, types.contains(note.type) else {
                 continue
             }
-            if note.type != .joined && note.type != .inviteBurned {
+            if note.type != .inviteBurned {
                 try? session.client.deleteNote(session.saved.space, id: received.inboxID)
             }
             // The next read starts after this note, not after the page: a note behind it in the
-            // same page (the bot's "joined" right after a repeated question) is still to come.
+            // same page (the bot's "ended" right after a repeated question) is still to come.
             since = received.inboxID
             return note
         }

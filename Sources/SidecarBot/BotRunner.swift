@@ -218,8 +218,6 @@ public final class BotRunner: Sendable {
     private final class Worker {
         /// Why the current use's joiner was turned away, for the history.
         var refusal: AttendantRefusal?
-        /// The member the current use added.
-        var admitted: MemberID?
         var readySent = false
         /// What ends a cancelled invite, for the history.
         var cancelKind = ("ended", "the invite was cancelled")
@@ -394,10 +392,9 @@ public final class BotRunner: Sendable {
             return .failed(refusal, mayBeMember: false)
         }
         do {
-            let (grant, record) = try session.admit(
+            let (grant, _) = try session.admit(
                 request: request, invite: signed, carryInvite: true, rosters: rosters, admissions: admissions,
                 keys: threadKeys)
-            worker.admitted = record.id
             return .granted(grant.encoded())
         } catch  where error.typedCode == .alreadyMember {
             // Their device is in the space already: nothing changes and the use is not spent.
@@ -493,16 +490,11 @@ public final class BotRunner: Sendable {
         switch report {
         case .joined:
             let name = (request?.displayName).flatMap { $0.isEmpty ? nil : $0 } ?? "Someone"
+            // No note to the inviter: the `member_added` event just appended carries their signed
+            // invite record, and `eleven bot notes` reads who joined from the member list
+            // (`InviteJoin`). A sealed, signed note per join repeated it at the cost of a fifth of
+            // the whole join (issue #23).
             record("joined", nameplate: nameplate, "\(name) joined", now)
-            var joined = AttendantNote(.joined, id: invite.noteID)
-            joined.name = request?.displayName
-            joined.member = worker.admitted
-            joined.message = "\(name) joined \(session.saved.name) with your invite \(invite.code ?? "")."
-            // The roster admit just refreshed names the inviter: no request for it.
-            if let inviter = rosters.latest?.members[invite.inviter] ?? (try? member(invite.inviter)) {
-                try? session.send(joined, to: inviter, via: notes)
-            }
-            worker.admitted = nil
         case .declined, .turnedAway:
             let why = worker.refusal?.message ?? "declined"
             record("refused", nameplate: nameplate, "a joiner was turned away: \(why)", now)

@@ -124,8 +124,19 @@ final class BotWorld: @unchecked Sendable {
             #expect(!joined.stdout.contains("Waiting for"))
             #expect(try w.run(sam, ["read"]).stdout == "Paul: Welcome to Family\nPaul: Dinner at eight\n")
             #expect(try w.run(sam, ["read", "--thread", "plans"]).stdout == "Paul: picnic\n")
+            // Who joined comes from the member list: shown while kept, then once more, then no more.
+            let nameplate = String(code.split(separator: "-").last ?? "")
+            let kept = try w.run(w.paul, ["bot", "notes", "--keep", "--json"])
+            #expect(kept.status == 0, "\(kept.stderr)")
+            #expect(kept.stdout.contains("\"event\":\"joined\""), "\(kept.stdout)")
+            #expect(kept.stdout.contains("\"nameplate\":\"\(nameplate)\""), "\(kept.stdout)")
             let notes = try w.run(w.paul, ["bot", "notes"])
-            #expect(notes.stdout.contains("Sam joined Family with your invite \(code)."), "\(notes.stdout)")
+            #expect(
+                notes.stdout.contains("Sam joined Family with your invite ending in \(nameplate)."),
+                "\(notes.stdout)")
+            // Once: the bot sent no note of its own for the join.
+            #expect(notes.stdout.components(separatedBy: "Sam joined").count == 2, "\(notes.stdout)")
+            #expect(try w.run(w.paul, ["bot", "notes"]).stdout == "No news from the bot.\n")
             let status = try w.botCommand(["status", "--state", w.botState, "--json"])
             #expect(status.status == 0)
             #expect(status.stdout.contains("\"joined\":1"), "\(status.stdout)")

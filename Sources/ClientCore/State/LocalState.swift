@@ -25,6 +25,9 @@ public struct SavedSpace: Codable, Sendable, Equatable {
     public var identityKey: String?
     /// Starred by the person (`eleven star`); nil means not starred.
     public var starred: Bool?
+    /// The member list's sequence up to which `eleven bot notes` showed the joins with this
+    /// member's invites (``InviteJoin``); nil before it first showed any.
+    public var joinsShownThrough: UInt64?
 
     public init(
         space: SpaceID, name: String, server: String, member: MemberID, ownerSigningKey: String,
