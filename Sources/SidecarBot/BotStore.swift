@@ -298,7 +298,7 @@ public final class BotStore: @unchecked Sendable {
                 CREATE TABLE IF NOT EXISTS invites (
                     id TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at INTEGER NOT NULL, body BLOB NOT NULL);
                 CREATE TABLE IF NOT EXISTS log (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, kind TEXT NOT NULL,
+                    id INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL,
                     nameplate TEXT, detail TEXT NOT NULL);
                 """)
             chmod(path, 0o600)
@@ -537,6 +537,17 @@ public final class BotStore: @unchecked Sendable {
     }
 
     // MARK: History
+
+    // A line's id is its rowid: lines are never deleted, so each new one takes the highest id
+    // plus one, the order `AUTOINCREMENT` gave without writing `sqlite_sequence`'s page at every
+    // line (a file made before keeps its `AUTOINCREMENT` table; both read the same).
+    public func log(_ kind: String, nameplate: String?, _ detail: String, at: Int64) throws(BotError) {
+        try run {
+            try $0.query(
+                "INSERT INTO log (at, kind, nameplate, detail) VALUES (?, ?, ?, ?)",
+                [.integer(at), .text(kind), nameplate.map { .text($0) } ?? .null, .text(detail)])
+        }
+    }
 
     /// The latest `limit` history lines, newest last.
     public func recentLog(limit: Int = 20) throws(BotError) -> [BotLogEntry] {
