@@ -176,9 +176,10 @@ extension BotInvite {
         return storedJSON(reusing: &parts)
     }
 
-    /// The public parts of an open invite's JSON as last written, kept between its writes so
-    /// that a write encodes only what changed (a join changes the attendant's state and counts;
-    /// the record stays, the heard sides grow by one a join). No secret.
+    /// The public parts of an open invite's JSON as last encoded, each with the value it
+    /// encodes, kept between its writes so that a write encodes only what changed (a join
+    /// changes the attendant's state and counts; the record stays, the heard sides grow by one a
+    /// join). Reused only while equal, so a failed write leaves nothing stale. No secret.
     struct StoredParts {
         var record: SignedInvite?
         var recordJSON: [UInt8] = []
@@ -264,7 +265,7 @@ public final class BotStore: @unchecked Sendable {
     /// The one connection, and the open invites as last written: reading or changing one needs
     /// no query, unsealing and decoding, only the write. Ended invites are not kept.
     private let state: Locked<(db: SQLiteDatabase, openCache: [String: BotInvite])>
-    /// The open invites' public JSON parts as last written (``BotInvite/StoredParts``): only
+    /// The open invites' public JSON parts as last encoded (``BotInvite/StoredParts``): only
     /// read and changed under `state`'s lock.
     private var parts: [String: BotInvite.StoredParts] = [:]
 
