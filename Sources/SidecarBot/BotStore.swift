@@ -172,7 +172,45 @@ extension BotInvite {
     /// it is sealed and written at nearly every step of every join. The caller zeroes the bytes
     /// (they hold the secret).
     func storedJSON() -> [UInt8] {
-        var out = StateJSONWriter(capacity: 4096)
+        var parts = StoredParts()
+        return storedJSON(reusing: &parts)
+    }
+
+    /// The public parts of an open invite's JSON as last encoded, each with the value it
+    /// encodes, kept between its writes so that a write encodes only what changed (a join
+    /// changes the attendant's state and counts; the record stays, the heard sides grow by one a
+    /// join). Reused only while equal, so a failed write leaves nothing stale. No secret.
+    struct StoredParts {
+        var record: SignedInvite?
+        var recordJSON: [UInt8] = []
+        var seenSides: [Rendezvous.Side]?
+        var seenSidesJSON: [UInt8]?
+    }
+
+    /// ``storedJSON()``, with the record and the heard sides taken from `parts` when they did
+    /// not change (and `parts` brought up to date when they did).
+    func storedJSON(reusing parts: inout StoredParts) -> [UInt8] {
+        if let record, record != parts.record {
+            var out = StateJSONWriter(capacity: 512)
+            out.object { out in
+                out.integer("v", record.v)
+                out.string("space", record.space.base64URL)
+                out.string("inviter", record.inviter.base64URL)
+                out.string("inviter_key", record.inviterKey)
+                out.string("nameplate", record.nameplate)
+                out.integer("created_at", record.createdAt)
+                out.integer("expires_at", record.expiresAt)
+                out.integer("uses", record.uses)
+                out.string("signature", record.signature)
+            }
+            parts.record = record
+            parts.recordJSON = out.bytes
+        }
+        if attendant.seenSides != parts.seenSides {
+            parts.seenSides = attendant.seenSides
+            parts.seenSidesJSON = attendant.seenSidesJSON()
+        }
+        var out = StateJSONWriter(capacity: 1024 + parts.recordJSON.count + (parts.seenSidesJSON?.count ?? 0))
         out.object { out in
             out.string("id", id)
             out.string("noteID", noteID)
@@ -185,19 +223,7 @@ extension BotInvite {
             out.string("relay", relay)
             out.bool("ask", ask)
             out.integer("createdAt", createdAt)
-            if let record {
-                out.object("record") { out in
-                    out.integer("v", record.v)
-                    out.string("space", record.space.base64URL)
-                    out.string("inviter", record.inviter.base64URL)
-                    out.string("inviter_key", record.inviterKey)
-                    out.string("nameplate", record.nameplate)
-                    out.integer("created_at", record.createdAt)
-                    out.integer("expires_at", record.expiresAt)
-                    out.integer("uses", record.uses)
-                    out.string("signature", record.signature)
-                }
-            }
+            if record != nil { out.raw("record", parts.recordJSON) }
             if let approval { out.bool("approval", approval) }
             if let approvalUse { out.integer("approvalUse", approvalUse) }
             out.bool("cancelRequested", cancelRequested)
@@ -210,7 +236,7 @@ extension BotInvite {
                 }
             }
             out.key("attendant")
-            attendant.writeJSON(into: &out)
+            attendant.writeJSON(into: &out, seenSides: parts.seenSidesJSON)
         }
         return out.bytes
     }
@@ -239,6 +265,9 @@ public final class BotStore: @unchecked Sendable {
     /// The one connection, and the open invites as last written: reading or changing one needs
     /// no query, unsealing and decoding, only the write. Ended invites are not kept.
     private let state: Locked<(db: SQLiteDatabase, openCache: [String: BotInvite])>
+    /// The open invites' public JSON parts as last encoded (``BotInvite/StoredParts``): only
+    /// read and changed under `state`'s lock.
+    private var parts: [String: BotInvite.StoredParts] = [:]
 
     /// Opens the state in `directory`. `create` makes the directory and file when missing;
     /// otherwise a missing state is an error. A state sealed under another key is refused.
@@ -270,7 +299,7 @@ public final class BotStore: @unchecked Sendable {
                 CREATE TABLE IF NOT EXISTS invites (
                     id TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at INTEGER NOT NULL, body BLOB NOT NULL);
                 CREATE TABLE IF NOT EXISTS log (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, kind TEXT NOT NULL,
+                    id INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL,
                     nameplate TEXT, detail TEXT NOT NULL);
                 """)
             chmod(path, 0o600)
@@ -368,9 +397,10 @@ public final class BotStore: @unchecked Sendable {
     }
 
     /// An invite is sealed at nearly every step of every join: written by hand
-    /// (``BotInvite/storedJSON()``), in the form its `Codable` reads.
+    /// (``BotInvite/storedJSON()``), in the form its `Codable` reads. Under `state`'s lock only
+    /// (``parts``).
     private func seal(_ invite: BotInvite) -> [UInt8] {
-        var plain = invite.storedJSON()
+        var plain = invite.storedJSON(reusing: &parts[invite.id, default: BotInvite.StoredParts()])
         defer { plain.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
         return key.seal(plain, purpose: "invite")
     }
@@ -429,7 +459,12 @@ public final class BotStore: @unchecked Sendable {
 
     /// Keeps `invite` as written in `openCache` (under the lock).
     private func remember(_ invite: BotInvite, in openCache: inout [String: BotInvite]) {
-        if invite.state.isOpen { openCache[invite.id] = invite } else { openCache[invite.id] = nil }
+        if invite.state.isOpen {
+            openCache[invite.id] = invite
+        } else {
+            openCache[invite.id] = nil
+            parts[invite.id] = nil
+        }
     }
 
     /// Every invite still being attended.
@@ -458,8 +493,8 @@ public final class BotStore: @unchecked Sendable {
     /// Saves an invite; with `onlyIfNew` returns false (and changes nothing) when it exists.
     @discardableResult
     public func save(_ invite: BotInvite, onlyIfNew: Bool = false) throws(BotError) -> Bool {
-        let body = seal(invite)
-        return try runCaching { db, openCache in
+        try runCaching { db, openCache in
+            let body = seal(invite)
             try db.query(
                 onlyIfNew
                     ? "INSERT OR IGNORE INTO invites (id, state, expires_at, body) VALUES (?, ?, ?, ?)"
@@ -504,6 +539,9 @@ public final class BotStore: @unchecked Sendable {
 
     // MARK: History
 
+    // A line's id is its rowid: lines are never deleted, so each new one takes the highest id
+    // plus one, the order `AUTOINCREMENT` gave without writing `sqlite_sequence`'s page at every
+    // line (a file made before keeps its `AUTOINCREMENT` table; both read the same).
     public func log(_ kind: String, nameplate: String?, _ detail: String, at: Int64) throws(BotError) {
         try run {
             try $0.query(

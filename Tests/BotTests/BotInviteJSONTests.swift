@@ -120,6 +120,23 @@ import Testing
         }
     }
 
+    /// The parts a store keeps between an invite's writes (its record, the sides heard) give the
+    /// bytes a fresh write gives, whatever invite wrote them last: the parts are carried through
+    /// every invite in turn (records appearing and going, sides growing and changing), and a
+    /// machine that hears one more side is written with it.
+    @Test func keptPartsWriteWhatAFreshWriteWrites() throws {
+        var parts = BotInvite.StoredParts()
+        for invite in try Self.invites() {
+            #expect(invite.storedJSON(reusing: &parts) == invite.storedJSON())
+            var spoke = invite
+            if spoke.attendant.isOpen {
+                _ = spoke.attendant.handle(.attemptReported(side: Rendezvous.Side("00000000ee")), now: 1)
+            }
+            #expect(spoke.storedJSON(reusing: &parts) == spoke.storedJSON())
+            #expect(invite.storedJSON(reusing: &parts) == invite.storedJSON())
+        }
+    }
+
     /// What a bot of the build before wrote (`JSONEncoder`) opens in this one, continues, and is
     /// written back in a form that build opens.
     @Test func aStateWrittenByCodableResumesAndIsReadableBack() throws {

@@ -2,6 +2,7 @@ import ClientCore
 import Foundation
 import JoinProtocol
 import PAKE
+import SQLite
 import SpaceModel
 import Testing
 
@@ -168,6 +169,35 @@ private func temporaryDirectory() throws -> String {
         let file = try Data(contentsOf: URL(fileURLWithPath: store.path))
         let wal = (try? Data(contentsOf: URL(fileURLWithPath: store.path + "-wal"))) ?? Data()
         #expect(file.range(of: Data("marmalade".utf8)) == nil && wal.range(of: Data("marmalade".utf8)) == nil)
+    }
+
+    /// History lines come back in the order written, from a new file (whose lines write no
+    /// `sqlite_sequence` row, one page per line fewer) and from one made with `AUTOINCREMENT`.
+    @Test func historyLinesKeepTheirOrderInNewAndOlderFiles() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = temporaryKey()
+        func writeAndRead(_ store: BotStore) throws -> [String] {
+            for (n, kind) in ["joined", "wrong_code", "joined"].enumerated() {
+                try store.log(kind, nameplate: "7", "line \(n)", at: Int64(n))
+            }
+            return try store.recentLog(limit: 2).map(\.detail)
+        }
+        let store = try BotStore(directory: directory, key: key, create: true)
+        #expect(try writeAndRead(store) == ["line 1", "line 2"])
+        #expect(try store.logCounts() == ["joined": 2, "wrong_code": 1])
+        let file = try SQLiteDatabase(path: store.path)
+        #expect(try file.query("SELECT name FROM sqlite_master WHERE name = 'sqlite_sequence'").isEmpty)
+        try file.execute(
+            """
+            DROP TABLE log;
+            CREATE TABLE log (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, kind TEXT NOT NULL,
+                nameplate TEXT, detail TEXT NOT NULL);
+            """)
+        let older = try BotStore(directory: directory, key: key)
+        #expect(try writeAndRead(older) == ["line 1", "line 2"])
+        #expect(try file.query("SELECT seq FROM sqlite_sequence WHERE name = 'log'").first?[0].integer == 3)
     }
 
     /// An invite saved by a bot before the attendant machine resumes where it stood: a joiner

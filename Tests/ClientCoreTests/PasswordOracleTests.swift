@@ -70,6 +70,8 @@ import Testing
     final class Attendant: @unchecked Sendable {
         let saved = Locked<InviteAttendant?>(nil)
         let nameplate = Locked<Rendezvous.Nameplate?>(nil)
+        /// The latest use whose mailbox has its first message (a prepared one is not saved).
+        let attended = Locked<Int?>(nil)
         let done = Locked(false)
 
         init(relayURL: String, words: String, maxFailures: Int, stepTimeout: Duration) {
@@ -86,7 +88,11 @@ import Testing
                 relayURL: relayURL, secret: secret, hooks: hooks)
             driver.stepTimeout = stepTimeout
             driver.announceWaiting = false
-            driver.onAllocated = { [nameplate] allocated in nameplate.withLock { $0 = allocated } }
+            driver.onAllocated = { [nameplate, attended] allocated in
+                nameplate.withLock { $0 = allocated }
+                attended.withLock { $0 = 0 }
+            }
+            driver.onPrepared = { [attended] use in attended.withLock { $0 = use } }
             // The driver lives on its thread alone.
             nonisolated(unsafe) let owned = driver
             Thread.detachNewThread { [done] in
@@ -97,12 +103,7 @@ import Testing
 
         var failures: Int { saved.withLock { $0?.failures ?? 0 } }
 
-        func isAttending(use: Int) -> Bool {
-            saved.withLock {
-                if case .attending(_, use, _, _)? = $0?.state { return true }
-                return false
-            }
-        }
+        func isAttending(use: Int) -> Bool { attended.withLock { $0 == use } }
         var ending: InviteAttendant.Ending? { saved.withLock { $0?.ending } }
     }
 

@@ -114,8 +114,28 @@ public final class BotLoadWorld: @unchecked Sendable {
     /// Kills the bot with SIGKILL (as abrupt as a crash or a power cut) and starts it again on
     /// the same state; returns once it has started.
     public func killAndRestartBot() throws {
-        lock.withLock { botProcess }?.stop(signal: SIGKILL)
+        killBot()
         try launchBot()
+    }
+
+    /// Kills the bot with SIGKILL and leaves it stopped (``restartBot()`` starts it again).
+    public func killBot() {
+        lock.withLock { botProcess }?.stop(signal: SIGKILL)
+    }
+
+    /// Starts the bot again on the same state after ``killBot()``; returns once it has started.
+    public func restartBot() throws {
+        try launchBot()
+    }
+
+    /// Freezes the relay (SIGSTOP by its process id): whatever it was sent waits in its sockets
+    /// until ``continueRelay()``.
+    public func pauseRelay() {
+        kill(relay.pid, SIGSTOP)
+    }
+
+    public func continueRelay() {
+        kill(relay.pid, SIGCONT)
     }
 
     /// Everything the bot logged so far (JSON lines).
@@ -132,7 +152,10 @@ public final class BotLoadWorld: @unchecked Sendable {
 
     /// Opens `count` invites of `uses` uses each through the bot and waits (up to `timeout`
     /// seconds) until every one is ready and signed. Call it from one thread at a time.
-    public func openInvites(_ count: Int, uses: Int = 1, timeout: TimeInterval = 30) throws -> [Invite] {
+    /// `ask`: the bot asks the owner about each joiner who proved the code (``answer(_:use:)``).
+    public func openInvites(_ count: Int, uses: Int = 1, ask: Bool = false, timeout: TimeInterval = 30) throws
+        -> [Invite]
+    {
         let now = Int64(Date().timeIntervalSince1970)
         var words: [String: String] = [:]
         let first = lock.withLock { () -> Int in
@@ -145,7 +168,7 @@ public final class BotLoadWorld: @unchecked Sendable {
             try owner.send(
                 .inviteRequest(
                     id: id, words: words[id] ?? "", uses: uses, expiresAt: now + 3600, maxFailures: 1,
-                    ask: false, inviterName: "Owner"), to: botMember)
+                    ask: ask, inviterName: "Owner"), to: botMember)
         }
         var invites: [Invite] = []
         let deadline = Date().addingTimeInterval(timeout)
@@ -173,17 +196,49 @@ public final class BotLoadWorld: @unchecked Sendable {
 
     private var noteCursor: Int64 = 0
 
+    /// Waits (up to `timeout` seconds) for the bot to ask about use `use` of invite `n` (the
+    /// `n`th opened, counting from 0), runs `beforeAnswering`, then answers yes. Call it from one
+    /// thread at a time.
+    public func approveWhenAsked(
+        invite n: Int, use: Int, timeout: TimeInterval = 30, beforeAnswering: () -> Void = {}
+    ) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let page = try owner.receiveNotes(since: noteCursor)
+            noteCursor = page.next
+            for case .success(let note) in page.notes.map(\.content)
+            where note.type == .approvalNeeded && note.id == "load\(n)" && note.use == use {
+                beforeAnswering()
+                var answer = AttendantNote(.approval, id: note.id)
+                answer.approve = true
+                answer.use = use
+                try owner.send(answer, to: botMember)
+                return
+            }
+            if page.notes.isEmpty { usleep(20_000) }
+        }
+        throw TestSupportError.server("the bot never asked about use \(use) of load\(n)")
+    }
+
     /// Joins with `words` on `nameplate` as a fresh device and verifies the grant; returns nil on
     /// success, else the error's stable code.
-    public func join(nameplate: String, words: String, timeout: Duration = .seconds(20)) -> String? {
+    /// `beforeConfirming` runs right before the joiner's confirmation goes out (its code is then
+    /// in the attendant's hands); false stops the join there.
+    public func join(
+        nameplate: String, words: String, timeout: Duration = .seconds(20),
+        beforeConfirming: () -> Bool = { true }
+    ) -> String? {
         let joiner = DeviceIdentity.generate()
         do {
-            let grant = try JoinRunner.join(
-                relayURL: relayURL, nameplate: Rendezvous.Nameplate(nameplate), words: words,
+            var random = SystemRandom()
+            let pending = PendingJoin(
+                relay: relayURL, nameplate: Rendezvous.Nameplate(nameplate), intent: .join, words: words,
                 request: JoinRequest(
                     displayName: "Joiner", deviceLabel: "load", publicKeys: JoinerKeys(joiner.publicKeys)),
-                timeout: timeout, firstAnswer: timeout
-            ) { _ in }
+                createdAt: 0, deadline: 0, using: &random)
+            let grant = try JoinRunner.join(
+                pending, timeout: timeout, firstAnswer: timeout, progress: { _ in }, save: { _ in },
+                recordAttempt: beforeConfirming)
             // As `eleven join` does: sign in, fetch the member list, check the grant against it.
             _ = try JoinGrant(decoding: grant).open(
                 identity: joiner, deviceLabel: "load", now: Int64(Date().timeIntervalSince1970),

@@ -46,7 +46,8 @@ public enum AttendantAdmission: Sendable {
 /// What the owner of an attendant supplies: where the machine is saved, who decides about a
 /// joiner who proved the code, and who hears how it went. The bot and the CLI differ only here.
 public struct InviteAttendantHooks {
-    /// Saves the machine durably. Called after every event, before anything is acted on.
+    /// Saves the machine durably. Called after every event before anything is acted on, except
+    /// a use's prepared mailbox (the `preparing` saved before restarts as well; see `run`).
     public var save: (InviteAttendant) throws -> Void
     /// Whether the joiner who proved the code may come in (the policy, a person's answer); nil
     /// lets them in.
@@ -82,8 +83,8 @@ public struct InviteAttendantHooks {
 }
 
 /// Drives an ``InviteAttendant`` over a real relay (blocking; one invite per thread): performs
-/// its actions, feeds back what happened, and saves the machine after every step through the
-/// owner's hooks. The bot (`eleven-bot run`) and the CLI (`eleven invite --short`,
+/// its actions, feeds back what happened, and saves the machine after every step that a restart
+/// needs through the owner's hooks. The bot (`eleven-bot run`) and the CLI (`eleven invite --short`,
 /// `eleven approve`) use this one driver.
 public final class InviteAttendantDriver {
     public private(set) var attendant: InviteAttendant
@@ -99,6 +100,9 @@ public final class InviteAttendantDriver {
     public var interruption: Interruption?
     /// A nameplate was allocated and saved: the code can be shown now.
     public var onAllocated: (Rendezvous.Nameplate) throws -> Void = { _ in }
+    /// Use `use`'s mailbox is prepared (its first message is in it). Not saved (see
+    /// ``run(until:untilAttending:shouldStop:)``): an owner that watches for it hears it here.
+    public var onPrepared: (_ use: Int) -> Void = { _ in }
     /// When the invite was made (Unix seconds): a reported attempt older than that is about
     /// another invite that had the same nameplate.
     public var createdAt: Int64 = 0
@@ -136,6 +140,14 @@ public final class InviteAttendantDriver {
     ) throws -> InviteAttendant.Ending? {
         var actions = attendant.resume(now: hooks.clock.seconds())
         try hooks.save(attendant)
+        // Whether the machine in memory is ahead of the saved one (a prepared mailbox only).
+        var unsaved = false
+        // Returns with the open invite saved as it stands (an owner that stops here, such as
+        // `eleven invite --detach`, resumes from the prepared mailbox).
+        func stopHere() throws -> InviteAttendant.Ending? {
+            if unsaved { try hooks.save(attendant) }
+            return nil
+        }
         while true {
             var step: InviteAttendant.Action?
             for action in actions {
@@ -154,10 +166,21 @@ public final class InviteAttendantDriver {
                 try attemptsReported(queued)
                 if let ending = attendant.ending { return ending }
             }
-            if shouldStop() || interruption?.isInterrupted == true { return nil }
-            if untilAttending, case .attend = step { return nil }
-            guard let event = try perform(step: step, until: until) else { return nil }
+            if shouldStop() || interruption?.isInterrupted == true { return try stopHere() }
+            if untilAttending, case .attend = step { return try stopHere() }
+            guard let event = try perform(step: step, until: until) else { return try stopHere() }
             actions = attendant.handle(event, now: hooks.clock.seconds())
+            if case .prepared = event {
+                // Not saved: the saved `preparing` is as good to restart from. A restart claims
+                // the nameplate again as the same side (derived from the seed) and publishes the
+                // same first message (derived from the seed and the use), so the relay replays
+                // whoever spoke meanwhile; the next save (the joiner's first message, before it
+                // is looked at) records the connection. One sealed write per use fewer.
+                unsaved = true
+                if let use = attendant.use { onPrepared(use) }
+                continue
+            }
+            unsaved = false
             try hooks.save(attendant)
             // Saved before the code is shown: a code shown is a code attended.
             if case .allocated(let nameplate, _) = event { try onAllocated(nameplate) }

@@ -4,6 +4,13 @@ extension InviteAttendant {
     /// The machine as its synthesized `Codable` writes it (``StateJSONWriter``), without
     /// Foundation's encoder: the bot saves it at nearly every step of every join.
     public func writeJSON(into out: inout StateJSONWriter) {
+        writeJSON(into: &out, seenSides: nil)
+    }
+
+    /// ``writeJSON(into:)`` with ``seenSides`` as ``seenSidesJSON()`` wrote them for these very
+    /// sides: an owner that writes the machine at every step keeps them (they change only when
+    /// a joiner speaks, and are most of the machine's bytes on an invite of many uses).
+    public func writeJSON(into out: inout StateJSONWriter, seenSides encoded: [UInt8]?) {
         out.object { out in
             out.object("policy") { out in
                 out.integer("uses", policy.uses)
@@ -13,15 +20,25 @@ extension InviteAttendant {
             out.object("state") { state.writeJSON(into: &$0) }
             out.integer("taken", taken)
             out.integer("failures", failures)
-            if let seenSides {
-                out.array("seenSides") { out in
-                    for side in seenSides {
-                        out.element()
-                        out.wrapped(side.value)
-                    }
-                }
+            if let encoded {
+                out.raw("seenSides", encoded)
+            } else if let sides = seenSidesJSON() {
+                out.raw("seenSides", sides)
             }
         }
+    }
+
+    /// The JSON of ``seenSides`` (nil when there are none to write).
+    public func seenSidesJSON() -> [UInt8]? {
+        guard let seenSides else { return nil }
+        var out = StateJSONWriter(capacity: 2 + 24 * seenSides.count)
+        out.array { out in
+            for side in seenSides {
+                out.element()
+                out.wrapped(side.value)
+            }
+        }
+        return out.bytes
     }
 }
 
