@@ -65,6 +65,20 @@
 /// does not know, so the same `bind` works there and gets its acks; stock clients never send
 /// the key and get every ack here. It cut the frames the relay sends per join from 46 to 26.5.
 ///
+/// ## Eleven's extension: quiet echoes
+///
+/// Protocol v1 sends each `add` to every connection subscribed to the mailbox, the sender's
+/// included. An `add` that carries `"x-eleven-echo": false` (`ClientMessage.echoKey`) asks this
+/// relay not to send that message back to the connection that added it; every other subscriber
+/// gets it, and an `open` replays it as any other stored message. Only `false` counts, only on
+/// an `add`. The sender learns the message is stored from a later reply on the same connection:
+/// this relay handles a connection's commands in order, and sends each reply only once the
+/// writes it reveals, and everything queued before them, are durable, so the `released` or
+/// `closed` that answers a later command comes after the message is durable too. Eleven's
+/// clients ask for no echo for the messages of a join once the peer has spoken (the use ends
+/// with a `close`); they keep the echo where they need a receipt without closing. The
+/// reference server ignores the key and echoes.
+///
 /// Blocking calls (`SQLiteRelayStorage.init`, `load`, `checkpoint`, `shutdown`) wait for the
 /// storage's own queue: make them at start-up and shut-down, never on a loop thread. Per-event
 /// calls never block on SQLite.

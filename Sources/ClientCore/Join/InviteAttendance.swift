@@ -107,7 +107,10 @@ public enum InviteAttendance {
                 for output in outputs {
                     switch output {
                     case .send(let phase, let body):
-                        try connection.send(phase: phase, body: body)
+                        // Once a joiner spoke the use ends with a close, whose `closed` is the
+                        // receipt of what was sent without an echo. A status is waited for
+                        // before a person decides (below), so it keeps its echo.
+                        try connection.send(phase: phase, body: body, echo: !receivedAny || phase.isStatus)
                     case .burned(let failure):
                         // Let the abort reach the joiner, then close scary.
                         try? connection.waitUntilEchoed(timeout: .seconds(2))
@@ -139,11 +142,11 @@ public enum InviteAttendance {
                             answer = session.refuse(reason: reason, message: message, using: &random)
                             approved = false
                         }
+                        // The answer's receipt is the mailbox's `closed`: no echo.
                         for case .send(let phase, let body) in answer {
-                            try connection.send(phase: phase, body: body)
+                            try connection.send(phase: phase, body: body, echo: false)
                         }
-                        try connection.waitUntilEchoed(timeout: deadline - .now)
-                        connection.close(mood: .happy)
+                        try connection.closeConfirmed(mood: .happy, until: deadline)
                         return approved ? .admitted(request) : .refused(request)
                     }
                 }

@@ -124,7 +124,9 @@ public enum JoinRunner {
                     switch output {
                     case .send(let phase, let body):
                         guard !state.sent.contains(phase) else { continue }
-                        try connection.send(phase: phase, body: body)
+                        // Every way out of a join closes the mailbox, and nothing waits for a
+                        // receipt before: the `closed` is the receipt (no echo).
+                        try connection.send(phase: phase, body: body, echo: false)
                         state.sent.append(phase)
                     case .codeSent:
                         guard !state.sent.contains(.confirm) else { continue }

@@ -194,10 +194,13 @@ public final class RendezvousConnection {
     /// How many times the first connection is tried (about 2 s of back-off in all).
     static let firstConnectAttempts = 5
 
-    /// Queues a message for the peer (sent now, or after the next reconnect).
-    public func send(phase: Rendezvous.Phase, body: [UInt8]) throws(RelayConnectionError) {
+    /// Queues a message for the peer (sent now, or after the next reconnect). `echo` false asks
+    /// the relay for no copy back: for a message nobody waits to see stored before ``close(mood:timeout:)``
+    /// or ``closeConfirmed(mood:until:)``, whose `closed` proves it stored
+    /// (``RendezvousMachine/send(phase:body:echo:)``); ``waitUntilEchoed(timeout:)`` does not wait for it.
+    public func send(phase: Rendezvous.Phase, body: [UInt8], echo: Bool = true) throws(RelayConnectionError) {
         do {
-            try perform(try machine.send(phase: phase, body: body))
+            try perform(try machine.send(phase: phase, body: body, echo: echo))
         } catch let error as RelayConnectionError {
             throw error
         } catch let error as RendezvousError {
@@ -219,6 +222,21 @@ public final class RendezvousConnection {
         socket = nil
     }
 
+    /// Closes the mailbox with `mood` and waits until the relay confirms, by `deadline`; the
+    /// connection is closed either way. The relay's `closed` also proves stored every message
+    /// sent before it, with or without an echo (``RendezvousMachine``): this is the receipt of
+    /// a last answer sent without one. Throws when it has not come by then.
+    public func closeConfirmed(mood: Rendezvous.Mood, until deadline: ContinuousClock.Instant)
+        throws(RelayConnectionError)
+    {
+        defer {
+            socket?.close()
+            socket = nil
+        }
+        try perform(machine.close(mood: mood))
+        _ = try next(until: deadline, stopWhen: { $0.machine.isClosed })
+    }
+
     /// Drops the connection without closing the mailbox (a process that will resume later).
     public func disconnect() {
         socket?.close()
@@ -231,8 +249,8 @@ public final class RendezvousConnection {
         try next(until: ContinuousClock.now + timeout)
     }
 
-    /// Processes the relay's messages until everything we sent is stored (echoed) by the relay.
-    /// Events that arrive meanwhile are kept for `next(timeout:)`.
+    /// Processes the relay's messages until everything we sent asking for an echo is stored
+    /// (echoed) by the relay. Events that arrive meanwhile are kept for `next(timeout:)`.
     public func waitUntilEchoed(timeout: Duration) throws(RelayConnectionError) {
         _ = try next(until: ContinuousClock.now + timeout, stopWhen: { $0.machine.allEchoed })
     }
@@ -328,6 +346,8 @@ public final class RendezvousConnection {
                 // machine ignores them, and what it waits for has its own reply (`claimed`,
                 // `released`, the echo of each `add`, `closed`). Other servers ignore the key.
                 commands.append(message.encoded(acks: false))
+            case .sendWithoutEcho(let message):
+                commands.append(message.encoded(acks: false, echo: false))
             case .allocated(let nameplate):
                 events.append(.allocated(nameplate))
             case .received(let phase, let body):
