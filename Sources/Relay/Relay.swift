@@ -71,12 +71,10 @@
 /// included. An `add` that carries `"x-eleven-echo": false` (`ClientMessage.echoKey`) asks this
 /// relay not to send that message back to the connection that added it; every other subscriber
 /// gets it, and an `open` replays it as any other stored message. Only `false` counts, only on
-/// an `add`. The sender learns the message is stored from a later reply on the same connection:
-/// this relay handles a connection's commands in order, and sends each reply only once the
-/// writes it reveals, and everything queued before them, are durable, so the `released` or
-/// `closed` that answers a later command comes after the message is durable too. Eleven's
-/// clients ask for no echo for the messages of a join once the peer has spoken (the use ends
-/// with a `close`); they keep the echo where they need a receipt without closing. The
+/// an `add`. Eleven's clients send it on the messages of a join that the peer answers (the
+/// joiner's, the attendant's confirmation and nonce): the answer is their receipt, and until an
+/// `open` replays them they are sent again after a reconnect. What they must see stored without
+/// an answer (an attendant's first message, a status, the grant, an abort) keeps its echo. The
 /// reference server ignores the key and echoes.
 ///
 /// Blocking calls (`SQLiteRelayStorage.init`, `load`, `checkpoint`, `shutdown`) wait for the

@@ -85,7 +85,7 @@ import Testing
                 ])
     }
 
-    @Test func aMessageSentWithoutEchoIsStoredByTheNextReleasedOrClosed() throws {
+    @Test func aMessageSentWithoutEchoIsNotWaitedForAndResentUntilAReplayShowsIt() throws {
         var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
         _ = m.connected()
         _ = m.received(.claimed(mb))
@@ -94,26 +94,26 @@ import Testing
             try m.send(phase: .pake, body: [1], echo: false) == [
                 .sendWithoutEcho(.add(phase: .pake, body: "01"))
             ])
-        #expect(m.allEchoed && !m.allStored)
-        // The peer's first message: release goes after the quiet add, and a quiet answer with it.
+        #expect(m.allEchoed)
+        _ = try m.send(phase: .version, body: [3])
+        #expect(!m.allEchoed)
+        #expect(m.received(.message(side: me, phase: .version, body: [3])) == [])
+        #expect(m.allEchoed)
+        // The relay's other replies are no receipt: a hostile path may hold the add back behind
+        // the release, so a reconnect sends it again, still without an echo.
         #expect(
             m.received(.message(side: peer, phase: .pake, body: [7]))
                 == [.received(phase: .pake, body: [7]), .send(.release(np))])
-        #expect(try m.send(phase: .confirm, body: [2], echo: false).count == 1)
-        _ = try m.send(phase: .version, body: [3])
-        #expect(!m.allEchoed)
-        // `released` answers the release: the add before it is stored, the ones after are not.
         #expect(m.received(.released) == [])
-        #expect(m.received(.message(side: me, phase: .version, body: [3])) == [])
-        #expect(m.allEchoed && !m.allStored)
         m.disconnected()
-        // A reconnect sends the unproven quiet one again, still quiet (the pake is not resent).
-        let resent = m.connected().dropFirst()
-        #expect(Array(resent) == [.send(.open(mb)), .sendWithoutEcho(.add(phase: .confirm, body: "02"))])
-        // `closed` proves everything added on this connection before the close.
-        #expect(m.close(mood: .happy) == [.send(.close(mailbox: mb, mood: "happy"))])
-        #expect(m.received(.closed) == [.closed])
-        #expect(m.allStored)
+        #expect(
+            Array(m.connected().dropFirst()) == [
+                .send(.open(mb)), .sendWithoutEcho(.add(phase: .pake, body: "01")),
+            ])
+        // The replay on that open shows it stored: a later reconnect does not send it again.
+        _ = m.received(.message(side: me, phase: .pake, body: [1]))
+        m.disconnected()
+        #expect(Array(m.connected().dropFirst()) == [.send(.open(mb))])
     }
 
     @Test func anEchoOrAReplayStillCountsForAMessageSentWithoutOne() throws {
@@ -127,7 +127,8 @@ import Testing
         m.disconnected()
         #expect(Array(sends(m.connected()).dropFirst()) == [.claim(np), .open(mb)])
         _ = m.received(.message(side: me, phase: .confirm, body: [2]))
-        #expect(m.allStored)
+        m.disconnected()
+        #expect(Array(m.connected().dropFirst()) == [.send(.claim(np)), .send(.open(mb))])
     }
 
     @Test func aRestoredMachineSendsWithAnEchoWhatWasSentWithout() throws {

@@ -107,10 +107,9 @@ public enum InviteAttendance {
                 for output in outputs {
                     switch output {
                     case .send(let phase, let body):
-                        // Once a joiner spoke the use ends with a close, whose `closed` is the
-                        // receipt of what was sent without an echo. A status is waited for
-                        // before a person decides (below), so it keeps its echo.
-                        try connection.send(phase: phase, body: body, echo: !receivedAny || phase.isStatus)
+                        // The joiner's next message is the receipt of the handshake's (no echo);
+                        // the rest keep theirs (waited for before a person decides, or closing).
+                        try connection.send(phase: phase, body: body, echo: !phase.isAnsweredByJoiner)
                     case .burned(let failure):
                         // Let the abort reach the joiner, then close scary.
                         try? connection.waitUntilEchoed(timeout: .seconds(2))
@@ -142,11 +141,11 @@ public enum InviteAttendance {
                             answer = session.refuse(reason: reason, message: message, using: &random)
                             approved = false
                         }
-                        // The answer's receipt is the mailbox's `closed`: no echo.
                         for case .send(let phase, let body) in answer {
-                            try connection.send(phase: phase, body: body, echo: false)
+                            try connection.send(phase: phase, body: body)
                         }
-                        try connection.closeConfirmed(mood: .happy, until: deadline)
+                        try connection.waitUntilEchoed(timeout: deadline - .now)
+                        connection.close(mood: .happy)
                         return approved ? .admitted(request) : .refused(request)
                     }
                 }

@@ -124,8 +124,8 @@ public enum JoinRunner {
                     switch output {
                     case .send(let phase, let body):
                         guard !state.sent.contains(phase) else { continue }
-                        // Every way out of a join closes the mailbox, and nothing waits for a
-                        // receipt before: the `closed` is the receipt (no echo).
+                        // The attendant answers each (the grant answers the last), and the
+                        // answer is the receipt: no echo.
                         try connection.send(phase: phase, body: body, echo: false)
                         state.sent.append(phase)
                     case .codeSent:

@@ -195,9 +195,9 @@ public final class RendezvousConnection {
     static let firstConnectAttempts = 5
 
     /// Queues a message for the peer (sent now, or after the next reconnect). `echo` false asks
-    /// the relay for no copy back: for a message nobody waits to see stored before ``close(mood:timeout:)``
-    /// or ``closeConfirmed(mood:until:)``, whose `closed` proves it stored
-    /// (``RendezvousMachine/send(phase:body:echo:)``); ``waitUntilEchoed(timeout:)`` does not wait for it.
+    /// the relay for no copy back: for a message the peer answers, whose answer is its receipt
+    /// (``RendezvousMachine/send(phase:body:echo:)``); ``waitUntilEchoed(timeout:)`` does not
+    /// wait for it.
     public func send(phase: Rendezvous.Phase, body: [UInt8], echo: Bool = true) throws(RelayConnectionError) {
         do {
             try perform(try machine.send(phase: phase, body: body, echo: echo))
@@ -220,21 +220,6 @@ public final class RendezvousConnection {
         }
         socket?.close()
         socket = nil
-    }
-
-    /// Closes the mailbox with `mood` and waits until the relay confirms, by `deadline`; the
-    /// connection is closed either way. The relay's `closed` also proves stored every message
-    /// sent before it, with or without an echo (``RendezvousMachine``): this is the receipt of
-    /// a last answer sent without one. Throws when it has not come by then.
-    public func closeConfirmed(mood: Rendezvous.Mood, until deadline: ContinuousClock.Instant)
-        throws(RelayConnectionError)
-    {
-        defer {
-            socket?.close()
-            socket = nil
-        }
-        try perform(machine.close(mood: mood))
-        _ = try next(until: deadline, stopWhen: { $0.machine.isClosed })
     }
 
     /// Drops the connection without closing the mailbox (a process that will resume later).

@@ -63,12 +63,11 @@ public enum RendezvousAction: Equatable, Sendable {
 /// claim, release on the first peer message), mailbox (open, add, close), outbound messages kept
 /// until the relay is known to have stored them, inbound messages de-duplicated by phase.
 ///
-/// A message is known stored when the relay echoes it (or replays it on an `open`), or when the
-/// `released` or `closed` that answers a later command on the same connection comes: a relay
-/// handles one connection's commands in order, and answers each only once what came before is
-/// stored (the reference server commits each command before the next). So a message sent
-/// without an echo (``send(phase:body:echo:)``) is known stored by the `closed` at the latest;
-/// until then a reconnect sends it again, and the peer takes each phase once.
+/// A message is known stored when the relay echoes it, or replays it on an `open`. A message
+/// sent without an echo (``send(phase:body:echo:)``) is one the peer's answer proves stored:
+/// the machine keeps it until a replay shows it (each reconnect sends it again, and the peer
+/// takes each phase once) and does not wait for it. The order of the relay's other replies is
+/// no receipt: a hostile path may hold an `add` back behind the commands that follow it.
 ///
 /// It never touches a socket. The owner calls `connected()` for every new connection (the first
 /// and each reconnect, always with the same side), feeds every `ServerMessage`, and performs the
@@ -119,8 +118,6 @@ public struct RendezvousMachine: Codable, Sendable {
         var releaseSent = false
         var closeSent = false
         var addsSent: Set<Rendezvous.Phase> = []
-        /// The adds sent before this connection's `release`: its `released` proves them stored.
-        var addsBeforeRelease: Set<Rendezvous.Phase> = []
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -144,12 +141,8 @@ public struct RendezvousMachine: Codable, Sendable {
         }
     }
 
-    /// Whether every message we sent asking for its echo has been stored by the relay (one sent
-    /// without is known stored by the `closed` of the mailbox at the latest).
+    /// Whether every message we sent asking for its echo has been stored by the relay.
     public var allEchoed: Bool { unechoed.allSatisfy { withoutEcho.contains($0.phase) } }
-
-    /// Whether every message we sent is known to be stored by the relay.
-    public var allStored: Bool { unechoed.isEmpty }
 
     /// This machine as saved by a side that must hear the peer again from the start after a
     /// restart (an attendant re-deriving its key agreement, as the bot does): no peer phase
@@ -183,8 +176,8 @@ public struct RendezvousMachine: Codable, Sendable {
     }
 
     /// Queues a message for the peer. Each phase may be used once. `echo` false asks the relay
-    /// for no copy back (``ClientMessage/echoKey``): for a message whose receipt nobody waits
-    /// for before the mailbox is closed (``allEchoed`` does not count it).
+    /// for no copy back (``ClientMessage/echoKey``): for a message the peer answers, whose
+    /// answer is its receipt (``allEchoed`` does not count it).
     public mutating func send(phase: Rendezvous.Phase, body: [UInt8], echo: Bool = true)
         throws(RendezvousError)
         -> [RendezvousAction]
@@ -238,14 +231,8 @@ public struct RendezvousMachine: Codable, Sendable {
             return pump()
         case .released:
             nameplateReleased = true
-            // The relay stored what this connection added before its `release`.
-            let stored = link.addsBeforeRelease
-            unechoed.removeAll { stored.contains($0.phase) }
             return finishCloseIfDone()
         case .closed:
-            // Nothing is added after a `close`: everything this connection added is stored.
-            let stored = link.addsSent
-            unechoed.removeAll { stored.contains($0.phase) }
             isClosed = true
             return [.closed]
         case .message(let message):
@@ -320,7 +307,6 @@ public struct RendezvousMachine: Codable, Sendable {
         }
         if releaseRequested && !nameplateReleased && !link.releaseSent, let nameplate {
             link.releaseSent = true
-            link.addsBeforeRelease = link.addsSent
             out.append(.send(.release(nameplate)))
         }
         if let mood = closeMood, let mailbox, !link.closeSent {

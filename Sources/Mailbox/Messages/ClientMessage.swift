@@ -116,12 +116,10 @@ public enum ClientMessage: Sendable, Equatable {
     /// The `add` key of Eleven's second extension: `"x-eleven-echo": false` asks the relay not
     /// to send this message back to the connection that added it; everyone else subscribed to
     /// the mailbox gets it as before, and an `open` still replays it (on any connection, this
-    /// one's own later `open` included). A client needs its own copy only as a receipt, and
-    /// only for some messages: the relay handles a connection's commands in order and answers
-    /// each only once what it wrote and everything before it is durable, so the `released` or
-    /// `closed` that answers a later command proves the message stored as well. The echoes were
-    /// 9 of the 26.5 frames a relay sent per join. The reference server ignores the key (it
-    /// reads `phase`, `body` and `id`) and echoes, which costs our clients nothing.
+    /// one's own later `open` included). A client needs its own copy only as a receipt, and not
+    /// for a message the peer answers: the answer is the receipt. The echoes were 9 of the 26.5
+    /// frames a relay sent per join. The reference server ignores the key (it reads `phase`,
+    /// `body` and `id`) and echoes, which costs our clients nothing.
     public static let echoKey = "x-eleven-echo"
 }
 

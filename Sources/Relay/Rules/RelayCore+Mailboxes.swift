@@ -59,7 +59,7 @@ extension RelayCore {
 
     /// Stores a message and hands it to everyone subscribed to the mailbox, the sender
     /// included unless its `add` asked for no copy back (`echo` false, Eleven's extension,
-    /// ``ClientMessage/echoKey``): the later replies on its connection are its receipt then.
+    /// ``ClientMessage/echoKey``).
     mutating func add(
         _ field: Result<(phase: Phase, body: String), RelayError>, id messageID: JSONValue, echo: Bool = true,
         connection id: ConnectionID,
