@@ -61,7 +61,7 @@
 /// ack would have gone (the glue's reply-latency histogram counts it; nothing is sent).
 /// Eleven's clients (`RendezvousConnection`: the joiner and the bot) send the key: they never
 /// wait for an ack, since what they need confirmed has its own reply (`claimed`, `released`,
-/// the echo of each `add` before they close, `closed`). The reference server ignores keys it
+/// the echo of an `add` they wait for, `closed`). The reference server ignores keys it
 /// does not know, so the same `bind` works there and gets its acks; stock clients never send
 /// the key and get every ack here. It cut the frames the relay sends per join from 46 to 26.5.
 ///

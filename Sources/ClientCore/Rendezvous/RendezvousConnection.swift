@@ -329,9 +329,10 @@ public final class RendezvousConnection {
             case .send(let message):
                 // `bind` asks an Eleven relay for no `ack`s (`ClientMessage.acksKey`): the
                 // machine ignores them, and what it waits for has its own reply (`claimed`,
-                // `released`, the echo of each `add`, `closed`). Other servers ignore the key.
+                // `released`, the echo of an `add`, `closed`). Other servers ignore the key.
                 commands.append(message.encoded(acks: false))
             case .sendWithoutEcho(let message):
+                // An `add` the peer answers asks for no echo (`ClientMessage.echoKey`).
                 commands.append(message.encoded(acks: false, echo: false))
             case .allocated(let nameplate):
                 events.append(.allocated(nameplate))
