@@ -61,9 +61,21 @@
 /// ack would have gone (the glue's reply-latency histogram counts it; nothing is sent).
 /// Eleven's clients (`RendezvousConnection`: the joiner and the bot) send the key: they never
 /// wait for an ack, since what they need confirmed has its own reply (`claimed`, `released`,
-/// the echo of each `add` before they close, `closed`). The reference server ignores keys it
+/// the echo of an `add` they wait for, `closed`). The reference server ignores keys it
 /// does not know, so the same `bind` works there and gets its acks; stock clients never send
 /// the key and get every ack here. It cut the frames the relay sends per join from 46 to 26.5.
+///
+/// ## Eleven's extension: quiet echoes
+///
+/// Protocol v1 sends each `add` to every connection subscribed to the mailbox, the sender's
+/// included. An `add` that carries `"x-eleven-echo": false` (`ClientMessage.echoKey`) asks this
+/// relay not to send that message back to the connection that added it; every other subscriber
+/// gets it, and an `open` replays it as any other stored message. Only `false` counts, only on
+/// an `add`. Eleven's clients send it on the messages of a join that the peer answers (the
+/// joiner's, the attendant's confirmation and nonce): the answer is their receipt, and until an
+/// `open` replays them they are sent again after a reconnect. What they must see stored without
+/// an answer (an attendant's first message, a status, the grant, an abort) keeps its echo. The
+/// reference server ignores the key and echoes.
 ///
 /// Blocking calls (`SQLiteRelayStorage.init`, `load`, `checkpoint`, `shutdown`) wait for the
 /// storage's own queue: make them at start-up and shut-down, never on a loop thread. Per-event

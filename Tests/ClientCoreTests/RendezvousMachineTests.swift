@@ -85,6 +85,66 @@ import Testing
                 ])
     }
 
+    @Test func aMessageSentWithoutEchoIsNotWaitedForAndResentUntilAReplayShowsIt() throws {
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = m.connected()
+        _ = m.received(.claimed(mb))
+        // The key asks for no copy back; the machine does not wait for one.
+        #expect(
+            try m.send(phase: .pake, body: [1], echo: false) == [
+                .sendWithoutEcho(.add(phase: .pake, body: "01"))
+            ])
+        #expect(m.allEchoed)
+        _ = try m.send(phase: .version, body: [3])
+        #expect(!m.allEchoed)
+        #expect(m.received(.message(side: me, phase: .version, body: [3])) == [])
+        #expect(m.allEchoed)
+        // The relay's other replies are no receipt: a hostile path may hold the add back behind
+        // the release, so a reconnect sends it again, still without an echo.
+        #expect(
+            m.received(.message(side: peer, phase: .pake, body: [7]))
+                == [.received(phase: .pake, body: [7]), .send(.release(np))])
+        #expect(m.received(.released) == [])
+        m.disconnected()
+        #expect(
+            Array(m.connected().dropFirst()) == [
+                .send(.open(mb)), .sendWithoutEcho(.add(phase: .pake, body: "01")),
+            ])
+        // The replay on that open shows it stored: a later reconnect does not send it again.
+        _ = m.received(.message(side: me, phase: .pake, body: [1]))
+        m.disconnected()
+        #expect(Array(m.connected().dropFirst()) == [.send(.open(mb))])
+    }
+
+    @Test func anEchoOrAReplayStillCountsForAMessageSentWithoutOne() throws {
+        // The reference server ignores the key and echoes; a replay on reopen counts too.
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = m.connected()
+        _ = m.received(.claimed(mb))
+        _ = try m.send(phase: .pake, body: [1], echo: false)
+        _ = try m.send(phase: .confirm, body: [2], echo: false)
+        _ = m.received(.message(side: me, phase: .pake, body: [1]))
+        m.disconnected()
+        #expect(Array(sends(m.connected()).dropFirst()) == [.claim(np), .open(mb)])
+        _ = m.received(.message(side: me, phase: .confirm, body: [2]))
+        m.disconnected()
+        #expect(Array(m.connected().dropFirst()) == [.send(.claim(np)), .send(.open(mb))])
+    }
+
+    @Test func aRestoredMachineSendsWithAnEchoWhatWasSentWithout() throws {
+        var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
+        _ = m.connected()
+        _ = m.received(.claimed(mb))
+        _ = try m.send(phase: .pake, body: [1], echo: false)
+        let restored = try JSONDecoder().decode(RendezvousMachine.self, from: try JSONEncoder().encode(m))
+        #expect(restored == m)
+        // Saved and restored: the next connection may not close, so it asks for the echo.
+        var again = restored
+        #expect(!again.allEchoed)
+        #expect(
+            sends(again.connected()).dropFirst() == [.claim(np), .open(mb), .add(phase: .pake, body: "01")])
+    }
+
     @Test func survivesARestartThroughCodable() throws {
         var m = RendezvousMachine(appID: app, side: me, start: .claim(np))
         _ = m.connected()

@@ -311,6 +311,40 @@ import Testing
         #expect(eventually { relay.metric("eleven_relay_reply_latency_seconds_count") == 9 })
     }
 
+    @Test func anAddAskingForNoEchoReachesThePeerAndItsSenderHearsTheNextReply() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let relay = try RelayProcess(databasePath: dir.path("relay.sqlite"))
+        defer { relay.stop() }
+        let quiet = try WireClient(relay.url)
+        defer { quiet.close() }
+        try quiet.send(["type": "bind", "appid": Self.app, "side": "aaaaaaaaaa", "x-eleven-acks": false])
+        try quiet.send(["type": "allocate"])
+        let nameplate = try #require(try quiet.next()["nameplate"] as? String)
+        try quiet.send(["type": "claim", "nameplate": nameplate])
+        let mailbox = try #require(try quiet.next()["mailbox"] as? String)
+        try quiet.send(["type": "open", "mailbox": mailbox])
+        try quiet.send(["type": "add", "phase": "pake", "body": "00aa", "x-eleven-echo": false])
+        try quiet.send(["type": "release", "nameplate": nameplate])
+        // No copy of the message: the next frame is the release's answer.
+        #expect(try quiet.next()["type"] as? String == "released")
+
+        let stock = try WireClient(relay.url)
+        defer { stock.close() }
+        try stock.send(["type": "bind", "appid": Self.app, "side": "bbbbbbbbbb"])
+        try stock.send(["type": "open", "mailbox": mailbox])
+        let replayed = try stock.next(type: "message")
+        #expect(replayed["body"] as? String == "00aa" && replayed["side"] as? String == "aaaaaaaaaa")
+        // A stock add is echoed to its sender and reaches the quiet side.
+        try stock.send(["type": "add", "phase": "pake", "body": "00bb"])
+        #expect(try stock.next(type: "message")["body"] as? String == "00bb")
+        #expect(try quiet.next()["body"] as? String == "00bb")
+        try quiet.send(["type": "add", "phase": "version", "body": "00cc", "x-eleven-echo": false])
+        #expect(try stock.next(type: "message")["body"] as? String == "00cc")
+        try quiet.send(["type": "close", "mailbox": mailbox, "mood": "happy"])
+        #expect(try quiet.next()["type"] as? String == "closed")
+    }
+
     @Test func sigtermClosesConnectionsWith1001AndExitsZero() throws {
         let dir = try ScratchDirectory()
         defer { dir.remove() }

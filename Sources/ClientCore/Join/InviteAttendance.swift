@@ -107,7 +107,9 @@ public enum InviteAttendance {
                 for output in outputs {
                     switch output {
                     case .send(let phase, let body):
-                        try connection.send(phase: phase, body: body)
+                        // The joiner's next message is the receipt of the handshake's (no echo);
+                        // the rest keep theirs (waited for before a person decides, or closing).
+                        try connection.send(phase: phase, body: body, echo: !phase.isAnsweredByJoiner)
                     case .burned(let failure):
                         // Let the abort reach the joiner, then close scary.
                         try? connection.waitUntilEchoed(timeout: .seconds(2))

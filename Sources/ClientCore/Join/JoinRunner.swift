@@ -124,7 +124,9 @@ public enum JoinRunner {
                     switch output {
                     case .send(let phase, let body):
                         guard !state.sent.contains(phase) else { continue }
-                        try connection.send(phase: phase, body: body)
+                        // The attendant answers each (the grant answers the last), and the
+                        // answer is the receipt: no echo.
+                        try connection.send(phase: phase, body: body, echo: false)
                         state.sent.append(phase)
                     case .codeSent:
                         guard !state.sent.contains(.confirm) else { continue }

@@ -194,10 +194,13 @@ public final class RendezvousConnection {
     /// How many times the first connection is tried (about 2 s of back-off in all).
     static let firstConnectAttempts = 5
 
-    /// Queues a message for the peer (sent now, or after the next reconnect).
-    public func send(phase: Rendezvous.Phase, body: [UInt8]) throws(RelayConnectionError) {
+    /// Queues a message for the peer (sent now, or after the next reconnect). `echo` false asks
+    /// the relay for no copy back: for a message the peer answers, whose answer is its receipt
+    /// (``RendezvousMachine/send(phase:body:echo:)``); ``waitUntilEchoed(timeout:)`` does not
+    /// wait for it.
+    public func send(phase: Rendezvous.Phase, body: [UInt8], echo: Bool = true) throws(RelayConnectionError) {
         do {
-            try perform(try machine.send(phase: phase, body: body))
+            try perform(try machine.send(phase: phase, body: body, echo: echo))
         } catch let error as RelayConnectionError {
             throw error
         } catch let error as RendezvousError {
@@ -231,8 +234,8 @@ public final class RendezvousConnection {
         try next(until: ContinuousClock.now + timeout)
     }
 
-    /// Processes the relay's messages until everything we sent is stored (echoed) by the relay.
-    /// Events that arrive meanwhile are kept for `next(timeout:)`.
+    /// Processes the relay's messages until everything we sent asking for an echo is stored
+    /// (echoed) by the relay. Events that arrive meanwhile are kept for `next(timeout:)`.
     public func waitUntilEchoed(timeout: Duration) throws(RelayConnectionError) {
         _ = try next(until: ContinuousClock.now + timeout, stopWhen: { $0.machine.allEchoed })
     }
@@ -326,8 +329,11 @@ public final class RendezvousConnection {
             case .send(let message):
                 // `bind` asks an Eleven relay for no `ack`s (`ClientMessage.acksKey`): the
                 // machine ignores them, and what it waits for has its own reply (`claimed`,
-                // `released`, the echo of each `add`, `closed`). Other servers ignore the key.
+                // `released`, the echo of an `add`, `closed`). Other servers ignore the key.
                 commands.append(message.encoded(acks: false))
+            case .sendWithoutEcho(let message):
+                // An `add` the peer answers asks for no echo (`ClientMessage.echoKey`).
+                commands.append(message.encoded(acks: false, echo: false))
             case .allocated(let nameplate):
                 events.append(.allocated(nameplate))
             case .received(let phase, let body):

@@ -62,6 +62,11 @@ extension Rendezvous.Phase {
     public static let grant = Rendezvous.Phase("grant")
     public static let refusal = Rendezvous.Phase("refusal")
     public static func status(_ n: Int) -> Rendezvous.Phase { Rendezvous.Phase("status-\(n)") }
+    /// Whether this is one of the attendant's ``status(_:)`` phases.
+    public var isStatus: Bool { value.hasPrefix("status-") }
+    /// Whether this is an attendant's message the joiner must answer before the join goes on
+    /// (its confirmation, its nonce): the joiner's answer proves it reached the mailbox.
+    public var isAnsweredByJoiner: Bool { self == .confirm || self == .nonce }
 }
 
 /// Why a join's key agreement failed. None of these carries secret material.

@@ -162,7 +162,7 @@ public struct JoinerSession: ~Copyable {
     /// Phases the joiner acts on; anything else from the peer is ignored.
     private static func isExpected(_ phase: Rendezvous.Phase) -> Bool {
         phase == .pake || phase == .confirm || phase == .nonce || phase == .grant || phase == .refusal
-            || phase.value.hasPrefix("status-")
+            || phase.isStatus
     }
 
     private mutating func step(
@@ -217,7 +217,7 @@ public struct JoinerSession: ~Copyable {
         case .grant: allowed = ["grant"]
         case .refusal: allowed = ["refusal"]
         default:
-            guard phase.value.hasPrefix("status-") else { return [] }
+            guard phase.isStatus else { return [] }
             allowed = ["status"]
         }
         do {

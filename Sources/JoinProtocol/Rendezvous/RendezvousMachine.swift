@@ -44,6 +44,9 @@ public enum RendezvousError: Error, Equatable, Sendable, Codable, CustomStringCo
 public enum RendezvousAction: Equatable, Sendable {
     /// Send this command on the current connection.
     case send(ClientMessage)
+    /// Send this `add` on the current connection asking the relay for no copy back
+    /// (``ClientMessage/echoKey``; a relay that does not know the key echoes it anyway).
+    case sendWithoutEcho(ClientMessage)
     /// The relay allocated our nameplate.
     case allocated(Rendezvous.Nameplate)
     /// The peer's message for a phase, delivered once however often the relay repeats it.
@@ -58,7 +61,13 @@ public enum RendezvousAction: Equatable, Sendable {
 
 /// The client side of the mailbox protocol as a pure state machine: nameplate (allocate or
 /// claim, release on the first peer message), mailbox (open, add, close), outbound messages kept
-/// until the relay echoes them, inbound messages de-duplicated by phase.
+/// until the relay is known to have stored them, inbound messages de-duplicated by phase.
+///
+/// A message is known stored when the relay echoes it, or replays it on an `open`. A message
+/// sent without an echo (``send(phase:body:echo:)``) is one the peer's answer proves stored:
+/// the machine keeps it until a replay shows it (each reconnect sends it again, and the peer
+/// takes each phase once) and does not wait for it. The order of the relay's other replies is
+/// no receipt: a hostile path may hold an `add` back behind the commands that follow it.
 ///
 /// It never touches a socket. The owner calls `connected()` for every new connection (the first
 /// and each reconnect, always with the same side), feeds every `ServerMessage`, and performs the
@@ -86,8 +95,11 @@ public struct RendezvousMachine: Codable, Sendable {
     private var closeMood: Rendezvous.Mood?
     public private(set) var isClosed = false
     public private(set) var failure: RendezvousError?
-    /// Outbound messages the relay has not echoed yet, in the order they were sent.
+    /// Outbound messages not known to be stored yet, in the order they were sent.
     private var unechoed: [Outbound] = []
+    /// The phases sent asking for no echo. Not saved: a restored machine sends what is left of
+    /// them with an echo, the receipt a later connection may not otherwise get.
+    private var withoutEcho: Set<Rendezvous.Phase> = []
     private var usedPhases: Set<Rendezvous.Phase> = []
     private var seenPeerPhases: Set<Rendezvous.Phase> = []
     /// What was sent on the current connection (the relay allows each command once per connection).
@@ -129,8 +141,8 @@ public struct RendezvousMachine: Codable, Sendable {
         }
     }
 
-    /// Whether every message we sent has been stored by the relay.
-    public var allEchoed: Bool { unechoed.isEmpty }
+    /// Whether every message we sent asking for its echo has been stored by the relay.
+    public var allEchoed: Bool { unechoed.allSatisfy { withoutEcho.contains($0.phase) } }
 
     /// This machine as saved by a side that must hear the peer again from the start after a
     /// restart (an attendant re-deriving its key agreement, as the bot does): no peer phase
@@ -163,13 +175,17 @@ public struct RendezvousMachine: Codable, Sendable {
         link = Link()
     }
 
-    /// Queues a message for the peer. Each phase may be used once.
-    public mutating func send(phase: Rendezvous.Phase, body: [UInt8]) throws(RendezvousError)
+    /// Queues a message for the peer. Each phase may be used once. `echo` false asks the relay
+    /// for no copy back (``ClientMessage/echoKey``): for a message the peer answers, whose
+    /// answer is its receipt (``allEchoed`` does not count it).
+    public mutating func send(phase: Rendezvous.Phase, body: [UInt8], echo: Bool = true)
+        throws(RendezvousError)
         -> [RendezvousAction]
     {
         guard closeMood == nil, !isClosed else { throw .misuse("sending after close") }
         guard !usedPhases.contains(phase) else { throw .misuse("phase '\(phase)' used twice") }
         usedPhases.insert(phase)
+        if !echo { withoutEcho.insert(phase) }
         unechoed.append(Outbound(phase: phase, body: body))
         return pump()
     }
@@ -265,44 +281,45 @@ public struct RendezvousMachine: Codable, Sendable {
     /// Sends whatever the state calls for and this connection has not carried yet.
     private mutating func pump() -> [RendezvousAction] {
         guard link.isUp, !isClosed, failure == nil else { return [] }
-        var out: [ClientMessage] = []
+        var out: [RendezvousAction] = []
         if wantsAllocation && nameplate == nil && !link.allocateSent {
             link.allocateSent = true
-            out.append(.allocate)
+            out.append(.send(.allocate))
         }
         if let nameplate, !releaseRequested, !link.claimSent {
             link.claimSent = true
-            out.append(.claim(nameplate))
+            out.append(.send(.claim(nameplate)))
         }
         if let mailbox {
             // After a reconnect, reopen even when closing if messages still await their echo:
             // the relay only takes an `add` on a connection that opened the mailbox.
             if !link.openSent && (closeMood == nil || !unechoed.isEmpty) {
                 link.openSent = true
-                out.append(.open(mailbox))
+                out.append(.send(.open(mailbox)))
             }
             if link.openSent {
                 for message in unechoed where !link.addsSent.contains(message.phase) {
                     link.addsSent.insert(message.phase)
-                    out.append(.add(phase: message.phase, body: Hex.encode(message.body)))
+                    let add = ClientMessage.add(phase: message.phase, body: Hex.encode(message.body))
+                    out.append(withoutEcho.contains(message.phase) ? .sendWithoutEcho(add) : .send(add))
                 }
             }
         }
         if releaseRequested && !nameplateReleased && !link.releaseSent, let nameplate {
             link.releaseSent = true
-            out.append(.release(nameplate))
+            out.append(.send(.release(nameplate)))
         }
         if let mood = closeMood, let mailbox, !link.closeSent {
             link.closeSent = true
-            out.append(.close(mailbox: mailbox, mood: mood.rawValue))
+            out.append(.send(.close(mailbox: mailbox, mood: mood.rawValue)))
         }
-        return out.map { .send($0) }
+        return out
     }
 }
 
 extension RendezvousMachine: Equatable {
-    /// Equal when everything that is saved is equal (the current connection's bookkeeping is
-    /// not saved and not compared).
+    /// Equal when everything that is saved is equal (the current connection's bookkeeping and
+    /// the phases sent without an echo are not saved and not compared).
     public static func == (a: RendezvousMachine, b: RendezvousMachine) -> Bool {
         a.appID == b.appID && a.side == b.side && a.clientVersion == b.clientVersion
             && a.nameplate == b.nameplate && a.mailbox == b.mailbox && a.peerSide == b.peerSide

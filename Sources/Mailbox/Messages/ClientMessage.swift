@@ -58,8 +58,10 @@ public enum ClientMessage: Sendable, Equatable {
     public var jsonObject: JSONObject { jsonObject(acks: true) }
 
     /// The JSON object sent; with `acks` false a `bind` carries ``acksKey`` set to false, which
-    /// asks an Eleven relay to send no `ack` on this connection (other servers ignore the key).
-    public func jsonObject(acks: Bool) -> JSONObject {
+    /// asks an Eleven relay to send no `ack` on this connection, and with `echo` false an `add`
+    /// carries ``echoKey`` set to false, which asks it for no copy of this message back (other
+    /// servers ignore both keys).
+    public func jsonObject(acks: Bool, echo: Bool = true) -> JSONObject {
         var members: [(String, JSONValue)] = [("type", .string(kind.rawValue))]
         switch self {
         case .ping(let value):
@@ -80,6 +82,7 @@ public enum ClientMessage: Sendable, Equatable {
         case .add(let phase, let body):
             members.append(("body", .string(body)))
             members.append(("phase", .string(phase.value)))
+            if !echo { members.append((Self.echoKey, .bool(false))) }
         case .close(let mailbox, let mood):
             if let mailbox { members.append(("mailbox", .string(mailbox.value))) }
             if let mood { members.append(("mood", .string(mood))) }
@@ -94,9 +97,11 @@ public enum ClientMessage: Sendable, Equatable {
     /// The text of the WebSocket frame.
     public var encoded: String { JSONWriter.string(.object(jsonObject)) }
 
-    /// The text of the WebSocket frame; with `acks` false, a `bind` asks for no `ack`s
-    /// (``jsonObject(acks:)``).
-    public func encoded(acks: Bool) -> String { JSONWriter.string(.object(jsonObject(acks: acks))) }
+    /// The text of the WebSocket frame; with `acks` false, a `bind` asks for no `ack`s, with
+    /// `echo` false an `add` for no copy back (``jsonObject(acks:echo:)``).
+    public func encoded(acks: Bool, echo: Bool = true) -> String {
+        JSONWriter.string(.object(jsonObject(acks: acks, echo: echo)))
+    }
 
     /// The `bind` key of Eleven's one extension to protocol v1: `"x-eleven-acks": false` asks
     /// the relay to send no `ack` on the connection from that `bind` on (the `bind`'s own
@@ -107,6 +112,15 @@ public enum ClientMessage: Sendable, Equatable {
     /// the same `bind` works there, acks and all; a client that reads acks just does not send
     /// the key.
     public static let acksKey = "x-eleven-acks"
+
+    /// The `add` key of Eleven's second extension: `"x-eleven-echo": false` asks the relay not
+    /// to send this message back to the connection that added it; everyone else subscribed to
+    /// the mailbox gets it as before, and an `open` still replays it (on any connection, this
+    /// one's own later `open` included). A client needs its own copy only as a receipt, and not
+    /// for a message the peer answers: the answer is the receipt. The echoes were 9 of the 26.5
+    /// frames a relay sent per join. The reference server ignores the key (it reads `phase`,
+    /// `body` and `id`) and echoes, which costs our clients nothing.
+    public static let echoKey = "x-eleven-echo"
 }
 
 /// A client message as a server reads it.
@@ -128,16 +142,19 @@ public struct ClientFrame: Sendable, Equatable {
     public let message: Result<ClientMessage, RelayError>
     /// False for a `bind` that asks for no `ack`s (``ClientMessage/acksKey`` set to false).
     public let acks: Bool
+    /// False for an `add` that asks for no copy back (``ClientMessage/echoKey`` set to false).
+    public let echo: Bool
 
     public init(
         object: JSONObject, id: JSONValue, kind: ClientMessage.Kind?,
-        message: Result<ClientMessage, RelayError>, acks: Bool = true
+        message: Result<ClientMessage, RelayError>, acks: Bool = true, echo: Bool = true
     ) {
         self.object = object
         self.id = id
         self.kind = kind
         self.message = message
         self.acks = acks
+        self.echo = echo
     }
 }
 
@@ -174,8 +191,11 @@ extension ClientMessage {
             kind.map { FieldReader(object: object, maximumBytes: maximumFieldBytes).message($0) }
             ?? .failure(.unknownType)
         let acks = kind != .bind || object[acksKey] != .bool(false)
+        let echo = kind != .add || object[echoKey] != .bool(false)
         return .success(
-            ClientFrame(object: object, id: object["id"] ?? .null, kind: kind, message: message, acks: acks))
+            ClientFrame(
+                object: object, id: object["id"] ?? .null, kind: kind, message: message, acks: acks,
+                echo: echo))
     }
 
     public static func decode(_ text: String, maximumFieldBytes: Int = 1024) -> Result<

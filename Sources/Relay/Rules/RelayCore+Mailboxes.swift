@@ -57,8 +57,11 @@ extension RelayCore {
         return .success(())
     }
 
+    /// Stores a message and hands it to everyone subscribed to the mailbox, the sender
+    /// included unless its `add` asked for no copy back (`echo` false, Eleven's extension,
+    /// ``ClientMessage/echoKey``).
     mutating func add(
-        _ field: Result<(phase: Phase, body: String), RelayError>, id messageID: JSONValue,
+        _ field: Result<(phase: Phase, body: String), RelayError>, id messageID: JSONValue, echo: Bool = true,
         connection id: ConnectionID,
         app: AppID, side: Side, now: RelayInstant
     ) -> Result<Void, RelayError> {
@@ -89,8 +92,9 @@ extension RelayCore {
         write(.touchMailbox(key, updated: now))
         metrics.messagesAdded += 1
         metrics.messageBodyBytesAdded += request.body.utf8.count
-        // Everyone subscribed hears it, the sender included: the echo is its receipt.
-        for listener in subscribers[key] ?? [] {
+        // Everyone subscribed hears it, the sender included (the echo is its receipt) unless
+        // it asked for no echo.
+        for listener in subscribers[key] ?? [] where echo || listener != id {
             send(.message(message), to: listener)
         }
         return .success(())

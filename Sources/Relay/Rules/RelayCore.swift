@@ -279,7 +279,8 @@ public struct RelayCore: Sendable {
                 guard case .add(let phase, let body) = message else { return nil }
                 return (phase: phase, body: body)
             }
-            return add(request, id: frame.id, connection: id, app: app, side: side, now: now)
+            return add(
+                request, id: frame.id, echo: frame.echo, connection: id, app: app, side: side, now: now)
         case .close:
             let request = fields.fields { message -> (mailbox: MailboxID?, mood: String?)? in
                 guard case .close(let mailbox, let mood) = message else { return nil }
